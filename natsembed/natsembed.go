@@ -1,0 +1,112 @@
+package natsembed
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Config configures the embedded server. The zero value listens on a random loopback port and
+// keeps JetStream in a temporary directory chosen by nats-server.
+type Config struct {
+	StoreDir   string        // JetStream store directory
+	Listen     string        // host:port; "" → 127.0.0.1 with a random port; "none" → no TCP listener
+	ServerName string        // "" → "mcpstream"
+	MaxPayload int32         // 0 → subjects.MaxEventBytes
+	ReadyWait  time.Duration // 0 → 10s
+	Logging    bool          // pass nats-server's log to stderr
+}
+
+// ErrNotReady is returned when the server did not become ready in time.
+var ErrNotReady = errors.New("embedded nats-server not ready")
+
+// Server is a running embedded nats-server.
+type Server struct {
+	ns *server.Server
+}
+
+// Start starts the server and waits until it accepts connections.
+func Start(cfg Config) (*Server, error) {
+	opts := &server.Options{
+		ServerName: cfg.ServerName,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		MaxPayload: cfg.MaxPayload,
+		NoSigs:     true,
+	}
+	if opts.ServerName == "" {
+		opts.ServerName = "mcpstream"
+	}
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = subjects.MaxEventBytes
+	}
+	// max_pending must exceed max_payload.
+	opts.MaxPending = int64(opts.MaxPayload) * 4
+	switch cfg.Listen {
+	case "":
+		opts.Host, opts.Port = "127.0.0.1", -1
+	case "none":
+		opts.DontListen = true
+	default:
+		host, port, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("nats listen address %q: %w", cfg.Listen, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || p < 0 || p > 65535 {
+			return nil, fmt.Errorf("nats listen address %q: bad port", cfg.Listen)
+		}
+		opts.Host, opts.Port = host, p
+	}
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats-server: %w", err)
+	}
+	if cfg.Logging {
+		ns.ConfigureLogger()
+	}
+	go ns.Start()
+	wait := cfg.ReadyWait
+	if wait == 0 {
+		wait = 10 * time.Second
+	}
+	if !ns.ReadyForConnections(wait) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("%w after %s (is %s in use?)", ErrNotReady, wait, cfg.Listen)
+	}
+	return &Server{ns: ns}, nil
+}
+
+// ClientURL is the nats:// URL of the TCP listener ("" without one).
+func (s *Server) ClientURL() string {
+	if s.ns.Addr() == nil {
+		return ""
+	}
+	return s.ns.ClientURL()
+}
+
+// Connect opens an in-process client connection (no TCP) with the given options.
+func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.InProcessServer(s.ns), nats.MaxReconnects(-1)}, opts...)
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to embedded nats-server: %w", err)
+	}
+	return nc, nil
+}
+
+// Inner returns the nats-server for callers that need more of it (tests, monitoring).
+func (s *Server) Inner() *server.Server { return s.ns }
+
+// Shutdown stops the server and waits for it; JetStream flushes its store first.
+func (s *Server) Shutdown() {
+	s.ns.Shutdown()
+	s.ns.WaitForShutdown()
+}

@@ -1,0 +1,13 @@
+// Package policy decides what a principal may do: the one policy that search, details, tool lists,
+// Code Mode stubs and the executor all apply, through the same code path (Decide).
+//
+// Without a configuration (the embedded default) the policy is open: one local principal may use
+// everything, and tools annotated destructive still need approval. Once a configuration exists,
+// what it does not allow is denied.
+//
+// Rules match a principal by tenant, user and role (empty lists match anyone) and tools by glob
+// patterns over "server__tool" written with the ORIGINAL server and tool names ('*' matches any
+// run of characters, including none). A deny in any matching rule wins over every allow.
+//
+// The package holds no I/O; a Policy is immutable and safe for concurrent use.
+package policy

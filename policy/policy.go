@@ -1,0 +1,228 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Errors.
+var (
+	ErrInvalid          = errors.New("invalid policy")
+	ErrUnknownPrincipal = errors.New("unknown principal")
+)
+
+// Config is the policy section of the configuration file.
+type Config struct {
+	// Principals, when not empty, is the closed list of users who may act; a request for anyone
+	// else is refused with unknown_principal. Their tenant and roles come from here, not from
+	// the request.
+	Principals map[string]PrincipalConfig `yaml:"principals" json:"principals,omitempty"`
+	Rules      []Rule                     `yaml:"rules" json:"rules,omitempty"`
+	// ApproveDestructive makes every tool annotated destructiveHint:true need approval;
+	// nil means true.
+	ApproveDestructive *bool `yaml:"approveDestructive" json:"approveDestructive,omitempty"`
+}
+
+// PrincipalConfig describes one known user.
+type PrincipalConfig struct {
+	Tenant string   `yaml:"tenant" json:"tenant,omitempty"`
+	Roles  []string `yaml:"roles" json:"roles,omitempty"`
+}
+
+// Rule grants or denies tools to principals.
+type Rule struct {
+	Name    string   `yaml:"name" json:"name,omitempty"`
+	Tenants []string `yaml:"tenants" json:"tenants,omitempty"`
+	Users   []string `yaml:"users" json:"users,omitempty"`
+	Roles   []string `yaml:"roles" json:"roles,omitempty"`
+	Allow   []string `yaml:"allow" json:"allow,omitempty"`
+	Deny    []string `yaml:"deny" json:"deny,omitempty"`
+	// Approve lists tools that need a human approval before each call.
+	Approve []string `yaml:"approve" json:"approve,omitempty"`
+}
+
+// Local is the principal of the open policy and the CLI's default.
+var Local = subjects.Principal{Tenant: "local", User: "local"}
+
+// Policy is a compiled, immutable policy.
+type Policy struct {
+	open               bool
+	principals         map[string]PrincipalConfig
+	rules              []Rule
+	approveDestructive bool
+}
+
+// Open returns the policy of a configuration without a policy section.
+func Open() *Policy { return &Policy{open: true, approveDestructive: true} }
+
+// New compiles cfg; a nil cfg gives Open().
+func New(cfg *Config) (*Policy, error) {
+	if cfg == nil {
+		return Open(), nil
+	}
+	p := &Policy{principals: cfg.Principals, rules: cfg.Rules, approveDestructive: true}
+	if cfg.ApproveDestructive != nil {
+		p.approveDestructive = *cfg.ApproveDestructive
+	}
+	for i, r := range cfg.Rules {
+		for _, list := range [][]string{r.Allow, r.Deny, r.Approve} {
+			for _, pat := range list {
+				if _, err := path.Match(strings.ReplaceAll(pat, "/", "\x00"), ""); err != nil || pat == "" {
+					return nil, fmt.Errorf("%w: rule %d (%s): bad pattern %q", ErrInvalid, i+1, r.Name, pat)
+				}
+			}
+		}
+	}
+	for name := range cfg.Principals {
+		if name == "" {
+			return nil, fmt.Errorf("%w: a principal has an empty name", ErrInvalid)
+		}
+	}
+	return p, nil
+}
+
+// IsOpen reports whether this is the open policy.
+func (p *Policy) IsOpen() bool { return p.open }
+
+// Resolve checks that a principal may act at all and returns it as the policy sees it (tenant and
+// roles from the configuration when principals are listed). tenant is the tenant the request
+// arrived for ("" = take the principal's).
+func (p *Policy) Resolve(pr subjects.Principal) (subjects.Principal, error) {
+	if pr.User == "" {
+		if p.open {
+			pr.User = Local.User
+		} else {
+			return pr, fmt.Errorf("%w: no user given", ErrUnknownPrincipal)
+		}
+	}
+	if pr.Tenant == "" {
+		pr.Tenant = Local.Tenant
+	}
+	if p.open || len(p.principals) == 0 {
+		return pr, nil
+	}
+	pc, ok := p.principals[pr.User]
+	if !ok {
+		return pr, fmt.Errorf("%w: %q", ErrUnknownPrincipal, pr.User)
+	}
+	if pc.Tenant != "" && pr.Tenant != Local.Tenant && pr.Tenant != pc.Tenant {
+		return pr, fmt.Errorf("%w: %q does not belong to tenant %q", ErrUnknownPrincipal, pr.User, pr.Tenant)
+	}
+	if pc.Tenant != "" {
+		pr.Tenant = pc.Tenant
+	}
+	pr.Roles = slices.Clone(pc.Roles)
+	return pr, nil
+}
+
+// Tool is what a decision needs to know about a tool.
+type Tool struct {
+	Server      string // original server name
+	Name        string // original tool name
+	Destructive bool   // annotations.destructiveHint
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	Allowed       bool
+	NeedsApproval bool
+	// Why names the rule (or the default) that decided.
+	Why string
+}
+
+// Decide says whether principal pr (already resolved) may call t. It is the one code path for
+// search filtering, details and execution.
+func (p *Policy) Decide(pr subjects.Principal, t Tool) Decision {
+	subject := t.Server + "__" + t.Name
+	if p.open {
+		return Decision{Allowed: true, NeedsApproval: p.approveDestructive && t.Destructive, Why: "open policy"}
+	}
+	d := Decision{Why: "no rule allows it"}
+	for i, r := range p.rules {
+		if !r.applies(pr) {
+			continue
+		}
+		name := r.Name
+		if name == "" {
+			name = fmt.Sprintf("rule %d", i+1)
+		}
+		if matchAny(r.Deny, subject) {
+			return Decision{Why: "denied by " + name}
+		}
+		if matchAny(r.Allow, subject) && !d.Allowed {
+			d.Allowed, d.Why = true, "allowed by "+name
+		}
+		if matchAny(r.Approve, subject) {
+			d.NeedsApproval = true
+		}
+	}
+	if !d.Allowed {
+		d.NeedsApproval = false
+		return d
+	}
+	if p.approveDestructive && t.Destructive {
+		d.NeedsApproval = true
+	}
+	return d
+}
+
+func (r Rule) applies(pr subjects.Principal) bool {
+	if len(r.Tenants) > 0 && !slices.Contains(r.Tenants, pr.Tenant) && !slices.Contains(r.Tenants, "*") {
+		return false
+	}
+	if len(r.Users) > 0 && !slices.Contains(r.Users, pr.User) && !slices.Contains(r.Users, "*") {
+		return false
+	}
+	if len(r.Roles) > 0 && !slices.ContainsFunc(pr.Roles, func(role string) bool { return slices.Contains(r.Roles, role) }) && !slices.Contains(r.Roles, "*") {
+		return false
+	}
+	return true
+}
+
+func matchAny(patterns []string, s string) bool {
+	for _, pat := range patterns {
+		if Match(pat, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Match reports whether glob pattern pat ('*' any run, '?' one character, [..] a class)
+// matches s. Unlike path.Match, '*' also matches '/'.
+func Match(pat, s string) bool {
+	ok, err := path.Match(strings.ReplaceAll(pat, "/", "\x00"), strings.ReplaceAll(s, "/", "\x00"))
+	return err == nil && ok
+}
+
+// MayUseScope reports whether principal pr may see a list the server marked cacheScope private,
+// listed under authContext ("tenant:T", "user:U", "tenant:T/user:U", or "" for the host's own).
+func (p *Policy) MayUseScope(pr subjects.Principal, cacheScope, authContext string) bool {
+	if cacheScope != subjects.ScopePrivate {
+		return true
+	}
+	if authContext == "" {
+		return pr.User == Local.User && pr.Tenant == Local.Tenant
+	}
+	for _, part := range strings.Split(authContext, "/") {
+		k, v, _ := strings.Cut(part, ":")
+		switch k {
+		case "tenant":
+			if pr.Tenant != v {
+				return false
+			}
+		case "user":
+			if pr.User != v {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}

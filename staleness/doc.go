@@ -1,0 +1,20 @@
+// Package staleness is the freshness state machine shared by the indexer and the executor.
+//
+// A View consumes registry events (subjects.RegistryEvent: snapshots, list_changed, status,
+// revocations) in stream order and answers, for any (server, tool), one State:
+//
+//	fresh        listed, not past its ttlMs, server ready
+//	expired      listed, but ttlMs has run out: revalidate by re-listing before use (not refused)
+//	stale        the server announced list_changed and has not been re-listed yet
+//	unavailable  the server is connecting, disconnected or unreachable (with the reason)
+//	removed      a later snapshot no longer holds the tool, or the server was removed
+//	revoked      an operator revoked it
+//	unknown      never listed
+//
+// Precedence, strongest first: revoked, removed, unknown, unavailable, stale, expired, fresh. A
+// list_changed makes the whole list of that kind stale at once, whatever its TTL said; only a new
+// snapshot (or a re-list that confirms the same content) makes it fresh again.
+//
+// A View holds no I/O and no goroutines: its state lives in memory and is rebuilt by replaying
+// the registry stream. It is safe for concurrent use.
+package staleness

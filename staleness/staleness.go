@@ -1,0 +1,259 @@
+package staleness
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// State is the freshness of one tool (or prompt, or resource).
+type State string
+
+// States, see the package doc.
+const (
+	Fresh       State = "fresh"
+	Expired     State = "expired"
+	Stale       State = "stale"
+	Unavailable State = "unavailable"
+	Removed     State = "removed"
+	Revoked     State = "revoked"
+	Unknown     State = "unknown"
+)
+
+// Usable reports whether a call may proceed (after revalidation, for Expired).
+func (s State) Usable() bool { return s == Fresh || s == Expired }
+
+// Verdict is a State with why.
+type Verdict struct {
+	State  State
+	Reason string
+	// ListedAt is when the list holding the item was last confirmed.
+	ListedAt time.Time
+	// CacheScope and AuthContext of the list ("" / "public" = shareable).
+	CacheScope  string
+	AuthContext string
+}
+
+type kindState struct {
+	items       map[string]struct{}
+	removed     map[string]struct{}
+	stale       bool
+	listedAt    time.Time
+	ttl         *time.Duration
+	cacheScope  string
+	authContext string
+	fingerprint string
+}
+
+type serverState struct {
+	status  string
+	code    string
+	reason  string
+	kinds   map[subjects.Kind]*kindState
+	revoked map[string]struct{}
+	allRev  bool
+	gone    bool // status removed
+}
+
+// View is the freshness view of every server. The zero value is not usable; use New.
+type View struct {
+	mu      sync.RWMutex
+	servers map[string]*serverState
+	now     func() time.Time
+}
+
+// New returns an empty view. now may be nil (time.Now).
+func New(now func() time.Time) *View {
+	if now == nil {
+		now = time.Now
+	}
+	return &View{servers: map[string]*serverState{}, now: now}
+}
+
+func (v *View) server(name string) *serverState {
+	s := v.servers[name]
+	if s == nil {
+		s = &serverState{kinds: map[subjects.Kind]*kindState{}, revoked: map[string]struct{}{}}
+		v.servers[name] = s
+	}
+	return s
+}
+
+func (s *serverState) kind(k subjects.Kind) *kindState {
+	ks := s.kinds[k]
+	if ks == nil {
+		ks = &kindState{items: map[string]struct{}{}, removed: map[string]struct{}{}}
+		s.kinds[k] = ks
+	}
+	return ks
+}
+
+// Apply folds one registry event into the view.
+func (v *View) Apply(ev subjects.RegistryEvent) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch {
+	case ev.Snapshot != nil:
+		sn := ev.Snapshot
+		s := v.server(sn.Server)
+		ks := s.kind(sn.Kind)
+		next := make(map[string]struct{}, len(sn.Items))
+		for _, raw := range sn.Items {
+			if n := ItemName(sn.Kind, raw); n != "" {
+				next[n] = struct{}{}
+			}
+		}
+		for n := range ks.items {
+			if _, ok := next[n]; !ok {
+				ks.removed[n] = struct{}{}
+			}
+		}
+		for n := range next {
+			delete(ks.removed, n)
+		}
+		ks.items = next
+		ks.stale = false
+		ks.listedAt = sn.ListedAt
+		ks.ttl = nil
+		if sn.TTLMs != nil {
+			d := time.Duration(*sn.TTLMs) * time.Millisecond
+			ks.ttl = &d
+		}
+		ks.cacheScope, ks.authContext, ks.fingerprint = sn.CacheScope, sn.AuthContext, sn.Fingerprint
+	case ev.ListChanged != nil:
+		v.server(ev.ListChanged.Server).kind(ev.ListChanged.Kind).stale = true
+	case ev.Status != nil:
+		st := ev.Status
+		s := v.server(st.Server)
+		s.status, s.code, s.reason = st.Status, st.Code, st.Reason
+		s.gone = st.Status == subjects.StatusRemoved
+	case ev.Revocation != nil:
+		r := ev.Revocation
+		s := v.server(r.Server)
+		for _, t := range r.Tools {
+			if t == "*" {
+				s.allRev = true
+				continue
+			}
+			s.revoked[t] = struct{}{}
+		}
+		for _, t := range r.Restore {
+			if t == "*" {
+				s.allRev = false
+				clear(s.revoked)
+				continue
+			}
+			delete(s.revoked, t)
+		}
+	}
+}
+
+// Confirm records that a re-list at listedAt found the list of kind unchanged (fingerprint),
+// making it fresh again without a new snapshot. A confirmation of another fingerprint is ignored:
+// the snapshot that changed it is on its way.
+func (v *View) Confirm(server string, kind subjects.Kind, fingerprint string, listedAt time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.servers[server]
+	if s == nil {
+		return
+	}
+	ks := s.kinds[kind]
+	if ks == nil || ks.fingerprint != fingerprint || listedAt.Before(ks.listedAt) {
+		return
+	}
+	ks.listedAt = listedAt
+	ks.stale = false
+}
+
+// Tool is the verdict for a tool.
+func (v *View) Tool(server, name string) Verdict { return v.Item(server, subjects.KindTools, name) }
+
+// Item is the verdict for one item of a kind.
+func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	s := v.servers[server]
+	if s == nil {
+		return Verdict{State: Unknown, Reason: "server " + server + " is not known"}
+	}
+	if s.allRev {
+		return Verdict{State: Revoked, Reason: "every tool of " + server + " is revoked"}
+	}
+	if _, ok := s.revoked[name]; ok && kind == subjects.KindTools {
+		return Verdict{State: Revoked, Reason: name + " was revoked by an operator"}
+	}
+	if s.gone {
+		return Verdict{State: Removed, Reason: "server " + server + " was removed"}
+	}
+	ks := s.kinds[kind]
+	if ks == nil {
+		if s.status != "" && s.status != subjects.StatusReady {
+			return Verdict{State: Unavailable, Reason: s.statusReason()}
+		}
+		return Verdict{State: Unknown, Reason: server + " has not been listed"}
+	}
+	out := Verdict{ListedAt: ks.listedAt, CacheScope: ks.cacheScope, AuthContext: ks.authContext}
+	if _, ok := ks.items[name]; !ok {
+		if _, was := ks.removed[name]; was {
+			out.State, out.Reason = Removed, name+" is no longer listed by "+server
+			return out
+		}
+		out.State, out.Reason = Unknown, name+" is not listed by "+server
+		return out
+	}
+	if s.status != "" && s.status != subjects.StatusReady {
+		out.State, out.Reason = Unavailable, s.statusReason()
+		return out
+	}
+	if ks.stale {
+		out.State, out.Reason = Stale, server+" announced that its "+string(kind)+" changed; re-listing"
+		return out
+	}
+	if ks.ttl != nil && v.now().Sub(ks.listedAt) > *ks.ttl {
+		out.State, out.Reason = Expired, "ttl of "+ks.ttl.String()+" has run out"
+		return out
+	}
+	out.State = Fresh
+	return out
+}
+
+func (s *serverState) statusReason() string {
+	r := "server is " + s.status
+	if s.code != "" {
+		r += " (" + s.code + ")"
+	}
+	if s.reason != "" {
+		r += ": " + s.reason
+	}
+	return r
+}
+
+// ServerStatus returns the last status of a server ("" if none was seen) and its reason.
+func (v *View) ServerStatus(server string) (status, reason string) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	s := v.servers[server]
+	if s == nil {
+		return "", ""
+	}
+	return s.status, s.reason
+}
+
+// ItemName extracts the identifying name of a raw definition: "name" for tools and prompts,
+// "uri" (or "name") for resources. It returns "" for junk.
+func ItemName(kind subjects.Kind, raw json.RawMessage) string {
+	var d struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return ""
+	}
+	if kind == subjects.KindResources && d.URI != "" {
+		return d.URI
+	}
+	return d.Name
+}

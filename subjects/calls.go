@@ -1,0 +1,153 @@
+package subjects
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Principal is who a request acts for. The tenant of a call comes from its subject, never from
+// the payload, so NATS permissions can pin a tenant to its own subjects.
+type Principal struct {
+	Tenant string   `json:"tenant,omitempty"`
+	User   string   `json:"user"`
+	Roles  []string `json:"roles,omitempty"`
+}
+
+// CallRequest asks the executor to call one tool. Published to Calls(tenant) with Nats-Msg-Id =
+// ID (so a resend is never executed twice), or sent to Exec(tenant) as a request.
+type CallRequest struct {
+	V         int             `json:"v"`
+	ID        string          `json:"id"`   // caller-chosen call id, unique per tenant; the dedup key
+	Tool      string          `json:"tool"` // public name server__tool
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Principal Principal       `json:"principal"`
+	// TimeoutMs bounds the tools/call; 0 means the executor's default.
+	TimeoutMs int64 `json:"timeoutMs,omitempty"`
+	// ApprovalTimeoutMs bounds the wait in needs_approval; 0 means the executor's default.
+	ApprovalTimeoutMs int64     `json:"approvalTimeoutMs,omitempty"`
+	RequestedAt       time.Time `json:"requestedAt,omitzero"`
+}
+
+// Call outcomes (CallResult.Status).
+const (
+	CallOK      = "ok"      // tools/call answered; Result holds the MCP result (isError may be true)
+	CallRefused = "refused" // refused before dispatch; nothing executed
+	CallFailed  = "failed"  // dispatched and failed (protocol or transport), or outcome unknown
+)
+
+// Error codes that cross NATS (CallResult.Error.Code and catalog errors). Stable: clients match
+// on them.
+const (
+	CodeBadRequest       = "bad_request"
+	CodeTooLarge         = "too_large"
+	CodeNotFound         = "not_found"
+	CodeStale            = "stale"
+	CodeUnavailable      = "unavailable"
+	CodeForbidden        = "forbidden"
+	CodeUnknownPrincipal = "unknown_principal"
+	CodeNeedsApproval    = "needs_approval"
+	CodeDenied           = "denied"
+	CodeApprovalTimeout  = "approval_timeout"
+	CodeInvalidArguments = "invalid_arguments"
+	CodeRateLimited      = "rate_limited"
+	CodeTimeout          = "timeout"
+	CodeResultTooLarge   = "result_too_large"
+	CodeOutcomeUnknown   = "outcome_unknown"
+	CodeProtocolError    = "protocol_error"
+	CodeTransportError   = "transport_error"
+	CodeInternal         = "internal"
+)
+
+// Error is the JSON error every mcpstream request/reply and result carries.
+type Error struct {
+	Code         string `json:"code"`
+	Message      string `json:"message"`
+	Path         string `json:"path,omitempty"`         // invalid_arguments: JSON pointer of the failure
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"` // rate_limited
+	Reason       string `json:"reason,omitempty"`       // unavailable, stale: why
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// CallResult is the one terminal answer to a call, published to Result(tenant, id) and returned
+// to Exec requesters.
+type CallResult struct {
+	V      int    `json:"v"`
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	Tool   string `json:"tool"`
+	Status string `json:"status"` // ok | refused | failed
+	// Result is the MCP CallToolResult JSON as the server sent it (content, structuredContent,
+	// isError), when Status is ok.
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *Error          `json:"error,omitempty"`
+	Attempts   int             `json:"attempts,omitempty"`
+	Duplicate  bool            `json:"duplicate,omitempty"` // the answer of an earlier identical call id
+	StartedAt  time.Time       `json:"startedAt,omitzero"`
+	FinishedAt time.Time       `json:"finishedAt,omitzero"`
+}
+
+// Approval approves or denies a call waiting in needs_approval.
+type Approval struct {
+	V       int    `json:"v"`
+	ID      string `json:"id"`
+	Approve bool   `json:"approve"`
+	By      string `json:"by,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// AuditEvent records one step of a call: "request", "decision", "dispatch", "result".
+type AuditEvent struct {
+	V         int             `json:"v"`
+	Type      string          `json:"type"` // audit.request | audit.decision | audit.dispatch | audit.result
+	CallID    string          `json:"callId"`
+	Tenant    string          `json:"tenant"`
+	User      string          `json:"user,omitempty"`
+	Roles     []string        `json:"roles,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	Server    string          `json:"server,omitempty"`
+	Decision  string          `json:"decision,omitempty"` // allowed, or the refusal code
+	Code      string          `json:"code,omitempty"`
+	Message   string          `json:"message,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"` // redacted, capped
+	Result    json.RawMessage `json:"result,omitempty"`    // redacted, capped
+	Truncated bool            `json:"truncated,omitempty"`
+	ArgBytes  int             `json:"argBytes,omitempty"`
+	ResBytes  int             `json:"resultBytes,omitempty"`
+	IsError   bool            `json:"isError,omitempty"`
+	At        time.Time       `json:"at"`
+}
+
+// RelistRequest asks a server's connector to re-list now (for example when a TTL ran out).
+type RelistRequest struct {
+	V    int    `json:"v"`
+	Kind Kind   `json:"kind,omitempty"` // empty: every kind
+	Why  string `json:"why,omitempty"`
+}
+
+// RelistReply answers a RelistRequest once the new snapshot is published.
+type RelistReply struct {
+	V           int       `json:"v"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Sequence    uint64    `json:"sequence,omitempty"` // registry stream sequence of the snapshot, if new
+	ListedAt    time.Time `json:"listedAt,omitzero"`  // when the list was confirmed, changed or not
+	Error       *Error    `json:"error,omitempty"`
+}
+
+// DispatchRequest asks a server's connector to run tools/call on the session it holds. Only the
+// executor sends it; the credentials stay with the connector.
+type DispatchRequest struct {
+	V         int             `json:"v"`
+	CallID    string          `json:"callId"`
+	Tool      string          `json:"tool"` // the original (server-side) tool name
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	TimeoutMs int64           `json:"timeoutMs,omitempty"`
+}
+
+// DispatchReply carries the raw CallToolResult, or an error whose Code tells whether the call
+// reached the server (protocol_error, timeout, outcome_unknown) or not (unavailable).
+type DispatchReply struct {
+	V      int             `json:"v"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+}

@@ -1,0 +1,32 @@
+// Package subjects is mcpstream's public NATS API in one place: every subject and stream name,
+// built and parsed here, the versioned JSON event payloads that travel on them, and the encoding
+// that makes any MCP server, tool, tenant or call name safe as a NATS subject token.
+//
+// # Versioning
+//
+// Every subject starts with "mcpstream.v1". Every payload carries "v": 1. A change that breaks a
+// consumer gets a new version (v2 subjects and payloads) published beside the old one; additive
+// fields do not. The golden files under testdata/ pin the wire form.
+//
+// # Subject map
+//
+//	stream MCPSTREAM_REGISTRY (limits, file, history kept; replay rebuilds every catalog)
+//	  mcpstream.v1.registry.<server>.snapshot.<kind>   Snapshot: the whole list of one kind
+//	  mcpstream.v1.registry.<server>.changed.<kind>    ListChanged: the server's list_changed notification
+//	  mcpstream.v1.registry.<server>.status            Status: connecting | ready | unavailable | removed
+//	  mcpstream.v1.registry.<server>.revoked           Revocation: tools an operator revoked
+//	stream MCPSTREAM_CALLS (work queue, file; deduplicated by call id)
+//	  mcpstream.v1.calls.<tenant>                      CallRequest, durable
+//	stream MCPSTREAM_RESULTS (limits, file, 24 h)
+//	  mcpstream.v1.results.<tenant>.<callID>           CallResult: the one terminal answer
+//	stream MCPSTREAM_AUDIT (limits, file, 7 d)
+//	  mcpstream.v1.audit.<tenant>.<event>              AuditEvent: request, decision, result
+//	core request/reply (not stored)
+//	  mcpstream.v1.exec.<tenant>                       CallRequest → CallResult (persists, then waits)
+//	  mcpstream.v1.approvals.<callID>                  Approval → {"ok":true} (approve or deny)
+//	  mcpstream.v1.catalog.search | details | servers  catalog service (micro, queue group)
+//	  mcpstream.v1.control.relist.<server>             RelistRequest → RelistReply (re-list now)
+//	  mcpstream.v1.dispatch.<server>                   DispatchRequest → DispatchReply (tools/call)
+//
+// <kind> is one of tools, prompts, resources. Every <...> token is encoded with [EncodeToken].
+package subjects

@@ -1,0 +1,184 @@
+package subjects
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Version is the payload version every event carries in "v".
+const Version = 1
+
+// Event names: the "type" of registry payloads and the event token of registry subjects.
+const (
+	EventSnapshot = "snapshot"
+	EventChanged  = "changed"
+	EventStatus   = "status"
+	EventRevoked  = "revoked"
+)
+
+// Server states carried by Status events.
+const (
+	StatusConnecting  = "connecting"
+	StatusReady       = "ready"
+	StatusUnavailable = "unavailable"
+	StatusRemoved     = "removed"
+)
+
+// Cache scopes from MCP 2026-07-28 list results.
+const (
+	ScopePublic  = "public"
+	ScopePrivate = "private"
+)
+
+// Header names mcpstream sets on messages.
+const (
+	// HeaderMsgID is JetStream's de-duplication header; registry snapshots carry their
+	// fingerprint, call requests their call id.
+	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderEventType repeats the payload's "type" for consumers that filter on headers.
+	HeaderEventType = "Mcpstream-Event"
+)
+
+// ErrBadPayload is returned when an event's JSON is malformed or of an unknown version.
+var ErrBadPayload = errors.New("bad event payload")
+
+// Snapshot is the complete list of one kind (tools, prompts or resources) of one server, as
+// listed across every page. Items hold each definition's raw JSON exactly as the server sent it.
+// A snapshot replaces the previous one of the same server and kind: an item absent from it was
+// removed.
+type Snapshot struct {
+	V           int               `json:"v"`
+	Type        string            `json:"type"` // "snapshot"
+	Server      string            `json:"server"`
+	Kind        Kind              `json:"kind"`
+	Fingerprint string            `json:"fingerprint"` // sha256 of the items (hex), also the Nats-Msg-Id
+	ListedAt    time.Time         `json:"listedAt"`
+	Pages       int               `json:"pages"`
+	TTLMs       *int64            `json:"ttlMs,omitempty"`      // smallest ttlMs over the pages; absent = not sent
+	CacheScope  string            `json:"cacheScope,omitempty"` // "private" if any page was private
+	AuthContext string            `json:"authContext,omitempty"`
+	Items       []json.RawMessage `json:"items"`
+	Rejected    []Rejected        `json:"rejected,omitempty"`
+	Info        *ServerInfo       `json:"serverInfo,omitempty"`
+}
+
+// ServerInfo describes the server a snapshot came from.
+type ServerInfo struct {
+	Description string `json:"description,omitempty"` // from the configuration
+	Transport   string `json:"transport,omitempty"`   // stdio | http | sse
+	Protocol    string `json:"protocol,omitempty"`    // negotiated MCP protocol version
+	Name        string `json:"name,omitempty"`        // serverInfo.name the server reported
+	Version     string `json:"version,omitempty"`     // serverInfo.version the server reported
+}
+
+// Rejected is a definition the connector refused to publish, with a stable code.
+type Rejected struct {
+	Name    string `json:"name,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Rejection codes in snapshots and status events.
+const (
+	CodeDefinitionTooLarge = "definition_too_large"
+	CodeInvalidDefinition  = "invalid_definition"
+	CodeInvalidSchema      = "invalid_schema"
+	CodeDuplicateName      = "duplicate_name"
+	CodeTooManyPages       = "too_many_pages"
+	CodeSnapshotTooLarge   = "snapshot_too_large"
+	CodeMalformedResponse  = "malformed_response"
+	CodeConnectFailed      = "connect_failed"
+	CodeListFailed         = "list_failed"
+	CodeConnectionLost     = "connection_lost"
+)
+
+// ListChanged records a notifications/<kind>/list_changed from a server. Consumers mark the
+// server's cached list of that kind stale at once; a new Snapshot follows after re-listing.
+type ListChanged struct {
+	V      int       `json:"v"`
+	Type   string    `json:"type"` // "changed"
+	Server string    `json:"server"`
+	Kind   Kind      `json:"kind"`
+	At     time.Time `json:"at"`
+}
+
+// Status is a server's connection state.
+type Status struct {
+	V           int       `json:"v"`
+	Type        string    `json:"type"` // "status"
+	Server      string    `json:"server"`
+	Status      string    `json:"status"` // connecting | ready | unavailable | removed
+	Code        string    `json:"code,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Attempt     int       `json:"attempt,omitempty"`
+	RetryInMs   int64     `json:"retryInMs,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Transport   string    `json:"transport,omitempty"`
+	Protocol    string    `json:"protocol,omitempty"`
+	At          time.Time `json:"at"`
+}
+
+// Revocation lists original tool names an operator revoked on a server; "*" revokes every tool.
+// A revoked tool never executes again until a later Revocation with Restore lists it.
+type Revocation struct {
+	V       int       `json:"v"`
+	Type    string    `json:"type"` // "revoked"
+	Server  string    `json:"server"`
+	Tools   []string  `json:"tools,omitempty"`
+	Restore []string  `json:"restore,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// RegistryEvent is any one registry payload, decoded by its "type".
+type RegistryEvent struct {
+	Snapshot    *Snapshot
+	ListChanged *ListChanged
+	Status      *Status
+	Revocation  *Revocation
+}
+
+// DecodeRegistry decodes a registry payload and checks its version, type and server.
+func DecodeRegistry(data []byte) (RegistryEvent, error) {
+	var head struct {
+		V      int    `json:"v"`
+		Type   string `json:"type"`
+		Server string `json:"server"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return RegistryEvent{}, fmt.Errorf("%w: %w", ErrBadPayload, err)
+	}
+	if head.V != Version {
+		return RegistryEvent{}, fmt.Errorf("%w: version %d, want %d", ErrBadPayload, head.V, Version)
+	}
+	if head.Server == "" {
+		return RegistryEvent{}, fmt.Errorf("%w: no server", ErrBadPayload)
+	}
+	var ev RegistryEvent
+	var target any
+	switch head.Type {
+	case EventSnapshot:
+		ev.Snapshot = &Snapshot{}
+		target = ev.Snapshot
+	case EventChanged:
+		ev.ListChanged = &ListChanged{}
+		target = ev.ListChanged
+	case EventStatus:
+		ev.Status = &Status{}
+		target = ev.Status
+	case EventRevoked:
+		ev.Revocation = &Revocation{}
+		target = ev.Revocation
+	default:
+		return RegistryEvent{}, fmt.Errorf("%w: unknown type %q", ErrBadPayload, head.Type)
+	}
+	if err := json.Unmarshal(data, target); err != nil {
+		return RegistryEvent{}, fmt.Errorf("%w: %s: %w", ErrBadPayload, head.Type, err)
+	}
+	if ev.Snapshot != nil && !ev.Snapshot.Kind.Valid() || ev.ListChanged != nil && !ev.ListChanged.Kind.Valid() {
+		return RegistryEvent{}, fmt.Errorf("%w: unknown kind", ErrBadPayload)
+	}
+	return ev, nil
+}

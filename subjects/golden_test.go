@@ -1,0 +1,138 @@
+package subjects
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+var at = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func ttl(ms int64) *int64 { return &ms }
+
+// The wire form of every payload is public API: these golden files pin it.
+func TestGoldenPayloads(t *testing.T) {
+	payloads := map[string]any{
+		"snapshot": Snapshot{V: Version, Type: EventSnapshot, Server: "ticketing", Kind: KindTools,
+			Fingerprint: "9f86d081884c7d65", ListedAt: at, Pages: 1, TTLMs: ttl(60000), CacheScope: ScopePublic,
+			Items: []json.RawMessage{json.RawMessage(`{"name":"createIssue","inputSchema":{"type":"object","oneOf":[{"required":["title"]}]}}`)},
+			Rejected: []Rejected{{Name: "huge", Code: CodeDefinitionTooLarge, Message: "definition is 5242880 bytes, limit 262144"}},
+			Info:     &ServerInfo{Description: "Issue tracker", Transport: "stdio", Protocol: "2025-11-25", Name: "ticketing", Version: "1.0.0"}},
+		"changed": ListChanged{V: Version, Type: EventChanged, Server: "ticketing", Kind: KindTools, At: at},
+		"status": Status{V: Version, Type: EventStatus, Server: "ticketing", Status: StatusUnavailable,
+			Code: CodeConnectionLost, Reason: "process exited", Attempt: 2, RetryInMs: 500, At: at},
+		"revoked": Revocation{V: Version, Type: EventRevoked, Server: "ticketing", Tools: []string{"closeIssue"}, Reason: "incident 42", At: at},
+		"call_request": CallRequest{V: Version, ID: "c-1", Tool: "ticketing__createIssue",
+			Arguments: json.RawMessage(`{"title":"Disk full","body":"...","priority":"high"}`),
+			Principal: Principal{User: "alice", Roles: []string{"dev"}}, TimeoutMs: 30000},
+		"call_result_ok": CallResult{V: Version, ID: "c-1", Tenant: "acme", Tool: "ticketing__createIssue", Status: CallOK,
+			Result: json.RawMessage(`{"content":[{"type":"text","text":"TCK-1"}],"structuredContent":{"id":"TCK-1"},"isError":false}`), Attempts: 1, StartedAt: at, FinishedAt: at},
+		"call_result_refused": CallResult{V: Version, ID: "c-2", Tenant: "acme", Tool: "ticketing__createIssue", Status: CallRefused,
+			Error: &Error{Code: CodeInvalidArguments, Message: "missing property 'title'", Path: "/title"}},
+		"audit": AuditEvent{V: Version, Type: "audit.decision", CallID: "c-1", Tenant: "acme", User: "alice", Tool: "ticketing__createIssue",
+			Server: "ticketing", Decision: CodeForbidden, Code: CodeForbidden, Message: "no rule allows it", At: at},
+		"search_request": SearchRequest{V: Version, Query: "open a ticket", K: 5, Detail: DetailSummary, Principal: Principal{Tenant: "acme", User: "alice"}},
+		"search_reply": SearchReply{V: Version, Tools: []ToolInfo{{Name: "ticketing__createIssue", Server: "ticketing", Tool: "createIssue",
+			Description: "Create a ticket", Score: 7.25, Labels: []string{"needs-approval"}, State: StateFresh}}},
+		"error_reply": SearchReply{V: Version, Tools: []ToolInfo{}, Error: &Error{Code: CodeBadRequest, Message: "k must be between 1 and 100"}},
+	}
+	for name, p := range payloads {
+		t.Run(name, func(t *testing.T) {
+			got, err := json.MarshalIndent(p, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", name+".golden.json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./subjects -update to create)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s changed:\ngot:\n%s\nwant:\n%s", path, got, want)
+			}
+		})
+	}
+}
+
+func TestDecodeRegistry(t *testing.T) {
+	for _, name := range []string{"snapshot", "changed", "status", "revoked"} {
+		data, err := os.ReadFile(filepath.Join("testdata", name+".golden.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := DecodeRegistry(data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if ev.Snapshot == nil && ev.ListChanged == nil && ev.Status == nil && ev.Revocation == nil {
+			t.Fatalf("%s: decoded nothing", name)
+		}
+	}
+	raw := `{"name":"createIssue","inputSchema":{"type":"object","oneOf":[{"required":["title"]}],"$defs":{"p":{"enum":[1.50,2e3]}}}}`
+	snap, _ := json.Marshal(Snapshot{V: Version, Type: EventSnapshot, Server: "s", Kind: KindTools, Items: []json.RawMessage{json.RawMessage(raw)}})
+	ev, err := DecodeRegistry(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Raw definitions survive byte for byte (root-level oneOf, $defs, number spelling included);
+	// only insignificant whitespace is compacted by encoding/json.
+	if got, want := string(ev.Snapshot.Items[0]), raw; got != want {
+		t.Errorf("item = %s, want %s", got, want)
+	}
+	bad := []string{``, `{`, `[]`, `{"v":2,"type":"status","server":"x"}`, `{"v":1,"type":"nope","server":"x"}`,
+		`{"v":1,"type":"status"}`, `{"v":1,"type":"snapshot","server":"x","kind":"widgets"}`, `{"v":1,"type":"status","server":"x","at":5}`}
+	for _, b := range bad {
+		if _, err := DecodeRegistry([]byte(b)); !errors.Is(err, ErrBadPayload) {
+			t.Errorf("DecodeRegistry(%q) error = %v, want ErrBadPayload", b, err)
+		}
+	}
+}
+
+func TestSubjects(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{RegistrySnapshot("a.b", KindTools), "mcpstream.v1.registry.a~2Eb.snapshot.tools"},
+		{RegistryChanged("kb", KindPrompts), "mcpstream.v1.registry.kb.changed.prompts"},
+		{RegistryStatus("kb"), "mcpstream.v1.registry.kb.status"},
+		{RegistryRevoked("kb"), "mcpstream.v1.registry.kb.revoked"},
+		{Calls("acme"), "mcpstream.v1.calls.acme"},
+		{Exec("acme corp"), "mcpstream.v1.exec.acme~20corp"},
+		{Result("acme", "c.1"), "mcpstream.v1.results.acme.c~2E1"},
+		{Audit("acme", "result"), "mcpstream.v1.audit.acme.result"},
+		{Approvals("c-1"), "mcpstream.v1.approvals.c-1"},
+		{Relist("kb"), "mcpstream.v1.control.relist.kb"},
+		{Dispatch("kb"), "mcpstream.v1.dispatch.kb"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	rs, err := ParseRegistry(RegistrySnapshot("a.b c", KindResources))
+	if err != nil || rs.Server != "a.b c" || rs.Event != EventSnapshot || rs.Kind != KindResources {
+		t.Errorf("ParseRegistry = %+v, %v", rs, err)
+	}
+	for _, s := range []string{"foo.bar", Root + ".registry.x", Root + ".registry.x.snapshot.widgets", Root + ".registry.~ZZ.status", Root + ".registry.x.status.extra"} {
+		if _, err := ParseRegistry(s); !errors.Is(err, ErrBadSubject) {
+			t.Errorf("ParseRegistry(%q) error = %v, want ErrBadSubject", s, err)
+		}
+	}
+	if tn, err := TenantOf(Result("a.c", "id")); err != nil || tn != "a.c" {
+		t.Errorf("TenantOf = %q, %v", tn, err)
+	}
+	if id, err := LastToken(Approvals("x y")); err != nil || id != "x y" {
+		t.Errorf("LastToken = %q, %v", id, err)
+	}
+}

@@ -1,0 +1,184 @@
+package subjects
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Root is the prefix of every mcpstream subject; "v1" is the API version.
+const Root = "mcpstream.v1"
+
+// Stream names.
+const (
+	RegistryStream = "MCPSTREAM_REGISTRY"
+	CallsStream    = "MCPSTREAM_CALLS"
+	ResultsStream  = "MCPSTREAM_RESULTS"
+	AuditStream    = "MCPSTREAM_AUDIT"
+)
+
+// Stream subject filters, one per stream.
+const (
+	RegistryAll = Root + ".registry.>"
+	CallsAll    = Root + ".calls.>"
+	ResultsAll  = Root + ".results.>"
+	AuditAll    = Root + ".audit.>"
+)
+
+// Catalog service subjects (request/reply, served by indexer replicas in a queue group).
+const (
+	CatalogService = "mcpstream-catalog"
+	CatalogSearch  = Root + ".catalog.search"
+	CatalogDetails = Root + ".catalog.details"
+	CatalogServers = Root + ".catalog.servers"
+)
+
+// Kind is a kind of MCP list: tools, prompts or resources.
+type Kind string
+
+// The kinds a server lists.
+const (
+	KindTools     Kind = "tools"
+	KindPrompts   Kind = "prompts"
+	KindResources Kind = "resources"
+)
+
+// Kinds lists every kind in a stable order.
+var Kinds = []Kind{KindTools, KindPrompts, KindResources}
+
+// Valid reports whether k is a known kind.
+func (k Kind) Valid() bool {
+	return k == KindTools || k == KindPrompts || k == KindResources
+}
+
+// Errors returned when parsing subjects or names.
+var (
+	ErrBadSubject = errors.New("not an mcpstream subject")
+	ErrBadToken   = errors.New("bad subject token")
+)
+
+// RegistrySnapshot is the subject of a server's snapshot of one kind.
+func RegistrySnapshot(server string, kind Kind) string {
+	return Root + ".registry." + EncodeToken(server) + ".snapshot." + string(kind)
+}
+
+// RegistryChanged is the subject of a server's list_changed notification of one kind.
+func RegistryChanged(server string, kind Kind) string {
+	return Root + ".registry." + EncodeToken(server) + ".changed." + string(kind)
+}
+
+// RegistryStatus is the subject of a server's status events.
+func RegistryStatus(server string) string {
+	return Root + ".registry." + EncodeToken(server) + ".status"
+}
+
+// RegistryRevoked is the subject of operator revocations of a server's tools.
+func RegistryRevoked(server string) string {
+	return Root + ".registry." + EncodeToken(server) + ".revoked"
+}
+
+// RegistryServer is the filter of every registry subject of one server.
+func RegistryServer(server string) string {
+	return Root + ".registry." + EncodeToken(server) + ".>"
+}
+
+// Filters over every server.
+const (
+	RegistryAllStatus    = Root + ".registry.*.status"
+	RegistryAllSnapshots = Root + ".registry.*.snapshot.*"
+)
+
+// RegistrySubject is a parsed registry subject.
+type RegistrySubject struct {
+	Server string // decoded server name
+	Event  string // "snapshot", "changed", "status" or "revoked"
+	Kind   Kind   // for snapshot and changed
+}
+
+// ParseRegistry parses a registry subject.
+func ParseRegistry(subject string) (RegistrySubject, error) {
+	rest, ok := strings.CutPrefix(subject, Root+".registry.")
+	if !ok {
+		return RegistrySubject{}, fmt.Errorf("%w: %q", ErrBadSubject, subject)
+	}
+	parts := strings.Split(rest, ".")
+	server, err := DecodeToken(parts[0])
+	if err != nil {
+		return RegistrySubject{}, fmt.Errorf("%w: %q: %w", ErrBadSubject, subject, err)
+	}
+	out := RegistrySubject{Server: server}
+	switch {
+	case len(parts) == 3 && (parts[1] == EventSnapshot || parts[1] == EventChanged):
+		out.Event, out.Kind = parts[1], Kind(parts[2])
+		if !out.Kind.Valid() {
+			return RegistrySubject{}, fmt.Errorf("%w: %q: unknown kind %q", ErrBadSubject, subject, parts[2])
+		}
+	case len(parts) == 2 && (parts[1] == EventStatus || parts[1] == EventRevoked):
+		out.Event = parts[1]
+	default:
+		return RegistrySubject{}, fmt.Errorf("%w: %q", ErrBadSubject, subject)
+	}
+	return out, nil
+}
+
+// Calls is the durable work-queue subject a caller publishes a CallRequest to.
+func Calls(tenant string) string { return Root + ".calls." + EncodeToken(tenant) }
+
+// Exec is the request/reply subject: the executor persists the request to Calls and answers with
+// the terminal CallResult.
+func Exec(tenant string) string { return Root + ".exec." + EncodeToken(tenant) }
+
+// ExecAll is the filter the executor front end subscribes to.
+const ExecAll = Root + ".exec.*"
+
+// Result is the subject of a call's terminal answer (stored in the results stream).
+func Result(tenant, callID string) string {
+	return Root + ".results." + EncodeToken(tenant) + "." + EncodeToken(callID)
+}
+
+// Audit is the subject of an audit event.
+func Audit(tenant, event string) string {
+	return Root + ".audit." + EncodeToken(tenant) + "." + EncodeToken(event)
+}
+
+// Approvals is the request/reply subject that approves or denies a call waiting in needs_approval.
+func Approvals(callID string) string { return Root + ".approvals." + EncodeToken(callID) }
+
+// ApprovalAll is the filter of every approval subject.
+const ApprovalAll = Root + ".approvals.*"
+
+// Relist is the request/reply subject that asks a server's connector to re-list now.
+func Relist(server string) string { return Root + ".control.relist." + EncodeToken(server) }
+
+// Dispatch is the request/reply subject on which a server's connector executes tools/call.
+func Dispatch(server string) string { return Root + ".dispatch." + EncodeToken(server) }
+
+// Filters for the connector's request/reply endpoints.
+const (
+	RelistAll   = Root + ".control.relist.*"
+	DispatchAll = Root + ".dispatch.*"
+)
+
+// TenantOf returns the decoded tenant token of a calls, exec, results or audit subject.
+func TenantOf(subject string) (string, error) {
+	for _, p := range []string{".calls.", ".exec.", ".results.", ".audit."} {
+		rest, ok := strings.CutPrefix(subject, Root+p)
+		if !ok {
+			continue
+		}
+		tok, _, _ := strings.Cut(rest, ".")
+		t, err := DecodeToken(tok)
+		if err != nil {
+			return "", fmt.Errorf("%w: %q: %w", ErrBadSubject, subject, err)
+		}
+		return t, nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrBadSubject, subject)
+}
+
+// LastToken returns the decoded last token of a subject (the server of relist and dispatch
+// subjects, the call id of approval subjects).
+func LastToken(subject string) (string, error) {
+	i := strings.LastIndexByte(subject, '.')
+	return DecodeToken(subject[i+1:])
+}

@@ -1,0 +1,95 @@
+package subjects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StreamOptions tunes the stream declarations; the zero value gives the defaults.
+type StreamOptions struct {
+	Replicas int           // 0 → 1; 3 on a cluster
+	Memory   bool          // memory storage instead of file (tests, benchmarks)
+	DedupWin time.Duration // 0 → 10 minutes: how long a call id or fingerprint de-duplicates
+}
+
+// Streams returns mcpstream's JetStream streams as config values. They are applied idempotently
+// with EnsureStreams.
+func Streams(o StreamOptions) []jetstream.StreamConfig {
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.DedupWin == 0 {
+		o.DedupWin = 10 * time.Minute
+	}
+	storage := jetstream.FileStorage
+	if o.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	return []jetstream.StreamConfig{
+		{
+			Name:        RegistryStream,
+			Description: "mcpstream registry: server snapshots, list_changed, status and revocations (replayable)",
+			Subjects:    []string{RegistryAll},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     storage,
+			Replicas:    o.Replicas,
+			Duplicates:  o.DedupWin,
+			MaxMsgSize:  MaxEventBytes,
+			Discard:     jetstream.DiscardOld,
+		},
+		{
+			Name:        CallsStream,
+			Description: "mcpstream call requests: a durable work queue, de-duplicated by call id",
+			Subjects:    []string{CallsAll},
+			Retention:   jetstream.WorkQueuePolicy,
+			Storage:     storage,
+			Replicas:    o.Replicas,
+			Duplicates:  o.DedupWin,
+			MaxMsgSize:  MaxCallBytes,
+		},
+		{
+			Name:        ResultsStream,
+			Description: "mcpstream call results: the one terminal answer of each call",
+			Subjects:    []string{ResultsAll},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     storage,
+			Replicas:    o.Replicas,
+			MaxAge:      24 * time.Hour,
+			MaxMsgSize:  MaxEventBytes,
+			Duplicates:  o.DedupWin,
+		},
+		{
+			Name:        AuditStream,
+			Description: "mcpstream audit: every request, decision and result (redacted, capped)",
+			Subjects:    []string{AuditAll},
+			Retention:   jetstream.LimitsPolicy,
+			Storage:     storage,
+			Replicas:    o.Replicas,
+			MaxAge:      7 * 24 * time.Hour,
+			MaxMsgSize:  MaxEventBytes,
+		},
+	}
+}
+
+// Size limits of messages (the embedded server's max_payload is MaxEventBytes too).
+const (
+	MaxEventBytes = 8 << 20 // a registry snapshot or a result
+	MaxCallBytes  = 4 << 20 // a call request
+)
+
+// EnsureStreams creates or updates every stream. Safe to call from every role at start.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
+	for _, cfg := range Streams(o) {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue
+			}
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}
