@@ -1,0 +1,71 @@
+// Package demoservers holds the MCP servers bundled with mcpstream for demos
+// and end-to-end tests, written with mcp-go, plus a hand-written hostile
+// server for testing connectors against misbehaving peers.
+//
+// It consumes and produces no NATS subjects: it only speaks MCP, over stdio
+// (ServeStdio), streamable HTTP at /mcp and legacy HTTP+SSE at /sse
+// (Handler, ServeHTTP). Both protocol eras are served on the same
+// connection types: 2026-07-28 (server/discover, subscriptions/listen) and
+// 2025-11-25 and older (initialize).
+//
+// # Servers
+//
+//   - logging — "Application logs: query recent log entries by level and time".
+//     getLogs (read-only, idempotent; outputSchema {entries: [{message,
+//     stackTrace, level, timestamp}]}) and getLogStats. Entries are generated
+//     deterministically from Options.Seed (Options.Logs of them, default 5000),
+//     newest first, all within the 59 minutes before the server was built, with
+//     12 distinct error messages repeated many times. Optional: tailLogs.
+//   - ticketing — "Issue tracker: create and list tickets". createIssue (not
+//     read-only, not destructive, not idempotent: every call files a new ticket
+//     TCK-1, TCK-2, ...), listIssues (read-only; {issues, total}) and
+//     closeIssue (destructive). Tickets live in memory, per server instance.
+//     Optional: assignIssue.
+//   - kb — "Company knowledge base: policies, handbooks and FAQs".
+//     search_knowledge_base (term matching over 20 built-in documents,
+//     English words and Chinese character bigrams) and get_document.
+//     Optional: summarize_document.
+//
+// Every tool declares all four hint annotations and a title, an input schema
+// with property descriptions and an outputSchema; results carry
+// structuredContent plus a short text. Arguments are validated against the
+// input schema (additionalProperties false) and results against the output
+// schema by mcp-go. tools/list carries cache hints for 2026-07-28 clients:
+// logging 60 s public, kb 300 s public, ticketing 30 s private.
+//
+// # Control file
+//
+// With Options.ControlFile set, NewWatched, ServeStdio and ServeHTTP poll the
+// file every Options.ControlInterval (200 ms) until their context ends. Its
+// content is {"hide": ["tool", ...], "add": ["tool", ...]}: "add" registers
+// optional tools (ExtraTools), "hide" removes any tool and wins over "add".
+// On each change the difference is applied with mcp-go's DeleteTools and
+// AddTools, which send notifications/tools/list_changed to connected clients.
+// A missing file means the default tools; a malformed one (bad JSON, unknown
+// field, empty) is reported on Options.ErrorLog and ignored, keeping the
+// current tools. Write the file atomically (temporary file and rename).
+//
+// # Transports
+//
+// ServeStdio reads newline-delimited JSON-RPC from any io.Reader and writes to
+// any io.Writer, with its own session per call (mcp-go's StdioServer keeps one
+// package-level session, so two of them in one process would cross-talk). On
+// a 2026-07-28 stdio connection notifications are opt-in: nothing is sent
+// before subscriptions/listen. Handler serves /mcp (streamable HTTP, both
+// eras; legacy clients get notifications on a GET stream) and /sse with
+// /message (HTTP+SSE); ServeHTTP and ServeHTTPListener run it until their
+// context ends, closing open streams.
+//
+// # Hostile server
+//
+// ServeHostileStdio is a hand-written JSON-RPC peer (no mcp-go) that completes
+// a 2025-11-25 initialize, answers ping, and misbehaves on tools/list by mode:
+// malformed-json, invalid-schema, huge-description, odd-names, endless-cursor,
+// slow (HostileModes).
+//
+// # State
+//
+// All state is in memory, per server instance: nothing is persisted.
+// Diagnostics go to Options.ErrorLog (stderr by default), never to a stdio
+// server's output.
+package demoservers
