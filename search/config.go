@@ -1,0 +1,135 @@
+package search
+
+import "math"
+
+// FieldWeights weighs the fields of a tool in BM25F. A zero field takes its
+// default; a negative one switches the field off.
+type FieldWeights struct {
+	Name        float64 // the original tool name (default 3)
+	Title       float64 // default 2
+	Lead        float64 // the first sentence of the description (default 1.5)
+	Description float64 // the rest of the description (default 1)
+	Params      float64 // parameter names and descriptions (default 0.5)
+	Server      float64 // the server name (default 1)
+	Tags        float64 // default 0.5
+}
+
+// Config tunes ranking. Its zero value means defaults; in the float fields
+// zero means "default" and a negative value means "off".
+type Config struct {
+	// K1 and B are the BM25 saturation and length-normalization parameters
+	// (defaults 1.2 and 0.75); B applies to every field.
+	K1, B float64
+	// Fields weighs the tool fields.
+	Fields FieldWeights
+	// ServerWeight scales the first kind of server-level evidence: the
+	// query scored with BM25 against the server's description, added to the
+	// score of that server's tools that match the query (default 0.3).
+	ServerWeight float64
+	// ServerCoverageWeight scales the second: a tool's score is multiplied by
+	// 1 + w·s, where s is the IDF-weighted share of the query's terms matched
+	// by any tool of its server, so the tools of a server that covers a
+	// compound request between them move up together (default 1).
+	ServerCoverageWeight float64
+	// ServerNameWeight multiplies a tool's score by 1 + w·c, where c is the
+	// IDF-weighted share of its server name's terms in the query: naming a
+	// service ("... from Wikipedia") favours its tools (default 0.5).
+	ServerNameWeight float64
+	// SynonymWeight is the query weight of related words from a small table
+	// of generic software vocabulary (create/add/new, delete/remove, ...),
+	// relative to 1 for the words of the query itself (default 0.3).
+	SynonymWeight float64
+	// NameCoverageWeight multiplies a tool's score by 1 + w·c, where c is the
+	// IDF-weighted share of its name's terms that the query contains: a tool
+	// whose whole name is in the query outranks one that shares a word with
+	// it (default 0.5).
+	NameCoverageWeight float64
+	// ProximityWeight multiplies a tool's score by 1 + w·p, where p is the
+	// share of adjacent word pairs of its name that are adjacent in the query
+	// ("bar chart" for generate_bar_chart) (default 0.5).
+	ProximityWeight float64
+	// FileIntentWeight is the query weight of the words "write file" or "read
+	// file" when a clause of the query names a file path together with a verb
+	// of writing (save, write, export, ...) or reading (read, open, load, ...)
+	// (default 1: as if the user had typed them). Path components themselves
+	// count half, being arguments rather than intent.
+	FileIntentWeight float64
+	// MinIDF is the score floor: a tool is returned only if the distinct query
+	// terms it contains (words of the query or implied by it, not related
+	// words) have an IDF sum of at least this, so a query that shares only
+	// very common words with the catalog returns nothing (default 1; on tiny
+	// catalogs it is capped below the IDF of a term found in one tool).
+	MinIDF float64
+	// DefaultK is the result count of a Query with K = 0 (default 10); MaxK
+	// caps K (default 200).
+	DefaultK, MaxK int
+}
+
+// config is Config resolved, plus internal settings.
+type config struct {
+	k1, b       float64
+	w           [numFields]float64
+	server      float64
+	synonym     float64
+	coverage    float64
+	minIDF      float64
+	defK, maxK  int
+	serverCover float64
+	pathTermW   float64
+	pathTokW    float64
+	srvName     float64
+	proximity   float64
+	fileOpW     float64
+	rerankDepth int // candidates reranked by coverage and proximity
+	maxTerms    int // query terms scored, the most informative (weight × IDF)
+}
+
+func resolve(c Config) config {
+	pick := func(v, def float64) float64 {
+		switch {
+		case v == 0, math.IsNaN(v), math.IsInf(v, 0):
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	r := config{
+		k1:          pick(c.K1, 1.2),
+		b:           pick(c.B, 0.75),
+		server:      pick(c.ServerWeight, 0.3),
+		serverCover: pick(c.ServerCoverageWeight, 1),
+		srvName:     pick(c.ServerNameWeight, 0.5),
+		synonym:     pick(c.SynonymWeight, 0.3),
+		coverage:    pick(c.NameCoverageWeight, 0.5),
+		proximity:   pick(c.ProximityWeight, 0.5),
+		fileOpW:     pick(c.FileIntentWeight, 1),
+		minIDF:      pick(c.MinIDF, 1),
+		defK:        c.DefaultK,
+		maxK:        c.MaxK,
+		pathTermW:   0.5,
+		pathTokW:    0.5,
+		rerankDepth: 50,
+		maxTerms:    32,
+	}
+	r.w[fName] = pick(c.Fields.Name, 3)
+	r.w[fTitle] = pick(c.Fields.Title, 2)
+	r.w[fLead] = pick(c.Fields.Lead, 1.5)
+	r.w[fDesc] = pick(c.Fields.Description, 1)
+	r.w[fParams] = pick(c.Fields.Params, 0.5)
+	r.w[fServer] = pick(c.Fields.Server, 1)
+	r.w[fTags] = pick(c.Fields.Tags, 0.5)
+	if r.b > 1 {
+		r.b = 1
+	}
+	if r.defK <= 0 {
+		r.defK = 10
+	}
+	if r.maxK <= 0 {
+		r.maxK = 200
+	}
+	if r.defK > r.maxK {
+		r.defK = r.maxK
+	}
+	return r
+}

@@ -1,0 +1,74 @@
+// Package search is the lexical tool index behind the search_tools meta-tool:
+// given a request in natural language, it finds the few relevant tools among
+// a catalog of up to ~100k MCP tools, so the model only sees those.
+//
+// It is pure Go and does no I/O: it consumes Doc values (one per tool, built
+// by the indexer from registry snapshots; see ParamsFromSchema) through
+// Upsert and Remove, and produces ranked Hits from Search. It publishes and
+// subscribes to no subject, acknowledges nothing, and owns no state besides
+// memory: an indexer replica rebuilds it by replaying the catalog.
+// `select:NAME[,NAME]` queries are resolved by the caller, not here.
+//
+// # Index
+//
+// Postings lists map each term (interned once) to the tools that contain it,
+// with the term's frequency in each field of the tool (4 bits per field, 8
+// bytes a posting): name, title, the first sentence of the description, the
+// rest of it, parameter names and descriptions, server name, tags. Field
+// lengths are one-byte codes. Server descriptions are indexed once per
+// server, not per tool. A search touches only the postings of its terms, at
+// most the 32 most informative (query weight × IDF) of a verbose request: no
+// query scans the catalog. Removed tools leave tombstone slots that are
+// reclaimed, along with unused terms, when they outnumber the live ones.
+//
+// Index is safe for concurrent use: searches share a read lock, Upsert and
+// Remove take the write lock. Query.Allow runs under the read lock.
+//
+// # Text analysis
+//
+// Tokenize lower-cases, splits on non-alphanumerics, camelCase and
+// letter/digit boundaries (keeping the joined form too: getLogs → get, log,
+// getlog), drops a small English stop list, and applies a light stemmer
+// (Porter step 1 with a final-e rule) to ASCII words. Han, Hiragana, Katakana
+// and Hangul runs become overlapping bigrams plus unigrams, so Chinese queries
+// and descriptions match without a dictionary. Input is bounded (64 KiB and
+// 4096 terms per field, 8 KiB per query, 48-byte terms): hostile descriptions
+// cost little.
+//
+// # Ranking
+//
+// Search scores with BM25F (k1 = 1.2, b = 0.75; field weights name 3, title 2,
+// lead sentence 1.5, description 1, parameters 0.5, server name 1, tags 0.5),
+// then applies, all configurable in Config and measured on the real catalog
+// in shared/eval/retrieval (see the package tests):
+//
+//   - related words from a small table of generic software vocabulary
+//     (create/add/new, delete/remove, fetch/get, doc/docx/word...) at 0.3 of a
+//     query word's weight;
+//   - server evidence: BM25 of the query against the server description, and
+//     a boost for tools whose server's tools cover much of the query between
+//     them (a compound request is usually served by one or two servers);
+//   - multiplicative boosts for a tool whose name terms, or whose server name
+//     terms, the query contains (IDF-weighted share), and whose adjacent name
+//     words are adjacent in the query ("bar chart" → generate_bar_chart);
+//   - file intent: in a clause that names a file path, a verb of writing
+//     (save, write, export, ...) or of reading (read, open, load, ...) adds
+//     the words "write file" or "read file" as if typed; path components
+//     themselves weigh half (they are arguments, not intent);
+//   - exact mentions of a public name (server__tool) or of a multi-word
+//     original name (create_issue) put those tools first.
+//
+// A score floor drops tools whose matched query words are too common (their
+// IDF sum is under Config.MinIDF): gibberish, stop words or a word found in
+// most tools return nothing. Ties are broken by ID, so results are
+// deterministic.
+//
+// Query.Allow filters before ranking: a rejected tool is never scored, never
+// returned, and never takes one of the K places. Collection statistics (IDF,
+// average lengths) are those of the whole catalog, as in any shared index.
+//
+// # Evaluation
+//
+// Evaluate computes the group-aware metrics of
+// shared/eval/retrieval/PROVENANCE.md (recall@k, complete@k, nDCG@10, MRR).
+package search

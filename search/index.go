@@ -1,0 +1,535 @@
+package search
+
+import (
+	"hash/fnv"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+)
+
+// Doc is one tool as the index sees it.
+type Doc struct {
+	ID                string // public name, e.g. "github__create_issue" (unique key)
+	Server            string // server name
+	ServerDescription string
+	Name              string // original tool name
+	Title             string
+	Description       string
+	Params            []Param  // from the inputSchema's properties (see ParamsFromSchema)
+	Tags              []string // e.g. "read-only", "destructive", "idempotent"
+}
+
+// Fields of a tool document, in posting order.
+const (
+	fName = iota
+	fTitle
+	fLead // the description's first sentence
+	fDesc // the rest of it
+	fParams
+	fServer
+	fTags
+	numFields // at most 8: posting.tf holds four bits per field
+)
+
+// posting is one tool in a term's postings list: its slot and the term's
+// frequency in each field, four bits each (saturating at 15: BM25 has long
+// saturated by then).
+type posting struct {
+	doc uint32
+	tf  uint32 // field f in bits 4f..4f+3
+}
+
+// maxFieldTF is the largest frequency a posting records per field.
+const maxFieldTF = 15
+
+// srvPosting is one server in a term's server postings list.
+type srvPosting struct {
+	srv uint32
+	tf  uint16
+}
+
+type termRec struct {
+	post []posting    // sorted by doc slot
+	srv  []srvPosting // unordered
+}
+
+// docHot is what scoring reads of a tool for every posting, packed small
+// (12 bytes) for the cache: its field lengths, as length codes, and its server.
+type docHot struct {
+	lens [numFields]uint8
+	srv  uint32
+}
+
+// Field lengths are stored as one-byte codes, as Lucene stores its norms:
+// exact up to 63 terms, then on a geometric scale (about 2% steps) up to
+// maxFieldTokens. BM25 needs no more precision than that.
+var codeLen = func() (t [256]int32) {
+	for c := range 64 {
+		t[c] = int32(c)
+	}
+	ratio := math.Pow(maxFieldTokens/63.0, 1.0/(255-63))
+	for c := 64; c < 256; c++ {
+		t[c] = max(t[c-1]+1, int32(math.Round(63*math.Pow(ratio, float64(c-63)))))
+	}
+	return t
+}()
+
+// lenCode returns the code of the largest representable length ≤ n.
+func lenCode(n int) uint8 {
+	if n < 64 {
+		return uint8(n)
+	}
+	c := sort.Search(256, func(c int) bool { return int(codeLen[c]) > n }) - 1
+	return uint8(c)
+}
+
+type docRec struct {
+	id      string
+	nameKey string   // key in Index.byName, "" if not registered
+	terms   []uint32 // distinct terms, the name field's first
+	nName   uint16   // how many of terms are name terms
+	alive   bool
+}
+
+type serverRec struct {
+	name      string
+	nameTerms []uint32 // distinct terms of the name
+	hash      uint64   // of the indexed description
+	terms     []uint32 // distinct terms of the description
+	length    uint32   // description length in terms
+	tools     int
+}
+
+// Index is an in-memory lexical index of tools, ranked with BM25F. It is safe
+// for concurrent use: searches share a read lock, writes take the write lock.
+type Index struct {
+	cfg config
+
+	mu    sync.RWMutex
+	dict  map[string]uint32 // term → term id (interned)
+	terms []termRec         // by term id
+
+	// Per slot. Slots are handed out in increasing order so postings stay
+	// sorted; removed slots are reclaimed by compaction.
+	docs  []docRec
+	hot   []docHot
+	live  int
+	total [numFields]int64 // sum of (coded) field lengths over live docs
+
+	byID      map[string]uint32   // public name → slot
+	byLowerID map[string][]uint32 // lower-cased public name → slots
+	byName    map[string][]uint32 // lower-cased multi-word original name → slots
+
+	servers   []serverRec
+	srvByName map[string]uint32
+	srvFree   []uint32
+	srvLive   int
+	srvLenSum int64
+
+	pool sync.Pool // *scratch
+}
+
+// New returns an empty index.
+func New(cfg Config) *Index { return newIndex(resolve(cfg)) }
+
+func newIndex(cfg config) *Index {
+	return &Index{
+		cfg:       cfg,
+		dict:      map[string]uint32{},
+		byID:      map[string]uint32{},
+		byLowerID: map[string][]uint32{},
+		byName:    map[string][]uint32{},
+		srvByName: map[string]uint32{},
+	}
+}
+
+// Len returns the number of tools in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.live
+}
+
+// Upsert adds d, replacing any tool with the same ID.
+func (ix *Index) Upsert(d Doc) {
+	fields := analyze(d)
+	key := nameKey(d.Name)
+	srvText := analyzeServer(d.ServerDescription)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if old, ok := ix.byID[d.ID]; ok {
+		ix.removeSlot(old)
+	}
+	slot := uint32(len(ix.docs))
+	rec := docRec{id: d.ID, alive: true, terms: make([]uint32, 0, 64)}
+
+	// Count terms per field, name terms first in the distinct list.
+	at := make(map[uint32]int, 64) // term → index in rec.terms and tfs
+	tfs := make([]uint32, 0, 64)
+	var lens [numFields]uint8
+	for f, toks := range fields {
+		for _, t := range toks {
+			id := ix.intern(t)
+			i, ok := at[id]
+			if !ok {
+				i = len(tfs)
+				at[id] = i
+				tfs = append(tfs, 0)
+				rec.terms = append(rec.terms, id)
+				if f == fName {
+					rec.nName++
+				}
+			}
+			if (tfs[i]>>(4*f))&maxFieldTF < maxFieldTF {
+				tfs[i] += 1 << (4 * f)
+			}
+		}
+		lens[f] = lenCode(len(toks))
+	}
+	rec.terms = append([]uint32(nil), rec.terms...) // exact size: it lives as long as the tool
+	for i, id := range rec.terms {
+		ix.terms[id].post = append(ix.terms[id].post, posting{doc: slot, tf: tfs[i]})
+	}
+	for f := range numFields {
+		ix.total[f] += int64(codeLen[lens[f]])
+	}
+
+	ix.byID[d.ID] = slot
+	lid := lower(d.ID)
+	ix.byLowerID[lid] = append(ix.byLowerID[lid], slot)
+	if key != "" {
+		rec.nameKey = key
+		ix.byName[key] = append(ix.byName[key], slot)
+	}
+	ix.docs = append(ix.docs, rec)
+	ix.hot = append(ix.hot, docHot{lens: lens, srv: ix.serverFor(d.Server, d.ServerDescription, srvText)})
+	ix.live++
+}
+
+// Remove deletes the tool with the given public name, if present.
+func (ix *Index) Remove(id string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if slot, ok := ix.byID[id]; ok {
+		ix.removeSlot(slot)
+	}
+}
+
+func (ix *Index) intern(t string) uint32 {
+	if id, ok := ix.dict[t]; ok {
+		return id
+	}
+	id := uint32(len(ix.terms))
+	ix.dict[t] = id
+	ix.terms = append(ix.terms, termRec{})
+	return id
+}
+
+func (ix *Index) removeSlot(slot uint32) {
+	rec := &ix.docs[slot]
+	for _, id := range rec.terms {
+		p := ix.terms[id].post
+		i := sort.Search(len(p), func(i int) bool { return p[i].doc >= slot })
+		if i < len(p) && p[i].doc == slot {
+			ix.terms[id].post = append(p[:i], p[i+1:]...)
+		}
+	}
+	for f := range numFields {
+		ix.total[f] -= int64(codeLen[ix.hot[slot].lens[f]])
+	}
+	delete(ix.byID, rec.id)
+	lid := lower(rec.id)
+	ix.byLowerID[lid] = without(ix.byLowerID[lid], slot)
+	if len(ix.byLowerID[lid]) == 0 {
+		delete(ix.byLowerID, lid)
+	}
+	if rec.nameKey != "" {
+		ix.byName[rec.nameKey] = without(ix.byName[rec.nameKey], slot)
+		if len(ix.byName[rec.nameKey]) == 0 {
+			delete(ix.byName, rec.nameKey)
+		}
+	}
+	ix.releaseServer(ix.hot[slot].srv)
+	*rec = docRec{}
+	ix.hot[slot] = docHot{}
+	ix.live--
+	if dead := len(ix.docs) - ix.live; dead > 1024 && dead > ix.live {
+		ix.compact()
+	}
+}
+
+// compact renumbers the live slots densely, keeping their order (so postings
+// stay sorted).
+func (ix *Index) compact() {
+	remap := make([]uint32, len(ix.docs))
+	n := uint32(0)
+	for s := range ix.docs {
+		if ix.docs[s].alive {
+			remap[s] = n
+			ix.docs[n], ix.hot[n] = ix.docs[s], ix.hot[s]
+			n++
+		}
+	}
+	clear(ix.docs[n:])
+	ix.docs = append([]docRec(nil), ix.docs[:n]...)
+	ix.hot = append([]docHot(nil), ix.hot[:n]...)
+	for i := range ix.terms {
+		p := ix.terms[i].post
+		for j := range p {
+			p[j].doc = remap[p[j].doc]
+		}
+		if cap(p) > 2*len(p)+8 {
+			ix.terms[i].post = append([]posting(nil), p...)
+		}
+	}
+	for id, s := range ix.byID {
+		ix.byID[id] = remap[s]
+	}
+	for _, m := range []map[string][]uint32{ix.byLowerID, ix.byName} {
+		for _, slots := range m {
+			for j := range slots {
+				slots[j] = remap[slots[j]]
+			}
+		}
+	}
+	ix.compactTerms()
+}
+
+// compactTerms drops the terms no tool or server uses any more, so that a
+// catalog that churns through vocabulary does not grow the dictionary
+// forever, and renumbers the rest.
+func (ix *Index) compactTerms() {
+	remap := make([]uint32, len(ix.terms))
+	n := uint32(0)
+	for i := range ix.terms {
+		if len(ix.terms[i].post) > 0 || len(ix.terms[i].srv) > 0 {
+			remap[i] = n
+			ix.terms[n] = ix.terms[i]
+			n++
+		} else {
+			remap[i] = math.MaxUint32
+		}
+	}
+	if int(n) == len(ix.terms) {
+		return
+	}
+	clear(ix.terms[n:])
+	ix.terms = append([]termRec(nil), ix.terms[:n]...)
+	for t, id := range ix.dict {
+		if remap[id] == math.MaxUint32 {
+			delete(ix.dict, t)
+		} else {
+			ix.dict[t] = remap[id]
+		}
+	}
+	for i := range ix.docs {
+		for j, id := range ix.docs[i].terms {
+			ix.docs[i].terms[j] = remap[id]
+		}
+	}
+	for i := range ix.servers {
+		for _, ids := range [][]uint32{ix.servers[i].terms, ix.servers[i].nameTerms} {
+			for j, id := range ids {
+				ids[j] = remap[id]
+			}
+		}
+	}
+}
+
+// serverFor returns the server slot for name, (re)indexing its description
+// when it is new or changed, and counts one more tool on it.
+func (ix *Index) serverFor(name, desc string, toks []string) uint32 {
+	h := fnv.New64a()
+	h.Write([]byte(desc))
+	sum := h.Sum64()
+	s, ok := ix.srvByName[name]
+	if !ok {
+		if n := len(ix.srvFree); n > 0 {
+			s = ix.srvFree[n-1]
+			ix.srvFree = ix.srvFree[:n-1]
+		} else {
+			s = uint32(len(ix.servers))
+			ix.servers = append(ix.servers, serverRec{})
+		}
+		ix.srvByName[name] = s
+		ix.servers[s] = serverRec{name: name}
+		seen := map[uint32]bool{}
+		tokenize(name, maxFieldBytes, func(t string, _ bool) {
+			if id := ix.intern(t); !seen[id] {
+				seen[id] = true
+				ix.servers[s].nameTerms = append(ix.servers[s].nameTerms, id)
+			}
+		})
+		ix.srvLive++
+		ix.indexServer(s, sum, toks)
+	} else if ix.servers[s].hash != sum {
+		ix.unindexServer(s)
+		ix.indexServer(s, sum, toks)
+	}
+	ix.servers[s].tools++
+	return s
+}
+
+func (ix *Index) releaseServer(s uint32) {
+	rec := &ix.servers[s]
+	rec.tools--
+	if rec.tools > 0 {
+		return
+	}
+	ix.unindexServer(s)
+	delete(ix.srvByName, rec.name)
+	*rec = serverRec{}
+	ix.srvFree = append(ix.srvFree, s)
+	ix.srvLive--
+}
+
+func (ix *Index) indexServer(s uint32, hash uint64, toks []string) {
+	tf := map[uint32]uint16{}
+	var order []uint32
+	for _, t := range toks {
+		id := ix.intern(t)
+		if _, ok := tf[id]; !ok {
+			order = append(order, id)
+		}
+		if tf[id] < 65535 {
+			tf[id]++
+		}
+	}
+	for _, id := range order {
+		ix.terms[id].srv = append(ix.terms[id].srv, srvPosting{srv: s, tf: tf[id]})
+	}
+	rec := &ix.servers[s]
+	rec.hash, rec.terms, rec.length = hash, order, uint32(len(toks))
+	ix.srvLenSum += int64(len(toks))
+}
+
+func (ix *Index) unindexServer(s uint32) {
+	rec := &ix.servers[s]
+	for _, id := range rec.terms {
+		p := ix.terms[id].srv
+		for i := range p {
+			if p[i].srv == s {
+				p[i] = p[len(p)-1]
+				ix.terms[id].srv = p[:len(p)-1]
+				break
+			}
+		}
+	}
+	ix.srvLenSum -= int64(rec.length)
+	rec.terms, rec.length, rec.hash = nil, 0, 0
+}
+
+// analyze tokenizes the fields of d.
+func analyze(d Doc) [numFields][]string {
+	var f [numFields][]string
+	add := func(field int, text string) {
+		tokenize(text, maxFieldBytes, func(t string, _ bool) {
+			if len(f[field]) < maxFieldTokens {
+				f[field] = append(f[field], t)
+			}
+		})
+	}
+	name := d.Name
+	if name == "" {
+		name = d.ID
+	}
+	add(fName, name)
+	add(fTitle, d.Title)
+	lead, rest := splitLead(d.Description)
+	add(fLead, lead)
+	add(fDesc, rest)
+	for _, p := range d.Params {
+		add(fParams, p.Name)
+		add(fParams, p.Description)
+	}
+	add(fServer, d.Server)
+	for _, t := range d.Tags {
+		add(fTags, t)
+	}
+	return f
+}
+
+// maxLeadBytes bounds the first sentence of a description.
+const maxLeadBytes = 300
+
+// splitLead cuts a description after its first sentence: the summary most
+// tool descriptions start with, before usage notes and argument lists.
+func splitLead(desc string) (lead, rest string) {
+	desc = strings.TrimSpace(desc)
+	end := len(desc)
+	for i, r := range desc {
+		if i >= maxLeadBytes {
+			end = i
+			break
+		}
+		switch r {
+		case '\n', '。', '！', '？', '；':
+			return desc[:i], desc[i:]
+		case '.', '!', '?', ';':
+			if i+1 == len(desc) || desc[i+1] == ' ' || desc[i+1] == '\n' {
+				return desc[:i+1], desc[i+1:]
+			}
+		}
+	}
+	if end < len(desc) {
+		// Too long for a sentence: cut at a space before the limit.
+		if j := strings.LastIndexByte(desc[:end], ' '); j > 0 {
+			end = j
+		}
+	}
+	return desc[:end], desc[end:]
+}
+
+func analyzeServer(desc string) []string {
+	var toks []string
+	tokenize(desc, maxFieldBytes, func(t string, _ bool) {
+		if len(toks) < maxFieldTokens {
+			toks = append(toks, t)
+		}
+	})
+	return toks
+}
+
+// maxFieldTokens bounds the terms indexed per field: a description is
+// rarely a tenth of this, and a hostile one should not bloat the index.
+const maxFieldTokens = 4096
+
+// nameKey returns the lower-cased original name when it is specific enough
+// for an exact mention in a query to be meaningful: it has at least two words
+// (create_issue, getStories), not a single common word such as "search".
+func nameKey(name string) string {
+	words := 0
+	tokenize(name, maxTokenBytes*4, func(_ string, joined bool) {
+		if !joined {
+			words++
+		}
+	})
+	if words < 2 {
+		return ""
+	}
+	return lower(name)
+}
+
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || (c >= 'A' && c <= 'Z') {
+			b := make([]rune, 0, len(s))
+			for _, r := range s {
+				b = append(b, unicode.ToLower(r))
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
+func without(s []uint32, x uint32) []uint32 {
+	for i, v := range s {
+		if v == x {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
+}

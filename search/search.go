@@ -1,0 +1,478 @@
+package search
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+)
+
+// Query is one search.
+type Query struct {
+	Text string
+	K    int // results wanted; 0 means Config.DefaultK (10)
+	// Allow filters candidates before ranking: a tool it rejects is never
+	// scored, never returned and never takes one of the K places. It is
+	// called at most once per tool and query, under the index's read lock,
+	// so it must not call back into the index. nil allows every tool.
+	Allow func(id string) bool
+}
+
+// Hit is one result.
+type Hit struct {
+	ID    string
+	Score float64
+}
+
+// Slot states during one search.
+const (
+	slotNew     = iota // not seen yet
+	slotAllowed        // Query.Allow accepted it
+	slotDenied         // Query.Allow rejected it
+)
+
+// slotState is the per-query state of one tool slot.
+type slotState struct {
+	score   float32
+	mass    float32 // IDF sum of the distinct query words matched
+	matched uint32  // which of the first 32 query terms (by weight × IDF) it contains
+	state   uint8
+}
+
+// srvState is the per-query state of one server.
+type srvState struct {
+	desc    float64 // BM25 of the query against the server description
+	matched uint32  // union of its tools' slotState.matched
+	mass    float64 // query weight × IDF of the terms in matched, once computed
+	massOK  bool
+	touched bool
+}
+
+// scratch is the reusable per-query state, pooled.
+type scratch struct {
+	slots      []slotState
+	touched    []uint32 // slots not in state slotNew
+	srv        []srvState
+	srvTouched []uint32
+	cands      []cand
+	// norm[f][c] is w_f / (1 - b + b·len/avglen) for length code c,
+	// computed on first use in a query (0: not yet).
+	norm [numFields][256]float64
+	// By term id, for coverage: the query weight (at most 1) of the query's
+	// terms, and memoized IDFs; both reset through termsTouched.
+	qw           []float32
+	idf          []float32
+	termsTouched []uint32
+}
+
+type cand struct {
+	slot  uint32
+	score float64
+}
+
+func (ix *Index) getScratch() *scratch {
+	sc, _ := ix.pool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	if len(sc.qw) < len(ix.terms) {
+		sc.qw = make([]float32, len(ix.terms)+len(ix.terms)/8)
+		sc.idf = make([]float32, len(sc.qw))
+	}
+	if len(sc.slots) < len(ix.docs) {
+		sc.slots = make([]slotState, len(ix.docs)+len(ix.docs)/8)
+	}
+	if len(sc.srv) < len(ix.servers) {
+		sc.srv = make([]srvState, len(ix.servers)+len(ix.servers)/8)
+	}
+	return sc
+}
+
+func (ix *Index) putScratch(sc *scratch) {
+	for _, d := range sc.touched {
+		sc.slots[d] = slotState{}
+	}
+	for _, s := range sc.srvTouched {
+		sc.srv[s] = srvState{}
+	}
+	for _, t := range sc.termsTouched {
+		sc.qw[t], sc.idf[t] = 0, 0
+	}
+	clear(sc.norm[:])
+	sc.touched, sc.srvTouched, sc.cands, sc.termsTouched = sc.touched[:0], sc.srvTouched[:0], sc.cands[:0], sc.termsTouched[:0]
+	ix.pool.Put(sc)
+}
+
+// resolvedTerm is a query term found in the index.
+type resolvedTerm struct {
+	id  uint32
+	w   float64 // query weight
+	idf float64
+	qt  *queryTerm
+}
+
+// Search returns the best K tools for q, best first, ties broken by ID. It
+// returns nothing when no tool clears the score floor.
+//
+// Scoring: BM25F over the tool fields; plus the server description's BM25
+// (Config.ServerWeight); times the server's coverage of the query, the
+// tool name's coverage, the server name's coverage and the name's adjacency
+// with the query (see Config). Tools the query names exactly (public name or
+// multi-word original name) come first.
+func (ix *Index) Search(q Query) []Hit {
+	cfg := &ix.cfg
+	k := q.K
+	if k <= 0 {
+		k = cfg.defK
+	}
+	k = min(k, cfg.maxK)
+	pq := cfg.parseQuery(q.Text)
+	if len(pq.terms) == 0 && len(pq.chunks) == 0 {
+		return nil
+	}
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.live == 0 {
+		return nil
+	}
+	sc := ix.getScratch()
+	defer ix.putScratch(sc)
+
+	n := float64(ix.live)
+	terms := make([]resolvedTerm, 0, len(pq.terms))
+	queryMass := 0.0
+	for i := range pq.terms {
+		qt := &pq.terms[i]
+		id, ok := ix.dict[qt.text]
+		if !ok {
+			continue
+		}
+		if qt.main || qt.implied {
+			sc.qw[id] = float32(min(qt.w, 1))
+			sc.termsTouched = append(sc.termsTouched, id)
+		}
+		idf := ix.idf(id)
+		queryMass += qt.w * idf
+		terms = append(terms, resolvedTerm{id: id, w: qt.w, idf: idf, qt: qt})
+	}
+	var pairs [][2]uint32
+	for _, p := range pq.pairs {
+		a, ok1 := ix.dict[p[0]]
+		b, ok2 := ix.dict[p[1]]
+		if ok1 && ok2 {
+			pairs = append(pairs, [2]uint32{a, b})
+		}
+	}
+
+	// Most informative first: the first 32 are tracked per tool (matched).
+	slices.SortStableFunc(terms, func(a, b resolvedTerm) int {
+		switch {
+		case a.w*a.idf > b.w*b.idf:
+			return -1
+		case a.w*a.idf < b.w*b.idf:
+			return 1
+		}
+		return 0
+	})
+	if len(terms) > cfg.maxTerms {
+		terms = terms[:cfg.maxTerms]
+		queryMass = 0
+		for _, t := range terms {
+			queryMass += t.w * t.idf
+		}
+	}
+	ix.scoreTerms(sc, terms, q.Allow)
+
+	// Candidates: tools over the floor (enough distinctive query words
+	// matched; on tiny catalogs even a word found in one tool has a low IDF,
+	// so the floor is capped below it), with server evidence.
+	floor := math.Min(cfg.minIDF, 0.9*math.Log(1+(n-0.5)/1.5))
+	for _, d := range sc.touched {
+		st := &sc.slots[d]
+		if st.state == slotAllowed && st.score > 0 && float64(st.mass) >= floor {
+			sc.cands = append(sc.cands, cand{d, ix.withServer(float64(st.score), &sc.srv[ix.hot[d].srv], terms, queryMass)})
+		}
+	}
+
+	// Rerank the head by name and server-name coverage and name proximity.
+	top := ix.selectTop(sc.cands, max(cfg.rerankDepth, k))
+	for i := range top {
+		rec := &ix.docs[top[i].slot]
+		name := rec.terms[:rec.nName]
+		f := 1 + cfg.coverage*ix.coverage(sc, name)
+		f *= 1 + cfg.srvName*ix.coverage(sc, ix.servers[ix.hot[top[i].slot].srv].nameTerms)
+		if len(pairs) > 0 && len(name) > 1 {
+			f *= 1 + cfg.proximity*namePairs(name, pairs)
+		}
+		top[i].score *= f
+	}
+
+	// Exact mentions of a public name or a multi-word original name go first.
+	exact := map[uint32]uint8{}
+	for _, c := range pq.chunks {
+		for level, m := range []map[string][]uint32{ix.byName, ix.byLowerID} {
+			for _, d := range m[c] {
+				if ix.verdict(sc, d, q.Allow) == slotAllowed {
+					exact[d] = max(exact[d], uint8(level+1))
+				}
+			}
+		}
+	}
+	if len(exact) > 0 {
+		best := 0.0
+		for _, c := range top {
+			best = math.Max(best, c.score)
+		}
+		for i := range top {
+			if e, ok := exact[top[i].slot]; ok {
+				top[i].score += float64(e) * (best + 1)
+				delete(exact, top[i].slot)
+			}
+		}
+		for d, e := range exact {
+			top = append(top, cand{d, float64(e)*(best+1) + ix.withServer(float64(sc.slots[d].score), &sc.srv[ix.hot[d].srv], terms, queryMass)})
+		}
+	}
+	if len(top) == 0 {
+		return nil
+	}
+	slices.SortFunc(top, ix.compare)
+	top = top[:min(k, len(top))]
+	hits := make([]Hit, len(top))
+	for i, c := range top {
+		hits[i] = Hit{ID: ix.docs[c.slot].id, Score: c.score}
+	}
+	return hits
+}
+
+// verdict returns the Allow state of slot d, asking allow on first sight.
+func (ix *Index) verdict(sc *scratch, d uint32, allow func(string) bool) uint8 {
+	st := &sc.slots[d]
+	if st.state == slotNew {
+		sc.touched = append(sc.touched, d)
+		st.state = slotAllowed
+		if allow != nil && !allow(ix.docs[d].id) {
+			st.state = slotDenied
+		}
+	}
+	return st.state
+}
+
+func (ix *Index) idf(term uint32) float64 {
+	n := float64(ix.live)
+	df := float64(len(ix.terms[term].post))
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
+}
+
+// scoreTerms accumulates the BM25F score, the matched IDF mass and the
+// server statistics of every tool in the postings of terms. Tools that allow
+// rejects are skipped before any scoring.
+func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string) bool) {
+	cfg := &ix.cfg
+	n := float64(ix.live)
+	k1, b := cfg.k1, cfg.b
+	var invAvg [numFields]float64
+	for f := range numFields {
+		if ix.total[f] > 0 {
+			invAvg[f] = n / float64(ix.total[f])
+		}
+	}
+	for ti, t := range terms {
+		wIDF := t.w * t.idf * (k1 + 1)
+		counts := t.qt.main || t.qt.implied // toward the floor
+		for _, p := range ix.terms[t.id].post {
+			d := p.doc
+			st := &sc.slots[d]
+			if st.state != slotAllowed {
+				if st.state == slotDenied || ix.verdict(sc, d, allow) == slotDenied {
+					continue
+				}
+			}
+			l := &ix.hot[d].lens
+			tf := 0.0
+			for x := p.tf; x != 0; {
+				shift := bits.TrailingZeros32(x) &^ 3
+				f := shift >> 2
+				c := float64((x >> shift) & maxFieldTF)
+				x &^= maxFieldTF << shift
+				norm := &sc.norm[f][l[f]]
+				if *norm == 0 {
+					*norm = cfg.w[f] / (1 - b + b*float64(codeLen[l[f]])*invAvg[f])
+				}
+				tf += c * *norm
+			}
+			if tf == 0 {
+				continue
+			}
+			st.score += float32(wIDF * tf / (k1 + tf))
+			if counts {
+				st.mass += float32(t.idf)
+			}
+			if ti < 32 {
+				st.matched |= 1 << ti
+			}
+		}
+	}
+
+	// Which query terms each server's tools match between them.
+	for _, d := range sc.touched {
+		if st := &sc.slots[d]; st.matched != 0 {
+			s := ix.hot[d].srv
+			ss := &sc.srv[s]
+			if !ss.touched {
+				ss.touched = true
+				sc.srvTouched = append(sc.srvTouched, s)
+			}
+			ss.matched |= st.matched
+		}
+	}
+
+	// Server descriptions, scored as documents of their own.
+	if cfg.server == 0 || ix.srvLive == 0 || ix.srvLenSum == 0 {
+		return
+	}
+	ns := float64(ix.srvLive)
+	invAvgS := ns / float64(ix.srvLenSum)
+	for _, t := range terms {
+		sp := ix.terms[t.id].srv
+		if len(sp) == 0 {
+			continue
+		}
+		df := float64(len(sp))
+		w := t.w * math.Log(1+(ns-df+0.5)/(df+0.5)) * (k1 + 1)
+		for _, p := range sp {
+			ss := &sc.srv[p.srv]
+			if !ss.touched {
+				ss.touched = true
+				sc.srvTouched = append(sc.srvTouched, p.srv)
+			}
+			tf := float64(p.tf)
+			ss.desc += w * tf / (tf + k1*(1-b+b*float64(ix.servers[p.srv].length)*invAvgS))
+		}
+	}
+}
+
+// withServer adds server-level evidence to a tool's own score: the query's
+// match with the server description, and the share of the query that the
+// server's tools match between them (a compound request whose parts one
+// server covers is probably about that server).
+func (ix *Index) withServer(score float64, ss *srvState, terms []resolvedTerm, queryMass float64) float64 {
+	score += ix.cfg.server * ss.desc
+	if queryMass > 0 && ss.matched != 0 {
+		if !ss.massOK {
+			for m := ss.matched; m != 0; m &= m - 1 {
+				t := &terms[bits.TrailingZeros32(m)]
+				ss.mass += t.w * t.idf
+			}
+			ss.massOK = true
+		}
+		score *= 1 + ix.cfg.serverCover*ss.mass/queryMass
+	}
+	return score
+}
+
+// namePairs is the share of adjacent name term pairs that are adjacent in
+// the query too ("bar chart" and generate_bar_chart).
+func namePairs(name []uint32, pairs [][2]uint32) float64 {
+	hit := 0
+	for i := 1; i < len(name); i++ {
+		for _, p := range pairs {
+			if p[0] == name[i-1] && p[1] == name[i] {
+				hit++
+				break
+			}
+		}
+	}
+	return float64(hit) / float64(len(name)-1)
+}
+
+// coverage is the IDF-weighted share of terms found among the query's
+// terms, each counted at its query weight (at most 1).
+func (ix *Index) coverage(sc *scratch, terms []uint32) float64 {
+	var have, all float64
+	for _, t := range terms {
+		idf := sc.idf[t]
+		if idf == 0 {
+			idf = float32(ix.idf(t))
+			sc.idf[t] = idf
+			sc.termsTouched = append(sc.termsTouched, t)
+		}
+		all += float64(idf)
+		have += float64(idf * sc.qw[t])
+	}
+	if all == 0 {
+		return 0
+	}
+	return have / all
+}
+
+// compare orders candidates: higher score first, then smaller ID.
+func (ix *Index) compare(a, b cand) int {
+	switch {
+	case a.score > b.score:
+		return -1
+	case a.score < b.score:
+		return 1
+	}
+	return strings.Compare(ix.docs[a.slot].id, ix.docs[b.slot].id)
+}
+
+// selectTop returns the best n candidates (unordered, ties at the cut
+// broken by ID) with a bounded min-heap, without sorting them all.
+func (ix *Index) selectTop(cs []cand, n int) []cand {
+	if len(cs) <= n {
+		return append([]cand(nil), cs...)
+	}
+	// The heap orders ties by slot, which is cheap; the cut is fixed up
+	// by ID below.
+	h := append([]cand(nil), cs[:n]...)
+	worse := func(a, b cand) bool {
+		if a.score != b.score {
+			return a.score < b.score
+		}
+		return a.slot > b.slot
+	}
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			m := l
+			if r := l + 1; r < len(h) && worse(h[r], h[l]) {
+				m = r
+			}
+			if !worse(h[m], h[i]) {
+				return
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(i)
+	}
+	for _, c := range cs[n:] {
+		if worse(h[0], c) {
+			h[0] = c
+			down(0)
+		}
+	}
+	// Candidates scoring exactly the cut score compete by ID.
+	cut := h[0].score
+	kept := h[:0]
+	for _, c := range h {
+		if c.score != cut {
+			kept = append(kept, c)
+		}
+	}
+	var ties []cand
+	for _, c := range cs {
+		if c.score == cut {
+			ties = append(ties, c)
+		}
+	}
+	slices.SortFunc(ties, ix.compare)
+	return append(kept, ties[:n-len(kept)]...)
+}

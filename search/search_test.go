@@ -1,0 +1,377 @@
+package search
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// smallCatalog is a hand-made catalog with overlapping vocabulary.
+func smallCatalog() []Doc {
+	return []Doc{
+		{ID: "github__create_issue", Server: "github", ServerDescription: "GitHub API: repositories, issues, pull requests.",
+			Name: "create_issue", Description: "Create a new issue in a GitHub repository.",
+			Params: []Param{{"owner", "Repository owner"}, {"repo", "Repository name"}, {"title", "Issue title"}}},
+		{ID: "github__list_issues", Server: "github", ServerDescription: "GitHub API: repositories, issues, pull requests.",
+			Name: "list_issues", Description: "List issues in a GitHub repository, with filters.",
+			Params: []Param{{"owner", ""}, {"repo", ""}, {"state", "open or closed"}}},
+		{ID: "gitlab__create_issue", Server: "gitlab", ServerDescription: "GitLab projects and issues.",
+			Name: "create_issue", Description: "Create a new issue in a GitLab project.",
+			Params: []Param{{"project", "Project path"}, {"title", "Issue title"}}},
+		{ID: "jira__create_ticket", Server: "jira", ServerDescription: "Atlassian Jira issue tracking.",
+			Name: "create_ticket", Description: "Open a ticket in a Jira project.",
+			Tags: []string{"destructive"}},
+		{ID: "weather__get_forecast", Server: "weather", ServerDescription: "Weather data.",
+			Name: "get_forecast", Description: "Get the weather forecast for a city."},
+		{ID: "fs__write_file", Server: "fs", ServerDescription: "Local filesystem.",
+			Name: "write_file", Description: "Write content to a file, creating it if needed.",
+			Params: []Param{{"path", "File path"}, {"content", "Text to write"}}},
+		{ID: "fs__read_file", Server: "fs", ServerDescription: "Local filesystem.",
+			Name: "read_file", Description: "Read the contents of a file.", Params: []Param{{"path", "File path"}},
+			Tags: []string{"read-only"}},
+		{ID: "bing__search", Server: "bing", ServerDescription: "必应搜索",
+			Name: "bing_search", Description: "使用必应搜索指定的关键词，并返回搜索结果列表"},
+		{ID: "logs__getLogs", Server: "logs", ServerDescription: "Container logs.",
+			Name: "getLogs", Description: "Fetch recent log lines of a container."},
+	}
+}
+
+func newSmall(t testing.TB) *Index {
+	t.Helper()
+	ix := New(Config{})
+	for _, d := range smallCatalog() {
+		ix.Upsert(d)
+	}
+	return ix
+}
+
+func ids(hits []Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func TestSearchRanking(t *testing.T) {
+	ix := newSmall(t)
+	tests := []struct {
+		query string
+		first string
+	}{
+		{"create an issue on github", "github__create_issue"},
+		{"open a new gitlab issue", "gitlab__create_issue"},
+		{"gitlab__create_issue", "gitlab__create_issue"}, // exact public name
+		{"GitHub__Create_Issue", "github__create_issue"}, // case-insensitive
+		{"what is the weather forecast in Paris", "weather__get_forecast"},
+		{"save the report to /tmp/report.md", "fs__write_file"},
+		{"read /etc/hosts", "fs__read_file"},
+		{"get logs of my container", "logs__getLogs"},
+		{"getLogs", "logs__getLogs"},
+		{"必应搜索关键词", "bing__search"},
+		{"搜索", "bing__search"},
+		{"file a jira ticket", "jira__create_ticket"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			hits := ix.Search(Query{Text: tt.query})
+			if len(hits) == 0 || hits[0].ID != tt.first {
+				t.Errorf("Search(%q) = %v, want %s first", tt.query, ids(hits), tt.first)
+			}
+			for i := 1; i < len(hits); i++ {
+				if hits[i].Score > hits[i-1].Score {
+					t.Errorf("scores not descending: %v", hits)
+				}
+			}
+		})
+	}
+}
+
+func TestSearchExactNameFirst(t *testing.T) {
+	ix := newSmall(t)
+	// An original name mentioned exactly lifts every tool of that name.
+	hits := ix.Search(Query{Text: "use create_issue please"})
+	if len(hits) < 2 || !slices.Equal(slices.Sorted(slices.Values(ids(hits[:2]))), []string{"github__create_issue", "gitlab__create_issue"}) {
+		t.Errorf("create_issue: got %v, want both create_issue tools first", ids(hits))
+	}
+	// The query text favours GitHub, but it names the GitLab tool.
+	hits = ix.Search(Query{Text: "github repository issue owner repo gitlab__create_issue"})
+	if len(hits) == 0 || hits[0].ID != "gitlab__create_issue" {
+		t.Fatalf("got %v, want gitlab__create_issue first", ids(hits))
+	}
+}
+
+func TestSearchFloor(t *testing.T) {
+	ix := newSmall(t)
+	for _, q := range []string{
+		"", "   ", "xyzzy plugh frobnicate", "the of and to a", "!!!???", "zz",
+		"please", // a stop word only
+	} {
+		if hits := ix.Search(Query{Text: q}); len(hits) != 0 {
+			t.Errorf("Search(%q) = %v, want nothing", q, ids(hits))
+		}
+	}
+	// A word in every tool says nothing: it falls under the floor.
+	ix2 := New(Config{})
+	for i := range 20 {
+		ix2.Upsert(Doc{ID: fmt.Sprintf("s__t%d", i), Server: "s", Name: fmt.Sprintf("t%d", i),
+			Description: fmt.Sprintf("common word %s", []string{"alpha", "beta", "gamma", "delta"}[i%4])})
+	}
+	if hits := ix2.Search(Query{Text: "common"}); len(hits) != 0 {
+		t.Errorf("a word found in every tool returned %v", ids(hits))
+	}
+	if hits := ix2.Search(Query{Text: "common gamma"}); len(hits) != 5 {
+		t.Errorf("common gamma: got %v, want the 5 gamma tools", ids(hits))
+	}
+}
+
+func TestSearchTinyCatalog(t *testing.T) {
+	ix := New(Config{})
+	ix.Upsert(Doc{ID: "only__tool", Server: "only", Name: "tool", Description: "Translate text between languages."})
+	if hits := ix.Search(Query{Text: "translate this"}); len(hits) != 1 {
+		t.Errorf("one-tool catalog: got %v, want the tool", ids(hits))
+	}
+}
+
+func TestSearchAllowFilter(t *testing.T) {
+	ix := newSmall(t)
+	const q = "create issue in a repository, a project or a ticket; read or write a file"
+	all := ix.Search(Query{Text: q})
+	if len(all) < 5 {
+		t.Fatalf("unfiltered: %v, want at least 5 hits", ids(all))
+	}
+	denied := all[0].ID
+	calls := map[string]int{}
+	var mu sync.Mutex
+	allow := func(id string) bool {
+		mu.Lock()
+		calls[id]++
+		mu.Unlock()
+		return id != denied
+	}
+	got := ix.Search(Query{Text: q, K: 3, Allow: allow})
+	if want := ids(all)[1:4]; !slices.Equal(ids(got), want) {
+		t.Errorf("filtered K=3: got %v, want %v (a rejected tool must not appear nor take a place)", ids(got), want)
+	}
+	for id, n := range calls {
+		if n > 1 {
+			t.Errorf("Allow called %d times for %s", n, id)
+		}
+	}
+	// An exact name mention does not bypass the filter.
+	if hits := ix.Search(Query{Text: denied, Allow: allow}); slices.Contains(ids(hits), denied) {
+		t.Errorf("exact mention of rejected %s returned it: %v", denied, ids(hits))
+	}
+	// Rejecting everything returns nothing.
+	if hits := ix.Search(Query{Text: q, Allow: func(string) bool { return false }}); len(hits) != 0 {
+		t.Errorf("deny-all returned %v", ids(hits))
+	}
+}
+
+func TestSearchK(t *testing.T) {
+	ix := newSmall(t)
+	if n := len(ix.Search(Query{Text: "issue repository project ticket file", K: 2})); n != 2 {
+		t.Errorf("K=2 returned %d", n)
+	}
+	ix2 := New(Config{DefaultK: 3})
+	for _, d := range smallCatalog() {
+		ix2.Upsert(d)
+	}
+	if n := len(ix2.Search(Query{Text: "issue repository project ticket file"})); n != 3 {
+		t.Errorf("DefaultK=3 returned %d", n)
+	}
+}
+
+func TestSearchTiesByID(t *testing.T) {
+	ix := New(Config{})
+	for _, id := range []string{"c__same", "a__same", "b__same"} {
+		ix.Upsert(Doc{ID: id, Server: "srv", Name: "same", Description: "Identical tool text."})
+	}
+	for i := range 10 {
+		ix.Upsert(Doc{ID: fmt.Sprintf("z__other%d", i), Server: "other", Name: "other", Description: "Unrelated."})
+	}
+	for range 5 {
+		got := ids(ix.Search(Query{Text: "identical tool", K: 2}))
+		if want := []string{"a__same", "b__same"}; !slices.Equal(got, want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+	}
+}
+
+func TestUpsertRemove(t *testing.T) {
+	ix := newSmall(t)
+	n := ix.Len()
+	ix.Upsert(Doc{ID: "weather__get_forecast", Server: "weather", Name: "get_forecast", Description: "Tide tables for a harbour."})
+	if ix.Len() != n {
+		t.Errorf("replace changed Len from %d to %d", n, ix.Len())
+	}
+	if hits := ix.Search(Query{Text: "weather forecast city"}); slices.Contains(ids(hits), "weather__get_forecast") && hits[0].ID == "weather__get_forecast" && hits[0].Score > 0 {
+		// Still findable by its name, but not by the old description.
+		if h := ix.Search(Query{Text: "city"}); slices.Contains(ids(h), "weather__get_forecast") {
+			t.Errorf("old description still indexed: %v", ids(h))
+		}
+	}
+	if hits := ix.Search(Query{Text: "harbour tides"}); len(hits) == 0 || hits[0].ID != "weather__get_forecast" {
+		t.Errorf("new description not indexed: %v", ids(hits))
+	}
+	ix.Remove("weather__get_forecast")
+	ix.Remove("no__such_tool")
+	if ix.Len() != n-1 {
+		t.Errorf("Len after Remove = %d, want %d", ix.Len(), n-1)
+	}
+	if hits := ix.Search(Query{Text: "harbour tides get_forecast weather__get_forecast"}); slices.Contains(ids(hits), "weather__get_forecast") {
+		t.Errorf("removed tool returned: %v", ids(hits))
+	}
+	// The server went with its last tool; a new one can take its name.
+	ix.Upsert(Doc{ID: "weather__now", Server: "weather", ServerDescription: "Meteorology service.", Name: "now", Description: "Current conditions."})
+	if hits := ix.Search(Query{Text: "meteorology current conditions"}); len(hits) == 0 || hits[0].ID != "weather__now" {
+		t.Errorf("got %v", ids(hits))
+	}
+}
+
+// TestCompaction churns far more tools than stay, so slots and terms are
+// reclaimed, and checks that the index still answers like a fresh one.
+func TestCompaction(t *testing.T) {
+	ix := New(Config{})
+	fresh := New(Config{})
+	for i := range 5000 {
+		ix.Upsert(Doc{ID: fmt.Sprintf("tmp__t%d", i), Server: fmt.Sprintf("tmp%d", i%7), Name: fmt.Sprintf("t%d", i),
+			Description: fmt.Sprintf("ephemeral word%d token%d", i, i%13)})
+	}
+	for i := range 5000 {
+		ix.Remove(fmt.Sprintf("tmp__t%d", i))
+	}
+	for _, d := range smallCatalog() {
+		ix.Upsert(d)
+		fresh.Upsert(d)
+	}
+	for i := 0; i < 5000; i += 2 { // replace one tool many times
+		ix.Upsert(Doc{ID: "fs__read_file", Server: "fs", ServerDescription: "Local filesystem.", Name: "read_file",
+			Description: fmt.Sprintf("Read the contents of a file. rev%d", i), Params: []Param{{"path", "File path"}}, Tags: []string{"read-only"}})
+	}
+	ix.Upsert(smallCatalog()[6])
+	if ix.Len() != fresh.Len() {
+		t.Fatalf("Len %d, want %d", ix.Len(), fresh.Len())
+	}
+	if len(ix.docs) > 2*ix.Len()+1100 {
+		t.Errorf("%d slots for %d tools: not compacted", len(ix.docs), ix.Len())
+	}
+	// About 22,000 distinct terms went through; compaction keeps those of
+	// live tools and of at most ~1024 removed ones.
+	if len(ix.dict) > 5000 {
+		t.Errorf("dictionary holds %d terms after churn: not compacted", len(ix.dict))
+	}
+	for _, q := range []string{"create issue", "read file", "ephemeral word17", "weather", "rev42"} {
+		a, b := ix.Search(Query{Text: q}), fresh.Search(Query{Text: q})
+		if !slices.Equal(ids(a), ids(b)) {
+			t.Errorf("%q: churned index %v, fresh %v", q, ids(a), ids(b))
+		}
+	}
+}
+
+func TestConcurrentReadWrite(t *testing.T) {
+	ix := newSmall(t)
+	docs := smallCatalog()
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	for r := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(r)))
+			queries := []string{"create issue", "read file", "weather", "搜索", "getLogs", "gitlab__create_issue"}
+			for !stop.Load() {
+				hits := ix.Search(Query{Text: queries[rng.Intn(len(queries))], Allow: func(id string) bool { return id != "fs__read_file" }})
+				for _, h := range hits {
+					if h.ID == "fs__read_file" {
+						t.Error("rejected tool returned")
+					}
+				}
+				_ = ix.Len()
+			}
+		}()
+	}
+	for i := range 3000 {
+		d := docs[i%len(docs)]
+		if i%3 == 0 {
+			ix.Remove(d.ID)
+		}
+		d.Description = fmt.Sprintf("%s v%d", d.Description, i)
+		ix.Upsert(d)
+	}
+	stop.Store(true)
+	wg.Wait()
+	if ix.Len() != len(docs) {
+		t.Errorf("Len %d, want %d", ix.Len(), len(docs))
+	}
+}
+
+func TestParamsFromSchema(t *testing.T) {
+	schema := `{"type":"object","properties":{
+		"query":{"type":"string","description":"Search keywords"},
+		"options":{"type":"object","title":"Options","properties":{"limit":{"type":"integer","description":"Max results"}}},
+		"items":{"type":"array","items":{"type":"object","properties":{"sku":{"description":"Item SKU"}}}},
+		"sort":{"anyOf":[{"const":"date","description":"Newest first"},{"const":"stars"}]},
+		"mode":{"enum":["fast","exact",3,null]},
+		"odd":5}}`
+	got := ParamsFromSchema(json.RawMessage(schema))
+	want := []Param{
+		{"items", ""}, {"items.sku", "Item SKU"}, {"mode", "fast exact"}, {"odd", ""},
+		{"options", "Options"}, {"options.limit", "Max results"},
+		{"query", "Search keywords"}, {"sort", "Newest first date stars"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("ParamsFromSchema =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestParamsFromSchemaJunk(t *testing.T) {
+	for _, in := range []string{
+		"", "null", "[]", "42", `"x"`, "{", `{"properties":5}`, `{"properties":{"a":[1,2]}}`,
+		`{"properties":null}`, `{"properties":{"a":{"properties":{"b":{"properties":{"c":{}}}}}}}`,
+		`{"properties":{"a":{"anyOf":"x","enum":{},"description":7}}}`,
+	} {
+		_ = ParamsFromSchema(json.RawMessage(in)) // must not panic
+	}
+	if got := ParamsFromSchema(nil); got != nil {
+		t.Errorf("nil schema: %v", got)
+	}
+	// Many properties are capped.
+	big := `{"properties":{`
+	for i := range 1000 {
+		if i > 0 {
+			big += ","
+		}
+		big += fmt.Sprintf(`"p%04d":{"description":"d"}`, i)
+	}
+	big += "}}"
+	if n := len(ParamsFromSchema(json.RawMessage(big))); n != maxParams {
+		t.Errorf("got %d params, want the cap %d", n, maxParams)
+	}
+	// Random bytes.
+	rng := rand.New(rand.NewSource(7))
+	for range 2000 {
+		b := make([]byte, rng.Intn(64))
+		rng.Read(b)
+		_ = ParamsFromSchema(b)
+	}
+}
+
+func TestHostileDoc(t *testing.T) {
+	ix := newSmall(t)
+	before := ids(ix.Search(Query{Text: "create issue"}))
+	huge := make([]byte, 4<<20)
+	rand.New(rand.NewSource(3)).Read(huge)
+	ix.Upsert(Doc{ID: "evil__tool", Server: "evil", Name: string(huge[:1000]), Description: string(huge),
+		ServerDescription: string(huge), Params: []Param{{string(huge[:5000]), string(huge)}}, Tags: []string{string(huge)}})
+	if hits := ix.Search(Query{Text: string(huge[:100000])}); len(hits) > 10 {
+		t.Errorf("got %d hits", len(hits))
+	}
+	if after := ids(ix.Search(Query{Text: "create issue"})); !slices.Equal(before, after) {
+		t.Errorf("catalog disturbed: %v, was %v", after, before)
+	}
+}

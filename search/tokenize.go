@@ -1,0 +1,263 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Tokenizer limits. Text beyond them is ignored, never an error: tool
+// descriptions come from third-party servers and may be hostile.
+const (
+	// maxFieldBytes bounds the bytes of one field that are tokenized.
+	maxFieldBytes = 64 << 10
+	// maxQueryBytes bounds the bytes of a query that are tokenized.
+	maxQueryBytes = 8 << 10
+	// maxTokenBytes drops longer alphanumeric runs (hashes, base64 blobs).
+	maxTokenBytes = 48
+)
+
+// Tokenize returns the index terms of text, in order, as both documents and
+// queries see them: lower-cased; split on anything that is not a letter or
+// digit, on camelCase and on letter/digit boundaries (getLogs → get, log;
+// search_knowledge_base → search, knowledg, base); English stop words and
+// one-character Latin tokens dropped; a conservative suffix stemmer (Porter
+// step 1: plurals, -ed, -ing) applied to ASCII words; runs of CJK characters
+// (Han, Hiragana, Katakana, Hangul) emitted as unigrams plus overlapping
+// bigrams. An alphanumeric run that was split also yields its joined form
+// (getLogs → get, log, getlog) so a query that spells it as one word matches.
+func Tokenize(text string) []string {
+	var out []string
+	tokenize(text, maxFieldBytes, func(tok string, _ bool) { out = append(out, tok) })
+	return out
+}
+
+// tokenize calls emit for every term of text (up to limit bytes). joined
+// reports a term that is the joined form of a split run; such terms are
+// searchable but do not count as separate words for proximity purposes.
+func tokenize(text string, limit int, emit func(tok string, joined bool)) {
+	if len(text) > limit {
+		// Cut at a rune boundary.
+		i := limit
+		for i > 0 && !utf8.RuneStart(text[i]) {
+			i--
+		}
+		text = text[:i]
+	}
+	var stack [64]rune
+	buf := stack[:0] // current run
+	runKind := kindOther
+	flush := func() {
+		switch runKind {
+		case kindWord:
+			emitWord(buf, emit)
+		case kindCJK:
+			emitCJK(buf, emit)
+		}
+		buf = buf[:0]
+		runKind = kindOther
+	}
+	for _, r := range text {
+		k := classify(r)
+		if k == kindMark {
+			// Combining marks continue a word (é spelled e + U+0301).
+			if runKind == kindWord {
+				buf = append(buf, r)
+			}
+			continue
+		}
+		if k == kindLetter || k == kindDigit {
+			k = kindWord
+			if runKind == kindJunk {
+				continue
+			}
+		}
+		if k != runKind {
+			flush()
+		}
+		if k == kindOther {
+			continue
+		}
+		runKind = k
+		buf = append(buf, r)
+		if len(buf) > 4*maxTokenBytes && k == kindWord {
+			// A pathological run: drop it, keep scanning.
+			buf = buf[:0]
+			runKind = kindJunk
+		}
+	}
+	flush()
+}
+
+type runeKind uint8
+
+const (
+	kindOther runeKind = iota
+	kindLetter
+	kindDigit
+	kindWord // letters and digits
+	kindCJK
+	kindMark
+	kindJunk // the rest of an over-long run, ignored
+)
+
+func classify(r rune) runeKind {
+	switch {
+	case r < 0x80:
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+			return kindLetter
+		case r >= '0' && r <= '9':
+			return kindDigit
+		}
+		return kindOther
+	case isCJK(r):
+		return kindCJK
+	case unicode.IsLetter(r):
+		return kindLetter
+	case unicode.IsDigit(r):
+		return kindDigit
+	case unicode.Is(unicode.Mn, r):
+		return kindMark
+	}
+	return kindOther
+}
+
+func isCJK(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r) ||
+		r == 'ー' // prolonged sound mark, inside Katakana words
+}
+
+func emitCJK(run []rune, emit func(string, bool)) {
+	for i := range run {
+		emit(string(run[i]), false)
+		if i+1 < len(run) {
+			emit(string(run[i:i+2]), false)
+		}
+	}
+}
+
+// emitWord splits one alphanumeric run at camelCase and letter/digit
+// boundaries and emits the parts, then the joined form when it was split.
+func emitWord(run []rune, emit func(string, bool)) {
+	if len(run) > maxTokenBytes {
+		return
+	}
+	start, parts := 0, 0
+	for i := 1; i <= len(run); i++ {
+		if i < len(run) && !isBoundary(run, i) {
+			continue
+		}
+		emitPart(acronymSingular(run[start:i]), emit)
+		parts++
+		start = i
+	}
+	if parts > 1 {
+		// The joined form also keeps short identifiers whose parts alone
+		// are dropped: S3, mp3, 24h.
+		emitPart(run, func(tok string, _ bool) { emit(tok, true) })
+	}
+}
+
+// acronymSingular drops the plural s of an upper-case acronym (APIs → API),
+// which the stemmer cannot see once lower-cased ("apis" ends like "axis").
+func acronymSingular(part []rune) []rune {
+	n := len(part)
+	if n < 3 || part[n-1] != 's' {
+		return part
+	}
+	for _, r := range part[:n-1] {
+		if !unicode.IsUpper(r) {
+			return part
+		}
+	}
+	return part[:n-1]
+}
+
+func isBoundary(run []rune, i int) bool {
+	prev, cur := run[i-1], run[i]
+	pd, cd := unicode.IsDigit(prev), unicode.IsDigit(cur)
+	if pd != cd {
+		return true
+	}
+	if pd {
+		return false
+	}
+	cu := unicode.IsUpper(cur)
+	if cu && unicode.IsLower(prev) {
+		return true // getLogs
+	}
+	// HTTPServer: split before the last capital of an upper-case run, but
+	// not before a plural s (APIs, CNNs).
+	if cu && unicode.IsUpper(prev) && i+1 < len(run) && unicode.IsLower(run[i+1]) {
+		return !(i+2 == len(run) && run[i+1] == 's')
+	}
+	return false
+}
+
+// emitPart lower-cases, filters and stems one part; it reports whether a
+// term was emitted.
+func emitPart(part []rune, emit func(string, bool)) bool {
+	if len(part) == 0 || len(part) > maxTokenBytes {
+		return false
+	}
+	// ASCII, the common case: lower-case and stem in a stack buffer.
+	var tmp [maxTokenBytes + 1]byte
+	ascii := true
+	for i, r := range part {
+		if r >= 0x80 {
+			ascii = false
+			break
+		}
+		c := byte(r)
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		tmp[i] = c
+	}
+	if ascii {
+		w := tmp[:len(part)]
+		if len(w) == 1 || stopWords[string(w)] {
+			return false // stray letters and digits ("Apple's" → s), stop words
+		}
+		// A stem can land on a stop word ("one" → "on", "using" → "us").
+		if w = stemBytes(w); len(w) < 2 || stopWords[string(w)] {
+			return false
+		}
+		emit(string(w), false)
+		return true
+	}
+	var b strings.Builder
+	b.Grow(len(part))
+	for _, r := range part {
+		b.WriteRune(unicode.ToLower(r))
+	}
+	w := b.String()
+	if len(w) > maxTokenBytes || stopWords[w] {
+		return false
+	}
+	emit(w, false)
+	return true
+}
+
+// stopWords is a small English stop list: function words and the politeness
+// of natural-language requests, which carry no tool-selecting information.
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`
+		a an the and or nor of to in on for with by at from as into onto than then
+		is are was were be been being am do does did doing done have has had having
+		it its this that these those there here what which who whom whose when where why how
+		i me my mine we us our ours you your yours he him his she her hers they them their theirs
+		can could would should will shall may might must
+		if so not no but about over under also just very too only own same other such
+		all any each some both few more most much many
+		within without via per upon among around across along through during before after
+		above below between against toward towards onto off out up down again further once
+		etc yet still even ever every either neither whether while until unless
+		please want need tell let thank thanks kindly`) {
+		m[w] = true
+	}
+	return m
+}()
