@@ -22,7 +22,7 @@ func TestGoldenPayloads(t *testing.T) {
 	payloads := map[string]any{
 		"snapshot": Snapshot{V: Version, Type: EventSnapshot, Server: "ticketing", Kind: KindTools,
 			Fingerprint: "9f86d081884c7d65", ListedAt: at, Pages: 1, TTLMs: ttl(60000), CacheScope: ScopePublic,
-			Items: []json.RawMessage{json.RawMessage(`{"name":"createIssue","inputSchema":{"type":"object","oneOf":[{"required":["title"]}]}}`)},
+			Items:    []json.RawMessage{json.RawMessage(`{"name":"createIssue","inputSchema":{"type":"object","oneOf":[{"required":["title"]}]}}`)},
 			Rejected: []Rejected{{Name: "huge", Code: CodeDefinitionTooLarge, Message: "definition is 5242880 bytes, limit 262144"}},
 			Info:     &ServerInfo{Description: "Issue tracker", Transport: "stdio", Protocol: "2025-11-25", Name: "ticketing", Version: "1.0.0"}},
 		"changed": ListChanged{V: Version, Type: EventChanged, Server: "ticketing", Kind: KindTools, At: at},

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -35,7 +36,8 @@ func PublicName(server, tool string) string {
 	if plainServer.MatchString(server) && plainTool.MatchString(tool) && len(server)+2+len(tool) <= MaxPublicName {
 		return server + "__" + tool
 	}
-	sum := sha256.Sum256([]byte(server + "\x00" + tool))
+	// Length-prefixed, so no two pairs hash the same input (a NUL inside a name is no separator).
+	sum := sha256.Sum256([]byte(strconv.Itoa(len(server)) + ":" + server + tool))
 	h := hex.EncodeToString(sum[:5])
 	s := sanitize(server, 20)
 	room := MaxPublicName - len(s) - 3 - 1 - len(h)
