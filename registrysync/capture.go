@@ -1,0 +1,120 @@
+package registrysync
+
+import (
+	"context"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// mcp-go decodes list and call results into its own types, which drop parts of a definition
+// (root-level oneOf/anyOf/$defs of an inputSchema, for one). The connector needs the bytes the
+// server sent, so every transport is wrapped: the wrapper forwards SendRequest and, when the
+// request's context carries a capture slot, records the raw JSON-RPC result or error there.
+// The context flows from client.ListToolsByPage / CallTool down to transport.SendRequest
+// unchanged (mcp-go only derives it), so the slot reaches the wrapper.
+//
+// The mcp-go client type-asserts its transport for optional behaviour: BidirectionalInterface
+// (server-to-client requests), HTTPConnection (protocol version header, HTTP-only code paths),
+// SetConnectionLostHandler (SSE) and RequiresLegacyProtocol (streamable HTTP with continuous
+// listening). A wrapper must implement exactly the optional interfaces its inner transport
+// implements, or notifications, headers and cancellation break: hence one wrapper type per
+// transport kind, checked by TestWrappersForwardOptionalInterfaces.
+
+type captureKey struct{}
+
+// capture is the slot one request's raw answer lands in. With multi round-trip requests
+// (input_required) the last answer wins, which is the one the caller sees.
+type capture struct {
+	mu     sync.Mutex
+	sent   bool
+	result []byte
+	rpcErr *mcp.JSONRPCErrorDetails
+	err    error
+}
+
+func withCapture(ctx context.Context) (context.Context, *capture) {
+	cp := &capture{}
+	return context.WithValue(ctx, captureKey{}, cp), cp
+}
+
+func (cp *capture) snapshot() (sent bool, result []byte, rpcErr *mcp.JSONRPCErrorDetails, err error) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.sent, cp.result, cp.rpcErr, cp.err
+}
+
+// base forwards the methods of transport.Interface and captures raw answers.
+type base struct {
+	inner transport.Interface
+}
+
+func (t *base) Start(ctx context.Context) error { return t.inner.Start(ctx) }
+
+func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	cp, _ := ctx.Value(captureKey{}).(*capture)
+	if cp != nil {
+		cp.mu.Lock()
+		cp.sent = true
+		cp.result, cp.rpcErr, cp.err = nil, nil, nil
+		cp.mu.Unlock()
+	}
+	resp, err := t.inner.SendRequest(ctx, req)
+	if cp != nil {
+		cp.mu.Lock()
+		cp.err = err
+		if resp != nil {
+			cp.result = resp.Result
+			cp.rpcErr = resp.Error
+		}
+		cp.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (t *base) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	return t.inner.SendNotification(ctx, n)
+}
+
+func (t *base) SetNotificationHandler(h func(mcp.JSONRPCNotification)) {
+	t.inner.SetNotificationHandler(h)
+}
+
+func (t *base) Close() error { return t.inner.Close() }
+
+func (t *base) GetSessionId() string { return t.inner.GetSessionId() }
+
+// stdioWrap wraps *transport.Stdio: bidirectional, not HTTP.
+type stdioWrap struct {
+	base
+	stdio *transport.Stdio
+}
+
+func (t *stdioWrap) SetRequestHandler(h transport.RequestHandler) { t.stdio.SetRequestHandler(h) }
+
+// httpWrap wraps *transport.StreamableHTTP: bidirectional, HTTP, may require legacy.
+type httpWrap struct {
+	base
+	http *transport.StreamableHTTP
+}
+
+func (t *httpWrap) SetRequestHandler(h transport.RequestHandler) { t.http.SetRequestHandler(h) }
+func (t *httpWrap) SetProtocolVersion(v string)                  { t.http.SetProtocolVersion(v) }
+func (t *httpWrap) RequiresLegacyProtocol() bool                 { return t.http.RequiresLegacyProtocol() }
+
+// sseWrap wraps *transport.SSE: HTTP, reports a lost stream, not bidirectional.
+type sseWrap struct {
+	base
+	sse *transport.SSE
+}
+
+func (t *sseWrap) SetProtocolVersion(v string)            { t.sse.SetProtocolVersion(v) }
+func (t *sseWrap) SetConnectionLostHandler(h func(error)) { t.sse.SetConnectionLostHandler(h) }
+
+var (
+	_ transport.BidirectionalInterface = (*stdioWrap)(nil)
+	_ transport.BidirectionalInterface = (*httpWrap)(nil)
+	_ transport.HTTPConnection         = (*httpWrap)(nil)
+	_ transport.HTTPConnection         = (*sseWrap)(nil)
+)

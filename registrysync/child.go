@@ -1,0 +1,293 @@
+package registrysync
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// maxLineBytes caps one JSON-RPC line from a stdio server. A longer line is dropped and reported
+// as malformed (the registry stream could not take it anyway).
+const maxLineBytes = 64 << 20
+
+// safeEnv lists the variables a stdio child inherits from this process unless
+// ServerConfig.InheritEnv is set (as the MCP SDKs do): enough to run, no credentials.
+var safeEnv = []string{
+	"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+	"TMPDIR", "TEMP", "TMP", "XDG_RUNTIME_DIR",
+	"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT", "PROCESSOR_ARCHITECTURE",
+	"SYSTEMDRIVE", "SYSTEMROOT", "USERNAME", "USERPROFILE", "PROGRAMFILES", "COMSPEC",
+}
+
+// inheritedEnv is the environment a child starts from.
+func inheritedEnv(all bool) []string {
+	if all {
+		return os.Environ()
+	}
+	var env []string
+	for _, k := range safeEnv {
+		// A value that is a shell function definition is not passed on (as the TypeScript
+		// SDK does: exported functions are an injection vector).
+		if v, ok := os.LookupEnv(k); ok && !strings.HasPrefix(v, "()") {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// Grace periods when stopping a stdio child: stdin closed, then SIGTERM, then SIGKILL.
+const (
+	childStdinGrace = 2 * time.Second
+	childTermGrace  = 3 * time.Second
+	childKillGrace  = 5 * time.Second
+)
+
+// child is one stdio server process. The connector starts it itself (instead of letting
+// mcp-go's stdio transport spawn it) so that it learns at once when the process exits, can stop
+// the whole process group, and can see malformed output lines that the transport would skip
+// silently (leaving the request to time out).
+type child struct {
+	cmd    *exec.Cmd
+	stdin  *os.File       // our end of the child's stdin
+	stdout *os.File       // our end of the child's stdout
+	stderr *os.File       // our end of the child's stderr
+	fwdR   *io.PipeReader // valid JSON lines, read by the transport
+	fwdW   *io.PipeWriter
+
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+
+	mu         sync.Mutex
+	stderrTail string // last non-empty stderr line, redacted and truncated
+	noisy      bool   // plain text seen on stdout
+
+	stopOnce sync.Once
+}
+
+// startChild starts sc's command with its environment added to ours. onMalformed is called
+// (from the reader goroutine) with a short redacted sample of each output line that is not
+// valid JSON.
+func startChild(sc ServerConfig, red redactor, log zerolog.Logger, onMalformed func(sample string)) (*child, error) {
+	cmd := exec.Command(sc.Command, sc.Args...)
+	env := inheritedEnv(sc.InheritEnv)
+	keys := make([]string, 0, len(sc.Env))
+	for k := range sc.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+sc.Env[k])
+	}
+	cmd.Env = env
+	cmd.Dir = sc.Dir
+	setProcessGroup(cmd)
+
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start %s: %w", sc.Command, err)
+	}
+	// The child holds its ends now.
+	_ = inR.Close()
+	_ = outW.Close()
+	_ = errW.Close()
+
+	fwdR, fwdW := io.Pipe()
+	c := &child{
+		cmd: cmd, stdin: inW, stdout: outR, stderr: errR,
+		fwdR: fwdR, fwdW: fwdW,
+		exited: make(chan struct{}),
+	}
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	go c.forward(red, log, onMalformed)
+	go c.drainStderr(red, log)
+	return c, nil
+}
+
+// Pid is the child's process id.
+func (c *child) Pid() int { return c.cmd.Process.Pid }
+
+// forward copies the child's stdout to the transport line by line, dropping (and reporting)
+// lines that are not JSON.
+func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(string)) {
+	defer func() { _ = c.fwdW.Close() }()
+	br := bufio.NewReaderSize(c.stdout, 64<<10)
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if len(line)+len(frag) > maxLineBytes {
+				onMalformed(fmt.Sprintf("line longer than %d bytes", maxLineBytes))
+				line = line[:0]
+				if !discardLine(br) {
+					return
+				}
+				continue
+			}
+			line = append(line, frag...)
+			continue
+		case err != nil:
+			// EOF or closed: whatever is left without a newline is not a message.
+			return
+		}
+		line = append(line, frag...)
+		msg := bytes.TrimSpace(line)
+		switch {
+		case len(msg) == 0:
+		case json.Valid(msg):
+			if _, werr := c.fwdW.Write(append(msg, '\n')); werr != nil {
+				return
+			}
+		case msg[0] == '{' || msg[0] == '[':
+			// A JSON-RPC message that is broken (cut short, say): its answer is lost.
+			onMalformed(printable(truncate(red.String(string(msg)), 120)))
+		default:
+			// Plain text on stdout (a banner, a log line): against the spec but harmless.
+			c.noteNoise(printable(truncate(red.String(string(msg)), 200)), log)
+		}
+		line = line[:0]
+	}
+}
+
+// noteNoise logs text a server wrote on stdout, at warn level once, then at debug.
+func (c *child) noteNoise(text string, log zerolog.Logger) {
+	c.mu.Lock()
+	first := !c.noisy
+	c.noisy = true
+	c.mu.Unlock()
+	ev := log.Debug()
+	if first {
+		ev = log.Warn()
+	}
+	ev.Str("stdout", text).Msg("stdio server wrote text that is not JSON-RPC on stdout; ignored")
+}
+
+// discardLine skips to the end of the current line; false at end of input.
+func discardLine(br *bufio.Reader) bool {
+	for {
+		_, err := br.ReadSlice('\n')
+		if err == nil {
+			return true
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return false
+		}
+	}
+}
+
+// drainStderr keeps the child's stderr flowing (a full pipe would block it), logging each line
+// at debug level, redacted.
+func (c *child) drainStderr(red redactor, log zerolog.Logger) {
+	br := bufio.NewReaderSize(c.stderr, 16<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A very long line: keep its start, skip the rest.
+			if !discardLine(br) {
+				err = io.EOF
+			} else {
+				err = nil
+			}
+		}
+		if text := bytes.TrimSpace(line); len(text) > 0 {
+			msg := printable(truncate(red.String(string(text)), 300))
+			c.mu.Lock()
+			c.stderrTail = msg
+			c.mu.Unlock()
+			log.Debug().Str("stderr", msg).Msg("stdio server")
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// exitReason describes how the child ended, with the last line it wrote to stderr.
+func (c *child) exitReason() string {
+	msg := "process exited"
+	if c.waitErr != nil {
+		msg += ": " + c.waitErr.Error()
+	}
+	c.mu.Lock()
+	tail := c.stderrTail
+	c.mu.Unlock()
+	if tail != "" {
+		msg += " (stderr: " + tail + ")"
+	}
+	return msg
+}
+
+// stop ends the child: close its stdin, wait, SIGTERM its process group, wait, SIGKILL. It
+// returns once the process is reaped (or the last grace ran out) and every pipe is closed.
+func (c *child) stop() {
+	c.stopOnce.Do(func() {
+		_ = c.stdin.Close()
+		if !waitChan(c.exited, childStdinGrace) {
+			signalGroup(c.cmd, false)
+			if !waitChan(c.exited, childTermGrace) {
+				signalGroup(c.cmd, true)
+				waitChan(c.exited, childKillGrace)
+			}
+		}
+		// Processes the child started may still hold the group; they go too.
+		signalGroup(c.cmd, true)
+		// Closing the writer unblocks a forwarder stuck writing and gives the transport's
+		// reader a clean EOF (closing the reader would make mcp-go log an error).
+		_ = c.fwdW.Close()
+		_ = c.stdout.Close()
+		_ = c.stderr.Close()
+	})
+}
+
+func waitChan(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -1,0 +1,796 @@
+package registrysync
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// maxDebounceFactor bounds how long a steady stream of list_changed notifications can postpone
+// the re-list: at most this many Debounce periods after the first one.
+const maxDebounceFactor = 10
+
+// connector keeps one configured server in sync. Its loop goroutine owns the session life cycle
+// and every list; a notifier goroutine publishes ListChanged events as soon as they arrive.
+type connector struct {
+	m     *Manager
+	sc    ServerConfig
+	kinds []subjects.Kind // configured kinds, in subjects.Kinds order
+	log   zerolog.Logger
+	red   redactor
+
+	// legacyHTTP is the protocol of a streamable HTTP server found to be legacy (loop only).
+	legacyHTTP string
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.Mutex
+	sess      *session
+	status    subjects.Status // current state, also for Statuses()
+	published struct {
+		status, code string
+		ok           bool
+	}
+	attempted    bool // first connection attempt finished
+	loaded       bool // kstate read from the stream
+	kstate       map[subjects.Kind]kindState
+	changed      map[subjects.Kind]bool   // notified, ListChanged not yet published
+	gen          map[subjects.Kind]uint64 // notifications seen, per kind
+	skipped      map[subjects.Kind]int    // lists in a row not published: a notification came meanwhile
+	pending      map[subjects.Kind]bool   // to re-list after the debounce
+	pendingFirst time.Time
+	pendingLast  time.Time
+
+	changedSig chan struct{}
+	relistSig  chan struct{}
+	requests   chan *relistReq
+}
+
+// relistReq is one on-demand re-list, answered on reply.
+type relistReq struct {
+	kinds []subjects.Kind
+	reply chan subjects.RelistReply
+}
+
+func newConnector(m *Manager, sc ServerConfig) *connector {
+	c := &connector{
+		m:          m,
+		sc:         sc,
+		log:        m.log.With().Str("server", sc.Name).Str("transport", sc.Transport).Logger(),
+		red:        newRedactor(sc),
+		done:       make(chan struct{}),
+		kstate:     map[subjects.Kind]kindState{},
+		changed:    map[subjects.Kind]bool{},
+		gen:        map[subjects.Kind]uint64{},
+		skipped:    map[subjects.Kind]int{},
+		pending:    map[subjects.Kind]bool{},
+		changedSig: make(chan struct{}, 1),
+		relistSig:  make(chan struct{}, 1),
+		requests:   make(chan *relistReq),
+	}
+	want := map[string]bool{}
+	for _, k := range sc.Kinds {
+		want[k] = true
+	}
+	for _, k := range subjects.Kinds {
+		if len(sc.Kinds) == 0 || want[string(k)] {
+			c.kinds = append(c.kinds, k)
+		}
+	}
+	c.status = c.newStatus(subjects.StatusConnecting, "", "")
+	return c
+}
+
+func (c *connector) newStatus(status, code, reason string) subjects.Status {
+	return subjects.Status{
+		V: subjects.Version, Type: subjects.EventStatus, Server: c.sc.Name,
+		Status: status, Code: code, Reason: printable(truncate(c.red.String(reason), 1000)),
+		Description: c.sc.Description, Transport: c.sc.Transport, At: time.Now().UTC(),
+	}
+}
+
+// start runs the connector until ctx ends; done closes when its session is closed.
+func (c *connector) start(ctx context.Context) {
+	ctx, c.cancel = context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.notifier(ctx)
+	}()
+	go func() {
+		defer close(c.done)
+		defer wg.Wait()
+		for ctx.Err() == nil {
+			if c.protect(ctx) {
+				return
+			}
+			// The loop panicked: report and start over after a pause.
+			c.setStatus(ctx, c.newStatus(subjects.StatusUnavailable, subjects.CodeInternal, "connector restarted after an internal error"))
+			sleepCtx(ctx, c.m.cfg.BackoffMax)
+		}
+	}()
+}
+
+// stop ends the connector and waits for it (or for ctx).
+func (c *connector) stop(ctx context.Context) error {
+	if c.cancel != nil {
+		c.cancel()
+	} else {
+		return nil // never started
+	}
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// protect runs the loop, turning a panic into false.
+func (c *connector) protect(ctx context.Context) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("connector panicked")
+			ok = false
+		}
+	}()
+	c.loop(ctx)
+	return true
+}
+
+// recoverPanic is deferred in callbacks that run on mcp-go's goroutines.
+func (c *connector) recoverPanic(where string) {
+	if r := recover(); r != nil {
+		c.log.Error().Str("panic", fmt.Sprint(r)).Str("where", where).Str("stack", string(debug.Stack())).Msg("recovered from panic")
+	}
+}
+
+func (c *connector) newBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = c.m.cfg.BackoffInitial
+	b.MaxInterval = c.m.cfg.BackoffMax
+	b.Multiplier = 2
+	b.RandomizationFactor = 0.2
+	b.MaxElapsedTime = 0 // forever
+	b.Reset()
+	return b
+}
+
+// loop connects, serves the session until it is lost, and reconnects with backoff, until ctx
+// ends. Every session it opens is closed before it returns.
+func (c *connector) loop(ctx context.Context) {
+	cfg := c.m.cfg
+	bo := c.newBackoff()
+	for tries := 1; !c.isLoaded(); tries++ {
+		if err := c.loadState(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			ev := c.log.Debug()
+			if tries == 1 || tries%10 == 0 {
+				ev = c.log.Error()
+			}
+			ev.Err(err).Int("attempt", tries).Msg("cannot read the registry stream (is it declared?); retrying")
+			sleepCtx(ctx, bo.NextBackOff())
+		}
+	}
+	bo.Reset()
+	attempt := 0
+	if c.current().Status != subjects.StatusUnavailable {
+		c.setStatus(ctx, c.newStatus(subjects.StatusConnecting, "", ""))
+	}
+	for ctx.Err() == nil {
+		s, err := c.connect(ctx)
+		c.mu.Lock()
+		c.attempted = true
+		c.mu.Unlock()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			attempt++
+			wait := bo.NextBackOff()
+			st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectFailed, err.Error())
+			st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
+			ev := c.log.Debug()
+			if attempt == 1 || attempt%10 == 0 {
+				ev = c.log.Warn()
+			}
+			ev.Str("reason", st.Reason).Int("attempt", attempt).Dur("retryIn", wait).Msg("connect failed")
+			c.setStatus(ctx, st)
+			sleepCtx(ctx, wait)
+			continue
+		}
+		began := time.Now()
+		err = c.serve(ctx, s)
+		c.mu.Lock()
+		c.sess = nil
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			s.close(cfg.DrainTimeout)
+			return
+		}
+		s.close(0)
+		if time.Since(began) >= cfg.BackoffMax {
+			bo.Reset()
+			attempt = 0
+		}
+		attempt++
+		wait := bo.NextBackOff()
+		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectionLost, err.Error())
+		st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
+		c.log.Warn().Str("reason", st.Reason).Dur("retryIn", wait).Msg("connection lost")
+		c.setStatus(ctx, st)
+		sleepCtx(ctx, wait)
+	}
+}
+
+// maxSkips bounds how many lists in a row are dropped because a notification came meanwhile.
+const maxSkips = 3
+
+func (c *connector) generation(kind subjects.Kind) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen[kind]
+}
+
+// skip reports whether a list overtaken by a notification may be dropped, counting it.
+func (c *connector) skip(kind subjects.Kind) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.skipped[kind] >= maxSkips {
+		c.skipped[kind] = 0
+		return false
+	}
+	c.skipped[kind]++
+	return true
+}
+
+func (c *connector) isLoaded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loaded
+}
+
+// connect opens a session; a legacy streamable HTTP server is reopened with the GET stream
+// that carries its notifications.
+func (c *connector) connect(ctx context.Context) (*session, error) {
+	listening := c.sc.Transport == TransportHTTP && (c.legacyHTTP != "" ||
+		c.sc.ProtocolVersion != "" && !mcp.IsModernProtocol(c.sc.ProtocolVersion))
+	s, err := openSession(ctx, c, listening)
+	if errors.Is(err, errNeedListening) {
+		c.log.Debug().Str("protocol", c.legacyHTTP).Msg("legacy streamable HTTP server: reconnecting with the GET stream")
+		s, err = openSession(ctx, c, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.log.Info().Str("protocol", s.protocol).Str("serverName", s.info.Name).Str("serverVersion", s.info.Version).Msg("connected")
+	return s, nil
+}
+
+// serve lists everything, then follows notifications, resyncs, probes and on-demand re-lists
+// until the session is lost (the error says why) or ctx ends.
+func (c *connector) serve(ctx context.Context, s *session) error {
+	cfg := c.m.cfg
+	c.mu.Lock()
+	c.sess = s
+	// The initial list covers every notification seen so far.
+	clear(c.pending)
+	c.mu.Unlock()
+
+	lb := c.newBackoff()
+	failed := map[subjects.Kind]error{}
+	var retry, debounce *time.Timer
+	timerC := func(t *time.Timer) <-chan time.Time {
+		if t == nil {
+			return nil
+		}
+		return t.C
+	}
+	defer func() {
+		for _, t := range []*time.Timer{retry, debounce} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
+
+	// relist lists kinds, publishes, updates the status and arms the retry timer.
+	relist := func(kinds []subjects.Kind) (map[subjects.Kind]kindOutcome, error) {
+		out, err := c.relist(ctx, s, kinds, failed)
+		if err != nil {
+			return nil, err
+		}
+		c.statusFromFailures(ctx, s, failed)
+		if retry != nil {
+			retry.Stop()
+			retry = nil
+		}
+		if len(failed) > 0 {
+			retry = time.NewTimer(lb.NextBackOff())
+		} else {
+			lb.Reset()
+		}
+		return out, nil
+	}
+	if _, err := relist(c.kinds); err != nil {
+		return err
+	}
+
+	var resync, ping <-chan time.Time
+	if cfg.ResyncEvery > 0 {
+		t := time.NewTicker(cfg.ResyncEvery)
+		defer t.Stop()
+		resync = t.C
+	}
+	if cfg.PingEvery > 0 {
+		t := time.NewTicker(cfg.PingEvery)
+		defer t.Stop()
+		ping = t.C
+	}
+	statusRetry := time.NewTicker(time.Second)
+	defer statusRetry.Stop()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.lost:
+			return s.lostErr
+		case <-c.relistSig:
+			due, ok := c.pendingDue(cfg.Debounce)
+			if !ok {
+				continue
+			}
+			if debounce != nil {
+				debounce.Stop()
+			}
+			debounce = time.NewTimer(time.Until(due))
+		case <-timerC(debounce):
+			debounce = nil
+			kinds := c.takePending()
+			if len(kinds) == 0 {
+				continue
+			}
+			if _, err := relist(kinds); err != nil {
+				return err
+			}
+		case <-resync:
+			if _, err := relist(c.kinds); err != nil {
+				return err
+			}
+		case <-timerC(retry):
+			retry = nil
+			kinds := make([]subjects.Kind, 0, len(failed))
+			for _, k := range c.kinds {
+				if failed[k] != nil {
+					kinds = append(kinds, k)
+				}
+			}
+			if _, err := relist(kinds); err != nil {
+				return err
+			}
+		case <-ping:
+			if err := s.ping(ctx); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("liveness probe failed: %w", err)
+			}
+		case req := <-c.requests:
+			out, err := relist(req.kinds)
+			if err != nil {
+				req.reply <- subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+					Code: subjects.CodeUnavailable, Message: "connection lost while re-listing", Reason: c.red.Err(err)}}
+				return err
+			}
+			req.reply <- c.relistReply(req.kinds, out)
+		case <-statusRetry.C:
+			c.retryStatus(ctx)
+		}
+	}
+}
+
+// kindOutcome is the result of re-listing one kind.
+type kindOutcome struct {
+	fp        string
+	seq       uint64
+	published bool
+	err       error // coded: the list or its publication failed; the session is fine
+}
+
+// relist lists and publishes kinds. failed is updated: a kind that failed is set, one that
+// succeeded is removed. The error is non-nil only when the session is lost.
+func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kind, failed map[subjects.Kind]error) (map[subjects.Kind]kindOutcome, error) {
+	out := make(map[subjects.Kind]kindOutcome, len(kinds))
+	info := &subjects.ServerInfo{
+		Description: c.sc.Description, Transport: c.sc.Transport, Protocol: s.protocol,
+		Name: s.info.Name, Version: s.info.Version,
+	}
+	for _, kind := range kinds {
+		var l *listing
+		var err error
+		gen0 := c.generation(kind)
+		if has, _ := s.declares(kind); has {
+			l, err = c.list(ctx, s, kind)
+		} else {
+			// Not (or no longer) offered: an empty list, published only to retract an earlier one.
+			l = &listing{Kind: kind, Items: []json.RawMessage{}, Auth: c.sc.AuthContext}
+			if st := c.kind(kind); !st.known || st.empty {
+				delete(failed, kind)
+				out[kind] = kindOutcome{fp: l.fingerprint(), seq: st.seq}
+				continue
+			}
+		}
+		if err != nil {
+			var lost *lostError
+			var coded *codedError
+			switch {
+			case ctx.Err() != nil:
+				return nil, ctx.Err()
+			case errors.As(err, &lost):
+				return nil, err
+			case !errors.As(err, &coded):
+				// A transport error: a probe tells a dead connection from a bad answer.
+				if perr := s.ping(ctx); perr != nil {
+					return nil, fmt.Errorf("%v; liveness probe: %w", err, perr)
+				}
+				err = codedf(subjects.CodeListFailed, "%v", err)
+			}
+			// Warn once per code; retries of the same failure go to debug.
+			ev := c.log.Warn()
+			var prev *codedError
+			if errors.As(failed[kind], &prev) && errors.As(err, &coded) && prev.code == coded.code {
+				ev = c.log.Debug()
+			}
+			ev.Str("kind", string(kind)).Str("reason", printable(c.red.Err(err))).Msg("list failed")
+			failed[kind] = err
+			out[kind] = kindOutcome{err: err}
+			continue
+		}
+		if c.generation(kind) != gen0 && c.skip(kind) {
+			// A list_changed came while listing: this list may predate the change, and once
+			// stored after the ListChanged event it would look current. The re-list the
+			// notification scheduled publishes instead (unless notifications never stop).
+			c.log.Debug().Str("kind", string(kind)).Msg("list_changed during the list; waiting for the next one")
+			out[kind] = kindOutcome{fp: l.fingerprint(), seq: c.kind(kind).seq}
+			continue
+		}
+		res, err := c.publishSnapshot(ctx, l, info)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			var coded *codedError
+			if !errors.As(err, &coded) {
+				// NATS trouble, not the server's: retry without blaming the server.
+				c.log.Error().Err(err).Str("kind", string(kind)).Msg("cannot publish snapshot; will retry")
+				err = &codedError{code: subjects.CodeUnavailable, msg: "publish: " + err.Error(), nats: true}
+			} else {
+				c.log.Warn().Str("kind", string(kind)).Str("reason", c.red.Err(err)).Msg("snapshot not published")
+			}
+			failed[kind] = err
+			out[kind] = kindOutcome{err: err}
+			continue
+		}
+		delete(failed, kind)
+		c.mu.Lock()
+		c.skipped[kind] = 0
+		c.mu.Unlock()
+		if res.published {
+			c.log.Info().Str("kind", string(kind)).Int("items", len(l.Items)).Int("rejected", len(l.Rejected)).
+				Int("pages", l.Pages).Uint64("seq", res.seq).Msg("snapshot published")
+		}
+		out[kind] = kindOutcome{fp: res.fp, seq: res.seq, published: res.published}
+	}
+	return out, nil
+}
+
+// list reads every page of one kind.
+func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*listing, error) {
+	cfg := c.m.cfg
+	ctx, cancel := context.WithTimeout(ctx, cfg.ListTimeout)
+	defer cancel()
+	acc := newAccumulator(kind, cfg.MaxDefinitionBytes)
+	acc.l.Auth = c.sc.AuthContext
+	limit := c.m.payloadLimit()
+	total := 0
+	seen := map[string]bool{}
+	cursor := ""
+	for {
+		raw, err := s.listPage(ctx, kind, cursor)
+		if err != nil {
+			return nil, err
+		}
+		p, err := parsePage(kind, raw)
+		if err != nil {
+			return nil, err
+		}
+		acc.addPage(p)
+		for _, it := range p.items {
+			total += len(it)
+		}
+		if total > limit {
+			return nil, codedf(subjects.CodeSnapshotTooLarge, "%s list holds more than %d bytes after %d pages", kind, limit, acc.l.Pages)
+		}
+		if p.nextCursor == "" {
+			return &acc.l, nil
+		}
+		if seen[p.nextCursor] || p.nextCursor == cursor {
+			return nil, codedf(subjects.CodeMalformedResponse, "%s/list: the server repeated cursor %q", kind, truncate(p.nextCursor, 80))
+		}
+		if acc.l.Pages >= cfg.MaxPages {
+			return nil, codedf(subjects.CodeTooManyPages, "%s/list: still more pages after %d", kind, cfg.MaxPages)
+		}
+		seen[p.nextCursor] = true
+		cursor = p.nextCursor
+	}
+}
+
+// statusFromFailures derives the server's status after a (re-)list: unavailable when tools
+// could not be listed, ready with a code when only prompts or resources failed (the tools are
+// current), ready otherwise. NATS publish failures are not the server's and change nothing.
+func (c *connector) statusFromFailures(ctx context.Context, s *session, failed map[subjects.Kind]error) {
+	var st subjects.Status
+	first := func() (subjects.Kind, *codedError) {
+		for _, k := range c.kinds {
+			var coded *codedError
+			if err := failed[k]; err != nil && errors.As(err, &coded) && !coded.nats {
+				return k, coded
+			}
+		}
+		return "", nil
+	}
+	kind, coded := first()
+	switch {
+	case coded == nil:
+		st = c.newStatus(subjects.StatusReady, "", "")
+	case kind == subjects.KindTools:
+		st = c.newStatus(subjects.StatusUnavailable, coded.code, string(kind)+": "+coded.msg)
+	default:
+		st = c.newStatus(subjects.StatusReady, coded.code, string(kind)+": "+coded.msg)
+	}
+	st.Protocol = s.protocol
+	c.setStatus(ctx, st)
+}
+
+// setStatus records st and publishes it when (status, code) differs from the last published.
+func (c *connector) setStatus(ctx context.Context, st subjects.Status) {
+	c.mu.Lock()
+	c.status = st
+	same := c.published.ok && c.published.status == st.Status && c.published.code == st.Code
+	c.mu.Unlock()
+	if same {
+		return
+	}
+	c.publishCurrent(ctx)
+}
+
+func (c *connector) publishCurrent(ctx context.Context) {
+	c.mu.Lock()
+	st := c.status
+	c.mu.Unlock()
+	err := c.publishStatus(ctx, st)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.published.ok = false
+		c.log.Error().Err(err).Str("status", st.Status).Msg("cannot publish status; will retry")
+		return
+	}
+	if st.Status == subjects.StatusReady && (c.published.status != st.Status || c.published.code != st.Code) {
+		c.log.Info().Str("protocol", st.Protocol).Str("code", st.Code).Msg("ready")
+	}
+	c.published.status, c.published.code, c.published.ok = st.Status, st.Code, true
+}
+
+// retryStatus publishes the current status if its last publication failed.
+func (c *connector) retryStatus(ctx context.Context) {
+	c.mu.Lock()
+	ok := c.published.ok && c.published.status == c.status.Status && c.published.code == c.status.Code
+	c.mu.Unlock()
+	if !ok {
+		c.publishCurrent(ctx)
+	}
+}
+
+func (c *connector) current() subjects.Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+func (c *connector) session() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess
+}
+
+// noteChanged is called from a transport goroutine for a list_changed notification. It never
+// blocks: the notifier goroutine publishes the ListChanged event.
+func (c *connector) noteChanged(kind subjects.Kind) {
+	if !c.lists(kind) {
+		return
+	}
+	c.mu.Lock()
+	c.changed[kind] = true
+	c.gen[kind]++
+	c.mu.Unlock()
+	select {
+	case c.changedSig <- struct{}{}:
+	default:
+	}
+}
+
+func (c *connector) lists(kind subjects.Kind) bool {
+	for _, k := range c.kinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// notifier publishes a ListChanged event for every notification at once (consumers mark the
+// list stale), then asks the loop to re-list after the debounce.
+func (c *connector) notifier(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.changedSig:
+		}
+		c.mu.Lock()
+		var kinds []subjects.Kind
+		for _, k := range c.kinds {
+			if c.changed[k] {
+				kinds = append(kinds, k)
+			}
+		}
+		clear(c.changed)
+		c.mu.Unlock()
+		for _, k := range kinds {
+			if err := c.publishChanged(ctx, k); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c.log.Error().Err(err).Str("kind", string(k)).Msg("cannot publish list_changed")
+			} else {
+				c.log.Debug().Str("kind", string(k)).Msg("list_changed")
+			}
+		}
+		c.requestRelist(kinds)
+	}
+}
+
+// requestRelist schedules a debounced re-list of kinds (nil: every kind).
+func (c *connector) requestRelist(kinds []subjects.Kind) {
+	if kinds == nil {
+		kinds = c.kinds
+	}
+	now := time.Now()
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.pendingFirst = now
+	}
+	c.pendingLast = now
+	for _, k := range kinds {
+		c.pending[k] = true
+	}
+	c.mu.Unlock()
+	select {
+	case c.relistSig <- struct{}{}:
+	default:
+	}
+}
+
+// pendingDue is when the pending re-list should run: Debounce after the last notification, but
+// no later than maxDebounceFactor Debounces after the first.
+func (c *connector) pendingDue(d time.Duration) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return time.Time{}, false
+	}
+	due := c.pendingLast.Add(d)
+	if limit := c.pendingFirst.Add(maxDebounceFactor * d); due.After(limit) {
+		due = limit
+	}
+	return due, true
+}
+
+func (c *connector) takePending() []subjects.Kind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var kinds []subjects.Kind
+	for _, k := range c.kinds {
+		if c.pending[k] {
+			kinds = append(kinds, k)
+		}
+	}
+	clear(c.pending)
+	return kinds
+}
+
+// relistNow asks the loop to re-list kinds and waits for the answer.
+func (c *connector) relistNow(ctx context.Context, kinds []subjects.Kind) subjects.RelistReply {
+	unavailable := func(msg string) subjects.RelistReply {
+		st := c.current()
+		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+			Code: subjects.CodeUnavailable, Message: msg, Reason: st.Reason}}
+	}
+	if c.session() == nil {
+		return unavailable("server " + c.sc.Name + " is not connected (" + c.current().Status + ")")
+	}
+	req := &relistReq{kinds: kinds, reply: make(chan subjects.RelistReply, 1)}
+	select {
+	case c.requests <- req:
+	case <-ctx.Done():
+		return unavailable("the connector is busy; try again")
+	case <-c.done:
+		return unavailable("server " + c.sc.Name + " is stopping")
+	}
+	select {
+	case r := <-req.reply:
+		return r
+	case <-ctx.Done():
+		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+			Code: subjects.CodeTimeout, Message: "re-list did not finish in time"}}
+	}
+}
+
+// relistReply builds the answer to a re-list: one kind's fingerprint, or for several kinds a
+// SHA-256 over "kind=fingerprint" lines; Sequence is the highest sequence of a snapshot stored
+// by this re-list (0: nothing changed).
+func (c *connector) relistReply(kinds []subjects.Kind, out map[subjects.Kind]kindOutcome) subjects.RelistReply {
+	r := subjects.RelistReply{V: subjects.Version, ListedAt: time.Now().UTC()}
+	h := sha256.New()
+	for _, k := range kinds {
+		o := out[k]
+		if o.err != nil {
+			var coded *codedError
+			code := subjects.CodeListFailed
+			if errors.As(o.err, &coded) {
+				code = coded.code
+			}
+			return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+				Code: subjects.CodeUnavailable, Message: "re-listing " + string(k) + " failed",
+				Reason: truncate(code+": "+c.red.Err(o.err), 1000)}}
+		}
+		if o.published && o.seq > r.Sequence {
+			r.Sequence = o.seq
+		}
+		fmt.Fprintf(h, "%s=%s\n", k, o.fp)
+		if len(kinds) == 1 {
+			r.Fingerprint = o.fp
+		}
+	}
+	if len(kinds) != 1 {
+		r.Fingerprint = hex.EncodeToString(h.Sum(nil))
+	}
+	return r
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

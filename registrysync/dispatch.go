@@ -1,0 +1,246 @@
+package registrysync
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Service identity of the request/reply endpoints.
+const (
+	ServiceName    = "mcpstream-registrysync"
+	ServiceVersion = "1.0.0"
+	QueueGroup     = "mcpstream-registrysync"
+)
+
+// Dispatch runs tools/call on the session the server's connector holds and returns the raw
+// CallToolResult (content, structuredContent and isError exactly as the server sent them), or an
+// error whose code tells what the caller may assume:
+//
+//   - not_found, bad_request, unavailable: nothing was sent to the server;
+//   - protocol_error: the server answered with a JSON-RPC error (its code is in the message);
+//   - timeout: the request was sent and no answer came in time: outcome unknown;
+//   - outcome_unknown: the connection failed after sending: outcome unknown.
+func (m *Manager) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
+	c := m.connector(server)
+	if c == nil {
+		return dispatchErr(subjects.CodeNotFound, "no server "+server+" is configured", "")
+	}
+	return c.dispatch(ctx, req)
+}
+
+func dispatchErr(code, msg, reason string) subjects.DispatchReply {
+	return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: code, Message: msg, Reason: reason}}
+}
+
+func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) subjects.DispatchReply {
+	if req.Tool == "" {
+		return dispatchErr(subjects.CodeBadRequest, "tool is required", "")
+	}
+	if args := bytes.TrimSpace(req.Arguments); len(args) > 0 && !bytes.Equal(args, []byte("null")) {
+		if args[0] != '{' || !json.Valid(args) {
+			return dispatchErr(subjects.CodeBadRequest, "arguments must be a JSON object", "")
+		}
+	} else {
+		req.Arguments = nil
+	}
+	s := c.session()
+	if s == nil || s.isLost() {
+		st := c.current()
+		return dispatchErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is not connected ("+st.Status+"); nothing was sent", st.Reason)
+	}
+	if !s.beginCall() {
+		return dispatchErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is disconnecting; nothing was sent", "")
+	}
+	defer s.calls.Done()
+	timeout := c.sc.CallTimeout
+	if req.TimeoutMs > 0 {
+		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	r := s.callTool(cctx, req.Tool, req.Arguments)
+	redact := c.red.String
+
+	switch {
+	case r.rpcErr != nil:
+		return dispatchErr(subjects.CodeProtocolError,
+			redact(fmt.Sprintf("server answered JSON-RPC error %d: %s", r.rpcErr.Code, r.rpcErr.Message)), "")
+	case len(r.raw) > 0:
+		var head struct {
+			ResultType string `json:"resultType"`
+		}
+		if err := json.Unmarshal(r.raw, &head); err != nil {
+			return dispatchErr(subjects.CodeProtocolError, "server answered a result that is not a JSON object", "")
+		}
+		if head.ResultType == "input_required" {
+			return dispatchErr(subjects.CodeProtocolError,
+				"the tool asked for user input (input_required), which mcpstream does not provide; the call did not complete", "")
+		}
+		// mcp-go may have failed to decode it (an unknown content type, say): the raw result
+		// is still the server's answer.
+		return subjects.DispatchReply{V: subjects.Version, Result: r.raw}
+	case !r.sent:
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return dispatchErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")
+		}
+		return dispatchErr(subjects.CodeUnavailable, "the call could not be sent: "+redact(errText(r.err)), "")
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return dispatchErr(subjects.CodeTimeout,
+			fmt.Sprintf("no answer within %s; the call was sent and may have run", timeout), "")
+	default:
+		return dispatchErr(subjects.CodeOutcomeUnknown,
+			"the connection failed after the call was sent; it may have run: "+redact(errText(r.err)), "")
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	return err.Error()
+}
+
+// beginCall registers a call unless the session is closing.
+func (s *session) beginCall() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.calls.Add(1)
+	return true
+}
+
+// startService adds the micro service with the relist and dispatch endpoints (queue group
+// mcpstream-registrysync).
+func (m *Manager) startService() (micro.Service, error) {
+	svc, err := micro.AddService(m.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     ServiceVersion,
+		Description: "mcpstream registrysync: re-list MCP servers and run tools/call on their sessions",
+		QueueGroup:  QueueGroup,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registrysync service: %w", err)
+	}
+	if err := svc.AddEndpoint("relist", micro.HandlerFunc(m.handleRelist),
+		micro.WithEndpointSubject(subjects.RelistAll)); err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("relist endpoint: %w", err)
+	}
+	if err := svc.AddEndpoint("dispatch", micro.HandlerFunc(m.handleDispatch),
+		micro.WithEndpointSubject(subjects.DispatchAll)); err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("dispatch endpoint: %w", err)
+	}
+	return svc, nil
+}
+
+// respond sends data, or a too_large error if it does not fit in a message.
+func (m *Manager) respond(req micro.Request, data []byte) {
+	if max := m.nc.MaxPayload(); max > 0 && int64(len(data)) > max-headerRoom {
+		data, _ = encodeJSON(subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{
+			Code:    subjects.CodeResultTooLarge,
+			Message: "the answer is " + strconv.Itoa(len(data)) + " bytes, more than a NATS message holds; the call ran",
+		}})
+	}
+	if err := req.Respond(data); err != nil {
+		m.log.Warn().Err(err).Str("subject", req.Subject()).Msg("cannot respond")
+	}
+}
+
+func (m *Manager) respondJSON(req micro.Request, v any) {
+	data, err := encodeJSON(v)
+	if err != nil {
+		data = []byte(`{"v":1,"error":{"code":"internal","message":"cannot encode the answer"}}`)
+	}
+	m.respond(req, data)
+}
+
+// handle runs fn for a request on its own goroutine (a slow tools/call must not hold up the
+// subscription), recovering from panics with an internal error answer.
+func (m *Manager) handle(req micro.Request, fn func()) {
+	m.handlers.Add(1)
+	go func() {
+		defer m.handlers.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				m.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Str("subject", req.Subject()).Msg("handler panicked")
+				m.respondJSON(req, subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{
+					Code: subjects.CodeInternal, Message: "internal error"}})
+			}
+		}()
+		fn()
+	}()
+}
+
+func (m *Manager) handleRelist(req micro.Request) {
+	server, err := subjects.LastToken(req.Subject())
+	if err != nil {
+		m.respondJSON(req, subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+			Code: subjects.CodeBadRequest, Message: "bad server token in subject"}})
+		return
+	}
+	var r subjects.RelistRequest
+	if data := bytes.TrimSpace(req.Data()); len(data) > 0 {
+		if err := json.Unmarshal(data, &r); err != nil {
+			m.respondJSON(req, subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+				Code: subjects.CodeBadRequest, Message: "malformed RelistRequest: " + truncate(err.Error(), 200)}})
+			return
+		}
+	}
+	m.handle(req, func() {
+		m.respondJSON(req, m.Relist(context.Background(), server, r))
+	})
+}
+
+func (m *Manager) handleDispatch(req micro.Request) {
+	server, err := subjects.LastToken(req.Subject())
+	if err != nil {
+		m.respondJSON(req, dispatchErr(subjects.CodeBadRequest, "bad server token in subject", ""))
+		return
+	}
+	var r subjects.DispatchRequest
+	if err := json.Unmarshal(req.Data(), &r); err != nil {
+		m.respondJSON(req, dispatchErr(subjects.CodeBadRequest, "malformed DispatchRequest: "+truncate(err.Error(), 200), ""))
+		return
+	}
+	select {
+	case m.calls <- struct{}{}:
+	default:
+		m.respondJSON(req, dispatchErr(subjects.CodeUnavailable,
+			"too many calls in flight in this registrysync; nothing was sent", ""))
+		return
+	}
+	m.handle(req, func() {
+		defer func() { <-m.calls }()
+		m.respond(req, encodeDispatchReply(m.Dispatch(context.Background(), server, r)))
+	})
+}
+
+// encodeDispatchReply writes a successful reply around the raw result bytes untouched.
+func encodeDispatchReply(r subjects.DispatchReply) []byte {
+	if r.Error == nil && len(r.Result) > 0 && json.Valid(r.Result) {
+		var b bytes.Buffer
+		b.Grow(len(r.Result) + 24)
+		b.WriteString(`{"v":` + strconv.Itoa(r.V) + `,"result":`)
+		b.Write(r.Result)
+		b.WriteByte('}')
+		return b.Bytes()
+	}
+	data, err := encodeJSON(r)
+	if err != nil {
+		return []byte(`{"v":1,"error":{"code":"internal","message":"cannot encode the answer"}}`)
+	}
+	return data
+}

@@ -1,0 +1,109 @@
+// Package registrysync keeps mcpstream's registry stream in step with the configured MCP
+// servers: one connector per server holds an MCP session (stdio, streamable HTTP or SSE, through
+// mcp-go), lists its tools, prompts and resources, follows its list_changed notifications,
+// reconnects with backoff, and executes tools/call on that session for the executor.
+//
+// # Produces (stream MCPSTREAM_REGISTRY)
+//
+//	mcpstream.v1.registry.<server>.snapshot.<kind>  subjects.Snapshot
+//	mcpstream.v1.registry.<server>.changed.<kind>   subjects.ListChanged
+//	mcpstream.v1.registry.<server>.status           subjects.Status
+//
+// A Snapshot is the whole list of one kind over every page (Config.MaxPages caps them). Items
+// are each definition's JSON exactly as the server sent it, with only insignificant whitespace
+// removed (no re-encoding, no HTML escaping: root oneOf/anyOf/$defs survive). Definitions that
+// fail validation are left out and listed in Rejected with a code (invalid_definition,
+// invalid_schema, definition_too_large, duplicate_name); one bad item never fails the list.
+// TTLMs is the smallest ttlMs of the pages (absent if none sent one) and CacheScope is
+// "private" if any page said so; AuthContext is ServerConfig.AuthContext, whose credentials the
+// list was made with (a private list is for that context only). Fingerprint is a hex SHA-256
+// over the set of item hashes, the cache scope, the authorization context and the rejections
+// (a server that reorders an unchanged list does not produce a new snapshot). The message's
+// Nats-Msg-Id is <server token>/<kind>/<fingerprint> (the server name encoded with
+// subjects.EncodeToken), so JetStream drops a second copy. An unchanged re-list publishes
+// nothing: the connector remembers the last fingerprint of every kind and reads it back from
+// the stream at start (GetLastMsgForSubject), so a restart does not republish either. A kind
+// the server stops offering gets an empty snapshot.
+//
+// A list_changed notification is published as a ListChanged event at once (consumers mark the
+// list stale whatever its TTL said); bursts are debounced (Config.Debounce), the kind is
+// re-listed, and a Snapshot always follows a ListChanged on the stream, even when the content
+// did not change (its Nats-Msg-Id then ends in "@<sequence of the ListChanged>"). A consumer
+// therefore treats a kind as stale from a ListChanged until a Snapshot with a higher stream
+// sequence. The same suffix is used when content A is listed again after B within the
+// de-duplication window. A list that was in flight when a notification arrived is not
+// published (it may predate the change and would look current after the ListChanged); the
+// re-list the notification scheduled publishes instead (after 3 such drops in a row, a list is
+// published anyway, so a server that never stops notifying still gets snapshots).
+//
+// Status events are published only when (status, code) changes:
+//
+//	connecting   first attempt of this process
+//	ready        connected and every kind listed and published (or confirmed unchanged);
+//	             Protocol holds the negotiated version. A ready status with a Code means a
+//	             prompts or resources list failed while the tools are current.
+//	unavailable  connect_failed, connection_lost, or a failed tools list (list_failed,
+//	             malformed_response, too_many_pages, snapshot_too_large); Attempt and
+//	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
+//	             credential-looking header and env values become "[redacted]").
+//	removed      Manager.Remove, followed by an empty snapshot of every kind the server had.
+//
+// # Serves
+//
+// Core request/reply, micro service "mcpstream-registrysync" in the queue group of the same
+// name:
+//
+//	mcpstream.v1.control.relist.<server>  RelistRequest → RelistReply
+//	mcpstream.v1.dispatch.<server>        DispatchRequest → DispatchReply
+//
+// Both answer bad_request to malformed JSON and not_found for a server this process does not
+// run. Dispatch replies carry the raw CallToolResult; an error code says whether the call was
+// sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, not_found).
+// Manager.Dispatch and Manager.Relist are the same in-process.
+//
+// # Notifications per protocol and transport
+//
+// The client first probes server/discover (2026-07-28) and falls back to initialize, unless
+// ServerConfig.ProtocolVersion pins a version. On 2026-07-28 nothing is pushed until the client
+// opts in: the connector keeps a subscriptions/listen stream open for the list_changed kinds the
+// server declares, waits for its acknowledgement before the first list, and re-lists everything
+// whenever the stream has to be reopened. On legacy stdio and SSE notifications arrive by
+// themselves. On legacy streamable HTTP they need the standalone GET stream, which pins the
+// transport to the legacy protocol: such a server is reconnected once with continuous listening
+// (remembered for later reconnects).
+//
+// # Failure handling
+//
+// Stdio children are started by the connector itself in their own process group, with a
+// minimal inherited environment (PATH, HOME, USER, LANG, TMPDIR...) plus ServerConfig.Env, so
+// other servers' credentials never reach them (ServerConfig.InheritEnv passes everything).
+// Their stderr is drained and logged at debug level, redacted. A stdout line that is broken
+// JSON fails the lists in flight with malformed_response at once (mcp-go would skip it and let
+// the request time out); plain text on stdout is logged and ignored. Stopping a child closes
+// its stdin, then sends SIGTERM and SIGKILL to its group after grace periods.
+//
+// A connect or handshake failure, a stdio child that exits (noticed at once: the connector
+// starts the process itself), a lost SSE stream, a failed list whose liveness probe also fails,
+// or a periodic probe that fails (Config.PingEvery: ping on legacy, server/discover on
+// 2026-07-28) closes the session and reconnects with exponential backoff (Config.BackoffInitial
+// to BackoffMax) until the context ends; stdio servers get a new process. A server that answers
+// badly (malformed JSON, endless cursors) keeps its session and is re-listed with backoff. Each
+// connector runs on its own goroutines; panics in its loop and in mcp-go callbacks are
+// recovered and reported (a panicking loop publishes unavailable with code internal and
+// starts over after BackoffMax).
+//
+// # Ack and retry semantics
+//
+// Publishing is synchronous (the stream sequence is needed for the replies and for
+// confirmation); a publish that fails is retried with the list backoff and never blames the
+// server. Events are not acknowledged by consumers: the stream keeps history and consumers
+// replay it.
+//
+// # State
+//
+// The caller declares the streams (subjects.EnsureStreams) before Run; a connector that
+// cannot read the registry stream retries with backoff and does not connect meanwhile.
+// Nothing on disk. The last fingerprint and sequence of every server and kind live in memory
+// and are rebuilt from the registry stream at start; credentials live only in the
+// ServerConfig values the caller passes in.
+package registrysync

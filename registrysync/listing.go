@@ -1,0 +1,292 @@
+package registrysync
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// maxNameBytes caps a definition's name (MCP suggests at most 128 characters for tools).
+const maxNameBytes = 512
+
+// listing is the complete list of one kind, over every page, ready to become a Snapshot.
+type listing struct {
+	Kind     subjects.Kind
+	Items    []json.RawMessage // compacted server bytes, in server order
+	Rejected []subjects.Rejected
+	Pages    int
+	TTLMs    *int64
+	Scope    string
+	Auth     string // ServerConfig.AuthContext the list was made in
+}
+
+// page is one decoded list result. Items keep their exact bytes.
+type page struct {
+	items      []json.RawMessage
+	nextCursor string
+	ttlMs      *int64
+	scope      string
+}
+
+// listKey is the result member holding the items of a kind.
+func listKey(k subjects.Kind) string { return string(k) }
+
+// parsePage decodes one raw list result tolerantly: unknown members are ignored, a missing or
+// null item array is an empty page, but a result that is not a JSON object, an item array that
+// is not an array, or a cursor that is not a string is a malformed response.
+func parsePage(kind subjects.Kind, raw []byte) (page, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result is not a JSON object: %v", kind, err)
+	}
+	if fields == nil {
+		return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result is null", kind)
+	}
+	var p page
+	if v, ok := fields[listKey(kind)]; ok && !isNull(v) {
+		if err := json.Unmarshal(v, &p.items); err != nil {
+			return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: %q is not an array", kind, listKey(kind))
+		}
+	}
+	if v, ok := fields["nextCursor"]; ok && !isNull(v) {
+		if err := json.Unmarshal(v, &p.nextCursor); err != nil {
+			return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: nextCursor is not a string", kind)
+		}
+	}
+	// Cache hints are advisory: a bad value is ignored rather than failing the list.
+	if v, ok := fields["ttlMs"]; ok && !isNull(v) {
+		var f float64
+		if json.Unmarshal(v, &f) == nil && f >= 0 && f <= 1<<53 {
+			ms := int64(f)
+			p.ttlMs = &ms
+		}
+	}
+	if v, ok := fields["cacheScope"]; ok && !isNull(v) {
+		_ = json.Unmarshal(v, &p.scope)
+	}
+	return p, nil
+}
+
+func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
+
+// accumulator builds a listing page by page, validating each item.
+type accumulator struct {
+	l        listing
+	maxBytes int
+	seen     map[string]bool
+}
+
+func newAccumulator(kind subjects.Kind, maxBytes int) *accumulator {
+	return &accumulator{
+		l:        listing{Kind: kind, Items: []json.RawMessage{}},
+		maxBytes: maxBytes,
+		seen:     map[string]bool{},
+	}
+}
+
+func (a *accumulator) addPage(p page) {
+	a.l.Pages++
+	if p.ttlMs != nil && (a.l.TTLMs == nil || *p.ttlMs < *a.l.TTLMs) {
+		ttl := *p.ttlMs
+		a.l.TTLMs = &ttl
+	}
+	switch {
+	case p.scope == subjects.ScopePrivate:
+		a.l.Scope = subjects.ScopePrivate
+	case p.scope == subjects.ScopePublic && a.l.Scope == "":
+		a.l.Scope = subjects.ScopePublic
+	}
+	for _, item := range p.items {
+		a.addItem(item)
+	}
+}
+
+func (a *accumulator) addItem(item json.RawMessage) {
+	name, key, rej := validateItem(a.l.Kind, item, a.maxBytes)
+	if rej != nil {
+		a.l.Rejected = append(a.l.Rejected, *rej)
+		return
+	}
+	if a.seen[key] {
+		what := "name"
+		if a.l.Kind == subjects.KindResources {
+			what = "uri"
+		}
+		a.l.Rejected = append(a.l.Rejected, subjects.Rejected{
+			Name: name, Code: subjects.CodeDuplicateName,
+			Message: fmt.Sprintf("a %s with this %s was listed before; the first one is kept", singular(a.l.Kind), what),
+		})
+		return
+	}
+	a.seen[key] = true
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, item); err != nil { // validated above; cannot happen
+		a.l.Rejected = append(a.l.Rejected, subjects.Rejected{Name: name, Code: subjects.CodeInvalidDefinition, Message: err.Error()})
+		return
+	}
+	a.l.Items = append(a.l.Items, buf.Bytes())
+}
+
+func singular(k subjects.Kind) string { return strings.TrimSuffix(string(k), "s") }
+
+// validateItem checks one definition. It returns the item's name, its identity key (the name,
+// or the uri for resources) and a rejection when the item is refused.
+func validateItem(kind subjects.Kind, item json.RawMessage, maxBytes int) (name, key string, rej *subjects.Rejected) {
+	reject := func(code, format string, args ...any) (string, string, *subjects.Rejected) {
+		return name, "", &subjects.Rejected{Name: truncate(name, 200), Code: code, Message: fmt.Sprintf(format, args...)}
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item, &fields); err != nil || fields == nil {
+		return reject(subjects.CodeInvalidDefinition, "a %s must be a JSON object", singular(kind))
+	}
+	if v, ok := fields["name"]; ok {
+		_ = json.Unmarshal(v, &name)
+	}
+	if len(item) > maxBytes {
+		return reject(subjects.CodeDefinitionTooLarge, "definition is %d bytes, more than the %d allowed", len(item), maxBytes)
+	}
+	if name == "" {
+		return reject(subjects.CodeInvalidDefinition, "a %s needs a non-empty string name", singular(kind))
+	}
+	if msg := badName(name); msg != "" {
+		return reject(subjects.CodeInvalidDefinition, "name %s", msg)
+	}
+	key = name
+	switch kind {
+	case subjects.KindTools:
+		schema, ok := fields["inputSchema"]
+		if !ok || isNull(schema) {
+			return reject(subjects.CodeInvalidSchema, "inputSchema is missing")
+		}
+		if msg := checkObjectSchema(schema); msg != "" {
+			return reject(subjects.CodeInvalidSchema, "inputSchema %s", msg)
+		}
+		if out, ok := fields["outputSchema"]; ok && !isNull(out) {
+			if msg := checkObjectSchema(out); msg != "" {
+				return reject(subjects.CodeInvalidSchema, "outputSchema %s", msg)
+			}
+		}
+	case subjects.KindPrompts:
+		if v, ok := fields["arguments"]; ok && !isNull(v) {
+			var args []json.RawMessage
+			if json.Unmarshal(v, &args) != nil {
+				return reject(subjects.CodeInvalidDefinition, "arguments must be an array")
+			}
+		}
+	case subjects.KindResources:
+		var uri string
+		if v, ok := fields["uri"]; ok {
+			_ = json.Unmarshal(v, &uri)
+		}
+		if uri == "" {
+			return reject(subjects.CodeInvalidDefinition, "a resource needs a non-empty string uri")
+		}
+		key = uri
+	}
+	return name, key, nil
+}
+
+// badName explains why a name is unusable ("" if it is fine). Any printable text is accepted
+// (public names are encoded later); control characters and absurd lengths are not.
+func badName(name string) string {
+	if len(name) > maxNameBytes {
+		return fmt.Sprintf("is %d bytes long, more than %d", len(name), maxNameBytes)
+	}
+	if !utf8.ValidString(name) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return fmt.Sprintf("holds the control character %U", r)
+		}
+	}
+	return ""
+}
+
+// checkObjectSchema checks the shape MCP requires of tool schemas: a JSON object whose "type",
+// if present, is "object", with well-formed "properties" and "required" when present. Anything
+// else in the schema (oneOf, $defs, $ref...) is kept as is and left to the validator.
+func checkObjectSchema(schema json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &fields); err != nil || fields == nil {
+		return "must be a JSON object"
+	}
+	if v, ok := fields["type"]; ok {
+		var t string
+		if json.Unmarshal(v, &t) != nil || t != "object" {
+			return fmt.Sprintf(`has type %s; it must be "object"`, truncate(string(v), 40))
+		}
+	}
+	if v, ok := fields["properties"]; ok {
+		var props map[string]json.RawMessage
+		if json.Unmarshal(v, &props) != nil || props == nil && !isNull(v) {
+			return "has properties that are not an object"
+		}
+		for k, p := range props {
+			var m map[string]json.RawMessage
+			var b bool
+			if json.Unmarshal(p, &m) != nil && json.Unmarshal(p, &b) != nil {
+				return fmt.Sprintf("property %q is not a schema", truncate(k, 60))
+			}
+		}
+	}
+	if v, ok := fields["required"]; ok {
+		var req []string
+		if json.Unmarshal(v, &req) != nil {
+			return "has required that is not an array of strings"
+		}
+	}
+	return ""
+}
+
+// fingerprint identifies a listing's content: a hex SHA-256 over the items' bytes (as a sorted
+// set of item hashes, so a server that reorders an unchanged list does not produce a new
+// snapshot), the cache scope, the authorization context and the rejections.
+func (l *listing) fingerprint() string {
+	hashes := make([]string, len(l.Items))
+	for i, it := range l.Items {
+		s := sha256.Sum256(it)
+		hashes[i] = hex.EncodeToString(s[:])
+	}
+	sort.Strings(hashes)
+	h := sha256.New()
+	h.Write([]byte("mcpstream.snapshot.v1\n"))
+	for _, s := range hashes {
+		h.Write([]byte(s))
+		h.Write([]byte{'\n'})
+	}
+	h.Write([]byte("scope:" + l.Scope + "\n"))
+	if l.Auth != "" {
+		h.Write([]byte("auth:" + l.Auth + "\n"))
+	}
+	rej := make([]string, len(l.Rejected))
+	for i, r := range l.Rejected {
+		rej[i] = r.Name + "\x00" + r.Code + "\x00" + r.Message
+	}
+	sort.Strings(rej)
+	for _, r := range rej {
+		h.Write([]byte("rejected:" + r + "\n"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// codedError is an error with a stable code from subjects.
+type codedError struct {
+	code string
+	msg  string
+	nats bool // a NATS failure, not the server's
+}
+
+func (e *codedError) Error() string { return e.code + ": " + e.msg }
+
+func codedf(code, format string, args ...any) error {
+	return &codedError{code: code, msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,325 @@
+package registrysync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Errors returned by the Manager.
+var (
+	ErrInvalidConfig = errors.New("invalid server configuration")
+	ErrExists        = errors.New("server already configured")
+	ErrNotFound      = errors.New("server not found")
+	ErrRunning       = errors.New("registrysync already running")
+)
+
+// Manager runs one connector per configured MCP server and serves the relist and dispatch
+// endpoints. Create it with New, then call Run.
+type Manager struct {
+	js  jetstream.JetStream
+	nc  *nats.Conn
+	cfg Config
+	log zerolog.Logger
+
+	mu      sync.Mutex
+	conns   map[string]*connector
+	running bool
+	runCtx  context.Context
+	ready   bool // endpoints up
+	badCfg  error
+
+	streamMu sync.Mutex
+	stream   jetstream.Stream
+
+	calls    chan struct{} // semaphore of NATS dispatches in flight
+	handlers sync.WaitGroup
+}
+
+// New returns a Manager for cfg.Servers. Configuration errors are reported by Run.
+func New(js jetstream.JetStream, nc *nats.Conn, cfg Config, log zerolog.Logger) *Manager {
+	cfg = cfg.withDefaults()
+	m := &Manager{
+		js: js, nc: nc, cfg: cfg,
+		log:   log.With().Str("component", "registrysync").Logger(),
+		conns: map[string]*connector{},
+		calls: make(chan struct{}, cfg.MaxConcurrentCalls),
+	}
+	var errs []error
+	for _, sc := range cfg.Servers {
+		sc, err := normalize(sc)
+		if err == nil && m.conns[sc.Name] != nil {
+			err = fmt.Errorf("%w: %q", ErrExists, sc.Name)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		m.conns[sc.Name] = newConnector(m, sc)
+	}
+	m.badCfg = errors.Join(errs...)
+	return m
+}
+
+// Run starts every connector and the NATS endpoints, and blocks until ctx ends. When it returns,
+// every session is closed (after draining calls in flight for up to DrainTimeout) and every
+// stdio child has exited. It returns an error only if it could not start.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.running {
+		m.mu.Unlock()
+		return ErrRunning
+	}
+	if m.badCfg != nil {
+		m.mu.Unlock()
+		return m.badCfg
+	}
+	svc, err := m.startService()
+	if err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	m.running, m.runCtx, m.ready = true, ctx, true
+	for _, c := range m.conns {
+		c.start(ctx)
+	}
+	m.log.Info().Int("servers", len(m.conns)).Msg("started")
+	m.mu.Unlock()
+
+	<-ctx.Done()
+
+	m.mu.Lock()
+	m.running, m.ready = false, false
+	conns := make([]*connector, 0, len(m.conns))
+	for _, c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	if err := svc.Stop(); err != nil {
+		m.log.Warn().Err(err).Msg("stop service")
+	}
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.stop(context.Background())
+		}()
+	}
+	wg.Wait()
+	m.handlers.Wait()
+	m.log.Info().Msg("stopped")
+	return nil
+}
+
+// Add configures and (when running) starts one more server.
+func (m *Manager) Add(ctx context.Context, sc ServerConfig) error {
+	sc, err := normalize(sc)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conns[sc.Name] != nil {
+		return fmt.Errorf("%w: %q", ErrExists, sc.Name)
+	}
+	c := newConnector(m, sc)
+	m.conns[sc.Name] = c
+	if m.running {
+		c.start(m.runCtx)
+	}
+	m.log.Info().Str("server", sc.Name).Msg("server added")
+	return nil
+}
+
+// Remove stops a server's connector (calls in flight get up to DrainTimeout), then publishes its
+// status "removed" and an empty snapshot of every kind it had on the stream, so consumers see
+// every one of its tools, prompts and resources removed. A name this Manager does not run is
+// still retracted if the stream holds snapshots of it (a server dropped from the configuration
+// while registrysync was down); ErrNotFound means there was nothing at all.
+func (m *Manager) Remove(ctx context.Context, name string) error {
+	m.mu.Lock()
+	c := m.conns[name]
+	delete(m.conns, name)
+	m.mu.Unlock()
+	known := c != nil
+	if c == nil {
+		c = newConnector(m, ServerConfig{Name: name})
+	} else if err := c.stop(ctx); err != nil {
+		return fmt.Errorf("remove %q: %w", name, err)
+	}
+	if !c.isLoaded() {
+		if err := c.loadState(ctx); err != nil {
+			return fmt.Errorf("remove %q: %w", name, err)
+		}
+	}
+	had := false
+	for _, k := range subjects.Kinds {
+		if st := c.kind(k); st.known {
+			had = true
+		}
+	}
+	if !known && !had {
+		return fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	st := c.newStatus(subjects.StatusRemoved, "", "removed from the configuration")
+	if err := c.publishStatus(ctx, st); err != nil {
+		return fmt.Errorf("remove %q: %w", name, err)
+	}
+	c.mu.Lock()
+	c.status = st
+	c.mu.Unlock()
+	info := &subjects.ServerInfo{Description: c.sc.Description, Transport: c.sc.Transport}
+	for _, k := range subjects.Kinds {
+		if st := c.kind(k); !st.known || st.empty {
+			continue
+		}
+		if _, err := c.publishSnapshot(ctx, &listing{Kind: k, Items: []json.RawMessage{}}, info); err != nil {
+			return fmt.Errorf("remove %q: retract %s: %w", name, k, err)
+		}
+	}
+	m.log.Info().Str("server", name).Msg("server removed")
+	return nil
+}
+
+// Statuses returns every configured server's current status (including attempt and retry time,
+// which are published only when status or code change).
+func (m *Manager) Statuses() map[string]subjects.Status {
+	m.mu.Lock()
+	conns := make([]*connector, 0, len(m.conns))
+	for _, c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	out := make(map[string]subjects.Status, len(conns))
+	for _, c := range conns {
+		out[c.sc.Name] = c.current()
+	}
+	return out
+}
+
+// Ready reports whether Run has its endpoints up and every server has finished its first
+// connection attempt, whatever its outcome (Statuses tells which servers are ready).
+func (m *Manager) Ready() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ready {
+		return false
+	}
+	for _, c := range m.conns {
+		c.mu.Lock()
+		attempted := c.attempted
+		c.mu.Unlock()
+		if !attempted {
+			return false
+		}
+	}
+	return true
+}
+
+// Servers lists the configured server names, sorted.
+func (m *Manager) Servers() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make([]string, 0, len(m.conns))
+	for n := range m.conns {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (m *Manager) connector(name string) *connector {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.conns[name]
+}
+
+// Relist re-lists a server now (one kind, or every kind when req.Kind is empty) and publishes
+// what changed. It is what the relist endpoint runs.
+func (m *Manager) Relist(ctx context.Context, server string, req subjects.RelistRequest) subjects.RelistReply {
+	c := m.connector(server)
+	if c == nil {
+		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+			Code: subjects.CodeNotFound, Message: "no server " + server + " is configured"}}
+	}
+	kinds := c.kinds
+	if req.Kind != "" {
+		if !req.Kind.Valid() {
+			return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+				Code: subjects.CodeBadRequest, Message: "unknown kind " + string(req.Kind)}}
+		}
+		if !c.lists(req.Kind) {
+			return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+				Code: subjects.CodeNotFound, Message: "server " + server + " is not configured to list " + string(req.Kind)}}
+		}
+		kinds = []subjects.Kind{req.Kind}
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(len(kinds)+1)*m.cfg.ListTimeout)
+		defer cancel()
+	}
+	return c.relistNow(ctx, kinds)
+}
+
+// normalize checks a server configuration and fills in what can be inferred.
+func normalize(sc ServerConfig) (ServerConfig, error) {
+	bad := func(format string, args ...any) (ServerConfig, error) {
+		return sc, fmt.Errorf("%w: server %q: %s", ErrInvalidConfig, sc.Name, fmt.Sprintf(format, args...))
+	}
+	if sc.Name == "" {
+		return bad("a name is required")
+	}
+	if len(sc.Name) > 128 || strings.IndexFunc(sc.Name, unicode.IsControl) >= 0 {
+		return bad("the name must be at most 128 bytes without control characters")
+	}
+	if sc.Transport == "" {
+		switch {
+		case sc.Command != "":
+			sc.Transport = TransportStdio
+		case sc.URL != "":
+			sc.Transport = TransportHTTP
+		}
+	}
+	switch sc.Transport {
+	case TransportStdio:
+		if sc.Command == "" {
+			return bad("stdio needs a command")
+		}
+	case TransportHTTP, TransportSSE:
+		u, err := url.Parse(sc.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("%s needs an http(s) URL", sc.Transport)
+		}
+	default:
+		return bad("unknown transport %q (stdio, http or sse)", sc.Transport)
+	}
+	for _, k := range sc.Kinds {
+		if !subjects.Kind(k).Valid() {
+			return bad("unknown kind %q (tools, prompts or resources)", k)
+		}
+	}
+	if sc.ProtocolVersion != "" && !slices.Contains(mcp.ValidProtocolVersions, sc.ProtocolVersion) {
+		return bad("unknown protocol version %q", sc.ProtocolVersion)
+	}
+	if sc.CallTimeout <= 0 {
+		sc.CallTimeout = DefaultCallTimeout
+	}
+	return sc, nil
+}

@@ -1,0 +1,185 @@
+package registrysync
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// The legacy HTTP+SSE transport against an mcp-go SSE server: listed, and list_changed
+// followed.
+func TestSSE(t *testing.T) {
+	t.Parallel()
+	srv := newFixture(fixtureOptions{})
+	sse := server.NewSSEServer(srv)
+	ts := httptest.NewServer(sse)
+	t.Cleanup(ts.Close)
+	server.WithBaseURL(ts.URL)(sse)
+
+	h := run(t, nil, fastConfig(ServerConfig{Name: "sse", Transport: TransportSSE, URL: ts.URL + "/sse"}))
+	rec := record(t, h.env, subjects.RegistryServer("sse"))
+	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	t.Logf("SSE protocol: %s", ready.ev.Status.Protocol)
+	snap := rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil)).ev.Snapshot
+	if !hasName(t, snap, "echo") {
+		t.Fatalf("tools = %v", names(t, snap))
+	}
+	srv.DeleteTools("echo")
+	changed := rec.wait(ready.seq, "list_changed", isChanged(subjects.KindTools))
+	rec.wait(changed.seq, "snapshot without echo", isSnapshot(subjects.KindTools, func(s *subjects.Snapshot) bool {
+		return !hasName(t, s, "echo")
+	}))
+	r := dispatch(t, h, "sse", subjects.DispatchRequest{V: 1, Tool: "pid"})
+	if r.Error != nil {
+		t.Errorf("dispatch over SSE: %+v", r.Error)
+	}
+}
+
+// A list_changed whose re-list finds the same content still gets a snapshot after it, so that
+// consumers that marked the list stale see it confirmed.
+func TestListChangedWithoutChangeIsConfirmed(t *testing.T) {
+	t.Parallel()
+	srv := newFixture(fixtureOptions{})
+	h := run(t, nil, fastConfig(ServerConfig{Name: "fx", URL: httpFixture(t, srv)}))
+	rec := record(t, h.env, subjects.RegistryServer("fx"))
+	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	first := rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil))
+
+	srv.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+	changed := rec.wait(ready.seq, "list_changed", isChanged(subjects.KindTools))
+	confirm := rec.wait(changed.seq, "confirming snapshot", isSnapshot(subjects.KindTools, nil))
+	if confirm.ev.Snapshot.Fingerprint != first.ev.Snapshot.Fingerprint {
+		t.Errorf("fingerprint changed without a change: %s → %s", first.ev.Snapshot.Fingerprint, confirm.ev.Snapshot.Fingerprint)
+	}
+	if want := "@" + strconv.FormatUint(changed.seq, 10); !strings.HasSuffix(confirm.msgID, want) {
+		t.Errorf("confirming msg id %q, want suffix %q", confirm.msgID, want)
+	}
+}
+
+// A server that never notifies (no listChanged capability) is caught by the periodic resync.
+func TestResyncWithoutNotifications(t *testing.T) {
+	t.Parallel()
+	srv := server.NewMCPServer("quiet", "1", server.WithToolCapabilities(false))
+	for _, n := range []string{"a", "b"} {
+		srv.AddTool(mcp.NewTool(n), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(n), nil
+		})
+	}
+	cfg := fastConfig(ServerConfig{Name: "quiet", URL: httpFixture(t, srv)})
+	cfg.ResyncEvery = 100 * time.Millisecond
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("quiet"))
+	first := rec.wait(0, "tools", isSnapshot(subjects.KindTools, func(s *subjects.Snapshot) bool { return hasName(t, s, "b") }))
+	srv.DeleteTools("b")
+	rec.wait(first.seq, "snapshot without b", isSnapshot(subjects.KindTools, func(s *subjects.Snapshot) bool { return !hasName(t, s, "b") }))
+	for _, e := range rec.all() {
+		if e.ev.ListChanged != nil {
+			t.Errorf("unexpected list_changed %s", e)
+		}
+	}
+}
+
+// misbehave wraps an HTTP handler: with badList set, tools/list gets a body that is not JSON;
+// with hang set, every request blocks until the client gives up.
+type misbehave struct {
+	next    http.Handler
+	badList atomic.Bool
+	hang    atomic.Bool
+	release chan struct{} // closed at cleanup
+	t       *testing.T
+}
+
+func (m *misbehave) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m.hang.Load() {
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case <-r.Context().Done():
+		case <-m.release:
+			m.t.Logf("still hanging at cleanup: %s %s", r.Method, body)
+		}
+		return
+	}
+	if m.badList.Load() && r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"cut`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	m.next.ServeHTTP(w, r)
+}
+
+// Over HTTP: a tools/list body that is not JSON is malformed_response while the session stays
+// (the probe answers), and a server that stops answering is caught by the periodic probe,
+// then reconnected once it answers again.
+func TestHTTPMalformedAndHung(t *testing.T) {
+	t.Parallel()
+	mb := &misbehave{next: server.NewStreamableHTTPServer(newFixture(fixtureOptions{})), release: make(chan struct{}), t: t}
+	ts := httptest.NewServer(mb)
+	t.Cleanup(ts.Close)
+	t.Cleanup(func() { close(mb.release) })
+	cfg := fastConfig(ServerConfig{Name: "mb", URL: ts.URL + "/mcp"})
+	cfg.PingEvery = 100 * time.Millisecond
+	cfg.PingTimeout = 500 * time.Millisecond
+	cfg.ConnectTimeout = 500 * time.Millisecond
+	cfg.ListTimeout = 2 * time.Second
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("mb"))
+	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+
+	mb.badList.Store(true)
+	rr := relist(t, h, "mb", subjects.RelistRequest{V: 1, Kind: subjects.KindTools})
+	if rr.Error == nil || rr.Error.Code != subjects.CodeUnavailable || !strings.Contains(rr.Error.Reason, subjects.CodeMalformedResponse) {
+		t.Errorf("relist reply %+v", rr.Error)
+	}
+	bad := rec.wait(ready.seq, "malformed_response", isStatus(subjects.StatusUnavailable, subjects.CodeMalformedResponse))
+	mb.badList.Store(false)
+	fixed := rec.wait(bad.seq, "ready again", isStatus(subjects.StatusReady, ""))
+
+	mb.hang.Store(true)
+	lost := rec.wait(fixed.seq, "connection lost", isStatus(subjects.StatusUnavailable, subjects.CodeConnectionLost))
+	if !strings.Contains(lost.ev.Status.Reason, "liveness probe") {
+		t.Errorf("reason %q", lost.ev.Status.Reason)
+	}
+	mb.hang.Store(false)
+	rec.wait(lost.seq, "ready after the hang", isStatus(subjects.StatusReady, ""))
+}
+
+func TestPendingDue(t *testing.T) {
+	c := &connector{pending: map[subjects.Kind]bool{}, relistSig: make(chan struct{}, 1), kinds: subjects.Kinds}
+	if _, ok := c.pendingDue(time.Second); ok {
+		t.Fatal("due with nothing pending")
+	}
+	c.requestRelist([]subjects.Kind{subjects.KindTools})
+	first := c.pendingFirst
+	due, ok := c.pendingDue(time.Second)
+	if !ok || !due.Equal(c.pendingLast.Add(time.Second)) {
+		t.Errorf("due = %v, want last+1s", due)
+	}
+	// A burst keeps postponing, but never past maxDebounceFactor debounces after the first.
+	c.pendingLast = first.Add(time.Hour)
+	if due, _ := c.pendingDue(time.Second); !due.Equal(first.Add(maxDebounceFactor * time.Second)) {
+		t.Errorf("due = %v, want first+%ds", due, maxDebounceFactor)
+	}
+	c.requestRelist(nil)
+	if got := c.takePending(); len(got) != len(subjects.Kinds) {
+		t.Errorf("pending = %v", got)
+	}
+	if got := c.takePending(); len(got) != 0 {
+		t.Errorf("pending after take = %v", got)
+	}
+}

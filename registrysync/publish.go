@@ -1,0 +1,274 @@
+package registrysync
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// publishTimeout bounds one JetStream publish or stream read.
+const publishTimeout = 10 * time.Second
+
+// headerRoom is kept free under the payload limit for headers.
+const headerRoom = 4 << 10
+
+// kindState is what the registry stream holds for one server and kind, as far as the connector
+// knows: the last snapshot (fingerprint, sequence, emptiness) and the last ListChanged event.
+type kindState struct {
+	known      bool   // a snapshot exists on the stream
+	fp         string // its fingerprint
+	seq        uint64 // its stream sequence
+	empty      bool   // it has no items
+	changedSeq uint64 // sequence of the last ListChanged event; a snapshot must follow it
+}
+
+// needsConfirm reports whether a ListChanged event is not yet followed by a snapshot.
+func (st *kindState) needsConfirm() bool { return st.changedSeq > st.seq }
+
+// encodeJSON marshals v without HTML escaping, so raw definitions keep their bytes (only
+// insignificant whitespace is removed from json.RawMessage values).
+func encodeJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// payloadLimit is the largest event the connection and the registry stream take.
+func (m *Manager) payloadLimit() int {
+	limit := subjects.MaxEventBytes
+	if m.nc != nil {
+		if mp := int(m.nc.MaxPayload()); mp > 0 && mp < limit {
+			limit = mp
+		}
+	}
+	return limit - headerRoom
+}
+
+// registryStream returns the registry stream handle, looked up once.
+func (m *Manager) registryStream(ctx context.Context) (jetstream.Stream, error) {
+	m.streamMu.Lock()
+	defer m.streamMu.Unlock()
+	if m.stream != nil {
+		return m.stream, nil
+	}
+	st, err := m.js.Stream(ctx, subjects.RegistryStream)
+	if err != nil {
+		return nil, fmt.Errorf("registry stream: %w", err)
+	}
+	m.stream = st
+	return st, nil
+}
+
+// lastMsg returns the last message on subject, or nil if there is none.
+func (m *Manager) lastMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	st, err := m.registryStream(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := st.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	return msg, err
+}
+
+// snapshotHead is the part of a stored snapshot the connector needs.
+type snapshotHead struct {
+	Fingerprint string            `json:"fingerprint"`
+	Items       []json.RawMessage `json:"items"`
+}
+
+// loadKind reads the stream's last snapshot and ListChanged event of one kind.
+func (c *connector) loadKind(ctx context.Context, kind subjects.Kind) (kindState, error) {
+	var st kindState
+	msg, err := c.m.lastMsg(ctx, subjects.RegistrySnapshot(c.sc.Name, kind))
+	if err != nil {
+		return st, err
+	}
+	if msg != nil {
+		var head snapshotHead
+		if err := json.Unmarshal(msg.Data, &head); err == nil {
+			st.known, st.fp, st.seq, st.empty = true, head.Fingerprint, msg.Sequence, len(head.Items) == 0
+		}
+	}
+	msg, err = c.m.lastMsg(ctx, subjects.RegistryChanged(c.sc.Name, kind))
+	if err != nil {
+		return st, err
+	}
+	if msg != nil {
+		st.changedSeq = msg.Sequence
+	}
+	return st, nil
+}
+
+// loadState fills the connector's view of the stream for every kind, so that an unchanged list
+// publishes nothing even after a restart.
+func (c *connector) loadState(ctx context.Context) error {
+	for _, kind := range subjects.Kinds {
+		lctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		st, err := c.loadKind(lctx, kind)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("read last %s snapshot: %w", kind, err)
+		}
+		c.mu.Lock()
+		c.kstate[kind] = st
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	c.loaded = true
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *connector) kind(kind subjects.Kind) kindState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kstate[kind]
+}
+
+// publishResult tells what publishSnapshot did.
+type publishResult struct {
+	fp        string
+	seq       uint64 // sequence of the snapshot now current on the stream
+	published bool   // a new message was stored
+}
+
+// publishSnapshot publishes l unless the stream's current snapshot already has its fingerprint
+// and no ListChanged event waits for confirmation. The Nats-Msg-Id is server/kind/fingerprint,
+// so concurrent connectors of one server store it once; when the same content must be stored
+// again (A → B → A, or a confirmation after list_changed) the id gets "@" and the sequence of
+// the event it follows.
+func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subjects.ServerInfo) (publishResult, error) {
+	l.Auth = c.sc.AuthContext
+	fp := l.fingerprint()
+	st := c.kind(l.Kind)
+	if st.known && st.fp == fp && !st.needsConfirm() {
+		return publishResult{fp: fp, seq: st.seq}, nil
+	}
+	snap := subjects.Snapshot{
+		V: subjects.Version, Type: subjects.EventSnapshot,
+		Server: c.sc.Name, Kind: l.Kind, Fingerprint: fp,
+		ListedAt: time.Now().UTC(), Pages: l.Pages, TTLMs: l.TTLMs, CacheScope: l.Scope,
+		AuthContext: c.sc.AuthContext,
+		Items:       l.Items, Rejected: l.Rejected, Info: info,
+	}
+	if snap.Items == nil {
+		snap.Items = []json.RawMessage{}
+	}
+	data, err := encodeJSON(snap)
+	if err != nil {
+		return publishResult{}, fmt.Errorf("encode snapshot: %w", err)
+	}
+	if limit := c.m.payloadLimit(); len(data) > limit {
+		return publishResult{}, codedf(subjects.CodeSnapshotTooLarge,
+			"%s snapshot is %d bytes (%d items), more than the %d an event may hold", l.Kind, len(data), len(l.Items), limit)
+	}
+	subject := subjects.RegistrySnapshot(c.sc.Name, l.Kind)
+	id := subjects.EncodeToken(c.sc.Name) + "/" + string(l.Kind) + "/" + fp
+	if st.needsConfirm() {
+		id += "@" + strconv.FormatUint(st.changedSeq, 10)
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	ack, err := c.m.publish(pctx, subject, subjects.EventSnapshot, id, data)
+	if err != nil {
+		return publishResult{}, err
+	}
+	if ack.Duplicate {
+		// Stored before within the de-duplication window. If it is still the current snapshot
+		// there is nothing to do; otherwise another list came in between: store it again.
+		last, err := c.m.lastMsg(pctx, subject)
+		if err != nil {
+			return publishResult{}, fmt.Errorf("read last snapshot: %w", err)
+		}
+		var head snapshotHead
+		if last != nil && json.Unmarshal(last.Data, &head) == nil && head.Fingerprint == fp && last.Sequence >= st.changedSeq {
+			c.recordSnapshot(l, fp, last.Sequence)
+			return publishResult{fp: fp, seq: last.Sequence}, nil
+		}
+		after := st.changedSeq
+		if last != nil && last.Sequence > after {
+			after = last.Sequence
+		}
+		id = subjects.EncodeToken(c.sc.Name) + "/" + string(l.Kind) + "/" + fp + "@" + strconv.FormatUint(after, 10)
+		ack, err = c.m.publish(pctx, subject, subjects.EventSnapshot, id, data)
+		if err != nil {
+			return publishResult{}, err
+		}
+	}
+	c.recordSnapshot(l, fp, ack.Sequence)
+	return publishResult{fp: fp, seq: ack.Sequence, published: !ack.Duplicate}, nil
+}
+
+func (c *connector) recordSnapshot(l *listing, fp string, seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.kstate[l.Kind]
+	st.known, st.fp, st.seq, st.empty = true, fp, seq, len(l.Items) == 0
+	c.kstate[l.Kind] = st
+}
+
+// publish stores one registry event.
+func (m *Manager) publish(ctx context.Context, subject, event, msgID string, data []byte) (*jetstream.PubAck, error) {
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	msg.Header.Set(subjects.HeaderEventType, event)
+	if msgID != "" {
+		msg.Header.Set(subjects.HeaderMsgID, msgID)
+	}
+	ack, err := m.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return nil, fmt.Errorf("publish %s: %w", subject, err)
+	}
+	return ack, nil
+}
+
+// publishChanged stores a ListChanged event and remembers that a snapshot must follow it.
+func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) error {
+	data, err := encodeJSON(subjects.ListChanged{
+		V: subjects.Version, Type: subjects.EventChanged, Server: c.sc.Name, Kind: kind, At: time.Now().UTC(),
+	})
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	ack, err := c.m.publish(pctx, subjects.RegistryChanged(c.sc.Name, kind), subjects.EventChanged, "", data)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	st := c.kstate[kind]
+	if ack.Sequence > st.changedSeq {
+		st.changedSeq = ack.Sequence
+	}
+	c.kstate[kind] = st
+	c.mu.Unlock()
+	return nil
+}
+
+// publishStatus stores a status event.
+func (c *connector) publishStatus(ctx context.Context, st subjects.Status) error {
+	data, err := encodeJSON(st)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	_, err = c.m.publish(pctx, subjects.RegistryStatus(c.sc.Name), subjects.EventStatus, "", data)
+	return err
+}

@@ -1,0 +1,108 @@
+package registrysync
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// redacted replaces a secret in anything published or logged.
+const redacted = "[redacted]"
+
+// redactor removes a server's secrets from text: every ServerConfig.Secrets value, the values of
+// credential-looking headers (Authorization, Cookie, *token*, *key*, *secret*...) and the
+// password of a URL's user info. Longer secrets are replaced first so that one secret containing
+// another is removed whole.
+type redactor struct {
+	r *strings.Replacer
+}
+
+func newRedactor(sc ServerConfig) redactor {
+	var secrets []string
+	add := func(s string) {
+		if len(s) >= 3 { // shorter values would shred ordinary text
+			secrets = append(secrets, s)
+		}
+	}
+	for _, s := range sc.Secrets {
+		add(s)
+	}
+	for k, v := range sc.Headers {
+		if sensitiveName(k) {
+			add(v)
+			// "Bearer xyz": the token alone may appear in errors too.
+			if _, tok, ok := strings.Cut(v, " "); ok {
+				add(strings.TrimSpace(tok))
+			}
+		}
+	}
+	for k, v := range sc.Env {
+		if sensitiveName(k) {
+			add(v)
+		}
+	}
+	if u, err := url.Parse(sc.URL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+	}
+	if len(secrets) == 0 {
+		return redactor{}
+	}
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, redacted)
+	}
+	return redactor{r: strings.NewReplacer(pairs...)}
+}
+
+func sensitiveName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"authorization", "cookie", "token", "secret", "password", "passwd", "key", "credential", "auth"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// String redacts s.
+func (r redactor) String(s string) string {
+	if r.r == nil {
+		return s
+	}
+	return r.r.Replace(s)
+}
+
+// Err redacts an error's text ("" for nil).
+func (r redactor) Err(err error) string {
+	if err == nil {
+		return ""
+	}
+	return r.String(err.Error())
+}
+
+// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// printable replaces control characters (terminal escapes included) with '?': text that came
+// from a server goes into logs and status reasons.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,501 @@
+package registrysync
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Client identity sent to servers.
+const (
+	clientName    = "mcpstream-registrysync"
+	clientVersion = "1.0.0"
+)
+
+// ackWait bounds the wait for notifications/subscriptions/acknowledged after opening a
+// subscriptions/listen stream, before the first list.
+const ackWait = 5 * time.Second
+
+var (
+	// errNeedListening is returned by openSession when a streamable HTTP server turned out to
+	// be legacy: its notifications need a transport with continuous listening.
+	errNeedListening = errors.New("legacy streamable HTTP needs continuous listening")
+	// errSessionClosed is the loss reason of a session closed on purpose.
+	errSessionClosed = errors.New("session closed")
+)
+
+// newHTTPClient returns a client with its own connection pool, so that closing a session
+// closes its connections only. Requests are bounded by their contexts.
+func newHTTPClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		return &http.Client{Transport: t.Clone()}
+	}
+	return &http.Client{}
+}
+
+// lostError marks a failure of the connection itself: the session is closed and reconnected.
+type lostError struct{ err error }
+
+func (e *lostError) Error() string { return e.err.Error() }
+func (e *lostError) Unwrap() error { return e.err }
+
+// malformedError is the cause a list request is cancelled with when a stdio server wrote a line
+// that is not JSON.
+type malformedError struct{ sample string }
+
+func (e *malformedError) Error() string { return "server wrote a line that is not JSON: " + e.sample }
+
+// session is one live MCP connection of a connector.
+type session struct {
+	c        *connector
+	cl       *client.Client
+	child    *child // stdio only
+	hc       *http.Client
+	protocol string
+	info     mcp.Implementation
+	caps     mcp.ServerCapabilities
+
+	ctx    context.Context // lives until close
+	cancel context.CancelFunc
+
+	// lctx is cancelled when the session is lost or closed; lostErr says why (set first).
+	lctx     context.Context
+	lcancel  context.CancelFunc
+	lost     <-chan struct{}
+	lostOnce sync.Once
+	lostErr  error
+
+	mu            sync.Mutex
+	closing       bool // no new calls
+	malformedSeen bool
+	listCancels   map[uint64]context.CancelCauseFunc
+	nextID        uint64
+
+	ack        chan struct{}
+	listenDone chan struct{}
+	calls      sync.WaitGroup
+	closeOnce  sync.Once
+}
+
+// openSession connects, negotiates the protocol and, on 2026-07-28, opens the
+// subscriptions/listen stream. listening asks for a legacy streamable HTTP transport with the
+// standalone GET stream.
+func openSession(ctx context.Context, c *connector, listening bool) (*session, error) {
+	sc, cfg := c.sc, c.m.cfg
+	sctx, cancel := context.WithCancel(context.Background())
+	lctx, lcancel := context.WithCancel(context.Background())
+	s := &session{
+		c: c, ctx: sctx, cancel: cancel,
+		lctx: lctx, lcancel: lcancel, lost: lctx.Done(),
+		listCancels: map[uint64]context.CancelCauseFunc{},
+		ack:         make(chan struct{}, 1),
+		listenDone:  make(chan struct{}),
+	}
+	close(s.listenDone) // replaced when a listen loop starts
+
+	var tr transport.Interface
+	slogger := newSlog(c.log, c.red)
+	switch sc.Transport {
+	case TransportStdio:
+		ch, err := startChild(sc, c.red, c.log, s.noteMalformed)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		s.child = ch
+		st := transport.NewIO(ch.fwdR, ch.stdin, nil)
+		tr = &stdioWrap{base: base{inner: st}, stdio: st}
+		go func() {
+			select {
+			case <-ch.exited:
+				s.markLost(errors.New(ch.exitReason()))
+			case <-sctx.Done():
+			}
+		}()
+	case TransportHTTP:
+		s.hc = newHTTPClient()
+		opts := []transport.StreamableHTTPCOption{
+			transport.WithHTTPHeaders(sc.Headers),
+			transport.WithHTTPBasicClient(s.hc),
+			transport.WithHTTPLogger(slogger),
+		}
+		if listening {
+			opts = append(opts, transport.WithContinuousListening())
+		}
+		h, err := transport.NewStreamableHTTP(sc.URL, opts...)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		tr = &httpWrap{base: base{inner: h}, http: h}
+	case TransportSSE:
+		s.hc = newHTTPClient()
+		h, err := transport.NewSSE(sc.URL,
+			transport.WithHeaders(sc.Headers),
+			transport.WithHTTPClient(s.hc),
+			transport.WithSSELogger(slogger),
+			transport.WithEndpointTimeout(cfg.ConnectTimeout),
+		)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		tr = &sseWrap{base: base{inner: h}, sse: h}
+	default:
+		cancel()
+		return nil, fmt.Errorf("%w: unknown transport %q", ErrInvalidConfig, sc.Transport)
+	}
+
+	var opts []client.ClientOption
+	pinned := sc.ProtocolVersion
+	if pinned == "" && listening {
+		pinned = c.legacyHTTP
+	}
+	if pinned != "" {
+		opts = append(opts, client.WithProtocolVersion(pinned))
+	}
+	s.cl = client.NewClient(tr, opts...)
+	s.cl.OnNotification(s.onNotification)
+	s.cl.OnConnectionLost(func(err error) {
+		s.markLost(fmt.Errorf("connection lost: %w", err))
+	})
+
+	fail := func(err error) (*session, error) {
+		if s.child != nil {
+			select {
+			case <-s.child.exited:
+				err = errors.New(s.child.exitReason())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		s.close(0)
+		return nil, err
+	}
+	// Start's context is the life of the connection (SSE stream, GET stream, stdio handlers).
+	if err := s.cl.Start(sctx); err != nil {
+		return fail(fmt.Errorf("start: %w", err))
+	}
+	ictx, icancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer icancel()
+	stop := context.AfterFunc(s.lctx, icancel) // a child that dies ends the handshake at once
+	defer stop()
+	res, err := s.cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: pinned,
+		ClientInfo:      mcp.Implementation{Name: clientName, Version: clientVersion},
+	}})
+	if err != nil {
+		if s.isLost() {
+			return fail(s.lostErr)
+		}
+		return fail(fmt.Errorf("initialize: %w", err))
+	}
+	s.protocol = s.cl.ProtocolVersion()
+	if s.protocol == "" {
+		s.protocol = res.ProtocolVersion
+	}
+	s.info = res.ServerInfo
+	s.caps = s.cl.GetServerCapabilities()
+	modern := mcp.IsModernProtocol(s.protocol)
+
+	if sc.Transport == TransportHTTP && !modern && !listening {
+		c.legacyHTTP = s.protocol
+		s.close(0)
+		return nil, errNeedListening
+	}
+	if modern {
+		if f := s.listenFilter(); !f.IsEmpty() {
+			s.startListening(f)
+			t := time.NewTimer(ackWait)
+			select {
+			case <-s.ack:
+			case <-s.listenDone:
+			case <-s.lost:
+			case <-t.C:
+				c.log.Debug().Msg("no subscriptions/acknowledged yet; listing anyway")
+			}
+			t.Stop()
+		}
+	}
+	if s.isLost() {
+		return fail(s.lostErr)
+	}
+	return s, nil
+}
+
+// declares reports whether the server's capabilities declare kind, and listChanged for it.
+func (s *session) declares(kind subjects.Kind) (has, listChanged bool) {
+	switch kind {
+	case subjects.KindTools:
+		if s.caps.Tools != nil {
+			return true, s.caps.Tools.ListChanged
+		}
+	case subjects.KindPrompts:
+		if s.caps.Prompts != nil {
+			return true, s.caps.Prompts.ListChanged
+		}
+	case subjects.KindResources:
+		if s.caps.Resources != nil {
+			return true, s.caps.Resources.ListChanged
+		}
+	}
+	return false, false
+}
+
+// listenFilter opts in to list_changed of every listed kind the server can notify about.
+func (s *session) listenFilter() mcp.SubscriptionFilter {
+	var f mcp.SubscriptionFilter
+	for _, k := range s.c.kinds {
+		has, lc := s.declares(k)
+		if !has || !lc {
+			continue
+		}
+		switch k {
+		case subjects.KindTools:
+			f.ToolsListChanged = true
+		case subjects.KindPrompts:
+			f.PromptsListChanged = true
+		case subjects.KindResources:
+			f.ResourcesListChanged = true
+		}
+	}
+	return f
+}
+
+// startListening keeps a subscriptions/listen stream open for the life of the session. When the
+// server ends the stream, notifications may have been missed, so every kind is re-listed before
+// listening again. A server that refuses the request (a JSON-RPC error) is not asked again: the
+// periodic resync covers it. A transport failure loses the session.
+func (s *session) startListening(f mcp.SubscriptionFilter) {
+	s.listenDone = make(chan struct{})
+	go func() {
+		defer close(s.listenDone)
+		defer s.c.recoverPanic("listen")
+		wait := time.Second
+		for {
+			ctx, cp := withCapture(s.ctx)
+			err := s.cl.Listen(ctx, f)
+			if s.ctx.Err() != nil {
+				return
+			}
+			_, _, rpcErr, _ := cp.snapshot()
+			switch {
+			case rpcErr != nil:
+				s.c.log.Warn().Int("code", rpcErr.Code).Str("message", s.c.red.String(rpcErr.Message)).
+					Msg("server refused subscriptions/listen; relying on periodic resync")
+				return
+			case err != nil:
+				s.markLost(fmt.Errorf("subscriptions/listen: %w", err))
+				return
+			}
+			s.c.requestRelist(nil)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+			wait = min(2*wait, 30*time.Second)
+		}
+	}()
+}
+
+func (s *session) onNotification(n mcp.JSONRPCNotification) {
+	defer s.c.recoverPanic("notification handler")
+	switch n.Method {
+	case string(mcp.MethodNotificationToolsListChanged):
+		s.c.noteChanged(subjects.KindTools)
+	case string(mcp.MethodNotificationPromptsListChanged):
+		s.c.noteChanged(subjects.KindPrompts)
+	case string(mcp.MethodNotificationResourcesListChanged):
+		s.c.noteChanged(subjects.KindResources)
+	case mcp.MethodNotificationSubscriptionsAcknowledged:
+		select {
+		case s.ack <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// noteMalformed cancels list requests in flight: their answer will never be matched.
+func (s *session) noteMalformed(sample string) {
+	cause := &malformedError{sample: sample}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ev := s.c.log.Debug()
+	if !s.malformedSeen {
+		s.malformedSeen = true
+		ev = s.c.log.Warn()
+	}
+	ev.Str("sample", sample).Msg("stdio server wrote a line that is not JSON")
+	for _, cancel := range s.listCancels {
+		cancel(cause)
+	}
+}
+
+func (s *session) markLost(err error) {
+	s.lostOnce.Do(func() {
+		s.lostErr = err
+		s.lcancel()
+	})
+}
+
+func (s *session) isLost() bool {
+	select {
+	case <-s.lost:
+		return true
+	default:
+		return false
+	}
+}
+
+// close ends the session: it waits up to drain for tools/call requests in flight, then closes
+// the client and transport and stops a stdio child (and its process group).
+func (s *session) close(drain time.Duration) {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		if drain > 0 {
+			done := make(chan struct{})
+			go func() { s.calls.Wait(); close(done) }()
+			waitChan(done, drain)
+		}
+		s.markLost(errSessionClosed)
+		s.cancel()
+		_ = s.cl.Close()
+		if s.child != nil {
+			s.child.stop()
+		}
+		waitChan(s.listenDone, 5*time.Second)
+		if s.hc != nil {
+			s.hc.CloseIdleConnections()
+		}
+	})
+}
+
+// listPage sends one list request and returns the raw result. Errors are *codedError (the
+// server answered badly: the session is fine), *lostError, or another error for a transport
+// failure whose meaning a probe decides.
+func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor string) ([]byte, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	s.mu.Lock()
+	s.nextID++
+	id := s.nextID
+	s.listCancels[id] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listCancels, id)
+		s.mu.Unlock()
+		cancel(nil)
+	}()
+	stop := context.AfterFunc(s.lctx, func() { cancel(errSessionClosed) })
+	defer stop()
+
+	cctx, cp := withCapture(ctx)
+	params := mcp.PaginatedRequest{Params: mcp.PaginatedParams{Cursor: mcp.Cursor(cursor)}}
+	var err error
+	switch kind {
+	case subjects.KindTools:
+		_, err = s.cl.ListToolsByPage(cctx, mcp.ListToolsRequest{PaginatedRequest: params})
+	case subjects.KindPrompts:
+		_, err = s.cl.ListPromptsByPage(cctx, mcp.ListPromptsRequest{PaginatedRequest: params})
+	case subjects.KindResources:
+		_, err = s.cl.ListResourcesByPage(cctx, mcp.ListResourcesRequest{PaginatedRequest: params})
+	}
+	_, result, rpcErr, terr := cp.snapshot()
+	switch {
+	case rpcErr != nil:
+		return nil, codedf(subjects.CodeListFailed, "%s/list: JSON-RPC error %d: %s", kind, rpcErr.Code, rpcErr.Message)
+	case result != nil:
+		// mcp-go may have failed to decode it into its own types: the raw bytes are what
+		// matter, and parsePage judges them.
+		return result, nil
+	}
+	if err == nil {
+		err = terr
+	}
+	if err == nil {
+		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: empty result", kind)
+	}
+	var mal *malformedError
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &mal):
+		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %s", kind, mal.Error())
+	case s.isLost():
+		return nil, &lostError{err: s.lostErr}
+	case errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF):
+		// The server answered, but not with JSON (a cut body decodes to unexpected EOF).
+		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %v", kind, err)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
+		return nil, codedf(subjects.CodeListFailed, "%s/list: no answer in time", kind)
+	case ctx.Err() != nil && cause == context.Canceled:
+		return nil, err
+	}
+	return nil, fmt.Errorf("%s/list: %w", kind, err)
+}
+
+// ping probes the connection: ping on legacy connections, server/discover on 2026-07-28
+// (where ping was removed). A JSON-RPC error answer proves the server alive.
+func (s *session) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.c.m.cfg.PingTimeout)
+	defer cancel()
+	stop := context.AfterFunc(s.lctx, cancel)
+	defer stop()
+	cctx, cp := withCapture(ctx)
+	var err error
+	if mcp.IsModernProtocol(s.protocol) {
+		_, err = s.cl.Discover(cctx, mcp.DiscoverRequest{})
+	} else {
+		err = s.cl.Ping(cctx)
+	}
+	if s.isLost() {
+		return s.lostErr
+	}
+	if err == nil {
+		return nil
+	}
+	if _, _, rpcErr, _ := cp.snapshot(); rpcErr != nil {
+		return nil
+	}
+	return err
+}
+
+// callResult is the outcome of one tools/call at the transport level.
+type callResult struct {
+	raw    []byte
+	rpcErr *mcp.JSONRPCErrorDetails
+	sent   bool
+	err    error
+}
+
+// callTool sends tools/call with args passed through byte for byte. The caller registered it
+// with beginCall.
+func (s *session) callTool(ctx context.Context, tool string, args json.RawMessage) callResult {
+	cctx, cp := withCapture(ctx)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	if len(args) > 0 {
+		req.Params.Arguments = args
+	}
+	_, err := s.cl.CallTool(cctx, req)
+	sent, raw, rpcErr, terr := cp.snapshot()
+	if err == nil && terr != nil {
+		err = terr
+	}
+	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+}
