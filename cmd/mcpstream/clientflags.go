@@ -1,0 +1,179 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Environment variables the client commands read.
+const (
+	envNATS      = "MCPSTREAM_NATS"       // default of --nats
+	envNATSCreds = "MCPSTREAM_NATS_CREDS" // default of --nats-creds
+	envPrincipal = "MCPSTREAM_PRINCIPAL"  // default of --principal
+)
+
+// defaultNATS is the URL clients use without --nats or $MCPSTREAM_NATS: `mcpstream up`'s default.
+const defaultNATS = "nats://127.0.0.1:4222"
+
+// defaultNATSURL is $MCPSTREAM_NATS, else nats://127.0.0.1:4222.
+func defaultNATSURL() string {
+	if u := os.Getenv(envNATS); u != "" {
+		return u
+	}
+	return defaultNATS
+}
+
+// natsFlags are the flags of every command that connects to a NATS server or cluster.
+type natsFlags struct {
+	URL   string // one URL or a comma-separated list of cluster URLs
+	Creds string // NATS credentials file (JWT + nkey), "" = none
+}
+
+func (n *natsFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&n.URL, "nats", defaultNATSURL(), "NATS server or cluster URL(s), comma-separated (env "+envNATS+")")
+	fs.StringVar(&n.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file (env "+envNATSCreds+")")
+}
+
+// connect opens a connection named "mcpstream NAME" that reconnects forever.
+func (n *natsFlags) connect(name string) (*nats.Conn, jetstream.JetStream, error) {
+	opts := []nats.Option{
+		nats.Name("mcpstream " + name),
+		nats.Timeout(5 * time.Second),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(false),
+	}
+	if n.Creds != "" {
+		opts = append(opts, nats.UserCredentials(n.Creds))
+	}
+	nc, err := nats.Connect(n.URL, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to NATS at %s: %w (is `mcpstream up` running? set --nats or $%s)", redactURL(n.URL), err, envNATS)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return nc, js, nil
+}
+
+// redactURL hides a password in nats://user:pass@host URLs.
+func redactURL(u string) string {
+	parts := strings.Split(u, ",")
+	for i, p := range parts {
+		scheme, rest, ok := strings.Cut(p, "://")
+		if !ok {
+			continue
+		}
+		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+			user, _, _ := strings.Cut(rest[:at], ":")
+			parts[i] = scheme + "://" + user + ":***@" + rest[at+1:]
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// clientFlags are the flags shared by the client commands: --nats, --nats-creds, --principal,
+// --roles, --json.
+type clientFlags struct {
+	natsFlags
+	Principal string // [TENANT/]USER
+	Roles     string // comma-separated
+	JSON      bool
+}
+
+// register adds --nats, --nats-creds and --json, and with withPrincipal --principal and --roles.
+func (c *clientFlags) register(fs *flag.FlagSet, withPrincipal bool) {
+	c.natsFlags.register(fs)
+	fs.BoolVar(&c.JSON, "json", false, "print JSON instead of text")
+	if withPrincipal {
+		def := os.Getenv(envPrincipal)
+		if def == "" {
+			def = "local/local"
+		}
+		fs.StringVar(&c.Principal, "principal", def, "who the request acts for: [TENANT/]USER (env "+envPrincipal+")")
+		fs.StringVar(&c.Roles, "roles", "", "comma-separated roles of the principal (used when the policy lists no principals)")
+	}
+}
+
+// ErrBadPrincipal is returned for a --principal that is not [TENANT/]USER.
+var ErrBadPrincipal = errors.New("bad principal")
+
+// principal parses --principal and --roles.
+func (c *clientFlags) principal() (subjects.Principal, error) {
+	return parsePrincipal(c.Principal, c.Roles)
+}
+
+func parsePrincipal(s, roles string) (subjects.Principal, error) {
+	var p subjects.Principal
+	tenant, user, ok := strings.Cut(s, "/")
+	if !ok {
+		tenant, user = "", s
+	}
+	if user == "" || strings.Contains(user, "/") || (ok && tenant == "") {
+		return p, fmt.Errorf("%w: %q: want [TENANT/]USER", ErrBadPrincipal, s)
+	}
+	p.Tenant, p.User = tenant, user
+	for _, r := range strings.Split(roles, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			p.Roles = append(p.Roles, r)
+		}
+	}
+	return p, nil
+}
+
+// newFlagSet returns a flag set whose usage prints "Usage: mcpstream USAGE", the help text and
+// the flags.
+func newFlagSet(name, usage, help string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: mcpstream %s\n\n%s\n", usage, strings.TrimSpace(help))
+		fmt.Fprintln(w, "\nFlags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args, allowing flags after positional arguments (`call TOOL ARGS --json`);
+// "--" ends the flags. On -h/--help it prints the usage to stdout and returns flag.ErrHelp (which
+// run turns into a clean exit); on a bad flag it prints the error and usage to stderr and returns
+// exit status 2.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, error) {
+	var positional []string
+	for {
+		err := fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return nil, flag.ErrHelp
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "mcpstream %s: %v\n", fs.Name(), err)
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return nil, exitCode(2)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}

@@ -1,0 +1,588 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/registrysync"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// fileConfig is the YAML configuration file (`--config FILE`).
+type fileConfig struct {
+	Servers []serverEntry  `yaml:"servers"`
+	Policy  *policy.Config `yaml:"policy"`
+	Limits  *limitsConfig  `yaml:"limits"`
+	// Path is the file it was read from ("" for the bundled demo configuration).
+	Path string `yaml:"-"`
+
+	// resolved holds Servers with every ${ENV_VAR} reference resolved, in the same order.
+	resolved []registrysync.ServerConfig
+}
+
+// serverEntry is one MCP server of the configuration file.
+type serverEntry struct {
+	Name        string            `yaml:"name"`
+	Description string            `yaml:"description"`
+	Transport   string            `yaml:"transport"` // stdio | http | sse
+	Command     string            `yaml:"command"`
+	Args        []string          `yaml:"args"`
+	Env         map[string]string `yaml:"env"`     // values may be ${ENV_VAR} references
+	URL         string            `yaml:"url"`     // http, sse
+	Headers     map[string]string `yaml:"headers"` // values may be ${ENV_VAR} references
+	AuthContext string            `yaml:"authContext"`
+	Protocol    string            `yaml:"protocolVersion"`
+	CallTimeout string            `yaml:"callTimeout"` // Go duration, e.g. 30s
+	Kinds       []string          `yaml:"kinds"`       // tools, prompts, resources; empty = all three
+}
+
+// ServerConfigs returns the servers with their ${ENV_VAR} references resolved, ready for
+// registrysync. Their Secrets list every value that must never be logged or published.
+func (c *fileConfig) ServerConfigs() []registrysync.ServerConfig {
+	return slices.Clone(c.resolved)
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("invalid configuration")
+
+// maxConfigBytes bounds the configuration file read.
+const maxConfigBytes = 4 << 20
+
+// configError is one precise configuration problem: file, line, where (section, server), field.
+// It never holds a resolved secret value.
+type configError struct {
+	File  string
+	Line  int    // 0 = unknown
+	Where string // e.g. "servers[2] (github)", "policy"; "" = the document
+	Field string // e.g. "url"; "" = the whole section
+	Msg   string
+}
+
+func (e *configError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Where != "" {
+		b.WriteString(e.Where + ": ")
+	}
+	if e.Field != "" {
+		b.WriteString("field " + e.Field + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+func (e *configError) Unwrap() error { return ErrConfig }
+
+// loadConfig reads and validates a configuration file. lookup resolves ${ENV_VAR} references
+// (os.LookupEnv in the binary). Every problem found is reported, each on its own line, as
+// "FILE[:LINE]: servers[2] (github): field url: ...".
+func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", ErrConfig, path, err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, &configError{File: path, Msg: fmt.Sprintf("larger than %d bytes", maxConfigBytes)}
+	}
+	return parseConfig(path, data, lookup)
+}
+
+// parseConfig is loadConfig on bytes already read; path is only used in messages.
+func parseConfig(path string, data []byte, lookup func(string) (string, bool)) (*fileConfig, error) {
+	cerr := func(line int, where, field, msg string) error {
+		return &configError{File: path, Line: line, Where: where, Field: field, Msg: msg}
+	}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, cerr(0, "", "", "empty configuration (want at least a servers: list)")
+		}
+		return nil, yamlError(path, err, nil)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		line := 0
+		if err == nil {
+			line = extra.Line
+		}
+		return nil, cerr(line, "", "", "more than one YAML document")
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, cerr(root.Line, "", "", "the document must be a mapping with servers:, policy: and limits:")
+	}
+
+	// Unknown fields are errors, reported with their exact place.
+	w := &shapeWalker{file: path, where: map[int]string{}}
+	w.walk(root, reflect.TypeFor[fileConfig](), "")
+	if len(w.errs) > 0 {
+		return nil, errors.Join(w.errs...)
+	}
+	cfg := &fileConfig{Path: path}
+	if err := root.Decode(cfg); err != nil {
+		return nil, yamlError(path, err, w.where)
+	}
+	if err := cfg.validate(lookup); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// yamlError turns a yaml error into configErrors with the line and, where known, the place.
+func yamlError(path string, err error, where map[int]string) error {
+	var msgs []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{err.Error()}
+	}
+	var errs []error
+	for _, m := range msgs {
+		ce := &configError{File: path, Msg: m}
+		if g := yamlLineRe.FindStringSubmatch(m); g != nil {
+			ce.Line, _ = strconv.Atoi(g[1])
+			ce.Msg = g[2]
+			ce.Where = where[ce.Line]
+		}
+		ce.Msg = strings.TrimPrefix(ce.Msg, "yaml: ")
+		errs = append(errs, ce)
+	}
+	return errors.Join(errs...)
+}
+
+// shapeWalker checks a YAML tree against the Go types it decodes into: every mapping key must be
+// a field (yaml KnownFields, but with the place of each unknown key in the message).
+type shapeWalker struct {
+	file  string
+	errs  []error
+	where map[int]string // line → place, for decode errors
+}
+
+func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if _, ok := w.where[n.Line]; !ok && where != "" {
+		w.where[n.Line] = where
+	}
+	switch {
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "<<" {
+				continue
+			}
+			ft, ok := fields[k.Value]
+			if !ok {
+				names := make([]string, 0, len(fields))
+				for name := range fields {
+					names = append(names, name)
+				}
+				sort.Strings(names)
+				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: where, Field: k.Value,
+					Msg: "unknown field (known: " + strings.Join(names, ", ") + ")"})
+				continue
+			}
+			w.where[k.Line] = join(where, "field "+k.Value)
+			w.walk(v, ft, join(where, k.Value))
+		}
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			w.walk(n.Content[i+1], t.Elem(), join(where, n.Content[i].Value))
+		}
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for i, item := range n.Content {
+			w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]%s", where, i, nameOf(item)))
+		}
+	}
+}
+
+// join builds a place such as "servers[2] (github): headers".
+func join(where, next string) string {
+	switch {
+	case where == "":
+		return next
+	case strings.HasSuffix(where, ")") || strings.HasPrefix(next, "field "):
+		return where + ": " + next
+	}
+	return where + "." + next
+}
+
+// nameOf returns " (NAME)" for a mapping item that has a scalar name: key.
+func nameOf(n *yaml.Node) string {
+	if n.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "name" && n.Content[i+1].Kind == yaml.ScalarNode && n.Content[i+1].Value != "" {
+			return " (" + n.Content[i+1].Value + ")"
+		}
+	}
+	return ""
+}
+
+// yamlFields maps the yaml keys of struct type t to their field types.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+var (
+	envRefName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	protocolRe  = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	secretNames = regexp.MustCompile(`(?i)authorization|cookie|token|secret|password|passwd|api[-_]?key|credential`)
+)
+
+// validate checks every server, resolves ${ENV_VAR} references and compiles the policy.
+func (c *fileConfig) validate(lookup func(string) (string, bool)) error {
+	var errs []error
+	seen := map[string]int{}
+	c.resolved = make([]registrysync.ServerConfig, 0, len(c.Servers))
+	for i := range c.Servers {
+		sc, err := c.Servers[i].resolve(c.Path, i, seen, lookup)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.resolved = append(c.resolved, sc)
+	}
+	if _, err := policy.New(c.Policy); err != nil {
+		errs = append(errs, &configError{File: c.Path, Where: "policy", Msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": ")})
+	}
+	return errors.Join(errs...)
+}
+
+// resolve validates one server entry and resolves its references.
+func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup func(string) (string, bool)) (registrysync.ServerConfig, error) {
+	where := fmt.Sprintf("servers[%d]", i)
+	if s.Name != "" {
+		where += " (" + s.Name + ")"
+	}
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &configError{File: file, Where: where, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case s.Name == "":
+		bad("name", "required")
+	case len(s.Name) > 64:
+		bad("name", "longer than 64 bytes")
+	case strings.IndexFunc(s.Name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		bad("name", "must not hold spaces or control characters")
+	default:
+		if j, dup := seen[s.Name]; dup {
+			bad("name", "duplicate: servers[%d] has the same name", j)
+		} else {
+			seen[s.Name] = i
+		}
+	}
+	transport := s.Transport
+	if transport == "" {
+		switch {
+		case s.Command != "" && s.URL == "":
+			transport = registrysync.TransportStdio
+		case s.URL != "" && s.Command == "":
+			transport = registrysync.TransportHTTP
+		}
+	}
+	stdio := transport == registrysync.TransportStdio
+	switch transport {
+	case registrysync.TransportStdio:
+		if s.Command == "" {
+			bad("command", "required for transport stdio")
+		}
+		if s.URL != "" {
+			bad("url", "only for transports http and sse")
+		}
+		if len(s.Headers) > 0 {
+			bad("headers", "only for transports http and sse")
+		}
+	case registrysync.TransportHTTP, registrysync.TransportSSE:
+		if s.URL == "" {
+			bad("url", "required for transport %s", transport)
+		}
+		if s.Command != "" {
+			bad("command", "only for transport stdio")
+		}
+		if len(s.Args) > 0 {
+			bad("args", "only for transport stdio")
+		}
+		if len(s.Env) > 0 {
+			bad("env", "only for transport stdio")
+		}
+	case "":
+		bad("transport", "required: stdio (with command) or http or sse (with url)")
+	default:
+		bad("transport", "%q is not one of stdio, http, sse", s.Transport)
+	}
+	var callTimeout time.Duration
+	if s.CallTimeout != "" {
+		d, err := time.ParseDuration(s.CallTimeout)
+		switch {
+		case err != nil:
+			bad("callTimeout", "%q is not a duration such as 30s or 2m", s.CallTimeout)
+		case d <= 0:
+			bad("callTimeout", "must be positive")
+		}
+		callTimeout = d
+	}
+	if s.Protocol != "" && !protocolRe.MatchString(s.Protocol) {
+		bad("protocolVersion", "%q is not an MCP protocol version such as 2025-11-25", s.Protocol)
+	}
+	if s.AuthContext != "" && !validAuthContext(s.AuthContext) {
+		bad("authContext", "%q is not tenant:T, user:U or tenant:T/user:U", s.AuthContext)
+	}
+	for _, k := range s.Kinds {
+		if !subjects.Kind(k).Valid() {
+			bad("kinds", "%q is not one of tools, prompts, resources", k)
+		}
+	}
+
+	// References: resolved values are secrets, and never appear in an error.
+	var secrets []string
+	expand := func(field, v string) string {
+		out, refs, err := expandEnv(v, lookup)
+		if err != nil {
+			bad(field, "%v", err)
+			return ""
+		}
+		secrets = append(secrets, refs...)
+		return out
+	}
+	sc := registrysync.ServerConfig{
+		Name:            s.Name,
+		Description:     s.Description,
+		Transport:       transport,
+		AuthContext:     s.AuthContext,
+		ProtocolVersion: s.Protocol,
+		Kinds:           slices.Clone(s.Kinds),
+		CallTimeout:     callTimeout,
+	}
+	sc.Command = expand("command", s.Command)
+	for j, a := range s.Args {
+		sc.Args = append(sc.Args, expand(fmt.Sprintf("args[%d]", j), a))
+	}
+	if len(s.Env) > 0 {
+		sc.Env = map[string]string{}
+		for _, k := range sortedKeys(s.Env) {
+			if !envRefName.MatchString(k) {
+				bad("env", "%q is not an environment variable name", k)
+			}
+			sc.Env[k] = expand("env."+k, s.Env[k])
+			if secretNames.MatchString(k) && sc.Env[k] != "" {
+				secrets = append(secrets, sc.Env[k])
+			}
+		}
+	}
+	if s.URL != "" {
+		sc.URL = expand("url", s.URL)
+		if sc.URL != "" && !stdio {
+			if u, err := url.Parse(sc.URL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+				bad("url", "not an absolute http:// or https:// URL")
+			} else if u.User != nil {
+				if p, ok := u.User.Password(); ok && p != "" {
+					secrets = append(secrets, p)
+				}
+			}
+		}
+	}
+	if len(s.Headers) > 0 {
+		sc.Headers = map[string]string{}
+		for _, k := range sortedKeys(s.Headers) {
+			if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+				bad("headers", "%q is not a header name", k)
+			}
+			sc.Headers[k] = expand("headers."+k, s.Headers[k])
+			if strings.ContainsAny(sc.Headers[k], "\r\n") {
+				bad("headers."+k, "value holds a line break")
+			}
+			if secretNames.MatchString(k) && sc.Headers[k] != "" {
+				secrets = append(secrets, sc.Headers[k])
+				if _, cred, ok := strings.Cut(sc.Headers[k], " "); ok && cred != "" {
+					secrets = append(secrets, cred) // "Bearer TOKEN": TOKEN alone too
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return registrysync.ServerConfig{}, errors.Join(errs...)
+	}
+	sc.Secrets = dedupSecrets(secrets)
+	return sc, nil
+}
+
+// expandEnv resolves ${NAME} references in v; "$$" is a literal "$". It returns the resolved
+// values (the secrets) too. An error never holds a resolved value.
+func expandEnv(v string, lookup func(string) (string, bool)) (string, []string, error) {
+	if !strings.Contains(v, "$") {
+		return v, nil, nil
+	}
+	var b strings.Builder
+	var refs []string
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c != '$' || i+1 >= len(v) {
+			b.WriteByte(c)
+			continue
+		}
+		switch v[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '{':
+			end := strings.IndexByte(v[i+2:], '}')
+			if end < 0 {
+				return "", nil, errors.New("unterminated ${ reference")
+			}
+			name := v[i+2 : i+2+end]
+			if !envRefName.MatchString(name) {
+				return "", nil, fmt.Errorf("${%s} is not a valid reference (want ${ENV_VAR})", name)
+			}
+			val, ok := lookup(name)
+			if !ok {
+				return "", nil, fmt.Errorf("environment variable %s is not set", name)
+			}
+			if val != "" {
+				refs = append(refs, val)
+			}
+			b.WriteString(val)
+			i += 2 + end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), refs, nil
+}
+
+func validAuthContext(s string) bool {
+	parts := strings.Split(s, "/")
+	if len(parts) > 2 {
+		return false
+	}
+	for i, p := range parts {
+		k, v, ok := strings.Cut(p, ":")
+		if !ok || v == "" || (k != "tenant" && k != "user") || (len(parts) == 2 && k != []string{"tenant", "user"}[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// dedupSecrets removes duplicates and very short values (which would redact ordinary text),
+// longest first so that redaction replaces whole values before their parts.
+func dedupSecrets(s []string) []string {
+	out := s[:0]
+	seen := map[string]bool{}
+	for _, v := range s {
+		if len(v) < 4 || seen[v] {
+			continue
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Descriptions of the bundled demo servers, as the demo configuration states them.
+var demoDescriptions = map[string]string{
+	"logging":   "Application logs: query recent log entries by level and time",
+	"ticketing": "Issue tracker: create and list tickets",
+	"kb":        "Company knowledge base: policies, handbooks and FAQs",
+}
+
+// demoConfig is the configuration `up` uses without --config: the bundled demo servers, each a
+// stdio child `<this binary> demo-server NAME --control <data>/demo/NAME.control.json`. Edit that
+// JSON file ({"hide":[...],"add":[...]}) while up runs to change the server's tools.
+func demoConfig(dataDir string, names []string) (*fileConfig, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("demo configuration: find this binary: %w", err)
+	}
+	dir := filepath.Join(dataDir, "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("demo configuration: %w", err)
+	}
+	cfg := &fileConfig{}
+	for _, name := range names {
+		e := serverEntry{
+			Name:        name,
+			Description: demoDescriptions[name],
+			Transport:   registrysync.TransportStdio,
+			Command:     exe,
+			Args:        []string{"demo-server", name, "--control", demoControlFile(dataDir, name)},
+		}
+		cfg.Servers = append(cfg.Servers, e)
+		cfg.resolved = append(cfg.resolved, registrysync.ServerConfig{
+			Name: e.Name, Description: e.Description, Transport: e.Transport, Command: e.Command, Args: e.Args,
+		})
+	}
+	return cfg, nil
+}
+
+// demoControlFile is the control file of a demo server under `up`'s data directory.
+func demoControlFile(dataDir, name string) string {
+	return filepath.Join(dataDir, "demo", name+".control.json")
+}

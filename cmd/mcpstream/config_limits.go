@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/mcpstream/mcpstream/executor"
+)
+
+// limitsConfig is the limits section of the configuration file: rate limits and concurrency caps
+// the executor enforces across all its workers (every executor process shares them).
+//
+//	limits:
+//	  tenant: {perSecond: 50, burst: 100, concurrency: 32}   # each tenant separately
+//	  servers:
+//	    "*": {perSecond: 20, burst: 40, concurrency: 8}      # every server without its own entry
+//	    github: {perSecond: 5, burst: 10, concurrency: 4}
+//	  tools:
+//	    "github__create*": {perSecond: 1, burst: 2}          # each matching public name separately
+type limitsConfig struct {
+	// Tenant applies to each tenant separately.
+	Tenant *rateConfig `yaml:"tenant"`
+	// Servers maps a server name to its limit ("*" = every server without its own entry).
+	Servers map[string]rateConfig `yaml:"servers"`
+	// Tools maps a public-name glob pattern to a limit for each matching tool.
+	Tools map[string]rateConfig `yaml:"tools"`
+}
+
+// rateConfig is one limit: a rate (burst calls per burst/perSecond seconds, sliding; without
+// burst, ceil(perSecond) calls per window) and a cap on calls in flight. 0 = no limit.
+type rateConfig struct {
+	PerSecond   float64 `yaml:"perSecond"`
+	Burst       int     `yaml:"burst"`
+	Concurrency int     `yaml:"concurrency"`
+}
+
+// ErrLimits is wrapped by errors of the limits section.
+var ErrLimits = errors.New("bad limits")
+
+func (r rateConfig) rate(where string) (executor.Rate, error) {
+	switch {
+	case r.PerSecond < 0 || r.Burst < 0 || r.Concurrency < 0:
+		return executor.Rate{}, fmt.Errorf("%w: %s: perSecond, burst and concurrency must not be negative", ErrLimits, where)
+	case r.Burst > 0 && r.PerSecond == 0:
+		return executor.Rate{}, fmt.Errorf("%w: %s: burst needs perSecond", ErrLimits, where)
+	}
+	return executor.Rate{PerSecond: r.PerSecond, Burst: r.Burst, Concurrency: r.Concurrency}, nil
+}
+
+// executorLimits converts the section (nil = no limits) for the executor.
+func (l *limitsConfig) executorLimits() (executor.Limits, error) {
+	var out executor.Limits
+	if l == nil {
+		return out, nil
+	}
+	var errs []error
+	if l.Tenant != nil {
+		r, err := l.Tenant.rate("limits.tenant")
+		errs = append(errs, err)
+		out.Tenant = r
+	}
+	conv := func(section string, in map[string]rateConfig) map[string]executor.Rate {
+		if len(in) == 0 {
+			return nil
+		}
+		keys := make([]string, 0, len(in))
+		for k := range in {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		m := make(map[string]executor.Rate, len(in))
+		for _, k := range keys {
+			if k == "" {
+				errs = append(errs, fmt.Errorf("%w: %s: empty name", ErrLimits, section))
+				continue
+			}
+			r, err := in[k].rate(section + "." + k)
+			errs = append(errs, err)
+			m[k] = r
+		}
+		return m
+	}
+	out.Servers = conv("limits.servers", l.Servers)
+	out.Tools = conv("limits.tools", l.Tools)
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/registrysync"
+)
+
+// testEnv is the environment ${VAR} references resolve from in these tests.
+var testEnv = map[string]string{
+	"GITHUB_TOKEN": "ghp_s3cr3t-value-123",
+	"DB_PASSWORD":  "hunter2-very-secret",
+	"HOST":         "tools.example.com",
+	"EMPTY":        "",
+}
+
+func lookupTest(name string) (string, bool) {
+	v, ok := testEnv[name]
+	return v, ok
+}
+
+const validConfig = `
+servers:
+  - name: github
+    description: GitHub issues and pull requests
+    transport: http
+    url: https://${HOST}/mcp
+    headers:
+      Authorization: Bearer ${GITHUB_TOKEN}
+      X-Trace: "on"
+    authContext: tenant:acme
+    callTimeout: 45s
+  - name: db
+    transport: stdio
+    command: /usr/local/bin/db-mcp
+    args: ["--readonly", "--price", "$$5"]
+    env:
+      DB_PASSWORD: ${DB_PASSWORD}
+      MODE: ro${EMPTY}
+    kinds: [tools]
+    protocolVersion: 2025-11-25
+  - name: inferred
+    command: ./server
+policy:
+  principals:
+    alice: {tenant: acme, roles: [dev]}
+  rules:
+    - name: devs
+      roles: [dev]
+      allow: ["github__*", "db__query*"]
+      deny: ["db__drop*"]
+      approve: ["github__merge*"]
+limits:
+  tenant: {perSecond: 50, burst: 100, concurrency: 16}
+  servers:
+    "*": {perSecond: 20, burst: 40}
+  tools:
+    "github__create*": {perSecond: 1, burst: 2}
+`
+
+func TestLoadConfigValid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpstream.yaml")
+	if err := os.WriteFile(path, []byte(validConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(path, lookupTest)
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	if cfg.Path != path {
+		t.Errorf("Path = %q, want %q", cfg.Path, path)
+	}
+	got := cfg.ServerConfigs()
+	want := []registrysync.ServerConfig{
+		{
+			Name: "github", Description: "GitHub issues and pull requests", Transport: "http",
+			URL:         "https://tools.example.com/mcp",
+			Headers:     map[string]string{"Authorization": "Bearer ghp_s3cr3t-value-123", "X-Trace": "on"},
+			AuthContext: "tenant:acme", CallTimeout: 45 * time.Second,
+			Secrets: []string{"Bearer ghp_s3cr3t-value-123", "ghp_s3cr3t-value-123", "tools.example.com"},
+		},
+		{
+			Name: "db", Transport: "stdio", Command: "/usr/local/bin/db-mcp",
+			Args:            []string{"--readonly", "--price", "$5"},
+			Env:             map[string]string{"DB_PASSWORD": "hunter2-very-secret", "MODE": "ro"},
+			Kinds:           []string{"tools"},
+			ProtocolVersion: "2025-11-25",
+			Secrets:         []string{"hunter2-very-secret"},
+		},
+		{Name: "inferred", Transport: "stdio", Command: "./server"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d servers, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Errorf("server %d:\ngot  %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if cfg.Policy == nil || len(cfg.Policy.Rules) != 1 || cfg.Policy.Principals["alice"].Tenant != "acme" {
+		t.Errorf("policy not parsed: %+v", cfg.Policy)
+	}
+	if cfg.Limits == nil || cfg.Limits.Tenant == nil || cfg.Limits.Tenant.Burst != 100 || cfg.Limits.Tools["github__create*"].PerSecond != 1 {
+		t.Errorf("limits not parsed: %+v", cfg.Limits)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string // every line of the error, after "FILE"
+	}{
+		{
+			name: "unknown top-level field",
+			yaml: "servers: []\nserver: []\n",
+			want: []string{":2: field server: unknown field (known: limits, policy, servers)"},
+		},
+		{
+			name: "unknown server field",
+			yaml: "servers:\n  - name: github\n    transport: http\n    urll: https://x/mcp\n",
+			want: []string{":4: servers[0] (github): field urll: unknown field (known: args, authContext, callTimeout, command, description, env, headers, kinds, name, protocolVersion, transport, url)"},
+		},
+		{
+			name: "unknown policy rule field",
+			yaml: "servers: []\npolicy:\n  rules:\n    - name: r\n      alow: [x]\n",
+			want: []string{":5: policy.rules[0] (r): field alow: unknown field (known: allow, approve, deny, name, roles, tenants, users)"},
+		},
+		{
+			name: "unknown limits field",
+			yaml: "servers: []\nlimits:\n  servers:\n    github: {perSecond: 1, brust: 2}\n",
+			want: []string{":4: limits.servers.github: field brust: unknown field (known: burst, concurrency, perSecond)"},
+		},
+		{
+			name: "duplicate server names",
+			yaml: "servers:\n  - {name: a, command: x}\n  - {name: b, command: y}\n  - {name: a, command: z}\n",
+			want: []string{": servers[2] (a): field name: duplicate: servers[0] has the same name"},
+		},
+		{
+			name: "bad transport",
+			yaml: "servers:\n  - {name: a, transport: websocket, url: 'https://x'}\n",
+			want: []string{`: servers[0] (a): field transport: "websocket" is not one of stdio, http, sse`},
+		},
+		{
+			name: "stdio without command",
+			yaml: "servers:\n  - {name: a, transport: stdio}\n",
+			want: []string{": servers[0] (a): field command: required for transport stdio"},
+		},
+		{
+			name: "http without url",
+			yaml: "servers:\n  - {name: github, transport: http}\n",
+			want: []string{": servers[0] (github): field url: required for transport http"},
+		},
+		{
+			name: "sse with command",
+			yaml: "servers:\n  - {name: a, transport: sse, url: 'http://127.0.0.1:1/sse', command: x}\n",
+			want: []string{": servers[0] (a): field command: only for transport stdio"},
+		},
+		{
+			name: "stdio with url and headers",
+			yaml: "servers:\n  - {name: a, command: x, transport: stdio, url: 'http://x', headers: {A: b}}\n",
+			want: []string{
+				": servers[0] (a): field url: only for transports http and sse",
+				": servers[0] (a): field headers: only for transports http and sse",
+			},
+		},
+		{
+			name: "no transport, command or url",
+			yaml: "servers:\n  - {name: a}\n",
+			want: []string{": servers[0] (a): field transport: required: stdio (with command) or http or sse (with url)"},
+		},
+		{
+			name: "missing name",
+			yaml: "servers:\n  - {command: x}\n",
+			want: []string{": servers[0]: field name: required"},
+		},
+		{
+			name: "unset env reference",
+			yaml: "servers:\n  - name: github\n    url: https://x/mcp\n    headers: {Authorization: 'Bearer ${NOPE_TOKEN}'}\n",
+			want: []string{": servers[0] (github): field headers.Authorization: environment variable NOPE_TOKEN is not set"},
+		},
+		{
+			name: "bad env reference",
+			yaml: "servers:\n  - {name: a, command: 'x', args: ['${1BAD}', '${OPEN']}\n",
+			want: []string{
+				": servers[0] (a): field args[0]: ${1BAD} is not a valid reference (want ${ENV_VAR})",
+				": servers[0] (a): field args[1]: unterminated ${ reference",
+			},
+		},
+		{
+			name: "invalid url never shows the resolved secret",
+			yaml: "servers:\n  - {name: a, transport: http, url: 'ftp://${GITHUB_TOKEN}@host/x'}\n",
+			want: []string{": servers[0] (a): field url: not an absolute http:// or https:// URL"},
+		},
+		{
+			name: "bad call timeout, protocol, auth context, kind",
+			yaml: "servers:\n  - {name: a, command: x, callTimeout: soon, protocolVersion: latest, authContext: 'team:x', kinds: [tool]}\n",
+			want: []string{
+				`: servers[0] (a): field callTimeout: "soon" is not a duration such as 30s or 2m`,
+				`: servers[0] (a): field protocolVersion: "latest" is not an MCP protocol version such as 2025-11-25`,
+				`: servers[0] (a): field authContext: "team:x" is not tenant:T, user:U or tenant:T/user:U`,
+				`: servers[0] (a): field kinds: "tool" is not one of tools, prompts, resources`,
+			},
+		},
+		{
+			name: "bad policy pattern",
+			yaml: "servers: []\npolicy:\n  rules:\n    - {name: r, allow: ['[x']}\n",
+			want: []string{`: policy: rule 1 (r): bad pattern "[x"`},
+		},
+		{
+			name: "wrong type",
+			yaml: "servers:\n  - name: a\n    command: x\n    args: --flag\n",
+			want: []string{":4: servers[0] (a): field args: cannot unmarshal !!str `--flag` into []string"},
+		},
+		{
+			name: "yaml syntax",
+			yaml: "servers:\n  - name: a\n   command: x\n",
+			want: []string{":1: did not find expected '-' indicator"},
+		},
+		{
+			name: "duplicate key",
+			yaml: "servers: []\nservers: []\n",
+			want: []string{`:2: field servers: mapping key "servers" already defined at line 1`},
+		},
+		{
+			name: "two documents",
+			yaml: "servers: []\n---\nservers: []\n",
+			want: []string{":2: more than one YAML document"},
+		},
+		{
+			name: "empty",
+			yaml: "# nothing\n",
+			want: []string{": empty configuration (want at least a servers: list)"},
+		},
+		{
+			name: "not a mapping",
+			yaml: "- a\n- b\n",
+			want: []string{":1: the document must be a mapping with servers:, policy: and limits:"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bad.yaml")
+			if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := loadConfig(path, lookupTest)
+			if err == nil {
+				t.Fatal("loadConfig succeeded, want an error")
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("error %v does not wrap ErrConfig", err)
+			}
+			var want []string
+			for _, w := range tt.want {
+				want = append(want, path+w)
+			}
+			if got := err.Error(); got != strings.Join(want, "\n") {
+				t.Errorf("error:\ngot  %s\nwant %s", got, strings.Join(want, "\n"))
+			}
+			for name, secret := range testEnv {
+				if secret != "" && strings.Contains(err.Error(), secret) {
+					t.Errorf("error text holds the value of %s", name)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	_, err := loadConfig(filepath.Join(t.TempDir(), "nope.yaml"), lookupTest)
+	if !errors.Is(err, ErrConfig) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("err = %v, want ErrConfig and ErrNotExist", err)
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	tests := []struct {
+		in, want string
+		secrets  []string
+		err      string
+	}{
+		{in: "plain", want: "plain"},
+		{in: "${HOST}", want: "tools.example.com", secrets: []string{"tools.example.com"}},
+		{in: "a${HOST}b${EMPTY}c", want: "atools.example.combc", secrets: []string{"tools.example.com"}},
+		{in: "$$HOME and $$${HOST}", want: "$HOME and $tools.example.com", secrets: []string{"tools.example.com"}},
+		{in: "cost $5 $", want: "cost $5 $"},
+		{in: "${}", err: "${} is not a valid reference (want ${ENV_VAR})"},
+		{in: "${UNSET}", err: "environment variable UNSET is not set"},
+	}
+	for _, tt := range tests {
+		got, secrets, err := expandEnv(tt.in, lookupTest)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("expandEnv(%q) error = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want || !reflect.DeepEqual(secrets, tt.secrets) {
+			t.Errorf("expandEnv(%q) = %q, %q, %v; want %q, %q", tt.in, got, secrets, err, tt.want, tt.secrets)
+		}
+	}
+}
+
+func TestDemoConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := demoConfig(dir, []string{"kb", "logging", "ticketing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	servers := cfg.ServerConfigs()
+	if len(servers) != 3 {
+		t.Fatalf("got %d servers, want 3", len(servers))
+	}
+	for _, s := range servers {
+		want := []string{"demo-server", s.Name, "--control", filepath.Join(dir, "demo", s.Name+".control.json")}
+		if s.Transport != "stdio" || s.Command != exe || !reflect.DeepEqual(s.Args, want) || s.Description == "" {
+			t.Errorf("server %+v, want stdio %s %v with a description", s, exe, want)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "demo")); err != nil || !st.IsDir() {
+		t.Errorf("demo control directory not created: %v", err)
+	}
+}
+
+// TestDocumentedConfigs loads the configuration examples the docs show: deploy/mcpstream.yaml
+// and the YAML block of README.md's Configuration section.
+func TestDocumentedConfigs(t *testing.T) {
+	lookup := func(name string) (string, bool) {
+		if name == "GITHUB_TOKEN" {
+			return "ghp_example", true
+		}
+		return "", false
+	}
+	cfg, err := loadConfig(filepath.Join("..", "..", "deploy", "mcpstream.yaml"), lookup)
+	if err != nil {
+		t.Fatalf("deploy/mcpstream.yaml: %v", err)
+	}
+	if len(cfg.Servers) != 3 || cfg.Policy == nil || cfg.Limits == nil {
+		t.Errorf("deploy/mcpstream.yaml: %d servers, policy %v, limits %v", len(cfg.Servers), cfg.Policy != nil, cfg.Limits != nil)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "## Configuration")
+	_, block, ok2 := strings.Cut(section, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no yaml block under ## Configuration")
+	}
+	path := filepath.Join(t.TempDir(), "readme.yaml")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadConfig(path, lookup); err != nil {
+		t.Errorf("README.md configuration example: %v", err)
+	}
+}

@@ -1,0 +1,33 @@
+// Command mcpstream is the one binary of mcpstream: `mcpstream up` runs every role on an embedded
+// NATS server; the other subcommands run one role against a NATS server or cluster, or are
+// clients of the NATS API (search, call, events, servers...). `mcpstream help` lists them.
+//
+// # Layout
+//
+// main.go holds run(ctx, args, stdout, stderr) and the command table; every subcommand registers
+// itself from its own file with register, every role with registerRole (roles.go). up.go runs a
+// set of roles in one process (runRoles): `up` runs them all, roleCommand builds the subcommand
+// of one role. config.go loads and validates the YAML configuration; clientflags.go holds the
+// flags every client shares (--nats, --nats-creds, --principal, --roles, --json).
+//
+// # Subjects
+//
+// The binary itself adds no subjects: roles consume and produce what their packages document
+// (registrysync, indexer, executor). Every process that runs roles declares the streams
+// (subjects.Streams) at start, idempotently, keeping an existing stream's replica count unless
+// --stream-replicas is given. `events` and `servers` read the registry, results and audit
+// streams with ordered consumers (ephemeral, in memory, no acks): reading never changes what
+// other consumers see.
+//
+// # State
+//
+// Under --data (default ./.mcpstream): nats/ (the embedded JetStream store, `up` without --nats
+// only, locked by DATA/LOCK against a second process), demo/ (the demo servers' control files),
+// and whatever roles keep there (indexer catalogs). Configuration secrets are resolved in memory
+// and handed only to registrysync.
+//
+// # HTTP
+//
+// With --http-listen: GET /healthz answers 200 once every role of the process is ready, 503
+// before and while stopping. Roles may add routes (roleEnv.HTTP).
+package main

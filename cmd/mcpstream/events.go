@@ -1,0 +1,500 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func init() {
+	register(command{
+		name:    "events",
+		summary: "print or follow the registry history (and the audit or results streams)",
+		run:     runEvents,
+	})
+}
+
+const eventsHelp = `
+Replays stored events in order, oldest first, then exits once caught up (or, with --follow, keeps
+printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot, list_changed
+and status event of every MCP server. A --subject filter (any mcpstream subject with NATS wildcards,
+with or without the "mcpstream.v1." prefix) picks the stream it belongs to: registry, results or audit.
+
+Text output is one summary line per event: sequence, time, server, event, and for snapshots the
+number of items and what was added (+) or removed (-) since the previous snapshot of that server and
+kind seen in this replay. --json prints one JSON object per line:
+  {"seq":N,"subject":"...","time":"RFC3339Nano","event":<the payload as stored>}
+
+Examples:
+  mcpstream events --since 1h
+  mcpstream events --json --since 2026-01-02T15:04:05Z
+  mcpstream events --server ticketing --follow
+  mcpstream events --subject 'registry.*.status'
+  mcpstream events --subject 'audit.>' --since 10m --json`
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// ErrBadFilter is returned for a --subject, --stream or --since that cannot be used.
+var ErrBadFilter = errors.New("bad filter")
+
+func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cf clientFlags
+	var filters stringList
+	var since, stream, server string
+	var follow bool
+	fs := newFlagSet("events", "events [flags]", eventsHelp)
+	cf.register(fs, false)
+	fs.Var(&filters, "subject", "subject filter (repeatable), e.g. registry.*.status, audit.>, mcpstream.v1.results.acme.>")
+	fs.StringVar(&server, "server", "", "only this MCP server's registry events")
+	fs.StringVar(&stream, "stream", "", "read this stream: registry (default), results or audit")
+	fs.StringVar(&since, "since", "", "start at this age (1h, 30m) or time (RFC3339); default: the whole history")
+	fs.BoolVar(&follow, "follow", false, "keep printing new events until interrupted")
+	rest, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("events: unexpected argument %q", rest[0])
+	}
+	if server != "" {
+		filters = append(filters, subjects.RegistryServer(server))
+	}
+	streamName, subjectFilters, err := pickStream(stream, filters)
+	if err != nil {
+		return err
+	}
+	start, err := parseSince(since, time.Now())
+	if err != nil {
+		return err
+	}
+	nc, js, err := cf.connect("events")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: subjectFilters}
+	if !start.IsZero() {
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cfg.OptStartTime = &start
+	}
+	p := &eventPrinter{w: stdout, json: cf.JSON, prev: map[string][]string{}}
+	return readStream(ctx, js, streamName, cfg, follow, p.print)
+}
+
+// pickStream resolves the stream and subject filters of `events`.
+func pickStream(stream string, filters []string) (string, []string, error) {
+	byName := map[string]string{
+		"registry": subjects.RegistryStream, "results": subjects.ResultsStream, "audit": subjects.AuditStream,
+	}
+	var name string
+	if stream != "" {
+		name = byName[strings.ToLower(stream)]
+		if name == "" {
+			for _, v := range byName {
+				if v == stream {
+					name = v
+				}
+			}
+		}
+		if name == "" {
+			return "", nil, fmt.Errorf("%w: --stream %q: want registry, results or audit", ErrBadFilter, stream)
+		}
+	}
+	out := make([]string, 0, len(filters))
+	for _, f := range filters {
+		f = strings.TrimSpace(f)
+		if !strings.HasPrefix(f, "mcpstream.") {
+			f = subjects.Root + "." + f
+		}
+		toks := strings.Split(f, ".")
+		if len(toks) < 3 || toks[0] != "mcpstream" || toks[1] != subjects.Root[len("mcpstream."):] {
+			return "", nil, fmt.Errorf("%w: --subject %q: not under %s", ErrBadFilter, f, subjects.Root)
+		}
+		for i, t := range toks {
+			if t == "" || (t == ">" && i != len(toks)-1) || strings.ContainsAny(t, " \t") {
+				return "", nil, fmt.Errorf("%w: --subject %q: not a NATS subject filter", ErrBadFilter, f)
+			}
+		}
+		var s string
+		switch toks[2] {
+		case "registry":
+			s = subjects.RegistryStream
+		case "results":
+			s = subjects.ResultsStream
+		case "audit":
+			s = subjects.AuditStream
+		case "calls":
+			return "", nil, fmt.Errorf("%w: --subject %q: calls is a work queue whose requests are consumed; read results or audit", ErrBadFilter, f)
+		case "*", ">":
+			return "", nil, fmt.Errorf("%w: --subject %q: a filter must stay within one stream (registry, results or audit)", ErrBadFilter, f)
+		default:
+			return "", nil, fmt.Errorf("%w: --subject %q: %s subjects are request/reply, not stored (watch them with `nats sub`)", ErrBadFilter, f, toks[2])
+		}
+		if name != "" && s != name {
+			return "", nil, fmt.Errorf("%w: --subject %q is not in stream %s", ErrBadFilter, f, name)
+		}
+		name = s
+		out = append(out, f)
+	}
+	if name == "" {
+		name = subjects.RegistryStream
+	}
+	return name, out, nil
+}
+
+// parseSince reads --since: "" (everything), a duration before now, or an RFC3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%w: --since %q: want a positive duration", ErrBadFilter, s)
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%w: --since %q: want a duration (1h, 30m) or an RFC3339 time (2026-01-02T15:04:05Z)", ErrBadFilter, s)
+}
+
+// readStream delivers a stream's messages (filtered by cfg) in order to fn, with an ordered
+// consumer. Without follow it returns once the messages that existed when it started were
+// delivered; with follow it runs until ctx ends. Ctrl-C (ctx done) is a clean stop.
+func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg) error) error {
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	_, err := js.Stream(sctx, stream)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("stream %s not found: is this mcpstream's NATS (has `mcpstream up` or a role run on it)?", stream)
+		}
+		return fmt.Errorf("stream %s: %w", stream, err)
+	}
+	cfg.MaxResetAttempts = 5
+	cfg.InactiveThreshold = time.Minute
+	cons, err := js.OrderedConsumer(ctx, stream, cfg)
+	if err != nil {
+		return fmt.Errorf("consumer on %s: %w", stream, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return fmt.Errorf("consumer on %s: %w", stream, err)
+	}
+	defer it.Stop()
+	if info := cons.CachedInfo(); !follow && info != nil && info.NumPending == 0 {
+		return nil
+	}
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("read %s: %w", stream, err)
+		}
+		if err := fn(msg); err != nil {
+			return err
+		}
+		if meta, err := msg.Metadata(); !follow && err == nil && meta.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// eventLine is one --json line of `events`.
+type eventLine struct {
+	Seq     uint64          `json:"seq"`
+	Subject string          `json:"subject"`
+	Time    string          `json:"time"`
+	Event   json.RawMessage `json:"event"`
+	// Error and Raw are set only for a payload that is not JSON (printed, never dropped).
+	Error string `json:"error,omitempty"`
+	Raw   string `json:"raw,omitempty"`
+}
+
+// eventPrinter prints events; prev remembers the item names of the last snapshot per server and
+// kind, for the text diff.
+type eventPrinter struct {
+	w    io.Writer
+	json bool
+	prev map[string][]string
+}
+
+// maxRawInLine caps the raw bytes of a malformed payload shown on one line.
+const maxRawInLine = 512
+
+func (p *eventPrinter) print(msg jetstream.Msg) error {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return fmt.Errorf("message metadata: %w", err)
+	}
+	data := msg.Data()
+	if p.json {
+		line := eventLine{Seq: meta.Sequence.Stream, Subject: msg.Subject(), Time: meta.Timestamp.UTC().Format(time.RFC3339Nano)}
+		if json.Valid(data) {
+			line.Event = data
+		} else {
+			line.Event = json.RawMessage("null")
+			line.Error = subjects.CodeBadRequest + ": payload is not JSON"
+			line.Raw = truncate(string(data), maxRawInLine)
+		}
+		b, err := json.Marshal(line)
+		if err != nil {
+			return fmt.Errorf("encode event: %w", err)
+		}
+		_, err = fmt.Fprintf(p.w, "%s\n", b)
+		return err
+	}
+	_, err = fmt.Fprintf(p.w, "%d %s %s\n", meta.Sequence.Stream, meta.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00"), p.summary(msg.Subject(), data))
+	return err
+}
+
+// summary is the readable one-line form of an event.
+func (p *eventPrinter) summary(subject string, data []byte) string {
+	if strings.HasPrefix(subject, subjects.Root+".registry.") {
+		return p.registrySummary(subject, data)
+	}
+	var m struct {
+		Type     string          `json:"type"`
+		ID       string          `json:"id"`
+		CallID   string          `json:"callId"`
+		Tenant   string          `json:"tenant"`
+		User     string          `json:"user"`
+		Tool     string          `json:"tool"`
+		Status   string          `json:"status"`
+		Decision string          `json:"decision"`
+		Code     string          `json:"code"`
+		Error    *subjects.Error `json:"error"`
+		IsError  bool            `json:"isError"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return subject + " bad payload: " + oneLine(err.Error())
+	}
+	var b strings.Builder
+	kind := m.Type
+	if kind == "" {
+		kind = "result"
+	}
+	b.WriteString(kind)
+	for _, kv := range [][2]string{
+		{"call", firstNonEmpty(m.CallID, m.ID)}, {"tenant", m.Tenant}, {"user", m.User}, {"tool", m.Tool},
+		{"status", m.Status}, {"decision", m.Decision}, {"code", m.Code},
+	} {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, " %s=%s", kv[0], truncate(oneLine(kv[1]), 128))
+		}
+	}
+	if m.Error != nil {
+		fmt.Fprintf(&b, " code=%s: %s", m.Error.Code, oneLine(m.Error.Message))
+	}
+	if m.IsError {
+		b.WriteString(" isError")
+	}
+	return b.String()
+}
+
+func (p *eventPrinter) registrySummary(subject string, data []byte) string {
+	ev, err := subjects.DecodeRegistry(data)
+	if err != nil {
+		return subject + " bad payload: " + oneLine(err.Error())
+	}
+	if subj, err := subjects.ParseRegistry(subject); err != nil || subj.Server != eventServer(ev) {
+		return subject + " bad payload: names server " + strconv.Quote(eventServer(ev)) + ", not the subject's"
+	}
+	switch {
+	case ev.Snapshot != nil:
+		s := ev.Snapshot
+		names := itemNames(s.Items)
+		key := s.Server + "\x00" + string(s.Kind)
+		prev, seen := p.prev[key]
+		p.prev[key] = names
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s snapshot %s: %s", s.Server, s.Kind, plural(len(s.Items), "item"))
+		if seen {
+			added, removed := diffNames(prev, names)
+			if len(added)+len(removed) == 0 {
+				b.WriteString(" (unchanged)")
+			} else {
+				var parts []string
+				for _, n := range capNames(added, 8) {
+					parts = append(parts, "+"+n)
+				}
+				for _, n := range capNames(removed, 8) {
+					parts = append(parts, "-"+n)
+				}
+				b.WriteString(" (" + strings.Join(parts, " ") + ")")
+			}
+		} else if len(names) > 0 {
+			b.WriteString(": " + strings.Join(capNames(names, 8), ", "))
+		}
+		if s.Pages > 1 {
+			fmt.Fprintf(&b, " pages=%d", s.Pages)
+		}
+		if s.TTLMs != nil {
+			fmt.Fprintf(&b, " ttl=%s", time.Duration(*s.TTLMs)*time.Millisecond)
+		}
+		if s.CacheScope != "" {
+			b.WriteString(" scope=" + s.CacheScope)
+		}
+		if len(s.Rejected) > 0 {
+			rej := make([]string, 0, len(s.Rejected))
+			for _, r := range s.Rejected {
+				rej = append(rej, truncate(oneLine(firstNonEmpty(r.Name, "?")), 128)+":"+oneLine(r.Code))
+			}
+			fmt.Fprintf(&b, " rejected=%d [%s]", len(s.Rejected), strings.Join(capNames(rej, 5), " "))
+		}
+		return b.String()
+	case ev.ListChanged != nil:
+		return fmt.Sprintf("%s changed %s (list_changed)", ev.ListChanged.Server, ev.ListChanged.Kind)
+	case ev.Status != nil:
+		s := ev.Status
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s status %s", s.Server, s.Status)
+		if s.Code != "" {
+			b.WriteString(" code=" + s.Code)
+		}
+		if s.Attempt > 0 {
+			fmt.Fprintf(&b, " attempt=%d", s.Attempt)
+		}
+		if s.RetryInMs > 0 {
+			fmt.Fprintf(&b, " retry_in=%s", time.Duration(s.RetryInMs)*time.Millisecond)
+		}
+		if s.Transport != "" {
+			b.WriteString(" transport=" + s.Transport)
+		}
+		if s.Protocol != "" {
+			b.WriteString(" protocol=" + s.Protocol)
+		}
+		if s.Reason != "" {
+			b.WriteString(": " + truncate(oneLine(s.Reason), 200))
+		}
+		return b.String()
+	case ev.Revocation != nil:
+		r := ev.Revocation
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s revoked", r.Server)
+		if len(r.Tools) > 0 {
+			b.WriteString(" tools=" + strings.Join(capNames(r.Tools, 8), ","))
+		}
+		if len(r.Restore) > 0 {
+			b.WriteString(" restore=" + strings.Join(capNames(r.Restore, 8), ","))
+		}
+		if r.Reason != "" {
+			b.WriteString(": " + truncate(oneLine(r.Reason), 200))
+		}
+		return b.String()
+	}
+	return subject
+}
+
+// itemNames returns the sorted names of snapshot items: "name", or "uri" for resources without one
+// (resource templates: "uriTemplate").
+func itemNames(items []json.RawMessage) []string {
+	names := make([]string, 0, len(items))
+	for _, it := range items {
+		var v struct {
+			Name        string `json:"name"`
+			URI         string `json:"uri"`
+			URITemplate string `json:"uriTemplate"`
+		}
+		if json.Unmarshal(it, &v) != nil {
+			names = append(names, "?")
+			continue
+		}
+		names = append(names, truncate(oneLine(firstNonEmpty(v.URI, v.URITemplate, v.Name, "?")), 128))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// diffNames compares two sorted name lists.
+func diffNames(prev, cur []string) (added, removed []string) {
+	old := make(map[string]bool, len(prev))
+	for _, n := range prev {
+		old[n] = true
+	}
+	now := make(map[string]bool, len(cur))
+	for _, n := range cur {
+		now[n] = true
+		if !old[n] {
+			added = append(added, n)
+		}
+	}
+	for _, n := range prev {
+		if !now[n] {
+			removed = append(removed, n)
+		}
+	}
+	return added, removed
+}
+
+// capNames keeps the first max names and says how many more there were.
+func capNames(names []string, max int) []string {
+	if len(names) <= max {
+		return names
+	}
+	out := append([]string(nil), names[:max]...)
+	return append(out, fmt.Sprintf("…%d more", len(names)-max))
+}
+
+// plural returns "1 item", "2 items".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func firstNonEmpty(v ...string) string {
+	for _, s := range v {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// oneLine makes text from outside (names, reasons) safe for one terminal line: runs of spaces
+// become one space and control characters (escape sequences) become '?'.
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+			return '?'
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if code, ok := err.(exitCode); ok {
+			os.Exit(int(code))
+		}
+		fmt.Fprintln(os.Stderr, "mcpstream:", err)
+		os.Exit(1)
+	}
+}
+
+// exitCode is an error that only carries an exit status (the command already printed why).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// command is one subcommand. Each lives in its own file and registers itself in init.
+type command struct {
+	name    string
+	summary string // one line for `mcpstream help`
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+func register(c command) {
+	if _, dup := commands[c.name]; dup {
+		panic("duplicate command " + c.name)
+	}
+	commands[c.name] = c
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				if err := c.run(ctx, []string{"--help"}, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+					return err
+				}
+				return nil
+			}
+		}
+		usage(stdout)
+		return nil
+	}
+	if args[0] == "version" || args[0] == "--version" {
+		fmt.Fprintln(stdout, "mcpstream", version)
+		return nil
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	err := c.run(ctx, args[1:], stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // --help printed the usage
+	}
+	return err
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func usage(w io.Writer) {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("mcpstream — host-side MCP at scale on NATS JetStream\n\nUsage: mcpstream COMMAND [flags]\n\nCommands:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-14s %s\n", n, commands[n].summary)
+	}
+	b.WriteString("\nRun `mcpstream COMMAND --help` for a command's flags.\n")
+	b.WriteString("Client commands connect with --nats URL (default $MCPSTREAM_NATS, then nats://127.0.0.1:4222).\n")
+	io.WriteString(w, b.String())
+}

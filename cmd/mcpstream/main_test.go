@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+)
+
+// update rewrites the golden files under testdata/ (go test ./cmd/mcpstream -update).
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// envTestMain makes the test binary act as the mcpstream binary: `up` starts the demo servers as
+// children of os.Executable(), which inside `go test` is this test binary.
+const envTestMain = "MCPSTREAM_TEST_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envTestMain) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		var code exitCode
+		switch {
+		case err == nil:
+			os.Exit(0)
+		case errors.As(err, &code):
+			os.Exit(int(code))
+		default:
+			fmt.Fprintln(os.Stderr, "mcpstream:", err)
+			os.Exit(1)
+		}
+	}
+	os.Setenv(envTestMain, "1") // inherited by the children the tests start
+	os.Exit(m.Run())
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"sort"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/registrysync"
+)
+
+// roleEnv is what every role gets, from `up` (all roles in one process) or from the role's own
+// subcommand (one role against a NATS server or cluster).
+type roleEnv struct {
+	NC      *nats.Conn
+	JS      jetstream.JetStream
+	Config  *fileConfig // never nil: without --config it holds the bundled demo servers
+	Policy  *policy.Policy
+	Log     zerolog.Logger
+	DataDir string // this process's state directory (Badger catalogs live below it)
+	// Registry is the in-process registrysync manager when that role runs in this process
+	// (always under `up`), else nil: other roles then reach connectors over NATS.
+	Registry *registrysync.Manager
+	// Replica distinguishes several replicas of a role in one data directory ("" = "0").
+	Replica string
+	// HTTP is the process's HTTP mux (routes such as /metrics or /mcp are added during start),
+	// nil when the process serves no HTTP. /healthz is taken.
+	HTTP *http.ServeMux
+}
+
+// roleRun is a started role.
+type roleRun struct {
+	Run   func(ctx context.Context) error // blocks until ctx is done; returns nil on a clean stop
+	Ready func() bool                     // true once the role serves (for /healthz)
+}
+
+// role is one part of the system; each registers itself from its own file.
+type role struct {
+	name  string
+	order int // start order under `up`: lower first
+	start func(ctx context.Context, env *roleEnv) (roleRun, error)
+}
+
+var roles []role
+
+func registerRole(r role) {
+	roles = append(roles, r)
+	sort.SliceStable(roles, func(i, j int) bool { return roles[i].order < roles[j].order })
+}
+
+func findRole(name string) (role, bool) {
+	for _, r := range roles {
+		if r.name == name {
+			return r, true
+		}
+	}
+	return role{}, false
+}

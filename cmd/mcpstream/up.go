@@ -1,0 +1,486 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/demoservers"
+	"github.com/mcpstream/mcpstream/natsembed"
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func init() {
+	register(command{
+		name:    "up",
+		summary: "run every role in one process (embedded NATS and demo servers by default)",
+		run:     runUp,
+	})
+}
+
+const upHelp = `
+Runs the whole system in one process: every role (registrysync, indexer, executor, ...) and, unless
+--nats is given, an embedded NATS server with JetStream whose store lives under --data.
+
+Without --config the bundled demo MCP servers run (logging, ticketing, kb), each as a stdio child
+of this binary; edit DATA/demo/NAME.control.json ({"hide":["tool"],"add":["tool"]}) while up runs
+to change a demo server's tools (it announces list_changed).
+
+The embedded NATS server listens on --nats-listen so other processes (the mcpstream client
+commands, the nats CLI, more role processes) can connect. HTTP on --http-listen serves
+GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before and while stopping.
+
+Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: HTTP first, then the roles in reverse start
+order (in-flight work finishes, bounded by --stop-timeout), then NATS is drained and the
+embedded server flushes its store.
+
+Examples:
+  mcpstream up
+  mcpstream up --config mcpstream.yaml --data /var/lib/mcpstream
+  mcpstream up --nats nats://10.0.0.1:4222,nats://10.0.0.2:4222 --config mcpstream.yaml`
+
+// hostOptions configure a process that runs roles: `up` (every role) or one role's subcommand.
+type hostOptions struct {
+	NATS           natsFlags
+	Embedded       bool   // run an embedded NATS server (up without --nats)
+	NATSListen     string // embedded server's listener
+	DataDir        string
+	ConfigPath     string // "" = the bundled demo servers
+	HTTPListen     string // "" = no HTTP
+	LogLevel       string
+	LogFormat      string // text | json
+	Replica        string
+	StreamReplicas int // 0 = keep what exists (1 when creating)
+	StopTimeout    time.Duration
+	Name           string // "up" or the role's name, for the NATS connection name and messages
+}
+
+// register adds the flags shared by up and the role subcommands.
+func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
+	fs.StringVar(&o.DataDir, "data", "./.mcpstream", "state directory: embedded NATS store (up), catalogs, demo control files")
+	fs.StringVar(&o.ConfigPath, "config", "", "configuration file (YAML: servers, policy, limits); default: the bundled demo servers")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
+	fs.IntVar(&o.StreamReplicas, "stream-replicas", 0, "JetStream replicas of mcpstream's streams when created or updated (3 on a 3-node cluster); 0 = keep existing, 1 for new")
+	fs.DurationVar(&o.StopTimeout, "stop-timeout", 15*time.Second, "how long roles may take to stop after Ctrl-C")
+	if up {
+		fs.StringVar(&o.NATS.URL, "nats", "", "use this NATS server or cluster (comma-separated URLs) instead of the embedded one")
+		fs.StringVar(&o.NATS.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file, with --nats (env "+envNATSCreds+")")
+		fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client listener host:port (port 0 = any free port, \"none\" = in-process only)")
+		fs.StringVar(&o.HTTPListen, "http-listen", "127.0.0.1:8080", "HTTP listener for /healthz (port 0 = any free port, \"\" = none)")
+	} else {
+		o.NATS.register(fs)
+		fs.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listener for /healthz (\"\" = none)")
+		fs.StringVar(&o.Replica, "replica", "", "replica id when several replicas share one --data directory")
+	}
+}
+
+func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := hostOptions{Name: "up"}
+	fs := newFlagSet("up", "up [flags]", upHelp)
+	o.register(fs, true)
+	rest, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("up: unexpected argument %q", rest[0])
+	}
+	o.Embedded = o.NATS.URL == ""
+	names := make([]string, 0, len(roles))
+	for _, r := range roles {
+		names = append(names, r.name)
+	}
+	return runRoles(ctx, o, names, stdout, stderr)
+}
+
+// roleCommand is the subcommand that runs one role against a NATS server or cluster, for
+// scaling out: `mcpstream NAME --nats URL --config FILE`. help says what the role does.
+func roleCommand(name, summary, help string) command {
+	return command{
+		name:    name,
+		summary: summary,
+		run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			o := hostOptions{Name: name}
+			fs := newFlagSet(name, name+" [flags]", help)
+			o.register(fs, false)
+			rest, err := parseFlags(fs, args, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return fmt.Errorf("%s: unexpected argument %q", name, rest[0])
+			}
+			return runRoles(ctx, o, []string{name}, stdout, stderr)
+		},
+	}
+}
+
+// newLogger returns the process logger on w: a console writer ("text") or JSON lines.
+func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", level)
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano // process-wide: milliseconds in both formats
+	switch format {
+	case "json":
+	case "text":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: "15:04:05.000", NoColor: !isTerminal(w)}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want text or json", format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// host is a running process of roles.
+type host struct {
+	log      zerolog.Logger
+	names    []string
+	mu       sync.Mutex
+	state    map[string]*roleState
+	stopping atomic.Bool
+}
+
+type roleState struct {
+	run     roleRun
+	cancel  context.CancelFunc
+	done    chan struct{}
+	err     error
+	started bool
+}
+
+// readiness reports whether every role is ready, and each role's state.
+func (h *host) readiness() (bool, map[string]string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	all := !h.stopping.Load()
+	out := make(map[string]string, len(h.names))
+	for _, n := range h.names {
+		st := h.state[n]
+		switch {
+		case st == nil || !st.started:
+			out[n] = "starting"
+			all = false
+		case isClosed(st.done):
+			out[n] = "stopped"
+			all = false
+		case st.run.Ready != nil && !st.run.Ready():
+			out[n] = "starting"
+			all = false
+		default:
+			out[n] = "ready"
+		}
+	}
+	return all, out
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func (h *host) healthz(w http.ResponseWriter, r *http.Request) {
+	ok, states := h.readiness()
+	status, code := "ok", http.StatusOK
+	switch {
+	case h.stopping.Load():
+		status, code = "stopping", http.StatusServiceUnavailable
+	case !ok:
+		status, code = "starting", http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]any{"status": status, "roles": states})
+}
+
+// runRoles runs the named roles (in their registered order) until ctx is done or one fails.
+func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr io.Writer) (err error) {
+	log, err := newLogger(stderr, o.LogLevel, o.LogFormat)
+	if err != nil {
+		return err
+	}
+	log = log.With().Str("process", o.Name).Logger()
+	var selected []role
+	for _, n := range names {
+		r, ok := findRole(n)
+		if !ok {
+			return fmt.Errorf("unknown role %q", n)
+		}
+		selected = append(selected, r)
+	}
+	if o.DataDir == "" {
+		return errors.New("--data must not be empty")
+	}
+	dataDir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+
+	var cfg *fileConfig
+	if o.ConfigPath != "" {
+		cfg, err = loadConfig(o.ConfigPath, os.LookupEnv)
+	} else {
+		cfg, err = demoConfig(dataDir, demoservers.Names())
+	}
+	if err != nil {
+		return err
+	}
+	pol, err := policy.New(cfg.Policy)
+	if err != nil {
+		return fmt.Errorf("%s: policy: %w", cfg.Path, err)
+	}
+
+	// Listeners first: a port in use is a clear error before anything starts.
+	var httpLn net.Listener
+	if o.HTTPListen != "" {
+		httpLn, err = net.Listen("tcp", o.HTTPListen)
+		if err != nil {
+			return fmt.Errorf("--http-listen %s: %w", o.HTTPListen, err)
+		}
+		defer httpLn.Close()
+	}
+	var nc *nats.Conn
+	var natsURL string
+	connOpts := []nats.Option{
+		nats.Name("mcpstream " + o.Name),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			ev := log.Warn().Err(err)
+			if sub != nil {
+				ev = ev.Str("subject", sub.Subject)
+			}
+			ev.Msg("nats async error")
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn().Err(err).Msg("nats disconnected")
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info().Str("url", redactURL(c.ConnectedUrl())).Msg("nats reconnected") }),
+	}
+	if o.Embedded {
+		unlock, err := lockDataDir(dataDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		listen := o.NATSListen
+		if listen != "none" {
+			// nats-server would only log a port in use; check it here. Port 0 picks a free one.
+			probe, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("--nats-listen %s: %w", listen, err)
+			}
+			listen = probe.Addr().String()
+			probe.Close()
+		}
+		srv, err := natsembed.Start(natsembed.Config{
+			StoreDir: filepath.Join(dataDir, "nats"),
+			Listen:   listen,
+			Logging:  log.GetLevel() <= zerolog.TraceLevel, // nats-server's own log, on stderr
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			srv.Shutdown()
+			log.Info().Msg("embedded nats-server stopped")
+		}()
+		natsURL = srv.ClientURL()
+		if natsURL == "" {
+			natsURL = "in-process only"
+		}
+		nc, err = srv.Connect(connOpts...)
+		if err != nil {
+			return err
+		}
+	} else {
+		n := o.NATS
+		nc, _, err = n.connect(o.Name)
+		if err != nil {
+			return err
+		}
+		natsURL = redactURL(n.URL)
+	}
+	defer func() {
+		drained := make(chan struct{})
+		nc.SetClosedHandler(func(*nats.Conn) { close(drained) })
+		if nc.Drain() != nil {
+			nc.Close()
+			return
+		}
+		select {
+		case <-drained:
+		case <-time.After(5 * time.Second):
+			nc.Close()
+		}
+	}()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
+	err = ensureStreams(startCtx, js, o.StreamReplicas)
+	cancelStart()
+	if err != nil {
+		return err
+	}
+
+	h := &host{log: log, names: names, state: map[string]*roleState{}}
+	env := &roleEnv{NC: nc, JS: js, Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica}
+	var hs *http.Server
+	httpURL := "none"
+	if httpLn != nil {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /healthz", h.healthz)
+		env.HTTP = mux
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error().Err(err).Msg("http server")
+			}
+		}()
+		httpURL = "http://" + httpLn.Addr().String()
+	}
+	source := "demo servers"
+	if cfg.Path != "" {
+		source = cfg.Path
+	}
+	serverNames := make([]string, 0, len(cfg.Servers))
+	for _, s := range cfg.Servers {
+		serverNames = append(serverNames, s.Name)
+	}
+	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s (GET /healthz), data %s, roles %s, servers %s (%s)\n",
+		o.Name, natsURL, httpURL, dataDir, strings.Join(names, ","), strings.Join(serverNames, ","), source)
+
+	failed := make(chan string, len(selected))
+	var started []role
+	defer func() {
+		h.stopping.Store(true)
+		if hs != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			hs.Shutdown(sctx)
+			cancel()
+		}
+		if stopErr := h.stopRoles(started, o.StopTimeout); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	for _, r := range selected {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		st := &roleState{cancel: cancel, done: make(chan struct{})}
+		h.mu.Lock()
+		h.state[r.name] = st
+		h.mu.Unlock()
+		rlog := log.With().Str("role", r.name).Logger()
+		renv := *env
+		renv.Log = rlog
+		run, err := r.start(rctx, &renv)
+		if err != nil {
+			cancel()
+			close(st.done)
+			return fmt.Errorf("start %s: %w", r.name, err)
+		}
+		// A role may publish what later roles need (registrysync's manager).
+		env.Registry = renv.Registry
+		h.mu.Lock()
+		st.run, st.started = run, true
+		h.mu.Unlock()
+		started = append(started, r)
+		go func() {
+			defer close(st.done)
+			err := run.Run(rctx)
+			if err == nil && rctx.Err() == nil {
+				err = errors.New("stopped on its own")
+			}
+			if rctx.Err() == nil {
+				st.err = err
+				rlog.Error().Err(err).Msg("role failed")
+				failed <- r.name
+			}
+		}()
+		rlog.Info().Msg("role started")
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("stopping")
+		return nil
+	case name := <-failed:
+		h.mu.Lock()
+		ferr := h.state[name].err
+		h.mu.Unlock()
+		return fmt.Errorf("role %s: %w", name, ferr)
+	}
+}
+
+// stopRoles cancels the roles in reverse start order, each after the later ones stopped, all
+// within timeout.
+func (h *host) stopRoles(started []role, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for i := len(started) - 1; i >= 0; i-- {
+		name := started[i].name
+		h.mu.Lock()
+		st := h.state[name]
+		h.mu.Unlock()
+		st.cancel()
+		select {
+		case <-st.done:
+			h.log.Info().Str("role", name).Msg("role stopped")
+		case <-deadline:
+			return fmt.Errorf("role %s did not stop within %s", name, timeout)
+		}
+	}
+	return nil
+}
+
+// ensureStreams declares mcpstream's streams. With replicas 0 an existing stream keeps its
+// replica count (a role process never scales a cluster's streams down) and a new one gets 1.
+func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	for _, cfg := range subjects.Streams(subjects.StreamOptions{Replicas: max(replicas, 1)}) {
+		if replicas == 0 {
+			if s, err := js.Stream(ctx, cfg.Name); err == nil {
+				cfg.Replicas = s.CachedInfo().Config.Replicas
+			} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return fmt.Errorf("stream %s: %w", cfg.Name, err)
+			}
+		}
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// upProcess is `mcpstream up` running in-process on free loopback ports.
+type upProcess struct {
+	nats, http, data string
+	out, errOut      *syncBuffer
+	cancel           context.CancelFunc
+	done             chan error
+}
+
+var startLine = regexp.MustCompile(`NATS (nats://\S+), HTTP (http://\S+) `)
+
+// startUp runs up with the demo servers; cleanup stops it and checks it stopped cleanly.
+func startUp(t *testing.T, extra ...string) *upProcess {
+	t.Helper()
+	p := &upProcess{data: t.TempDir(), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	args := append([]string{"up", "--data", p.data, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}, extra...)
+	go func() { p.done <- run(ctx, args, p.out, p.errOut) }()
+	t.Cleanup(func() {
+		if err := p.stop(t); err != nil {
+			t.Errorf("up did not stop cleanly: %v", err)
+		}
+	})
+	waitFor(t, "up's start line", 600, func() bool {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("up exited: %v\n%s", err, p.errOut.String())
+		default:
+		}
+		m := startLine.FindStringSubmatch(p.out.String())
+		if m == nil {
+			return false
+		}
+		p.nats, p.http = m[1], m[2]
+		return true
+	})
+	return p
+}
+
+// stop interrupts up and waits for it (bounded).
+func (p *upProcess) stop(t *testing.T) error {
+	p.cancel()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(40 * time.Second):
+		return fmt.Errorf("up still running 40s after interrupt\n%s", p.errOut.String())
+	}
+}
+
+func (p *upProcess) healthz(t *testing.T) (int, map[string]any) {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(p.http + "/healthz")
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
+}
+
+func (p *upProcess) servers(t *testing.T) []serverRow {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, errOut, err := runCmd(t, ctx, "servers", "--json", "--nats", p.nats)
+	if err != nil {
+		t.Fatalf("servers --json: %v\n%s", err, errOut)
+	}
+	var rows []serverRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("servers --json is not a JSON array: %v\n%s", err, out)
+	}
+	return rows
+}
+
+// registryEvent is one `events --json` line, decoded.
+type registryEvent struct {
+	Seq     uint64
+	Subject string
+	Event   subjects.RegistryEvent
+}
+
+func (p *upProcess) events(t *testing.T, args ...string) []registryEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, errOut, err := runCmd(t, ctx, append([]string{"events", "--json", "--nats", p.nats}, args...)...)
+	if err != nil {
+		t.Fatalf("events --json: %v\n%s", err, errOut)
+	}
+	var evs []registryEvent
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var l eventLine
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("events line is not JSON: %v: %s", err, line)
+		}
+		ev, err := subjects.DecodeRegistry(l.Event)
+		if err != nil {
+			t.Fatalf("events line %d: %v", l.Seq, err)
+		}
+		evs = append(evs, registryEvent{Seq: l.Seq, Subject: l.Subject, Event: ev})
+	}
+	return evs
+}
+
+// lastSnapshot returns the last tools snapshot of server among evs and the names of its tools.
+func lastSnapshot(evs []registryEvent, server string) (uint64, []string) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if s := evs[i].Event.Snapshot; s != nil && s.Server == server && s.Kind == subjects.KindTools {
+			return evs[i].Seq, itemNames(s.Items)
+		}
+	}
+	return 0, nil
+}
+
+func TestUpEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: starts up with three demo server processes (run without -short)")
+	}
+	p := startUp(t)
+
+	// Health: 200 once every role runs.
+	waitFor(t, "/healthz 200", 1200, func() bool { code, _ := p.healthz(t); return code == http.StatusOK })
+	_, body := p.healthz(t)
+	if body["status"] != "ok" {
+		t.Errorf("/healthz body = %v", body)
+	}
+
+	// servers --json: the three demo servers, ready, with tools.
+	want := []string{"kb", "logging", "ticketing"}
+	var rows []serverRow
+	waitFor(t, "3 demo servers ready", 400, func() bool {
+		rows = p.servers(t)
+		ready := 0
+		for _, r := range rows {
+			if r.Status == subjects.StatusReady && r.Tools > 0 {
+				ready++
+			}
+		}
+		return ready == 3
+	})
+	t.Logf("servers: %+v", rows)
+	var names []string
+	for _, r := range rows {
+		names = append(names, r.Name)
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("servers = %v, want %v", names, want)
+	}
+
+	// events --json --since 1h: a tools snapshot per server.
+	evs := p.events(t, "--since", "1h")
+	for _, s := range want {
+		if seq, tools := lastSnapshot(evs, s); seq == 0 || len(tools) == 0 {
+			t.Errorf("no tools snapshot of %s in events", s)
+		}
+	}
+	_, before := lastSnapshot(evs, "ticketing")
+	if !slices.Contains(before, "listIssues") || slices.Contains(before, "assignIssue") {
+		t.Fatalf("ticketing tools before the control file = %v", before)
+	}
+
+	// Change ticketing's tools at run time: list_changed, then a new snapshot with the difference.
+	control := demoControlFile(p.data, "ticketing")
+	tmp := control + ".tmp"
+	if err := os.WriteFile(tmp, []byte(`{"hide":["listIssues"],"add":["assignIssue"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, control); err != nil {
+		t.Fatal(err)
+	}
+	var snapSeq uint64
+	var after []string
+	waitFor(t, "a ticketing snapshot without listIssues and with assignIssue", 400, func() bool {
+		evs = p.events(t, "--server", "ticketing")
+		snapSeq, after = lastSnapshot(evs, "ticketing")
+		return slices.Contains(after, "assignIssue") && !slices.Contains(after, "listIssues")
+	})
+	t.Logf("ticketing tools: before %v, after %v (snapshot seq %d)", before, after, snapSeq)
+	changedBefore := false
+	for _, e := range evs {
+		if e.Event.ListChanged != nil && e.Event.ListChanged.Kind == subjects.KindTools && e.Seq < snapSeq {
+			changedBefore = true
+		}
+	}
+	if !changedBefore {
+		t.Errorf("no changed event before the new ticketing snapshot (seq %d)", snapSeq)
+	}
+	// The text form shows the difference.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	text, _, err := runCmd(t, ctx, "events", "--server", "ticketing", "--nats", p.nats)
+	if err != nil || !strings.Contains(text, "+assignIssue -listIssues") {
+		t.Errorf("events text lacks the diff: %v\n%s", err, text)
+	}
+
+	// Kill the kb server's process: kb goes unavailable, then ready again; the others stay ready.
+	lastSeq := evs[len(evs)-1].Seq
+	all := p.events(t)
+	lastSeq = max(lastSeq, all[len(all)-1].Seq)
+	pid := demoChild(t, "kb")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill kb (pid %d): %v", pid, err)
+	}
+	var seen []string
+	waitFor(t, "kb unavailable then ready", 600, func() bool {
+		seen = seen[:0]
+		for _, e := range p.events(t, "--server", "kb") {
+			if s := e.Event.Status; s != nil && e.Seq > lastSeq {
+				seen = append(seen, s.Status)
+			}
+		}
+		i := slices.Index(seen, subjects.StatusUnavailable)
+		return i >= 0 && slices.Contains(seen[i:], subjects.StatusReady)
+	})
+	t.Logf("kb statuses after the kill: %v", seen)
+	for _, e := range p.events(t, "--subject", "registry.*.status") {
+		if s := e.Event.Status; e.Seq > lastSeq && s.Server != "kb" {
+			t.Errorf("%s changed status to %s after kb was killed", s.Server, s.Status)
+		}
+	}
+	waitFor(t, "kb ready in servers", 200, func() bool {
+		for _, r := range p.servers(t) {
+			if r.Name == "kb" {
+				return r.Status == subjects.StatusReady && r.Tools > 0
+			}
+		}
+		return false
+	})
+
+	// Ctrl-C: everything stops, demo server processes too.
+	if err := p.stop(t); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	waitFor(t, "demo server processes to exit", 200, func() bool { return len(demoChildren(t)) == 0 })
+	if code, _ := p.healthz(t); code != 0 {
+		t.Errorf("/healthz still answers %d after stop", code)
+	}
+}
+
+// demoChildren returns the pids of this process's children running `demo-server NAME`, by name.
+func demoChildren(t *testing.T) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("read /proc: %v", err)
+	}
+	me := os.Getpid()
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) < 2 || fields[0] == "Z" || fields[1] != strconv.Itoa(me) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		args := strings.Split(string(cmdline), "\x00")
+		if i := slices.Index(args, "demo-server"); i >= 0 && i+1 < len(args) {
+			out[args[i+1]] = pid
+		}
+	}
+	return out
+}
+
+func demoChild(t *testing.T, name string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "the "+name+" demo server process", 100, func() bool {
+		pid = demoChildren(t)[name]
+		return pid != 0
+	})
+	return pid
+}
+
+func TestUpPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, flag := range []string{"--http-listen", "--nats-listen"} {
+		args := []string{"up", "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", flag, ln.Addr().String()}
+		_, _, err := runCmd(t, ctx, args...)
+		if err == nil || !strings.Contains(err.Error(), flag+" "+ln.Addr().String()) || !strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("%s on a used port: %v", flag, err)
+		}
+	}
+}
+
+func TestUpBadConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(path, []byte("servers:\n  - {name: github, transport: http}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, err := runCmd(t, ctx, "up", "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--config", path)
+	if err == nil || err.Error() != path+": servers[0] (github): field url: required for transport http" {
+		t.Errorf("up with a bad config: %v", err)
+	}
+}
+
+func TestRoleSubcommandHelp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, args := range [][]string{{"registrysync", "--help"}, {"up", "--help"}, {"help", "demo-server"}} {
+		out, _, err := runCmd(t, ctx, args...)
+		if err != nil || !strings.Contains(out, "Usage: mcpstream ") || !strings.Contains(out, "Examples:") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+func TestUpDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockDataDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, err = runCmd(t, ctx, "up", "--data", dir, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
+	if err == nil || !strings.Contains(err.Error(), "is in use by another mcpstream process") {
+		t.Errorf("up on a locked data directory: %v", err)
+	}
+}
+
+// TestRegistrySyncRoleExternalNATS runs the registrysync role subcommand against a separate NATS
+// server, as a scaled-out deployment does: health, then the demo servers ready over NATS.
+func TestRegistrySyncRoleExternalNATS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three demo server processes (run without -short)")
+	}
+	env := natstest.Start(t)
+	p := &upProcess{data: t.TempDir(), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		p.done <- run(ctx, []string{"registrysync", "--nats", env.URL, "--data", p.data, "--http-listen", "127.0.0.1:0"}, p.out, p.errOut)
+	}()
+	t.Cleanup(func() {
+		if err := p.stop(t); err != nil {
+			t.Errorf("registrysync did not stop cleanly: %v", err)
+		}
+	})
+	waitFor(t, "the start line", 600, func() bool {
+		m := startLine.FindStringSubmatch(p.out.String())
+		if m != nil {
+			p.nats, p.http = m[1], m[2]
+		}
+		return m != nil
+	})
+	if p.nats != env.URL {
+		t.Errorf("start line names NATS %s, want %s", p.nats, env.URL)
+	}
+	waitFor(t, "/healthz 200", 1200, func() bool { code, _ := p.healthz(t); return code == http.StatusOK })
+	_, body := p.healthz(t)
+	if roles, _ := body["roles"].(map[string]any); len(roles) != 1 || roles["registrysync"] != "ready" {
+		t.Errorf("/healthz roles = %v, want only registrysync ready", body["roles"])
+	}
+	waitFor(t, "3 demo servers ready", 400, func() bool {
+		ready := 0
+		for _, r := range p.servers(t) {
+			if r.Status == subjects.StatusReady && r.Tools > 0 {
+				ready++
+			}
+		}
+		return ready == 3
+	})
+	if err := p.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(p.data, "nats")); !os.IsNotExist(err) {
+		t.Errorf("a role against external NATS created an embedded store (%v)", err)
+	}
+}
