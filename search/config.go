@@ -48,11 +48,16 @@ type Config struct {
 	// share of adjacent word pairs of its name that are adjacent in the query
 	// ("bar chart" for generate_bar_chart) (default 0.5).
 	ProximityWeight float64
-	// FileIntentWeight is the query weight of the words "write file" or "read
-	// file" when a clause of the query names a file path together with a verb
-	// of writing (save, write, export, ...) or reading (read, open, load, ...)
-	// (default 1: as if the user had typed them). Path components themselves
-	// count half, being arguments rather than intent.
+	// FileIntentWeight governs file intent: when a clause of the query names
+	// a text file or a folder (report.md, /root/notes/, not report.pdf or
+	// chart.png, whose formats have tools of their own) together with a verb
+	// of writing (save, write, export, ...) or reading (read, open, load,
+	// ...), the best tool named for that operation (write_file, save_file,
+	// read_file) takes a place of its own at the top of the results. A
+	// negative value switches file intent off; a positive one also adds the
+	// words "write file" or "read file" to the query at that weight (default
+	// 0: they are not added). Path components count half in any case, being
+	// arguments rather than intent.
 	FileIntentWeight float64
 	// MinIDF is the score floor: a tool is returned only if the distinct query
 	// terms it contains (words of the query or implied by it, not related
@@ -79,9 +84,10 @@ type config struct {
 	pathTokW    float64
 	srvName     float64
 	proximity   float64
-	fileOpW     float64
-	rerankDepth int // candidates reranked by coverage and proximity
-	maxTerms    int // query terms scored, the most informative (weight × IDF)
+	fileOp      bool    // file intent on
+	fileOpW     float64 // query weight of the implied words (0: not added)
+	rerankDepth int     // candidates reranked by coverage and proximity
+	maxTerms    int     // query terms scored, the most informative (weight × IDF)
 }
 
 func resolve(c Config) config {
@@ -103,7 +109,8 @@ func resolve(c Config) config {
 		synonym:     pick(c.SynonymWeight, 0.3),
 		coverage:    pick(c.NameCoverageWeight, 0.5),
 		proximity:   pick(c.ProximityWeight, 0.5),
-		fileOpW:     pick(c.FileIntentWeight, 1),
+		fileOp:      !(c.FileIntentWeight < 0),
+		fileOpW:     pick(c.FileIntentWeight, 0),
 		minIDF:      pick(c.MinIDF, 1),
 		defK:        c.DefaultK,
 		maxK:        c.MaxK,

@@ -17,9 +17,11 @@
 // rest of it, parameter names and descriptions, server name, tags. Field
 // lengths are one-byte codes. Server descriptions are indexed once per
 // server, not per tool. A search touches only the postings of its terms, at
-// most the 32 most informative (query weight × IDF) of a verbose request: no
-// query scans the catalog. Removed tools leave tombstone slots that are
-// reclaimed, along with unused terms, when they outnumber the live ones.
+// most the 32 most informative (query weight × IDF) of a verbose request, and
+// those of "write file" or "read file" when the request implies that file
+// operation and its own ranking has no tool for it: no query scans the
+// catalog. Removed tools leave tombstone slots that are reclaimed, along with
+// unused terms, when they outnumber the live ones.
 //
 // Index is safe for concurrent use: searches share a read lock, Upsert and
 // Remove take the write lock. Query.Allow runs under the read lock.
@@ -51,10 +53,15 @@
 //   - multiplicative boosts for a tool whose name terms, or whose server name
 //     terms, the query contains (IDF-weighted share), and whose adjacent name
 //     words are adjacent in the query ("bar chart" → generate_bar_chart);
-//   - file intent: in a clause that names a file path, a verb of writing
-//     (save, write, export, ...) or of reading (read, open, load, ...) adds
-//     the words "write file" or "read file" as if typed; path components
-//     themselves weigh half (they are arguments, not intent);
+//   - file intent: when a clause names a text file or a folder (report.md,
+//     /root/notes/; not report.pdf or chart.png, whose formats have tools of
+//     their own) with a verb of writing (save, write, export, ...) or of
+//     reading (read, open, load, ...), the operation is a need of its own: the
+//     best tool named for it (write_file, save_file, read_file: the words of
+//     the operation or related words in its name) takes a place at the top,
+//     after exact mentions, instead of competing through added query words
+//     with the tools for the rest of the request. Path components weigh half
+//     (they are arguments, not intent);
 //   - exact mentions of a public name (server__tool) or of a multi-word
 //     original name (create_issue) put those tools first.
 //

@@ -34,6 +34,11 @@ func TestExperiments(t *testing.T) {
 		{"- name coverage", Config{NameCoverageWeight: off}},
 		{"- name proximity", Config{ProximityWeight: off}},
 		{"- file intent", Config{FileIntentWeight: off}},
+		// The file operation takes a place of its own; its words may also
+		// be added to the query (the earlier design, at weight 1).
+		{"+ file intent words at 0.5", Config{FileIntentWeight: 0.5}},
+		{"+ file intent words at 1", Config{FileIntentWeight: 1}},
+		{"+ file intent words at 1.5", Config{FileIntentWeight: 1.5}},
 	}
 	for _, v := range variants {
 		m, _ := runEval(tools, queries, v.cfg)

@@ -24,6 +24,7 @@ type parsedQuery struct {
 	terms  []queryTerm // words, then related and implied words
 	chunks []string    // lower-cased identifier-like words, for exact name matches
 	pairs  [][2]string // adjacent words (stop words skipped), for name proximity
+	ops    [][]string  // file operations the query implies ("write file")
 }
 
 // parseQuery analyzes a query once: its terms with weights, the adjacent
@@ -57,7 +58,8 @@ func (c *config) parseQuery(text string) parsedQuery {
 		for _, word := range strings.Fields(clause) {
 			w := 1.0
 			if isPath(word) {
-				clausePath, paths = true, true
+				paths = true
+				clausePath = clausePath || isTextPath(word)
 				w = c.pathTokW
 			}
 			tokenize(word, maxQueryBytes, func(t string, joined bool) {
@@ -92,7 +94,10 @@ func (c *config) parseQuery(text string) parsedQuery {
 			}
 		}
 	}
-	if c.fileOpW > 0 {
+	if c.fileOp {
+		pq.ops = ops
+	}
+	if c.fileOp && c.fileOpW > 0 {
 		for _, op := range ops {
 			for _, t := range op {
 				if i := add(t, c.fileOpW, false); i >= 0 {
@@ -160,6 +165,28 @@ var fileExts = map[string]bool{
 	"svg": true, "webp": true, "mp3": true, "wav": true, "mp4": true, "zip": true, "tar": true,
 	"gz": true, "log": true, "py": true, "go": true, "ts": true, "tsx": true, "jsx": true,
 	"sql": true, "sh": true, "bib": true, "tex": true, "ipynb": true,
+}
+
+// binaryExts are extensions of files that a generic file tool does not
+// read or write as text: documents, spreadsheets, slides, media, archives.
+// Their formats have tools of their own (a PDF converter, a spreadsheet
+// reader, a chart generator that saves a PNG).
+var binaryExts = map[string]bool{
+	"pdf": true, "doc": true, "docx": true, "xls": true, "xlsx": true, "ppt": true, "pptx": true,
+	"png": true, "jpg": true, "jpeg": true, "gif": true, "webp": true, "mp3": true, "wav": true,
+	"mp4": true, "zip": true, "tar": true, "gz": true,
+}
+
+// isTextPath reports whether a path (see isPath) names a text file or a
+// folder rather than a file of a binary format.
+func isTextPath(word string) bool {
+	word = strings.Trim(word, "\"'`‘’“”()[]{}<>,;:!?")
+	word = strings.TrimRight(word, ".")
+	base := word[strings.LastIndexAny(word, "/\\")+1:]
+	if i := strings.LastIndexByte(base, '.'); i > 0 && i < len(base)-1 {
+		return !binaryExts[lower(base[i+1:])]
+	}
+	return true
 }
 
 // isPath reports whether a whitespace-delimited word looks like a file path

@@ -63,6 +63,10 @@ type scratch struct {
 	qw           []float32
 	idf          []float32
 	termsTouched []uint32
+	// parent, in the search for a file operation a query implies, is the
+	// scratch of the query: Allow verdicts are shared, so Allow runs once
+	// per tool and query.
+	parent *scratch
 }
 
 type cand struct {
@@ -100,6 +104,7 @@ func (ix *Index) putScratch(sc *scratch) {
 	}
 	clear(sc.norm[:])
 	sc.touched, sc.srvTouched, sc.cands, sc.termsTouched = sc.touched[:0], sc.srvTouched[:0], sc.cands[:0], sc.termsTouched[:0]
+	sc.parent = nil
 	ix.pool.Put(sc)
 }
 
@@ -118,7 +123,8 @@ type resolvedTerm struct {
 // (Config.ServerWeight); times the server's coverage of the query, the
 // tool name's coverage, the server name's coverage and the name's adjacency
 // with the query (see Config). Tools the query names exactly (public name or
-// multi-word original name) come first.
+// multi-word original name) come first, then the tool for a file operation
+// the query implies (see Config.FileIntentWeight).
 func (ix *Index) Search(q Query) []Hit {
 	cfg := &ix.cfg
 	k := q.K
@@ -139,6 +145,26 @@ func (ix *Index) Search(q Query) []Hit {
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
 
+	top, exact := ix.rank(sc, &pq, q.Allow, k)
+	if len(pq.ops) > 0 {
+		top = ix.placeFileOps(sc, pq.ops, top, exact, q.Allow)
+	}
+	if len(top) == 0 {
+		return nil
+	}
+	top = top[:min(k, len(top))]
+	hits := make([]Hit, len(top))
+	for i, c := range top {
+		hits[i] = Hit{ID: ix.docs[c.slot].id, Score: c.score}
+	}
+	return hits
+}
+
+// rank scores pq and returns the head of the ranking (at least k deep when
+// there are that many candidates), best first, and how many of its first
+// tools are there because the query names them exactly.
+func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k int) ([]cand, int) {
+	cfg := &ix.cfg
 	n := float64(ix.live)
 	terms := make([]resolvedTerm, 0, len(pq.terms))
 	queryMass := 0.0
@@ -182,7 +208,7 @@ func (ix *Index) Search(q Query) []Hit {
 			queryMass += t.w * t.idf
 		}
 	}
-	ix.scoreTerms(sc, terms, q.Allow)
+	ix.scoreTerms(sc, terms, allow)
 
 	// Candidates: tools over the floor (enough distinctive query words
 	// matched; on tiny catalogs even a word found in one tool has a low IDF,
@@ -213,12 +239,13 @@ func (ix *Index) Search(q Query) []Hit {
 	for _, c := range pq.chunks {
 		for level, m := range []map[string][]uint32{ix.byName, ix.byLowerID} {
 			for _, d := range m[c] {
-				if ix.verdict(sc, d, q.Allow) == slotAllowed {
+				if ix.verdict(sc, d, allow) == slotAllowed {
 					exact[d] = max(exact[d], uint8(level+1))
 				}
 			}
 		}
 	}
+	nExact := len(exact)
 	if len(exact) > 0 {
 		best := 0.0
 		for _, c := range top {
@@ -234,16 +261,8 @@ func (ix *Index) Search(q Query) []Hit {
 			top = append(top, cand{d, float64(e)*(best+1) + ix.withServer(float64(sc.slots[d].score), &sc.srv[ix.hot[d].srv], terms, queryMass)})
 		}
 	}
-	if len(top) == 0 {
-		return nil
-	}
 	slices.SortFunc(top, ix.compare)
-	top = top[:min(k, len(top))]
-	hits := make([]Hit, len(top))
-	for i, c := range top {
-		hits[i] = Hit{ID: ix.docs[c.slot].id, Score: c.score}
-	}
-	return hits
+	return top, nExact
 }
 
 // verdict returns the Allow state of slot d, asking allow on first sight.
@@ -252,7 +271,9 @@ func (ix *Index) verdict(sc *scratch, d uint32, allow func(string) bool) uint8 {
 	if st.state == slotNew {
 		sc.touched = append(sc.touched, d)
 		st.state = slotAllowed
-		if allow != nil && !allow(ix.docs[d].id) {
+		if sc.parent != nil {
+			st.state = ix.verdict(sc.parent, d, allow)
+		} else if allow != nil && !allow(ix.docs[d].id) {
 			st.state = slotDenied
 		}
 	}
@@ -475,4 +496,79 @@ func (ix *Index) selectTop(cs []cand, n int) []cand {
 	}
 	slices.SortFunc(ties, ix.compare)
 	return append(kept, ties[:n-len(kept)]...)
+}
+
+// placeFileOps gives each file operation the query implies ("write file")
+// a place of its own at the top of the ranking, after tools the query names
+// exactly and before the tools for the rest of the request: the operation is
+// one of the request's needs, and the surest. The place goes to the
+// highest-ranked tool of the head named for the operation (its name has
+// each word of the operation or a related word: write_file, save_file),
+// else to the best tool named for it that a search for the operation alone
+// finds. A catalog with no tool named for it gets nothing added.
+func (ix *Index) placeFileOps(sc *scratch, ops [][]string, top []cand, exact int, allow func(string) bool) []cand {
+	for oi, op := range ops {
+		pos := min(exact+oi, len(top))
+		// The op's words and, for each, its related words (save for write).
+		var want [][]uint32
+		for _, t := range op {
+			var alts []uint32
+			for _, w := range append([]string{t}, related[t]...) {
+				if id, ok := ix.dict[w]; ok {
+					alts = append(alts, id)
+				}
+			}
+			if len(alts) == 0 {
+				break
+			}
+			want = append(want, alts)
+		}
+		if len(want) < len(op) {
+			continue
+		}
+		named := func(d uint32) bool {
+			rec := &ix.docs[d]
+			name := rec.terms[:rec.nName]
+			for _, alts := range want {
+				if !slices.ContainsFunc(alts, func(t uint32) bool { return slices.Contains(name, t) }) {
+					return false
+				}
+			}
+			return true
+		}
+		found := slices.IndexFunc(top, func(c cand) bool { return named(c.slot) })
+		if found >= 0 && found <= pos {
+			continue
+		}
+		var c cand
+		if found >= 0 {
+			c = top[found]
+			top = slices.Delete(top, found, found+1)
+		} else {
+			pq := ix.cfg.parseQuery(strings.Join(op, " "))
+			osc := ix.getScratch()
+			osc.parent = sc
+			list, _ := ix.rank(osc, &pq, allow, 1)
+			ix.putScratch(osc)
+			i := slices.IndexFunc(list, func(c cand) bool { return named(c.slot) })
+			if i < 0 {
+				continue
+			}
+			c = list[i]
+			if i := slices.IndexFunc(top, func(x cand) bool { return x.slot == c.slot }); i >= 0 {
+				top = slices.Delete(top, i, i+1)
+			}
+		}
+		// Score it between its neighbours, so scores stay ordered.
+		switch {
+		case pos == 0 && len(top) > 0:
+			c.score = top[0].score + 1
+		case pos < len(top):
+			c.score = (top[pos-1].score + top[pos].score) / 2
+		case pos > 0:
+			c.score = top[pos-1].score / 2
+		}
+		top = slices.Insert(top, pos, c)
+	}
+	return top
 }

@@ -375,3 +375,73 @@ func TestHostileDoc(t *testing.T) {
 		t.Errorf("catalog disturbed: %v, was %v", after, before)
 	}
 }
+
+func TestSearchFileIntent(t *testing.T) {
+	ix := newSmall(t)
+	ix.Upsert(Doc{ID: "chart__bar_chart", Server: "chart", ServerDescription: "Charts.",
+		Name: "generate_bar_chart", Description: "Generate a bar chart and save it as a PNG image.",
+		Params: []Param{{"data", "Values"}, {"output", "Output image path"}}})
+	ix.Upsert(Doc{ID: "fs2__save_file", Server: "fs2", ServerDescription: "Another filesystem.",
+		Name: "save_file", Description: "Save text to disk."})
+	tests := []struct {
+		q     string
+		first string // "" when no file operation should lead
+	}{
+		// A verb of writing with a text file: a write tool leads (save_file
+		// matches "save" itself).
+		{"get the weather forecast for Paris and save it to /root/notes/paris.md", "fs2__save_file"},
+		{"get the weather forecast for Paris and write it to /root/notes/paris.md", "fs__write_file"},
+		// A verb of reading with a text file.
+		{"open /var/log/app.log and create an issue about the errors", "fs__read_file"},
+		// A binary format has tools of its own: nothing is forced first.
+		{"plot a bar chart of the sales and save it to /root/figs/sales.png", ""},
+		// An exact mention stays first.
+		{"github__list_issues then write them to issues.txt", "github__list_issues"},
+	}
+	for _, tt := range tests {
+		hits := ix.Search(Query{Text: tt.q})
+		if len(hits) == 0 {
+			t.Errorf("%q: no hits", tt.q)
+			continue
+		}
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Score > hits[i-1].Score {
+				t.Errorf("%q: scores not ordered: %v", tt.q, hits)
+			}
+		}
+		if tt.first != "" && hits[0].ID != tt.first {
+			t.Errorf("%q: first %s, want %s (all %v)", tt.q, hits[0].ID, tt.first, ids(hits))
+		}
+		if tt.first == "" && (hits[0].ID == "fs__write_file" || hits[0].ID == "fs2__save_file") {
+			t.Errorf("%q: a file write leads: %v", tt.q, ids(hits))
+		}
+	}
+	// The write tool of the catalog that Allow permits fills the place,
+	// found by a search for the operation alone when the request's own
+	// ranking has none; Allow still runs once per tool.
+	calls := map[string]int{}
+	allow := func(id string) bool { calls[id]++; return id != "fs2__save_file" }
+	hits := ix.Search(Query{Text: "get the weather forecast for Paris and save it to /root/notes/paris.md", Allow: allow})
+	if len(hits) == 0 || hits[0].ID != "fs__write_file" {
+		t.Errorf("with fs2__save_file denied: got %v, want fs__write_file first", ids(hits))
+	}
+	// K = 1: the head holds no write tool, a search for the operation
+	// alone finds it, sharing the Allow verdicts.
+	hits = ix.Search(Query{Text: "get the weather forecast for Paris and write it to /root/notes/paris.md", K: 1, Allow: allow})
+	if !slices.Equal(ids(hits), []string{"fs__write_file"}) {
+		t.Errorf("K=1: got %v, want [fs__write_file]", ids(hits))
+	}
+	for id, n := range calls {
+		if n > 2 { // once per search
+			t.Errorf("Allow called %d times for %s in two searches", n, id)
+		}
+	}
+	// Switched off, nothing is forced.
+	off := New(Config{FileIntentWeight: -1})
+	for _, d := range smallCatalog() {
+		off.Upsert(d)
+	}
+	if hits := off.Search(Query{Text: "get the weather forecast for Paris and save it to /root/notes/paris.md"}); len(hits) == 0 || hits[0].ID != "weather__get_forecast" {
+		t.Errorf("file intent off: got %v, want weather__get_forecast first", ids(hits))
+	}
+}

@@ -115,3 +115,18 @@ func TestLenCode(t *testing.T) {
 		t.Errorf("largest code %d < %d", codeLen[255], maxFieldTokens)
 	}
 }
+
+func TestIsTextPath(t *testing.T) {
+	for word, want := range map[string]bool{
+		"/root/markdown/report.md": true, "notes.txt,": true, "/root/code/": true, "./data": true,
+		"C:\\work\\a.csv": true, "`/root/code/middleware.ts`": true,
+		"/root/pdf/report.pdf": false, "sale.png": false, "/root/word/CV.docx.": false, "/x/Data.XLSX": false,
+	} {
+		if !isPath(word) {
+			t.Errorf("isPath(%q) = false", word)
+		}
+		if got := isTextPath(word); got != want {
+			t.Errorf("isTextPath(%q) = %v, want %v", word, got, want)
+		}
+	}
+}
