@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/indexer"
+	"github.com/mcpstream/mcpstream/natsembed"
+	"github.com/mcpstream/mcpstream/search"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func init() {
+	register(command{
+		name:    "eval",
+		summary: "measure retrieval quality of the catalog search (eval retrieval)",
+		run:     runEval,
+	})
+}
+
+const evalHelp = `
+eval retrieval loads a tool catalog through the real indexing path and runs every query through
+the real search path, then prints retrieval quality:
+
+  1. an embedded NATS server with JetStream starts in a temporary directory (no TCP listener);
+  2. each server of --tools is published to the registry stream as one tools snapshot (items
+     {name, description, inputSchema} as in the file; the server's description from
+     server_description), after a "ready" status;
+  3. an indexer replica (Badger in a temporary directory) replays the stream and serves the
+     catalog service;
+  4. every query of --queries is sent as a catalog search request over NATS (local principal,
+     k = --k), and the ranked public names are scored against the query's gold groups
+     ("server::name" mapped to the public name server__name).
+
+Metrics (group-aware, the definitions of shared/eval/retrieval/PROVENANCE.md):
+  recall@k     share of a query's gold groups with a member in the top k (k = 1, 5, 10)
+  complete@k   1 when every gold group has a member in the top k (k = 5, 10)
+  ndcg@10      binary gain per group at the rank of its first member, normalized
+  mrr          1 / rank of the first gold tool
+each averaged over the queries that have gold groups.
+
+--tools: JSON lines {"id","server","server_description","name","description","inputSchema"}.
+--queries: JSON lines {"id","query","gold_groups":[["server::name",...],...]} (gold_tools, each
+its own group, when gold_groups is absent).
+--json prints {"queries","recall@1","recall@5","recall@10","complete@5","complete@10","ndcg@10","mrr"}.
+--per-query also prints each query's top results (* marks a gold tool).
+
+Example:
+  mcpstream eval retrieval --tools ../shared/eval/retrieval/tools.jsonl \
+      --queries ../shared/eval/retrieval/queries-dev.jsonl`
+
+// evalTool is one line of the --tools file.
+type evalTool struct {
+	ID                string          `json:"id"`
+	Server            string          `json:"server"`
+	ServerDescription string          `json:"server_description"`
+	Name              string          `json:"name"`
+	Description       string          `json:"description"`
+	InputSchema       json.RawMessage `json:"inputSchema"`
+}
+
+// evalQuery is one line of the --queries file.
+type evalQuery struct {
+	ID         string     `json:"id"`
+	Query      string     `json:"query"`
+	GoldGroups [][]string `json:"gold_groups"`
+	GoldTools  []string   `json:"gold_tools"`
+}
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "retrieval" {
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+			fmt.Fprintf(stdout, "Usage: mcpstream eval retrieval --tools FILE --queries FILE [flags]\n\n%s\n", strings.TrimSpace(evalHelp))
+			return nil
+		}
+		fmt.Fprintf(stderr, "Usage: mcpstream eval retrieval --tools FILE --queries FILE [flags]\n")
+		return exitCode(2)
+	}
+	fs := newFlagSet("eval retrieval", "eval retrieval --tools FILE --queries FILE [flags]", evalHelp)
+	toolsPath := fs.String("tools", "", "tool catalog, JSON lines (required)")
+	queriesPath := fs.String("queries", "", "queries with gold groups, JSON lines (required)")
+	k := fs.Int("k", 10, fmt.Sprintf("results per query, 1..%d (metrics @10 need 10)", indexer.MaxK))
+	asJSON := fs.Bool("json", false, "print the metrics as one JSON object")
+	perQuery := fs.Bool("per-query", false, "print each query's results")
+	rest, err := parseFlags(fs, args[1:], stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 || *toolsPath == "" || *queriesPath == "" {
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return exitCode(2)
+	}
+	if *k < 1 || *k > indexer.MaxK {
+		return fmt.Errorf("eval: --k %d out of range 1..%d", *k, indexer.MaxK)
+	}
+	tools, err := readJSONLines[evalTool](*toolsPath)
+	if err != nil {
+		return err
+	}
+	queries, err := readJSONLines[evalQuery](*queriesPath)
+	if err != nil {
+		return err
+	}
+	res, err := evalRetrieval(ctx, tools, queries, *k)
+	if err != nil {
+		return err
+	}
+	if *perQuery {
+		for i, q := range queries {
+			gold := map[string]bool{}
+			for _, g := range res.gold[i] {
+				for _, n := range g {
+					gold[n] = true
+				}
+			}
+			fmt.Fprintf(stdout, "%s %s\n", q.ID, termClip(q.Query, 100))
+			for r, n := range res.results[i] {
+				mark := " "
+				if gold[n] {
+					mark = "*"
+				}
+				fmt.Fprintf(stdout, "  %s%2d %s\n", mark, r+1, n)
+			}
+		}
+	}
+	m := res.metrics
+	if *asJSON {
+		return printJSON(stdout, m)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "queries\t%d\t(%d tools, %d servers)\n", m.Queries, len(tools), res.servers)
+	for _, row := range []struct {
+		name string
+		v    float64
+	}{{"recall@1", m.RecallAt1}, {"recall@5", m.RecallAt5}, {"recall@10", m.RecallAt10},
+		{"complete@5", m.CompleteAt5}, {"complete@10", m.CompleteAt10}, {"ndcg@10", m.NDCGAt10}, {"mrr", m.MRR}} {
+		fmt.Fprintf(tw, "%s\t%.3f\n", row.name, row.v)
+	}
+	return tw.Flush()
+}
+
+type evalResult struct {
+	metrics search.Metrics
+	results [][]string   // per query: public names, best first
+	gold    [][][]string // per query: groups of public names
+	servers int
+}
+
+// evalRetrieval runs the evaluation through embedded NATS, an indexer replica and the catalog
+// service.
+func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k int) (evalResult, error) {
+	var out evalResult
+	tmp, err := os.MkdirTemp("", "mcpstream-eval-")
+	if err != nil {
+		return out, err
+	}
+	defer os.RemoveAll(tmp)
+	srv, err := natsembed.Start(natsembed.Config{StoreDir: tmp + "/nats", Listen: "none"})
+	if err != nil {
+		return out, err
+	}
+	defer srv.Shutdown()
+	nc, err := srv.Connect()
+	if err != nil {
+		return out, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return out, err
+	}
+	if err := subjects.EnsureStreams(ctx, js, subjects.StreamOptions{}); err != nil {
+		return out, err
+	}
+
+	// One snapshot per server, in the order servers first appear.
+	var order []string
+	byServer := map[string][]evalTool{}
+	for _, t := range tools {
+		if _, ok := byServer[t.Server]; !ok {
+			order = append(order, t.Server)
+		}
+		byServer[t.Server] = append(byServer[t.Server], t)
+	}
+	out.servers = len(order)
+	var last uint64
+	for _, name := range order {
+		sn := evalSnapshot(name, byServer[name])
+		st := subjects.Status{V: subjects.Version, Type: subjects.EventStatus, Server: name, Status: subjects.StatusReady, At: sn.ListedAt}
+		for _, m := range []struct {
+			subject string
+			v       any
+		}{{subjects.RegistryStatus(name), st}, {subjects.RegistrySnapshot(name, subjects.KindTools), sn}} {
+			data, err := json.Marshal(m.v)
+			if err != nil {
+				return out, err
+			}
+			ack, err := js.Publish(ctx, m.subject, data)
+			if err != nil {
+				return out, fmt.Errorf("publish %s: %w", name, err)
+			}
+			last = ack.Sequence
+		}
+	}
+
+	cat, err := indexer.Open(indexer.Config{Dir: tmp + "/catalog", Log: zerolog.Nop(), Replica: "eval"})
+	if err != nil {
+		return out, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 2)
+	go func() { errc <- cat.Follow(rctx, js) }()
+	go func() { errc <- cat.Serve(rctx, nc) }()
+	defer func() {
+		cancel()
+		<-errc
+		<-errc
+		cat.Close()
+	}()
+	// Wait (bounded) until the replica has applied everything and serves.
+	cl := indexer.Client{NC: nc, Timeout: 10 * time.Second}
+	ready := false
+	for range 6000 {
+		if cat.Seq() >= last && cat.Ready() {
+			if _, err := cl.Servers(ctx, subjects.ServersRequest{V: subjects.Version}); err == nil {
+				ready = true
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case err := <-errc:
+			return out, fmt.Errorf("indexer: %w", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if !ready {
+		return out, errors.New("eval: the indexer replica did not catch up within 60s")
+	}
+
+	for _, q := range queries {
+		groups := q.GoldGroups
+		if len(groups) == 0 {
+			for _, id := range q.GoldTools {
+				groups = append(groups, []string{id})
+			}
+		}
+		var gold [][]string
+		for _, g := range groups {
+			var pg []string
+			for _, id := range g {
+				server, name, ok := strings.Cut(id, "::")
+				if !ok {
+					return out, fmt.Errorf("query %s: gold id %q is not server::name", q.ID, id)
+				}
+				pg = append(pg, subjects.PublicName(server, name))
+			}
+			gold = append(gold, pg)
+		}
+		rep, err := cl.Search(ctx, subjects.SearchRequest{V: subjects.Version, Query: q.Query, K: k, Detail: subjects.DetailName})
+		if err != nil {
+			return out, fmt.Errorf("query %s: %w", q.ID, err)
+		}
+		var names []string
+		if rep.Error != nil {
+			// A query the service refuses (empty, too long) counts as no results.
+			fmt.Fprintf(os.Stderr, "mcpstream eval: query %s: %s: %s\n", q.ID, rep.Error.Code, rep.Error.Message)
+		}
+		for _, t := range rep.Tools {
+			names = append(names, t.Name)
+		}
+		out.results = append(out.results, names)
+		out.gold = append(out.gold, gold)
+	}
+	out.metrics = search.Evaluate(out.results, out.gold)
+	return out, nil
+}
+
+// evalSnapshot is the tools snapshot of one server of the evaluation catalog.
+func evalSnapshot(server string, tools []evalTool) subjects.Snapshot {
+	sn := subjects.Snapshot{
+		V: subjects.Version, Type: subjects.EventSnapshot, Server: server, Kind: subjects.KindTools,
+		ListedAt: time.Now().UTC(), Pages: 1, Items: []json.RawMessage{},
+	}
+	for _, t := range tools {
+		if t.ServerDescription != "" && sn.Info == nil {
+			sn.Info = &subjects.ServerInfo{Description: t.ServerDescription}
+		}
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		item, _ := json.Marshal(struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}{t.Name, t.Description, schema})
+		sn.Items = append(sn.Items, item)
+	}
+	return sn
+}
+
+// readJSONLines reads one JSON value per non-empty line.
+func readJSONLines[T any](path string) ([]T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpstream/mcpstream/search"
+)
+
+func TestEvalRetrieval(t *testing.T) {
+	out, errOut, err := catRun(t, "eval", "retrieval", "--tools", "testdata/eval_tools.jsonl",
+		"--queries", "testdata/eval_queries.jsonl", "--json")
+	if err != nil {
+		t.Fatalf("eval: %v\n%s", err, errOut)
+	}
+	var got map[string]float64
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not a JSON object: %v\n%s", err, out)
+	}
+	for _, key := range []string{"queries", "recall@1", "recall@5", "recall@10", "complete@5", "complete@10", "ndcg@10", "mrr"} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("no %q in %s", key, out)
+		}
+	}
+	// q1, q2 and q3 find all their gold tools in the top 5 (q2's two groups count as one query);
+	// q4 finds nothing (the score floor); q5 has no gold and does not count.
+	if got["queries"] != 4 {
+		t.Errorf("queries = %v, want 4", got["queries"])
+	}
+	if r := got["recall@5"]; math.Abs(r-0.75) > 1e-9 {
+		t.Errorf("recall@5 = %v, want 0.75", r)
+	}
+	if c := got["complete@5"]; math.Abs(c-0.75) > 1e-9 {
+		t.Errorf("complete@5 = %v, want 0.75", c)
+	}
+
+	// Per query and text output.
+	out, _, err = catRun(t, "eval", "retrieval", "--tools", "testdata/eval_tools.jsonl",
+		"--queries", "testdata/eval_queries.jsonl", "--per-query")
+	if err != nil || !strings.Contains(out, "q1 open an issue") || !strings.Contains(out, "* 1 github__create_issue") ||
+		!strings.Contains(out, "recall@5") {
+		t.Errorf("text output: %v\n%s", err, out)
+	}
+}
+
+func TestEvalRetrievalErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"id\":\"x\"}\nnot json\n"), 0o644)
+	badGold := filepath.Join(dir, "gold.jsonl")
+	os.WriteFile(badGold, []byte(`{"id":"q","query":"x","gold_groups":[["no-separator"]]}`+"\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no subcommand", []string{"eval"}, ""},
+		{"missing queries", []string{"eval", "retrieval", "--tools", "testdata/eval_tools.jsonl"}, ""},
+		{"bad line", []string{"eval", "retrieval", "--tools", bad, "--queries", "testdata/eval_queries.jsonl"}, "bad.jsonl:2"},
+		{"bad gold", []string{"eval", "retrieval", "--tools", "testdata/eval_tools.jsonl", "--queries", badGold}, "server::name"},
+		{"missing file", []string{"eval", "retrieval", "--tools", filepath.Join(dir, "none"), "--queries", badGold}, "no such file"},
+		{"bad k", []string{"eval", "retrieval", "--tools", "testdata/eval_tools.jsonl", "--queries", badGold, "--k", "0"}, "out of range"},
+	}
+	for _, tt := range tests {
+		_, _, err := catRun(t, tt.args...)
+		var code exitCode
+		switch {
+		case err == nil:
+			t.Errorf("%s: no error", tt.name)
+		case tt.want == "" && !(errors.As(err, &code) && code == 2):
+			t.Errorf("%s: %v, want exit status 2", tt.name, err)
+		case tt.want != "" && !strings.Contains(err.Error(), tt.want):
+			t.Errorf("%s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestEvalRetrievalDev runs the development queries (shared/eval/retrieval, next to the
+// repository) through the real path and guards the acceptance floor.
+func TestEvalRetrievalDev(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "shared", "eval", "retrieval")
+	if _, err := os.Stat(filepath.Join(dir, "tools.jsonl")); err != nil {
+		t.Skipf("evaluation data absent: %v", err)
+	}
+	out, errOut, err := catRun(t, "eval", "retrieval", "--tools", filepath.Join(dir, "tools.jsonl"),
+		"--queries", filepath.Join(dir, "queries-dev.jsonl"), "--json")
+	if err != nil {
+		t.Fatalf("eval: %v\n%s", err, errOut)
+	}
+	var m search.Metrics
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("queries-dev through NATS and an indexer replica: %+v", m)
+	if m.Queries != 50 || m.RecallAt5 < 0.45 {
+		t.Errorf("queries %d, recall@5 %.3f (want 50 and >= 0.45)", m.Queries, m.RecallAt5)
+	}
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/mcpstream/mcpstream/indexer"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func init() {
+	register(command{
+		name:    "search",
+		summary: "search the tool catalog (what search_tools answers), permission-filtered",
+		run:     runSearch,
+	})
+}
+
+const searchHelp = `
+Searches the catalog through the catalog service (an indexer replica must run: ` + "`mcpstream up`" + `
+or ` + "`mcpstream indexer`" + `). Ranking is lexical (BM25F over tool names split on _ - and
+camelCase, titles, descriptions, parameter names and descriptions, and the server's name and
+description; exact names boosted; Chinese and Japanese text searchable). A query that matches
+nothing returns nothing.
+
+Only tools the principal may call are candidates: the policy and private cache scopes filter
+before ranking. Unavailable, stale, removed and revoked tools are left out unless --all (which
+still never shows removed or revoked ones).
+
+QUERY may be several words; "select:NAME[,NAME]" returns those exact tools (public names).
+
+Detail levels: name (names only), summary (name, one-line description, server, labels, state;
+the default), full (adds input and output schema, annotations, cache scope, TTL, listing time).
+
+Labels: read-only, destructive, idempotent, open-world (the tool's annotations), needs-approval
+(the policy), and the state when it is not fresh (expired, stale, unavailable).
+
+--json prints a JSON array, best first: [{"name","server","tool","title","description","score",
+"labels","state",...}, ...]. On an error it prints {"error":{"code","message"}} and exits 1.
+
+Examples:
+  mcpstream search "open a ticket for a bug"
+  mcpstream search "search logs" --k 3 --detail full --json
+  mcpstream search "select:ticketing__createIssue,kb__get_document"
+  mcpstream search "refund policy" --principal acme/alice:support,oncall --tags read-only`
+
+// searchResult is one line of `search --json`: the catalog's ToolInfo with the score always
+// present.
+type searchResult struct {
+	subjects.ToolInfo
+	Score float64 `json:"score"`
+}
+
+func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cf clientFlags
+	fs := newFlagSet("search", "search QUERY [flags]", searchHelp)
+	cf.register(fs, true)
+	k := fs.Int("k", indexer.DefaultK, fmt.Sprintf("number of results, 1..%d", indexer.MaxK))
+	detail := fs.String("detail", subjects.DetailSummary, "detail level: name, summary or full")
+	servers := fs.String("servers", "", "only tools of these servers (comma-separated)")
+	tags := fs.String("tags", "", "only tools with every one of these labels (comma-separated), e.g. read-only")
+	all := fs.Bool("all", false, "include stale and unavailable tools (never removed or revoked ones)")
+	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the catalog service")
+	rest, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	query := strings.TrimSpace(strings.Join(rest, " "))
+	if query == "" {
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return exitCode(2)
+	}
+	pr, err := catalogPrincipal(&cf)
+	if err != nil {
+		return err
+	}
+	nc, _, err := cf.connect("search")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	req := subjects.SearchRequest{
+		V: subjects.Version, Query: query, K: *k, Detail: *detail, Principal: pr,
+		Servers: splitList(*servers), Tags: splitList(*tags), IncludeUnavailable: *all,
+	}
+	rep, err := indexer.Client{NC: nc, Timeout: *timeout}.Search(ctx, req)
+	if err != nil {
+		return err
+	}
+	if rep.Error != nil {
+		return catalogFailure(stdout, cf.JSON, rep.Error)
+	}
+	if cf.JSON {
+		out := make([]searchResult, len(rep.Tools))
+		for i, t := range rep.Tools {
+			out[i] = searchResult{ToolInfo: t, Score: t.Score}
+		}
+		return printJSON(stdout, out)
+	}
+	if len(rep.Tools) == 0 {
+		fmt.Fprintln(stdout, "no tool matches")
+		return nil
+	}
+	for i, t := range rep.Tools {
+		if req.Detail == subjects.DetailName {
+			fmt.Fprintln(stdout, t.Name)
+			continue
+		}
+		printToolHead(stdout, i+1, t)
+		if req.Detail == subjects.DetailFull {
+			printToolFull(stdout, t)
+		}
+	}
+	return nil
+}
+
+// catalogPrincipal parses --principal [TENANT/]USER[:ROLE,ROLE] and --roles.
+func catalogPrincipal(cf *clientFlags) (subjects.Principal, error) {
+	p, roles, _ := strings.Cut(cf.Principal, ":")
+	if cf.Roles != "" {
+		roles = strings.Trim(roles+","+cf.Roles, ",")
+	}
+	return parsePrincipal(p, roles)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// catalogFailure reports a catalog error: as {"error":...} on stdout with --json, else as the
+// command's error; the exit status is 1 either way.
+func catalogFailure(stdout io.Writer, asJSON bool, e *subjects.Error) error {
+	if asJSON {
+		if err := printJSON(stdout, map[string]any{"error": e}); err != nil {
+			return err
+		}
+		return exitCode(1)
+	}
+	msg := e.Code + ": " + e.Message
+	if e.Reason != "" {
+		msg += " (" + e.Reason + ")"
+	}
+	return errors.New(msg)
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// printToolHead prints a summary entry: rank, name, server, score, labels, one-line description.
+func printToolHead(w io.Writer, rank int, t subjects.ToolInfo) {
+	var b strings.Builder
+	if rank > 0 {
+		fmt.Fprintf(&b, "%d. ", rank)
+	}
+	b.WriteString(t.Name)
+	if t.Server != "" {
+		fmt.Fprintf(&b, "  (server %s, tool %s)", termLine(t.Server), termLine(t.Tool))
+	}
+	if t.Score > 0 {
+		fmt.Fprintf(&b, "  score %.2f", t.Score)
+	}
+	if len(t.Labels) > 0 {
+		fmt.Fprintf(&b, "  [%s]", strings.Join(t.Labels, ", "))
+	}
+	fmt.Fprintln(w, b.String())
+	if t.Title != "" {
+		fmt.Fprintf(w, "   %s\n", termClip(t.Title, 200))
+	}
+	if d := termClip(t.Description, 300); d != "" {
+		fmt.Fprintf(w, "   %s\n", d)
+	}
+	if t.State != "" && t.State != subjects.StateFresh {
+		fmt.Fprintf(w, "   state: %s — %s\n", t.State, termLine(t.StateReason))
+	}
+}
+
+// printToolFull prints what the full detail level adds.
+func printToolFull(w io.Writer, t subjects.ToolInfo) {
+	fmt.Fprintf(w, "   state: %s", t.State)
+	if t.CacheScope != "" {
+		fmt.Fprintf(w, ", cache scope %s", t.CacheScope)
+	}
+	if t.TTLMs != nil {
+		fmt.Fprintf(w, ", ttl %s", time.Duration(*t.TTLMs)*time.Millisecond)
+	}
+	if t.ListedAt != "" {
+		fmt.Fprintf(w, ", listed %s", t.ListedAt)
+	}
+	fmt.Fprintln(w)
+	for _, part := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"input schema", t.InputSchema}, {"output schema", t.OutputSchema}, {"annotations", t.Annotations}} {
+		if len(part.raw) == 0 {
+			continue
+		}
+		var buf strings.Builder
+		b, err := json.MarshalIndent(part.raw, "   ", "  ")
+		if err != nil {
+			b = part.raw
+		}
+		buf.Write(b)
+		fmt.Fprintf(w, "   %s: %s\n", part.name, termBlock(buf.String()))
+	}
+}
+
+// termLine makes text from servers safe for one terminal line (no control characters, no
+// escape sequences, one space between words).
+func termLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// termClip is termLine cut to n bytes at a rune boundary.
+func termClip(s string, n int) string {
+	s = termLine(s)
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// termBlock keeps newlines but drops other control characters.
+func termBlock(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' {
+			return ' '
+		}
+		return r
+	}, s)
+}

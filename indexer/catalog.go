@@ -1,0 +1,744 @@
+package indexer
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/search"
+	"github.com/mcpstream/mcpstream/staleness"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Catalog is one indexer replica: the Badger catalog, the search index and freshness view built
+// from it, and the queries over them. Follow is its one writer; every query method is safe for
+// concurrent use.
+type Catalog struct {
+	cfg Config
+	log zerolog.Logger
+	db  *badger.DB
+	pol *policy.Policy
+
+	mu       sync.RWMutex // guards the maps, index and view together
+	servers  map[string]*serverMem
+	byPublic map[string]*entry
+	removed  map[string]removedRec
+	index    *search.Index
+	view     *staleness.View
+
+	seq        atomic.Uint64
+	ready      atomic.Bool
+	applied    atomic.Uint64
+	badEvents  atomic.Uint64
+	collisions atomic.Uint64
+	badItems   atomic.Uint64
+
+	nextOrd  int    // next serverMem.ord
+	version  uint64 // applied changes of the in-memory state (guarded by mu)
+	overview atomic.Pointer[overview]
+	// noFastPath makes every search check each candidate (tests compare both paths).
+	noFastPath bool
+	following  atomic.Bool
+	closeOnce  sync.Once
+}
+
+// entry is one tool in memory: what search, labels and policy need. Schemas stay in Badger.
+type entry struct {
+	srv                  *serverMem
+	public, server, tool string
+	title, line          string
+	hints                Hints
+	hash                 [16]byte // of the raw definition
+}
+
+// serverMem is one server in memory.
+type serverMem struct {
+	ord int // index of the server's slot in per-request scratch (visibility)
+	// verdict caches the freshness verdict shared by the server's tools (see uniformVerdict).
+	verdict atomic.Pointer[cachedVerdict]
+	rec     serverRec
+	kinds   map[subjects.Kind]*kindRec // set with setKind
+	// tools0 is kinds[tools], kept beside the map for the search hot path.
+	tools0 *kindRec
+	tools  map[string]*entry // by original name
+}
+
+// Open opens (or creates) a replica's catalog and rebuilds its in-memory state from it. It
+// does not touch NATS: call Follow to catch up with the stream and Serve to answer requests.
+func Open(cfg Config) (*Catalog, error) {
+	if cfg.Policy == nil {
+		cfg.Policy = policy.Open()
+	}
+	if cfg.Replica == "" {
+		cfg.Replica = "0"
+	}
+	if cfg.Stream == "" {
+		cfg.Stream = subjects.RegistryStream
+	}
+	log := cfg.Log.With().Str("role", "indexer").Str("replica", cfg.Replica).Logger()
+	db, err := openBadger(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy}
+	c.reset()
+	if err := c.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Catalog) reset() {
+	c.servers = map[string]*serverMem{}
+	c.byPublic = map[string]*entry{}
+	c.removed = map[string]removedRec{}
+	c.index = search.New(c.cfg.Search)
+	c.view = staleness.New(c.cfg.Now)
+	c.nextOrd = 0
+	c.version++
+	c.seq.Store(0)
+}
+
+// Close closes the store. Follow and Serve must have returned (cancel their context first).
+func (c *Catalog) Close() error {
+	var err error
+	c.closeOnce.Do(func() {
+		if e := c.db.Close(); e != nil {
+			err = fmt.Errorf("%w: close: %w", ErrStore, e)
+		}
+	})
+	return err
+}
+
+// Seq returns the last applied stream sequence.
+func (c *Catalog) Seq() uint64 { return c.seq.Load() }
+
+// Ready reports whether the replica has caught up with the stream as it was when Follow
+// started (and serves answers that reflect it).
+func (c *Catalog) Ready() bool { return c.ready.Load() }
+
+// Stats returns the replica's counters.
+func (c *Catalog) Stats() Stats {
+	c.mu.RLock()
+	n := 0
+	for _, s := range c.servers {
+		if !s.gone() {
+			n++
+		}
+	}
+	tools := len(c.byPublic)
+	c.mu.RUnlock()
+	return Stats{
+		Seq: c.Seq(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
+		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
+	}
+}
+
+// Digest hashes the stored catalog (not the position): replicas that applied the same stream
+// prefix have the same digest, and so does a replica rebuilt by replay.
+func (c *Catalog) Digest() (string, error) { return digest(c.db) }
+
+// Lookup maps a public name back to the exact server and original tool name.
+func (c *Catalog) Lookup(public string) (server, tool string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := c.byPublic[public]
+	if e == nil {
+		return "", "", false
+	}
+	return e.server, e.tool, true
+}
+
+// setKind sets (r != nil) or deletes the metadata of one kind.
+func (s *serverMem) setKind(k subjects.Kind, r *kindRec) {
+	if r == nil {
+		delete(s.kinds, k)
+	} else {
+		s.kinds[k] = r
+	}
+	if k == subjects.KindTools {
+		s.tools0 = r
+	}
+}
+
+func (s *serverMem) gone() bool {
+	return s.rec.Status != nil && s.rec.Status.Status == subjects.StatusRemoved
+}
+
+func (c *Catalog) server(name string) *serverMem {
+	s := c.servers[name]
+	if s == nil {
+		s = &serverMem{ord: c.nextOrd, kinds: map[subjects.Kind]*kindRec{}, tools: map[string]*entry{}}
+		c.nextOrd++
+		c.servers[name] = s
+	}
+	return s
+}
+
+func defHash(raw []byte) [16]byte {
+	sum := sha256.Sum256(raw)
+	return [16]byte(sum[:16])
+}
+
+func newEntry(s *serverMem, public, server string, d toolDef, raw []byte) *entry {
+	return &entry{
+		srv: s, public: public, server: server, tool: d.Name,
+		// Clones: a substring would keep the whole decoded description (or message) alive.
+		title: strings.Clone(d.Title), line: strings.Clone(oneLine(d.Description)), hints: d.Hints, hash: defHash(raw),
+	}
+}
+
+// load rebuilds the in-memory state from Badger.
+func (c *Catalog) load() error {
+	err := c.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			k := string(item.Key())
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := c.loadKey(k, v); err != nil {
+				return fmt.Errorf("key %q: %w", k, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: load: %w", ErrStore, err)
+	}
+	// Rebuild the freshness view from what the stored state says, through its public Apply.
+	for _, name := range sortedKeys(c.servers) {
+		for _, ev := range viewEvents(name, c.servers[name]) {
+			c.view.Apply(ev)
+		}
+	}
+	return nil
+}
+
+func (c *Catalog) loadKey(k string, v []byte) error {
+	switch {
+	case k == string(keySeq):
+		if len(v) != 8 {
+			return errors.New("bad sequence value")
+		}
+		c.seq.Store(uint64(v[0])<<56 | uint64(v[1])<<48 | uint64(v[2])<<40 | uint64(v[3])<<32 |
+			uint64(v[4])<<24 | uint64(v[5])<<16 | uint64(v[6])<<8 | uint64(v[7]))
+	case len(k) > 2 && k[:2] == pfxServer:
+		return json.Unmarshal(v, &c.server(k[2:]).rec)
+	case len(k) > 2 && k[:2] == pfxKind:
+		srv, kind, ok := splitLP([]byte(k[2:]))
+		if !ok {
+			return errors.New("bad kind key")
+		}
+		var r kindRec
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		c.server(srv).setKind(subjects.Kind(kind), &r)
+	case len(k) > 2 && k[:2] == pfxRemoved:
+		var r removedRec
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		c.removed[k[2:]] = r
+	case len(k) > 2 && k[:2] == pfxTool:
+		srv, tool, ok := splitLP([]byte(k[2:]))
+		if !ok {
+			return errors.New("bad tool key")
+		}
+		r, err := decodeToolRec(v)
+		if err != nil {
+			return err
+		}
+		d := parseDef(r.Def)
+		d.Name = tool
+		s := c.server(srv)
+		e := newEntry(s, r.Public, srv, d, r.Def)
+		s.tools[tool] = e
+		c.byPublic[r.Public] = e
+		c.index.Upsert(searchDoc(r.Public, srv, s.rec.Description, d))
+	}
+	return nil
+}
+
+// viewEvents are the registry events that bring an empty freshness view to the stored state of
+// one server.
+func viewEvents(name string, s *serverMem) []subjects.RegistryEvent {
+	var evs []subjects.RegistryEvent
+	if s.rec.Status != nil {
+		evs = append(evs, subjects.RegistryEvent{Status: s.rec.Status})
+	}
+	for _, k := range subjects.Kinds {
+		km := s.kinds[k]
+		if km == nil {
+			continue
+		}
+		if km.Listed {
+			sn := &subjects.Snapshot{
+				V: subjects.Version, Type: subjects.EventSnapshot, Server: name, Kind: k,
+				Fingerprint: km.Fingerprint, ListedAt: km.ListedAt, Pages: km.Pages, TTLMs: km.TTLMs,
+				CacheScope: km.CacheScope, AuthContext: km.AuthContext,
+			}
+			names := km.Names
+			if k == subjects.KindTools {
+				names = sortedKeys(s.tools)
+			}
+			for _, n := range names {
+				raw, _ := json.Marshal(map[string]string{itemKey(k): n})
+				sn.Items = append(sn.Items, raw)
+			}
+			evs = append(evs, subjects.RegistryEvent{Snapshot: sn})
+		}
+		if km.Stale {
+			evs = append(evs, subjects.RegistryEvent{ListChanged: &subjects.ListChanged{
+				V: subjects.Version, Type: subjects.EventChanged, Server: name, Kind: k}})
+		}
+	}
+	if len(s.rec.Revoked) > 0 || s.rec.AllRevoked {
+		r := &subjects.Revocation{V: subjects.Version, Type: subjects.EventRevoked, Server: name,
+			Tools: slices.Clone(s.rec.Revoked)}
+		if s.rec.AllRevoked {
+			r.Tools = append(r.Tools, "*")
+		}
+		evs = append(evs, subjects.RegistryEvent{Revocation: r})
+	}
+	return evs
+}
+
+func itemKey(k subjects.Kind) string {
+	if k == subjects.KindResources {
+		return "uri"
+	}
+	return "name"
+}
+
+// decodeEvent decodes a registry message and checks that its payload matches its subject (a
+// payload naming another server than its subject is refused: NATS permissions pin subjects).
+func decodeEvent(subject string, data []byte) (subjects.RegistryEvent, error) {
+	rs, err := subjects.ParseRegistry(subject)
+	if err != nil {
+		return subjects.RegistryEvent{}, err
+	}
+	ev, err := subjects.DecodeRegistry(data)
+	if err != nil {
+		return subjects.RegistryEvent{}, err
+	}
+	var server, event string
+	var kind subjects.Kind
+	switch {
+	case ev.Snapshot != nil:
+		server, event, kind = ev.Snapshot.Server, subjects.EventSnapshot, ev.Snapshot.Kind
+	case ev.ListChanged != nil:
+		server, event, kind = ev.ListChanged.Server, subjects.EventChanged, ev.ListChanged.Kind
+	case ev.Status != nil:
+		server, event = ev.Status.Server, subjects.EventStatus
+	case ev.Revocation != nil:
+		server, event = ev.Revocation.Server, subjects.EventRevoked
+	}
+	if server != rs.Server || event != rs.Event || kind != rs.Kind {
+		return subjects.RegistryEvent{}, fmt.Errorf("%w: payload (%s %s %s) does not match subject %q",
+			subjects.ErrBadPayload, server, event, kind, subject)
+	}
+	return ev, nil
+}
+
+// applyMsg applies one stream message: Badger first (with the sequence, atomically), then the
+// in-memory state. A malformed message only advances the sequence.
+func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
+	ev, err := decodeEvent(subject, data)
+	if err != nil {
+		c.badEvents.Add(1)
+		c.log.Warn().Uint64("seq", seq).Str("subject", subject).Err(err).Msg("skipping malformed registry message")
+		if err := commit(c.db, nil, seq); err != nil {
+			return err
+		}
+		c.seq.Store(seq)
+		return nil
+	}
+	ws, mem, err := c.plan(ev)
+	if err != nil {
+		return err
+	}
+	if err := commit(c.db, ws, seq); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if mem != nil {
+		mem()
+	}
+	c.view.Apply(ev)
+	c.version++
+	c.mu.Unlock()
+	c.seq.Store(seq)
+	c.applied.Add(1)
+	return nil
+}
+
+// plan computes the Badger writes of one event and the in-memory change that goes with them.
+// It only reads the in-memory state (Follow is the one writer, so no lock is needed).
+func (c *Catalog) plan(ev subjects.RegistryEvent) ([]write, func(), error) {
+	switch {
+	case ev.Snapshot != nil && ev.Snapshot.Kind == subjects.KindTools:
+		return c.planTools(ev.Snapshot)
+	case ev.Snapshot != nil:
+		return c.planOtherKind(ev.Snapshot)
+	case ev.ListChanged != nil:
+		lc := ev.ListChanged
+		km := kindRec{Count: 0}
+		if s := c.servers[lc.Server]; s != nil && s.kinds[lc.Kind] != nil {
+			km = *s.kinds[lc.Kind]
+		}
+		km.Stale = true
+		return []write{putJSON(kindKey(lc.Server, lc.Kind), km)}, func() {
+			c.server(lc.Server).setKind(lc.Kind, &km)
+		}, nil
+	case ev.Status != nil:
+		return c.planStatus(ev.Status)
+	case ev.Revocation != nil:
+		return c.planRevocation(ev.Revocation)
+	}
+	return nil, nil, nil
+}
+
+func (c *Catalog) curRec(server string) serverRec {
+	if s := c.servers[server]; s != nil {
+		return s.rec
+	}
+	return serverRec{}
+}
+
+type upsert struct {
+	e   *entry
+	doc search.Doc
+}
+
+func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
+	server := sn.Server
+	old := c.servers[server]
+	rec := c.curRec(server)
+	if sn.Info != nil {
+		rec.Info = sn.Info
+		if sn.Info.Description != "" {
+			rec.Description = sn.Info.Description
+		}
+	}
+	descChanged := old == nil || rec.Description != old.rec.Description
+	km := &kindRec{
+		Fingerprint: sn.Fingerprint, ListedAt: sn.ListedAt, Pages: sn.Pages, TTLMs: sn.TTLMs,
+		CacheScope: sn.CacheScope, AuthContext: sn.AuthContext, Listed: true,
+	}
+	var ws []write
+	// Items are parsed, and changed ones prepared (record, search document), on every core: a
+	// replay applies large snapshots back to back. Decisions stay sequential, in item order.
+	type item struct {
+		d       toolDef
+		pub     string
+		h       [16]byte
+		write   bool // store the record
+		index   bool // (re)index the tool
+		rec     []byte
+		up      upsert
+		skipped bool
+	}
+	items := make([]item, len(sn.Items))
+	parallelFor(len(items), func(i int) {
+		raw := sn.Items[i]
+		it := &items[i]
+		if len(raw) > MaxDefinitionBytes {
+			return
+		}
+		it.d = parseDef(raw)
+		if it.d.Name != "" {
+			it.pub = subjects.PublicName(server, it.d.Name)
+			it.h = defHash(raw)
+		}
+	})
+	seen := map[string]bool{}
+	seenPub := map[string]bool{}
+	for i := range items {
+		it := &items[i]
+		if it.d.Name == "" || seen[it.d.Name] {
+			c.badItems.Add(1)
+			it.skipped = true
+			c.log.Warn().Str("server", server).Int("item", i).Str("name", it.d.Name).Int("bytes", len(sn.Items[i])).
+				Msg("skipping a tool definition without a name, listed twice, or too large")
+			continue
+		}
+		if other := c.byPublic[it.pub]; other != nil && (other.server != server || other.tool != it.d.Name) || seenPub[it.pub] {
+			c.collisions.Add(1)
+			it.skipped = true
+			holder := ""
+			if other != nil {
+				holder = other.server + "/" + other.tool
+			}
+			c.log.Error().Str("server", server).Str("tool", it.d.Name).Str("public", it.pub).Str("holder", holder).
+				Msg("public name collision: refusing the tool rather than shadowing the one that holds the name")
+			continue
+		}
+		seen[it.d.Name], seenPub[it.pub] = true, true
+		var prev *entry
+		if old != nil {
+			prev = old.tools[it.d.Name]
+		}
+		it.write = prev == nil || prev.hash != it.h
+		it.index = it.write || descChanged
+	}
+	parallelFor(len(items), func(i int) {
+		it := &items[i]
+		if it.skipped {
+			return
+		}
+		raw := sn.Items[i]
+		if it.write {
+			it.rec = toolRec{Public: it.pub, Def: raw}.encode()
+		}
+		if it.index {
+			it.up = upsert{newEntry(nil, it.pub, server, it.d, raw), searchDoc(it.pub, server, rec.Description, it.d)}
+		}
+	})
+	var ups []upsert
+	for i := range items {
+		it := &items[i]
+		if it.skipped {
+			continue
+		}
+		if it.write {
+			ws = append(ws, write{Key: toolKey(server, it.d.Name), Value: it.rec})
+			if _, was := c.removed[it.pub]; was {
+				ws = append(ws, write{Key: removedKey(it.pub)})
+			}
+		}
+		if it.index {
+			ups = append(ups, it.up)
+		}
+	}
+	km.Count = len(seen)
+	var gone []*entry
+	var goneRecs []removedRec
+	if old != nil {
+		oldKM := old.kinds[subjects.KindTools]
+		for _, name := range sortedKeys(old.tools) {
+			if seen[name] {
+				continue
+			}
+			e := old.tools[name]
+			rr := removedRec{Server: server, Tool: name}
+			if oldKM != nil {
+				rr.CacheScope, rr.AuthContext = oldKM.CacheScope, oldKM.AuthContext
+			}
+			ws = append(ws, write{Key: toolKey(server, name)}, putJSON(removedKey(e.public), rr))
+			gone, goneRecs = append(gone, e), append(goneRecs, rr)
+		}
+	}
+	ws = append(ws, putJSON(kindKey(server, subjects.KindTools), km), putJSON(serverKey(server), rec))
+	return ws, func() {
+		s := c.server(server)
+		s.rec = rec
+		s.setKind(subjects.KindTools, km)
+		c.removeEntries(s, gone, goneRecs)
+		for _, u := range ups {
+			u.e.srv = s
+			s.tools[u.e.tool] = u.e
+			c.byPublic[u.e.public] = u.e
+			delete(c.removed, u.e.public)
+			c.index.Upsert(u.doc)
+		}
+	}, nil
+}
+
+func (c *Catalog) removeEntries(s *serverMem, gone []*entry, recs []removedRec) {
+	for i, e := range gone {
+		delete(s.tools, e.tool)
+		delete(c.byPublic, e.public)
+		c.index.Remove(e.public)
+		c.removed[e.public] = recs[i]
+	}
+}
+
+// redoDocs re-reads a server's tools to re-index them under a new server description.
+func (c *Catalog) redoDocs(server, desc string) ([]upsert, error) {
+	s := c.servers[server]
+	if s == nil || len(s.tools) == 0 {
+		return nil, nil
+	}
+	defs, err := readToolDefs(c.db, server)
+	if err != nil {
+		return nil, err
+	}
+	var ups []upsert
+	for _, name := range sortedKeys(defs) {
+		e := s.tools[name]
+		if e == nil {
+			continue
+		}
+		d := parseDef(defs[name])
+		d.Name = name
+		ups = append(ups, upsert{e, searchDoc(e.public, server, desc, d)})
+	}
+	return ups, nil
+}
+
+func (c *Catalog) planOtherKind(sn *subjects.Snapshot) ([]write, func(), error) {
+	rec := c.curRec(sn.Server)
+	prevDesc := rec.Description
+	if sn.Info != nil {
+		rec.Info = sn.Info
+		if sn.Info.Description != "" {
+			rec.Description = sn.Info.Description
+		}
+	}
+	km := &kindRec{
+		Fingerprint: sn.Fingerprint, ListedAt: sn.ListedAt, Pages: sn.Pages, TTLMs: sn.TTLMs,
+		CacheScope: sn.CacheScope, AuthContext: sn.AuthContext, Listed: true,
+	}
+	seen := map[string]bool{}
+	for _, raw := range sn.Items {
+		n := staleness.ItemName(sn.Kind, raw)
+		if n == "" || seen[n] {
+			c.badItems.Add(1)
+			continue
+		}
+		seen[n] = true
+		km.Names = append(km.Names, n)
+	}
+	km.Count = len(km.Names)
+	var ups []upsert
+	if rec.Description != prevDesc {
+		var err error
+		if ups, err = c.redoDocs(sn.Server, rec.Description); err != nil {
+			return nil, nil, err
+		}
+	}
+	ws := []write{putJSON(kindKey(sn.Server, sn.Kind), km), putJSON(serverKey(sn.Server), rec)}
+	return ws, func() {
+		s := c.server(sn.Server)
+		s.rec = rec
+		s.setKind(sn.Kind, km)
+		for _, u := range ups {
+			c.index.Upsert(u.doc)
+		}
+	}, nil
+}
+
+func (c *Catalog) planStatus(st *subjects.Status) ([]write, func(), error) {
+	server := st.Server
+	rec := c.curRec(server)
+	prevDesc := rec.Description
+	rec.Status = st
+	if st.Description != "" {
+		rec.Description = st.Description
+	}
+	ws := []write{putJSON(serverKey(server), rec)}
+	s := c.servers[server]
+	if st.Status == subjects.StatusRemoved {
+		// The server and everything it listed leave the catalog; the server record stays (as
+		// removed) so the freshness view and "removed" answers survive a restart.
+		var gone []*entry
+		var recs []removedRec
+		if s != nil {
+			km := s.kinds[subjects.KindTools]
+			for _, name := range sortedKeys(s.tools) {
+				e := s.tools[name]
+				rr := removedRec{Server: server, Tool: name}
+				if km != nil {
+					rr.CacheScope, rr.AuthContext = km.CacheScope, km.AuthContext
+				}
+				ws = append(ws, write{Key: toolKey(server, name)}, putJSON(removedKey(e.public), rr))
+				gone, recs = append(gone, e), append(recs, rr)
+			}
+			for k := range s.kinds {
+				ws = append(ws, write{Key: kindKey(server, k)})
+			}
+		}
+		return ws, func() {
+			s := c.server(server)
+			s.rec = rec
+			c.removeEntries(s, gone, recs)
+			for _, k := range subjects.Kinds {
+				s.setKind(k, nil)
+			}
+		}, nil
+	}
+	var ups []upsert
+	if rec.Description != prevDesc {
+		var err error
+		if ups, err = c.redoDocs(server, rec.Description); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ws, func() {
+		c.server(server).rec = rec
+		for _, u := range ups {
+			c.index.Upsert(u.doc)
+		}
+	}, nil
+}
+
+func (c *Catalog) planRevocation(r *subjects.Revocation) ([]write, func(), error) {
+	rec := c.curRec(r.Server)
+	set := map[string]bool{}
+	for _, t := range rec.Revoked {
+		set[t] = true
+	}
+	for _, t := range r.Tools {
+		if t == "*" {
+			rec.AllRevoked = true
+			continue
+		}
+		set[t] = true
+	}
+	for _, t := range r.Restore {
+		if t == "*" {
+			rec.AllRevoked = false
+			clear(set)
+			continue
+		}
+		delete(set, t)
+	}
+	rec.Revoked = sortedKeys(set)
+	if len(rec.Revoked) == 0 {
+		rec.Revoked = nil
+	}
+	return []write{putJSON(serverKey(r.Server), rec)}, func() { c.server(r.Server).rec = rec }, nil
+}
+
+// parallelFor calls fn(0..n-1) on every core when n is large enough to be worth it.
+func parallelFor(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n/32)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,77 @@
+package indexer
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/search"
+)
+
+// Request limits of the catalog service.
+const (
+	MaxQueryBytes   = 4 << 10  // a search query (too_large beyond)
+	MaxRequestBytes = 64 << 10 // a request body (too_large beyond)
+	DefaultK        = 10       // results of a search with k = 0
+	MaxK            = 100      // largest k (bad_request beyond)
+	MaxDetailNames  = 100      // names of one details request
+	MaxFilterValues = 64       // servers or tags of one search request
+	MaxNameBytes    = 1 << 10  // one name in a details or select request
+)
+
+// QueueGroup is the queue group every replica's catalog service joins.
+const QueueGroup = "mcpstream-catalog"
+
+// Tool labels: permission and risk, from the definition's annotations and the policy.
+const (
+	LabelReadOnly      = "read-only"
+	LabelDestructive   = "destructive"
+	LabelIdempotent    = "idempotent"
+	LabelOpenWorld     = "open-world"
+	LabelNeedsApproval = "needs-approval"
+)
+
+// Errors. Requests that fail carry the matching subjects.Code… in their reply.
+var (
+	ErrBadRequest = errors.New("bad request")       // subjects.CodeBadRequest
+	ErrTooLarge   = errors.New("request too large") // subjects.CodeTooLarge
+	ErrNotFound   = errors.New("not found")         // subjects.CodeNotFound
+	ErrClosed     = errors.New("catalog closed")
+	ErrStore      = errors.New("catalog store") // Badger failed
+)
+
+// Config configures a catalog replica. The zero value is an in-memory replica with the open
+// policy, except that Dir or InMemory must be set.
+type Config struct {
+	// Dir is the replica's Badger directory (one per replica; Badger locks it).
+	Dir string
+	// InMemory keeps Badger in memory (Dir must be ""): tests and evaluation.
+	InMemory bool
+	// Policy filters every answer; nil means policy.Open().
+	Policy *policy.Policy
+	// Log receives the replica's log; the zero value discards it.
+	Log zerolog.Logger
+	// Search tunes ranking (zero value: the search package's defaults).
+	Search search.Config
+	// Now is the clock of freshness (TTLs); nil means time.Now.
+	Now func() time.Time
+	// Workers bounds requests handled at once by Serve; 0 → 2 × GOMAXPROCS.
+	Workers int
+	// Stream is the registry stream's name; "" → subjects.RegistryStream.
+	Stream string
+	// Replica names the replica in logs and the service metadata ("" → "0").
+	Replica string
+}
+
+// Stats are a replica's counters.
+type Stats struct {
+	Seq        uint64 // last applied stream sequence
+	Applied    uint64 // messages applied since Open
+	BadEvents  uint64 // malformed messages skipped since Open
+	Collisions uint64 // public names refused because another pair holds them, since Open
+	BadItems   uint64 // definitions without a usable name, or duplicated, skipped since Open
+	Tools      int    // tools in the catalog
+	Servers    int    // servers known (not removed)
+}

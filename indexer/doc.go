@@ -1,0 +1,65 @@
+// Package indexer maintains the catalog: a materialized view of the registry stream in Badger,
+// an in-memory lexical search index over it (package search), and the catalog service that
+// answers search, details and servers requests on NATS.
+//
+// # Consumes
+//
+// Every message of subjects.RegistryStream (subjects.RegistryAll: snapshots, list_changed, status
+// and revocations of every server), in stream order, through an ordered consumer: ephemeral, no
+// acks, no server-side state. A replica starts at its stored last sequence + 1, or at the first
+// message when its directory is empty (rebuild by replay), and then follows the stream.
+//
+// # Produces
+//
+// Nothing on streams. It serves, as micro service subjects.CatalogService in queue group
+// [QueueGroup] (so replicas share the load):
+//
+//	mcpstream.v1.catalog.search    SearchRequest  → SearchReply
+//	mcpstream.v1.catalog.details   DetailsRequest → DetailsReply
+//	mcpstream.v1.catalog.servers   ServersRequest → ServersReply
+//
+// Errors are replies with a JSON "error" holding a stable code (subjects.Code…); the micro error
+// headers carry the same code.
+//
+// # Ack and retry
+//
+// There are no acks: the replica's position is the last applied stream sequence, written in the
+// same Badger transaction as the data it produced, so a crash between two messages replays
+// exactly the message that was not committed. (A snapshot too large for one Badger transaction
+// is written in several; the sequence goes in the last one, and since a snapshot is a whole
+// replacement, re-applying it after a crash gives the same result.) A malformed message is
+// logged with its sequence, counted (Stats.BadEvents) and skipped: it never stops the replica
+// and never blocks the stream. A consumer or connection failure is retried with backoff from
+// the last applied sequence until the context ends.
+//
+// # State
+//
+// One Badger directory per replica (Config.Dir; Config.InMemory for tests and evaluation):
+//
+//	m/seq             last applied stream sequence (8 bytes, big endian)
+//	m/stream          creation time of the stream it was built from (a recreated stream rebuilds)
+//	s/<server>        last status, server info and description, revocations
+//	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
+//	                  authContext), list_changed flag, names of prompts and resources
+//	t/<server><tool>  one tool: its public name and raw definition, byte-faithful (zstd-compressed
+//	                  in the value log; never re-encoded)
+//	r/<public>        a removed tool's public name → (server, tool), to answer "removed"
+//
+// (<server> is length-prefixed, so any name is a valid key.) The search index, the freshness
+// view (package staleness) and the public-name map live in memory and are rebuilt from Badger
+// at Open; schemas are read from Badger only for full answers. Replicas that applied the same
+// stream prefix hold identical Badger content (Digest).
+//
+// Badger runs with small knobs (8 MB memtables, small caches, tool records in the value log). A
+// replica of 100k tools holds about 180 MB of live heap, half of it the search index; with Go's
+// default GC its peak RSS is about 420 MB, and with GOMEMLIMIT=200MiB about 270 MB.
+//
+// # Names and permissions
+//
+// Every tool is exposed as subjects.PublicName(server, tool), always; the catalog maps it back
+// to the exact pair. A public name already held by another pair (a 40-bit hash collision of
+// encoded names) is refused with a logged error, never shadowed. Permission filtering happens
+// before ranking: the policy (policy.Decide), the list's cacheScope (policy.MayUseScope) and
+// the freshness state decide which tools are candidates at all, so a tool the principal may
+// not call is never returned, counted or hinted at.
+package indexer

@@ -1,0 +1,160 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// ErrFollowing is returned by a second concurrent Follow on one catalog.
+var ErrFollowing = errors.New("catalog already following a stream")
+
+// Follow consumes the registry stream from the replica's last applied sequence (from the start
+// when the catalog is empty) and applies every message, until ctx is done; it then returns nil.
+// Consumer and connection failures are retried with backoff; a store failure ends it with an
+// error wrapping ErrStore. Ready turns true once the replica has applied every message the
+// stream held when Follow (or a retry of it) started.
+//
+// A catalog built from another stream (the stream was deleted and recreated), or one whose
+// position is behind messages the stream no longer holds, is dropped and rebuilt by replay.
+func (c *Catalog) Follow(ctx context.Context, js jetstream.JetStream) error {
+	if !c.following.CompareAndSwap(false, true) {
+		return ErrFollowing
+	}
+	defer c.following.Store(false)
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	for {
+		err := c.follow(ctx, js, bo)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrStore) {
+			return err
+		}
+		wait := bo.NextBackOff()
+		c.log.Warn().Err(err).Dur("retry_in", wait).Uint64("seq", c.Seq()).Msg("registry consumer failed; resuming from the last applied sequence")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff.BackOff) error {
+	st, err := js.Stream(ctx, c.cfg.Stream)
+	if err != nil {
+		return fmt.Errorf("registry stream %s: %w", c.cfg.Stream, err)
+	}
+	info := st.CachedInfo()
+	if err := c.checkOrigin(info); err != nil {
+		return err
+	}
+	target := info.State.LastSeq
+	if c.Seq() >= target || info.State.Msgs == 0 {
+		c.markReady()
+	}
+	oc := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if s := c.Seq(); s > 0 {
+		oc.DeliverPolicy, oc.OptStartSeq = jetstream.DeliverByStartSequencePolicy, s+1
+	}
+	cons, err := js.OrderedConsumer(ctx, c.cfg.Stream, oc)
+	if err != nil {
+		return fmt.Errorf("ordered consumer: %w", err)
+	}
+	// Buffer at most two of the largest events: a replay must not hold the stream in memory.
+	it, err := cons.Messages(jetstream.PullMaxBytes(2 * subjects.MaxEventBytes))
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	c.log.Info().Uint64("from", c.Seq()+1).Uint64("stream_last", target).Msg("following the registry stream")
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("next message: %w", err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			c.log.Warn().Err(err).Str("subject", msg.Subject()).Msg("message without JetStream metadata; skipped")
+			continue
+		}
+		seq := md.Sequence.Stream
+		if seq <= c.Seq() {
+			continue
+		}
+		if err := c.applyMsg(seq, msg.Subject(), msg.Data()); err != nil {
+			return err
+		}
+		bo.Reset()
+		if !c.Ready() && (seq >= target || md.NumPending == 0) {
+			c.markReady()
+			c.log.Info().Uint64("seq", seq).Int("tools", c.Stats().Tools).Msg("catalog caught up with the registry stream")
+		}
+	}
+}
+
+func (c *Catalog) markReady() { c.ready.Store(true) }
+
+// checkOrigin drops the catalog when it was built from another incarnation of the stream or
+// when the stream no longer holds the messages right after its position.
+func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
+	origin := info.Created.UTC().Format(time.RFC3339Nano)
+	var stored string
+	err := c.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(keyStream)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := it.ValueCopy(nil)
+		stored = string(v)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("%w: read origin: %w", ErrStore, err)
+	}
+	seq := c.Seq()
+	var why string
+	switch {
+	case stored != "" && stored != origin:
+		why = "the registry stream was recreated"
+	case seq > info.State.LastSeq:
+		why = "the catalog is ahead of the registry stream"
+	case seq > 0 && info.State.Msgs > 0 && seq+1 < info.State.FirstSeq:
+		why = "the registry stream no longer holds the messages after the catalog's position"
+	}
+	if why != "" {
+		c.log.Warn().Str("why", why).Uint64("seq", seq).Uint64("stream_first", info.State.FirstSeq).
+			Uint64("stream_last", info.State.LastSeq).Msg("dropping the catalog to rebuild it by replay")
+		c.ready.Store(false)
+		if err := c.db.DropAll(); err != nil {
+			return fmt.Errorf("%w: drop: %w", ErrStore, err)
+		}
+		c.mu.Lock()
+		c.reset()
+		c.mu.Unlock()
+		stored = ""
+	}
+	if stored != origin {
+		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyStream, []byte(origin)) }); err != nil {
+			return fmt.Errorf("%w: write origin: %w", ErrStore, err)
+		}
+	}
+	return nil
+}

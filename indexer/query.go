@@ -1,0 +1,549 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/search"
+	"github.com/mcpstream/mcpstream/staleness"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// SelectPrefix starts a query that selects tools by exact public name: "select:a__x,b__y".
+const SelectPrefix = "select:"
+
+func apiError(code, format string, a ...any) *subjects.Error {
+	return &subjects.Error{Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// resolve checks the request version and the principal.
+func (c *Catalog) resolve(v int, pr subjects.Principal) (subjects.Principal, *subjects.Error) {
+	if v != 0 && v != subjects.Version {
+		return pr, apiError(subjects.CodeBadRequest, "unsupported version %d (want %d)", v, subjects.Version)
+	}
+	if !c.Ready() {
+		return pr, &subjects.Error{Code: subjects.CodeUnavailable, Message: "catalog replica is catching up with the registry stream", Reason: "rebuilding"}
+	}
+	out, err := c.pol.Resolve(pr)
+	if err != nil {
+		return pr, apiError(subjects.CodeUnknownPrincipal, "%v", err)
+	}
+	return out, nil
+}
+
+// filter is what decides whether a tool is a candidate for one request.
+type filter struct {
+	pr          subjects.Principal
+	servers     map[string]bool // nil: any
+	tags        []string
+	usableOnly  bool // search: fresh and expired only (plus stale/unavailable with withUnavail)
+	withUnavail bool
+}
+
+// visibility applies a filter to entries, in order: server filter, cache scope, freshness,
+// policy, tags. Everything that is the same for every tool of a server (scope, and freshness
+// when the server has no per-tool revocation) is computed once per server and request: Allow
+// runs for every candidate of a search, so it must be cheap. Callers hold c.mu (read).
+type visibility struct {
+	c  *Catalog
+	f  *filter
+	sc *visScratch
+	// decide: the policy must be asked per tool (a configured policy, or a needs-approval tag
+	// filter). With the open policy every tool is allowed (policy package doc).
+	decide bool
+}
+
+type serverVerdict struct {
+	done    bool // ok and uniform are computed
+	ok      bool // server filter and cache scope pass
+	uniform bool // every tool of the server has the same freshness verdict
+	have    bool // v and stateOK are computed
+	stateOK bool
+	v       *staleness.Verdict
+}
+
+// visScratch holds the per-server verdicts of one request, indexed by serverMem.ord; pooled.
+type visScratch struct {
+	sv      []serverVerdict
+	touched []int
+}
+
+var visPool = sync.Pool{New: func() any { return &visScratch{} }}
+
+func (c *Catalog) visibility(f *filter) *visibility {
+	sc := visPool.Get().(*visScratch)
+	if len(sc.sv) < c.nextOrd {
+		sc.sv = make([]serverVerdict, c.nextOrd+c.nextOrd/4+16)
+	}
+	return &visibility{c: c, f: f, sc: sc,
+		decide: !c.pol.IsOpen() || slices.Contains(f.tags, LabelNeedsApproval)}
+}
+
+// release returns the scratch to the pool; vis must not be used after.
+func (vis *visibility) release() {
+	sc := vis.sc
+	for _, i := range sc.touched {
+		sc.sv[i] = serverVerdict{}
+	}
+	sc.touched = sc.touched[:0]
+	visPool.Put(sc)
+	vis.sc = nil
+}
+
+func (vis *visibility) server(e *entry) *serverVerdict {
+	s := e.srv
+	sv := &vis.sc.sv[s.ord]
+	if sv.done {
+		return sv
+	}
+	vis.sc.touched = append(vis.sc.touched, s.ord)
+	sv.done, sv.ok, sv.uniform = true, true, len(s.rec.Revoked) == 0
+	if vis.f.servers != nil && !vis.f.servers[e.server] {
+		sv.ok = false
+	} else if km := s.tools0; km != nil && !vis.c.pol.MayUseScope(vis.f.pr, km.CacheScope, km.AuthContext) {
+		sv.ok = false
+	}
+	return sv
+}
+
+func (vis *visibility) stateOK(v staleness.Verdict) bool {
+	if !vis.f.usableOnly {
+		return true
+	}
+	switch v.State {
+	case staleness.Fresh, staleness.Expired:
+		return true
+	case staleness.Stale, staleness.Unavailable:
+		return vis.f.withUnavail
+	}
+	return false
+}
+
+// allow reports whether e is a candidate.
+func (vis *visibility) allow(e *entry) bool {
+	sv := vis.server(e)
+	if !sv.ok {
+		return false
+	}
+	var v *staleness.Verdict
+	if sv.uniform {
+		if !sv.have {
+			sv.v = vis.c.uniformVerdict(e)
+			sv.stateOK, sv.have = vis.stateOK(*sv.v), true
+		}
+		if !sv.stateOK {
+			return false
+		}
+		v = sv.v
+	} else {
+		tv := vis.c.view.Tool(e.server, e.tool)
+		if !vis.stateOK(tv) {
+			return false
+		}
+		v = &tv
+	}
+	d := policy.Decision{Allowed: true}
+	if vis.decide {
+		d = vis.c.decide(vis.f.pr, e)
+		if !d.Allowed {
+			return false
+		}
+	}
+	for _, t := range vis.f.tags {
+		if !slices.Contains(labels(e, d, *v), t) {
+			return false
+		}
+	}
+	return true
+}
+
+// overview says, for the current in-memory state, whether every tool passes the freshness
+// filter, and which servers hold private lists. It is computed once per version.
+type overview struct {
+	version     uint64
+	allUsable   bool // every tool is fresh or expired (and no server has revocations)
+	allListable bool // every tool is fresh, expired, stale or unavailable (no revocations)
+	private     []*serverMem
+}
+
+// everyToolVisible reports whether f lets every tool of the catalog through, so that search can
+// skip the per-candidate check: the open policy, no server or tag filter, every tool in a
+// usable state, and every private list visible to the principal. Callers hold c.mu (read).
+func (c *Catalog) everyToolVisible(f *filter) bool {
+	if !c.pol.IsOpen() || f.servers != nil || len(f.tags) > 0 || !f.usableOnly {
+		return false
+	}
+	ov := c.overview.Load()
+	if ov == nil || ov.version != c.version {
+		ov = &overview{version: c.version, allUsable: true, allListable: true}
+		for _, s := range c.servers {
+			if len(s.tools) == 0 {
+				continue
+			}
+			if len(s.rec.Revoked) > 0 {
+				ov.allUsable, ov.allListable = false, false
+			}
+			if km := s.tools0; km != nil && km.CacheScope == subjects.ScopePrivate {
+				ov.private = append(ov.private, s)
+			}
+			for _, e := range s.tools {
+				switch c.uniformVerdict(e).State {
+				case staleness.Fresh, staleness.Expired:
+				case staleness.Stale, staleness.Unavailable:
+					ov.allUsable = false
+				default:
+					ov.allUsable, ov.allListable = false, false
+				}
+				break // one tool stands for all (uniform verdict)
+			}
+		}
+		c.overview.Store(ov)
+	}
+	if f.withUnavail && !ov.allListable || !f.withUnavail && !ov.allUsable {
+		return false
+	}
+	for _, s := range ov.private {
+		if !c.pol.MayUseScope(f.pr, s.tools0.CacheScope, s.tools0.AuthContext) {
+			return false
+		}
+	}
+	return true
+}
+
+// cachedVerdict is a server's freshness verdict, valid while the in-memory state is at version
+// and the clock is before until.
+type cachedVerdict struct {
+	version uint64
+	until   time.Time // zero: no time limit
+	v       staleness.Verdict
+}
+
+// uniformVerdict is the freshness verdict of a tool of a server without per-tool revocations:
+// the same for all its tools (they are all in the server's last list), so it is computed once
+// (by the staleness view) and cached until the next applied event or until a fresh list's TTL
+// runs out. Callers hold c.mu (read).
+func (c *Catalog) uniformVerdict(e *entry) *staleness.Verdict {
+	now := c.now()
+	if cv := e.srv.verdict.Load(); cv != nil && cv.version == c.version && (cv.until.IsZero() || now.Before(cv.until)) {
+		return &cv.v
+	}
+	v := c.view.Tool(e.server, e.tool)
+	cv := &cachedVerdict{version: c.version, v: v}
+	if km := e.srv.tools0; v.State == staleness.Fresh && km != nil && km.TTLMs != nil {
+		// The view turns expired once now - listedAt > ttl; recompute from then on.
+		cv.until = v.ListedAt.Add(time.Duration(*km.TTLMs) * time.Millisecond)
+	}
+	e.srv.verdict.Store(cv)
+	return &cv.v
+}
+
+func (c *Catalog) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
+}
+
+// describe returns what a result shows: the policy's decision and the freshness verdict.
+func (vis *visibility) describe(e *entry) (policy.Decision, staleness.Verdict) {
+	return vis.c.decide(vis.f.pr, e), vis.c.view.Tool(e.server, e.tool)
+}
+
+func (c *Catalog) decide(pr subjects.Principal, e *entry) policy.Decision {
+	return c.pol.Decide(pr, policy.Tool{Server: e.server, Name: e.tool, Destructive: e.hints.Destructive})
+}
+
+// labels are a tool's permission and risk labels for one principal, plus its state when it is
+// not fresh.
+func labels(e *entry, d policy.Decision, v staleness.Verdict) []string {
+	l := e.hints.tags()
+	if d.NeedsApproval {
+		l = append(l, LabelNeedsApproval)
+	}
+	if v.State != staleness.Fresh && v.State != "" {
+		l = append(l, string(v.State))
+	}
+	return l
+}
+
+// Search answers a catalog search: ranked lexical retrieval over the tools the principal may
+// call (filtered before ranking), or exact tools with "select:NAME[,NAME]".
+func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjects.SearchReply {
+	reply := subjects.SearchReply{V: subjects.Version, Tools: []subjects.ToolInfo{}}
+	text := strings.TrimSpace(req.Query)
+	switch {
+	case len(req.Query) > MaxQueryBytes:
+		reply.Error = apiError(subjects.CodeTooLarge, "query of %d bytes exceeds %d", len(req.Query), MaxQueryBytes)
+	case text == "":
+		reply.Error = apiError(subjects.CodeBadRequest, "empty query")
+	case req.K < 0 || req.K > MaxK:
+		reply.Error = apiError(subjects.CodeBadRequest, "k %d out of range 1..%d (0 = %d)", req.K, MaxK, DefaultK)
+	case req.Detail != "" && req.Detail != subjects.DetailName && req.Detail != subjects.DetailSummary && req.Detail != subjects.DetailFull:
+		reply.Error = apiError(subjects.CodeBadRequest, "detail %q is not one of name, summary, full", req.Detail)
+	case len(req.Servers) > MaxFilterValues || len(req.Tags) > MaxFilterValues:
+		reply.Error = apiError(subjects.CodeTooLarge, "more than %d servers or tags", MaxFilterValues)
+	}
+	if reply.Error != nil {
+		return reply
+	}
+	pr, apiErr := c.resolve(req.V, req.Principal)
+	if apiErr != nil {
+		reply.Error = apiErr
+		return reply
+	}
+	k := req.K
+	if k == 0 {
+		k = DefaultK
+	}
+	detail := req.Detail
+	if detail == "" {
+		detail = subjects.DetailSummary
+	}
+	f := &filter{pr: pr, tags: req.Tags, usableOnly: true, withUnavail: req.IncludeUnavailable}
+	if len(req.Servers) > 0 {
+		f.servers = map[string]bool{}
+		for _, s := range req.Servers {
+			f.servers[s] = true
+		}
+	}
+
+	type result struct {
+		e     *entry
+		score float64
+	}
+	var results []result
+	c.mu.RLock()
+	vis := c.visibility(f)
+	defer vis.release()
+	if names, ok := strings.CutPrefix(text, SelectPrefix); ok {
+		seen := map[string]bool{}
+		for _, n := range strings.Split(names, ",") {
+			n = strings.TrimSpace(n)
+			if n == "" || seen[n] || len(results) >= k {
+				continue
+			}
+			seen[n] = true
+			if e := c.byPublic[n]; e != nil && vis.allow(e) {
+				results = append(results, result{e: e})
+			}
+		}
+	} else {
+		allow := func(id string) bool {
+			e := c.byPublic[id]
+			return e != nil && vis.allow(e)
+		}
+		if !c.noFastPath && c.everyToolVisible(f) {
+			allow = nil // same answer, without a check per candidate
+		}
+		hits := c.index.Search(search.Query{Text: text, K: k, Allow: allow})
+		for _, h := range hits {
+			results = append(results, result{e: c.byPublic[h.ID], score: h.Score})
+		}
+	}
+	for _, r := range results {
+		d, v := vis.describe(r.e)
+		ti := c.info(r.e, detail, d, v)
+		ti.Score = r.score
+		reply.Tools = append(reply.Tools, ti)
+	}
+	c.mu.RUnlock()
+	if detail == subjects.DetailFull {
+		if err := c.fillFull(reply.Tools); err != nil {
+			reply.Tools = []subjects.ToolInfo{}
+			reply.Error = apiError(subjects.CodeInternal, "%v", err)
+		}
+	}
+	return reply
+}
+
+// info builds a ToolInfo at a detail level; full answers are completed by fillFull. Callers
+// hold c.mu.
+func (c *Catalog) info(e *entry, detail string, d policy.Decision, v staleness.Verdict) subjects.ToolInfo {
+	ti := subjects.ToolInfo{Name: e.public}
+	if detail == subjects.DetailName {
+		return ti
+	}
+	ti.Server, ti.Tool, ti.Title, ti.Description = e.server, e.tool, e.title, e.line
+	ti.Labels = labels(e, d, v)
+	ti.State = stateName(v.State)
+	if v.State != staleness.Fresh {
+		ti.StateReason = v.Reason
+	}
+	if detail == subjects.DetailFull {
+		if s := c.servers[e.server]; s != nil {
+			if km := s.kinds[subjects.KindTools]; km != nil {
+				ti.CacheScope = km.CacheScope
+				if ti.CacheScope == "" {
+					ti.CacheScope = subjects.ScopePublic
+				}
+				ti.TTLMs = km.TTLMs
+				if !km.ListedAt.IsZero() {
+					ti.ListedAt = km.ListedAt.UTC().Format(time.RFC3339Nano)
+				}
+			}
+		}
+	}
+	return ti
+}
+
+func stateName(s staleness.State) string {
+	if s == "" {
+		return string(staleness.Unknown)
+	}
+	return string(s)
+}
+
+// fillFull reads the stored definitions of full answers: schemas, annotations, the whole
+// description and the raw definition, byte-faithful.
+func (c *Catalog) fillFull(tools []subjects.ToolInfo) error {
+	if len(tools) == 0 {
+		return nil
+	}
+	return c.db.View(func(txn *badger.Txn) error {
+		for i := range tools {
+			ti := &tools[i]
+			raw, err := readTool(txn, ti.Server, ti.Tool)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue // removed since the answer was ranked
+			}
+			if err != nil {
+				return fmt.Errorf("%w: read %s: %w", ErrStore, ti.Name, err)
+			}
+			d := parseDef(raw)
+			ti.Description = d.Description
+			ti.InputSchema, ti.OutputSchema, ti.Annotations, ti.Definition = d.InputSchema, d.OutputSchema, d.Annotations, raw
+		}
+		return nil
+	})
+}
+
+// Details answers get_tool_details: the full entries of the named tools the principal may see,
+// whatever their freshness (the state tells it). A name the principal may not see is reported
+// exactly like a name that does not exist: not_found. A removed tool the principal could see is
+// not_found with reason "removed".
+func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subjects.DetailsReply {
+	reply := subjects.DetailsReply{V: subjects.Version, Tools: []subjects.ToolInfo{}}
+	switch {
+	case len(req.Names) == 0:
+		reply.Error = apiError(subjects.CodeBadRequest, "no names")
+		return reply
+	case len(req.Names) > MaxDetailNames:
+		reply.Error = apiError(subjects.CodeTooLarge, "%d names exceed %d", len(req.Names), MaxDetailNames)
+		return reply
+	}
+	for _, n := range req.Names {
+		if len(n) > MaxNameBytes {
+			reply.Error = apiError(subjects.CodeTooLarge, "a name of %d bytes exceeds %d", len(n), MaxNameBytes)
+			return reply
+		}
+	}
+	pr, apiErr := c.resolve(req.V, req.Principal)
+	if apiErr != nil {
+		reply.Error = apiErr
+		return reply
+	}
+	var missing, removed []string
+	seen := map[string]bool{}
+	c.mu.RLock()
+	vis := c.visibility(&filter{pr: pr})
+	defer vis.release()
+	for _, n := range req.Names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if e := c.byPublic[n]; e != nil {
+			if vis.allow(e) {
+				d, v := vis.describe(e)
+				reply.Tools = append(reply.Tools, c.info(e, subjects.DetailFull, d, v))
+				continue
+			}
+		} else if rr, ok := c.removed[n]; ok &&
+			c.pol.Decide(pr, policy.Tool{Server: rr.Server, Name: rr.Tool}).Allowed &&
+			c.pol.MayUseScope(pr, rr.CacheScope, rr.AuthContext) {
+			removed = append(removed, n)
+		}
+		missing = append(missing, n)
+	}
+	c.mu.RUnlock()
+	if err := c.fillFull(reply.Tools); err != nil {
+		reply.Tools = []subjects.ToolInfo{}
+		reply.Error = apiError(subjects.CodeInternal, "%v", err)
+		return reply
+	}
+	if len(missing) > 0 {
+		var parts []string
+		for _, n := range missing {
+			if slices.Contains(removed, n) {
+				n += " (removed)"
+			}
+			parts = append(parts, n)
+		}
+		reply.Error = apiError(subjects.CodeNotFound, "no tool named %s", strings.Join(parts, ", "))
+		if len(removed) == len(missing) {
+			reply.Error.Reason = subjects.StateRemoved
+		}
+	}
+	return reply
+}
+
+// Servers lists the servers with the counts of what the principal may see. Under a configured
+// policy a server none of whose tools the principal may call is not listed.
+func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subjects.ServersReply {
+	reply := subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}}
+	pr, apiErr := c.resolve(req.V, req.Principal)
+	if apiErr != nil {
+		reply.Error = apiErr
+		return reply
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	vis := c.visibility(&filter{pr: pr})
+	defer vis.release()
+	for _, name := range sortedKeys(c.servers) {
+		s := c.servers[name]
+		if s.gone() {
+			continue
+		}
+		sum := subjects.ServerSummary{Name: name, Description: s.rec.Description}
+		for _, e := range s.tools {
+			if vis.allow(e) {
+				sum.Tools++
+			}
+		}
+		if sum.Tools == 0 && !c.pol.IsOpen() {
+			continue
+		}
+		for k, n := range map[subjects.Kind]*int{subjects.KindPrompts: &sum.Prompts, subjects.KindResources: &sum.Resources} {
+			if km := s.kinds[k]; km != nil && c.pol.MayUseScope(pr, km.CacheScope, km.AuthContext) {
+				*n = km.Count
+			}
+		}
+		sum.Status, sum.Reason = "unknown", ""
+		if st := s.rec.Status; st != nil {
+			sum.Status, sum.Reason = st.Status, st.Reason
+			if st.Code != "" && st.Reason == "" {
+				sum.Reason = st.Code
+			}
+			sum.Transport, sum.Protocol = st.Transport, st.Protocol
+		}
+		if in := s.rec.Info; in != nil {
+			if sum.Transport == "" {
+				sum.Transport = in.Transport
+			}
+			if sum.Protocol == "" {
+				sum.Protocol = in.Protocol
+			}
+		}
+		reply.Servers = append(reply.Servers, sum)
+	}
+	return reply
+}

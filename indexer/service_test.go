@@ -1,0 +1,206 @@
+package indexer
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+func request(t testing.TB, nc *nats.Conn, subject string, body []byte) *nats.Msg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msg, err := nc.RequestWithContext(ctx, subject, body)
+	if err != nil {
+		t.Fatalf("request %s: %v", subject, err)
+	}
+	return msg
+}
+
+func TestServiceMalformedRequests(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, demoEvents(t)...)
+	r := startReplica(t, env, "", nil, env.Connect(t))
+	waitSeq(t, r.Catalog, seq)
+	nc := env.Connect(t)
+	waitFor(t, "service up", func() bool {
+		_, err := nc.Request(subjects.CatalogServers, []byte(`{}`), time.Second)
+		return err == nil
+	})
+
+	huge := strings.Repeat("word ", MaxQueryBytes/5+10)
+	tests := []struct {
+		name, subject, body, code string
+	}{
+		{"search bad json", subjects.CatalogSearch, `{"query":`, subjects.CodeBadRequest},
+		{"search not an object", subjects.CatalogSearch, `[1,2]`, subjects.CodeBadRequest},
+		{"search wrong type", subjects.CatalogSearch, `{"query":42}`, subjects.CodeBadRequest},
+		{"search empty query", subjects.CatalogSearch, `{"query":"  "}`, subjects.CodeBadRequest},
+		{"search huge query", subjects.CatalogSearch, `{"query":"` + huge + `"}`, subjects.CodeTooLarge},
+		{"search k negative", subjects.CatalogSearch, `{"query":"logs","k":-1}`, subjects.CodeBadRequest},
+		{"search k too big", subjects.CatalogSearch, `{"query":"logs","k":101}`, subjects.CodeBadRequest},
+		{"search bad detail", subjects.CatalogSearch, `{"query":"logs","detail":"everything"}`, subjects.CodeBadRequest},
+		{"search future version", subjects.CatalogSearch, `{"v":2,"query":"logs"}`, subjects.CodeBadRequest},
+		{"search body too large", subjects.CatalogSearch, `{"query":"logs","pad":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, subjects.CodeTooLarge},
+		{"search too many servers", subjects.CatalogSearch, `{"query":"logs","servers":[` + strings.Repeat(`"a",`, MaxFilterValues) + `"a"]}`, subjects.CodeTooLarge},
+		{"details bad json", subjects.CatalogDetails, `nope`, subjects.CodeBadRequest},
+		{"details no names", subjects.CatalogDetails, `{"names":[]}`, subjects.CodeBadRequest},
+		{"details too many names", subjects.CatalogDetails, `{"names":[` + strings.Repeat(`"a__b",`, MaxDetailNames) + `"a__b"]}`, subjects.CodeTooLarge},
+		{"details unknown", subjects.CatalogDetails, `{"names":["kb__nothing"]}`, subjects.CodeNotFound},
+		{"servers bad json", subjects.CatalogServers, `{"principal":7}`, subjects.CodeBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := request(t, nc, tt.subject, []byte(tt.body))
+			var rep struct {
+				V     int             `json:"v"`
+				Error *subjects.Error `json:"error"`
+			}
+			if err := json.Unmarshal(msg.Data, &rep); err != nil {
+				t.Fatalf("reply is not JSON: %v: %s", err, msg.Data)
+			}
+			if rep.Error == nil || rep.Error.Code != tt.code || rep.Error.Message == "" {
+				t.Fatalf("error %+v, want code %s", rep.Error, tt.code)
+			}
+			if got := msg.Header.Get("Nats-Service-Error-Code"); got != tt.code {
+				t.Errorf("micro error header %q, want %q", got, tt.code)
+			}
+		})
+	}
+	// Still serving.
+	var rep subjects.SearchReply
+	if err := json.Unmarshal(request(t, nc, subjects.CatalogSearch, []byte(`{"v":1,"query":"knowledge base"}`)).Data, &rep); err != nil || rep.Error != nil || len(rep.Tools) == 0 {
+		t.Fatalf("after malformed requests: %v %+v", err, rep)
+	}
+}
+
+// TestServiceQueueGroup: replicas share the service in one queue group; Client works against it.
+func TestServiceQueueGroup(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, demoEvents(t)...)
+	r1 := startReplica(t, env, filepath.Join(t.TempDir(), "1"), nil, env.Connect(t))
+	r2 := startReplica(t, env, filepath.Join(t.TempDir(), "2"), nil, env.Connect(t))
+	waitSeq(t, r1.Catalog, seq)
+	waitSeq(t, r2.Catalog, seq)
+	nc := env.Connect(t)
+
+	// Both replicas answer the micro discovery ping.
+	inbox := nats.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := map[string]bool{}
+	for range 100 {
+		if err := nc.PublishRequest("$SRV.PING."+subjects.CatalogService, inbox, nil); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			msg, err := sub.NextMsg(50 * time.Millisecond)
+			if err != nil {
+				break
+			}
+			var ping struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal(msg.Data, &ping)
+			replicas[ping.ID] = true
+		}
+		if len(replicas) == 2 {
+			break
+		}
+	}
+	if len(replicas) != 2 {
+		t.Fatalf("%d replicas answer the ping, want 2", len(replicas))
+	}
+
+	cl := Client{NC: nc}
+	ctx := context.Background()
+	for range 20 {
+		rep, err := cl.Search(ctx, subjects.SearchRequest{V: 1, Query: "knowledge base refund policy", K: 3})
+		if err != nil || rep.Error != nil || len(rep.Tools) == 0 || rep.Tools[0].Name != "kb__search_knowledge_base" {
+			t.Fatalf("search: %v %+v", err, rep)
+		}
+	}
+	det, err := cl.Details(ctx, subjects.DetailsRequest{V: 1, Names: []string{"kb__get_document"}})
+	if err != nil || det.Error != nil || len(det.Tools) != 1 || det.Tools[0].InputSchema == nil {
+		t.Fatalf("details: %v %+v", err, det)
+	}
+	srv, err := cl.Servers(ctx, subjects.ServersRequest{V: 1})
+	if err != nil || srv.Error != nil || len(srv.Servers) != 4 {
+		t.Fatalf("servers: %v %+v", err, srv)
+	}
+
+	// With no replica left, the client says so.
+	r1.stop(t)
+	r2.stop(t)
+	if _, err := cl.Search(ctx, subjects.SearchRequest{V: 1, Query: "x"}); err != ErrNoCatalog {
+		t.Errorf("no replica: err %v, want ErrNoCatalog", err)
+	}
+}
+
+// TestGoldenReplies pins the JSON of summary and full search replies on the demo catalog.
+func TestGoldenReplies(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, demoEvents(t)...)
+	r := startReplica(t, env, "", nil, env.Connect(t))
+	waitSeq(t, r.Catalog, seq)
+	nc := env.Connect(t)
+	waitFor(t, "service up", func() bool {
+		_, err := nc.Request(subjects.CatalogServers, []byte(`{}`), time.Second)
+		return err == nil
+	})
+	for _, tt := range []struct{ file, body string }{
+		{"search_summary.json", `{"v":1,"query":"select:ticketing__createIssue,kb__search_knowledge_base,logging__getLogs"}`},
+		{"search_ranked.json", `{"v":1,"query":"create a ticket for the login error","k":1,"detail":"name"}`},
+		{"search_full.json", `{"v":1,"query":"select:ticketing__closeIssue","detail":"full"}`},
+		{"search_name.json", `{"v":1,"query":"logs","detail":"name"}`},
+		{"details_removed.json", `{"v":1,"names":["kb__get_document","kb__nope"]}`},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := json.Indent(&buf, request(t, nc, subjectFor(tt.file), []byte(tt.body)).Data, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			// Scores move whenever ranking is tuned; the golden file pins their presence only.
+			got := scoreRe.ReplaceAll(buf.Bytes(), []byte(`"score": "<positive>"`))
+			got = append(got, '\n')
+			path := filepath.Join("testdata", tt.file)
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create)", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("%s differs (run with -update after checking):\n%s", path, firstDiff(string(got), string(want)))
+			}
+		})
+	}
+}
+
+var scoreRe = regexp.MustCompile(`"score": [0-9.eE+-]+`)
+
+func subjectFor(file string) string {
+	if strings.HasPrefix(file, "details") {
+		return subjects.CatalogDetails
+	}
+	return subjects.CatalogSearch
+}

@@ -1,0 +1,316 @@
+package indexer
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/klauspost/compress/zstd"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Key prefixes of the Badger layout (see the package doc).
+const (
+	pfxMeta    = "m/"
+	pfxServer  = "s/"
+	pfxKind    = "k/"
+	pfxTool    = "t/"
+	pfxRemoved = "r/"
+)
+
+var (
+	keySeq    = []byte(pfxMeta + "seq")
+	keyStream = []byte(pfxMeta + "stream")
+)
+
+// lp is a length-prefixed name, so that any server name (even one holding the bytes of another
+// key's separator) is a distinct key prefix.
+func lp(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func serverKey(server string) []byte { return append([]byte(pfxServer), server...) }
+
+func kindKey(server string, k subjects.Kind) []byte {
+	return append(lp([]byte(pfxKind), server), k...)
+}
+
+func kindPrefix(server string) []byte { return lp([]byte(pfxKind), server) }
+
+func toolKey(server, tool string) []byte {
+	return append(lp([]byte(pfxTool), server), tool...)
+}
+
+func toolPrefix(server string) []byte { return lp([]byte(pfxTool), server) }
+
+func removedKey(public string) []byte { return append([]byte(pfxRemoved), public...) }
+
+// splitLP splits a key body "<len><server><rest>".
+func splitLP(b []byte) (server, rest string, ok bool) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || uint64(len(b)-w) < n {
+		return "", "", false
+	}
+	return string(b[w : w+int(n)]), string(b[w+int(n):]), true
+}
+
+// serverRec is the stored state of one server.
+type serverRec struct {
+	Status      *subjects.Status     `json:"status,omitempty"` // the last one
+	Info        *subjects.ServerInfo `json:"info,omitempty"`   // of the last snapshot that had one
+	Description string               `json:"description,omitempty"`
+	Revoked     []string             `json:"revoked,omitempty"` // sorted
+	AllRevoked  bool                 `json:"allRevoked,omitempty"`
+}
+
+// kindRec is the stored metadata of a server's last list of one kind.
+type kindRec struct {
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	ListedAt    time.Time `json:"listedAt,omitzero"`
+	Pages       int       `json:"pages,omitempty"`
+	TTLMs       *int64    `json:"ttlMs,omitempty"`
+	CacheScope  string    `json:"cacheScope,omitempty"`
+	AuthContext string    `json:"authContext,omitempty"`
+	Stale       bool      `json:"stale,omitempty"`
+	Listed      bool      `json:"listed,omitempty"` // a snapshot was applied (not only list_changed)
+	Count       int       `json:"count"`
+	Names       []string  `json:"names,omitempty"` // prompts and resources (tools are t/ keys)
+}
+
+// toolRec is one stored tool. It is stored as uvarint(len(public)) public, a format byte and the
+// definition: 'r' raw, or 'z' zstd-compressed (definitions are JSON and shrink 2-3×, which keeps
+// a 100k-tool replica's value log, and the page cache it maps, small). Never as JSON:
+// encoding/json would compact and HTML-escape the definition, which must stay byte-faithful.
+type toolRec struct {
+	Public string
+	Def    json.RawMessage
+}
+
+var (
+	zenc, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1),
+		zstd.WithWindowSize(1<<16), zstd.WithZeroFrames(true))
+	zdec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderLowmem(true),
+		zstd.WithDecoderMaxMemory(4*MaxDefinitionBytes))
+)
+
+func (r toolRec) encode() []byte {
+	b := lp(make([]byte, 0, len(r.Public)+len(r.Def)/2+8), r.Public)
+	if len(r.Def) >= 128 {
+		z := zenc.EncodeAll(r.Def, append(b, 'z'))
+		if len(z)-len(b) < len(r.Def) {
+			return z
+		}
+	}
+	return append(append(b, 'r'), r.Def...)
+}
+
+func decodeToolRec(v []byte) (toolRec, error) {
+	pub, rest, ok := splitLP(v)
+	if !ok || rest == "" {
+		return toolRec{}, errors.New("bad tool record")
+	}
+	switch rest[0] {
+	case 'r':
+		return toolRec{Public: pub, Def: json.RawMessage(rest[1:])}, nil
+	case 'z':
+		def, err := zdec.DecodeAll([]byte(rest[1:]), nil)
+		if err != nil {
+			return toolRec{}, fmt.Errorf("bad tool record: %w", err)
+		}
+		return toolRec{Public: pub, Def: def}, nil
+	}
+	return toolRec{}, fmt.Errorf("bad tool record format %q", rest[0])
+}
+
+// removedRec remembers a removed tool's pair, for "removed" answers.
+type removedRec struct {
+	Server      string `json:"server"`
+	Tool        string `json:"tool"`
+	CacheScope  string `json:"cacheScope,omitempty"`
+	AuthContext string `json:"authContext,omitempty"`
+}
+
+// write is one key to set (Value != nil) or delete.
+type write struct {
+	Key, Value []byte
+}
+
+func putJSON(key []byte, v any) write {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only our own record types are marshaled; they always marshal.
+		panic(fmt.Sprintf("indexer: marshal %T: %v", v, err))
+	}
+	return write{Key: key, Value: b}
+}
+
+func seqValue(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }
+
+// openBadger opens the replica's store with the small knobs: a replica holding 100k tools stays
+// well under 300 MB of RSS (Badger's defaults hold about 600 MB).
+func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
+	if cfg.InMemory && cfg.Dir != "" {
+		return nil, fmt.Errorf("%w: InMemory needs an empty Dir", ErrBadRequest)
+	}
+	if !cfg.InMemory && cfg.Dir == "" {
+		return nil, fmt.Errorf("%w: no Dir (and not InMemory)", ErrBadRequest)
+	}
+	o := badger.DefaultOptions(cfg.Dir).
+		WithInMemory(cfg.InMemory).
+		WithLogger(badgerLog{log}).
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(8 << 20).
+		WithValueThreshold(valueThreshold(cfg.InMemory)).
+		WithValueLogFileSize(64 << 20).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithCompression(options.None). // values are in the value log; tables hold keys and small records
+
+		WithMetricsEnabled(false).
+		WithDetectConflicts(false) // one writer
+	db, err := badger.Open(o)
+	if err != nil {
+		return nil, fmt.Errorf("%w: open %s: %w", ErrStore, cfg.Dir, err)
+	}
+	return db, nil
+}
+
+// MaxDefinitionBytes is the largest tool definition the catalog stores; a larger one is skipped
+// (counted in Stats.BadItems). registrysync rejects definitions over 256 KiB by default.
+const MaxDefinitionBytes = 512 << 10
+
+// valueThreshold: on disk, every tool record goes to the value log (an append-only file): the
+// LSM tree keeps only keys, small records and value pointers, so memtables, transactions and
+// compactions stay small (a replica of 100k tools rewrites a few MB, not its definitions); in
+// memory there is no value log, so every value must stay under it.
+func valueThreshold(inMemory bool) int64 {
+	if inMemory {
+		return 1 << 20 // Badger's largest (≤ 15% of the memtable: 1.2 MB)
+	}
+	return 128
+}
+
+// commit writes ws and the new sequence atomically; a set of writes too large for one
+// transaction is split, the sequence going in the last (see the package doc).
+func commit(db *badger.DB, ws []write, seq uint64) error {
+	txn := db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	apply := func(w write) error {
+		if w.Value == nil {
+			return txn.Delete(w.Key)
+		}
+		return txn.Set(w.Key, w.Value)
+	}
+	for _, w := range append(ws, write{Key: keySeq, Value: seqValue(seq)}) {
+		err := apply(w)
+		if errors.Is(err, badger.ErrTxnTooBig) {
+			if err = txn.Commit(); err != nil {
+				return fmt.Errorf("%w: commit part: %w", ErrStore, err)
+			}
+			txn = db.NewTransaction(true)
+			err = apply(w)
+		}
+		if err != nil {
+			return fmt.Errorf("%w: write: %w", ErrStore, err)
+		}
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("%w: commit: %w", ErrStore, err)
+	}
+	return nil
+}
+
+// readToolDefs reads the stored definitions of a server's tools.
+func readToolDefs(db *badger.DB, server string) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	err := db.View(func(txn *badger.Txn) error {
+		p := toolPrefix(server)
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: p, PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var r toolRec
+			if err := it.Item().Value(func(v []byte) (err error) { r, err = decodeToolRec(v); return err }); err != nil {
+				return err
+			}
+			out[string(it.Item().Key()[len(p):])] = r.Def
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: read tools of %q: %w", ErrStore, server, err)
+	}
+	return out, nil
+}
+
+// readTool reads one stored tool definition.
+func readTool(txn *badger.Txn, server, tool string) (json.RawMessage, error) {
+	it, err := txn.Get(toolKey(server, tool))
+	if err != nil {
+		return nil, err
+	}
+	var r toolRec
+	if err := it.Value(func(v []byte) (err error) { r, err = decodeToolRec(v); return err }); err != nil {
+		return nil, err
+	}
+	return r.Def, nil
+}
+
+// digest hashes every key and value of the store except the position keys (m/): replicas that
+// applied the same stream hold the same digest.
+func digest(db *badger.DB) (string, error) {
+	h := sha256.New()
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if bytes.HasPrefix(k, []byte(pfxMeta)) {
+				continue
+			}
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			binary.Write(h, binary.BigEndian, uint32(len(k)))
+			h.Write(k)
+			binary.Write(h, binary.BigEndian, uint32(len(v)))
+			h.Write(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("%w: digest: %w", ErrStore, err)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// badgerLog routes Badger's log to zerolog: errors and warnings only.
+type badgerLog struct{ l zerolog.Logger }
+
+func (b badgerLog) Errorf(f string, a ...any)   { b.l.Error().Str("component", "badger").Msgf(f, a...) }
+func (b badgerLog) Warningf(f string, a ...any) { b.l.Warn().Str("component", "badger").Msgf(f, a...) }
+func (b badgerLog) Infof(string, ...any)        {}
+func (b badgerLog) Debugf(string, ...any)       {}
