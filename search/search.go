@@ -211,9 +211,13 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	ix.scoreTerms(sc, terms, allow)
 
 	// Candidates: tools over the floor (enough distinctive query words
-	// matched; on tiny catalogs even a word found in one tool has a low IDF,
-	// so the floor is capped below it), with server evidence.
-	floor := math.Min(cfg.minIDF, 0.9*math.Log(1+(n-0.5)/1.5))
+	// matched), with server evidence. On small catalogs even a word found in
+	// a few tools has a low IDF ("ticket" in 3 of 7 tools), so the floor is
+	// capped below the IDF of a word found in three tools (or in one, below
+	// six tools): the floor rejects words common to much of a catalog, never a
+	// word that picks out one server's handful of tools.
+	few := math.Max(1, math.Min(3, math.Floor(n/2)))
+	floor := math.Min(cfg.minIDF, 0.9*math.Log(1+(n-few+0.5)/(few+0.5)))
 	for _, d := range sc.touched {
 		st := &sc.slots[d]
 		if st.state == slotAllowed && st.score > 0 && float64(st.mass) >= floor {

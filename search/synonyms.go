@@ -8,7 +8,7 @@ import "strings"
 // searches for the other members of its groups, at Config.SynonymWeight.
 var relatedGroups = []string{
 	// operations
-	"create add new make generate insert build",
+	"create add new make generate insert build open",
 	"delete remove erase destroy drop",
 	"find search lookup query look seek",
 	"fetch get retrieve obtain download",
