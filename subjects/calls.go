@@ -92,8 +92,10 @@ type Approval struct {
 	V       int    `json:"v"`
 	ID      string `json:"id"`
 	Approve bool   `json:"approve"`
-	By      string `json:"by,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Tenant, when set, must be the tenant of the waiting call (call ids are unique per tenant).
+	Tenant string `json:"tenant,omitempty"`
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // AuditEvent records one step of a call: "request", "decision", "dispatch", "result".

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -19,7 +20,11 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 const envTestMain = "MCPSTREAM_TEST_MAIN"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envTestMain) == "1" {
+	// A child started by a test acts as mcpstream, never as the test suite: by the environment
+	// variable, or — since registrysync gives stdio children a minimal environment — by its first
+	// argument, which `go test` never makes a non-flag. Without this a demo server child would run
+	// the suite again and start children of its own.
+	if os.Getenv(envTestMain) == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mcpstream/mcpstream/executor"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func init() {
+	register(command{
+		name:    "approve",
+		summary: "approve a call waiting for approval (needs_approval)",
+		run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runDecide(ctx, true, args, stdout, stderr)
+		},
+	})
+	register(command{
+		name:    "deny",
+		summary: "deny a call waiting for approval: it ends with code denied",
+		run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runDecide(ctx, false, args, stdout, stderr)
+		},
+	})
+}
+
+const decideHelp = `
+%[1]ss one call that waits in needs_approval: a tool annotated destructive (destructiveHint: true,
+unless the policy sets approveDestructive: false), or one the policy's approve patterns name. The
+decision goes to the executor holding the call, on mcpstream.v1.approvals.<ID> (any NATS client
+may send a subjects.Approval there); %[2]s.
+
+Waiting calls show in the audit stream, with their ID, as decision needs_approval:
+  mcpstream events --subject 'audit.*.decision' --follow
+
+Exit status 1 when no call with that ID is waiting (already decided, timed out, or unknown).
+
+Examples:
+  mcpstream %[3]s c-5f2a9e0b7c1d4e3f --reason "ticket reviewed"
+  mcpstream %[3]s c-5f2a9e0b7c1d4e3f --tenant acme --by alice`
+
+func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr io.Writer) error {
+	name, verb, effect := "approve", "Approve", "the call then runs"
+	if !approve {
+		name, verb, effect = "deny", "Deny", "the call then ends with code denied and never runs"
+	}
+	var cf clientFlags
+	var reason, by, tenant string
+	var wait time.Duration
+	fs := newFlagSet(name, name+" ID [flags]", fmt.Sprintf(decideHelp, verb, effect, name))
+	cf.register(fs, false)
+	fs.StringVar(&reason, "reason", "", "why (recorded in the audit stream)")
+	fs.StringVar(&by, "by", os.Getenv("USER"), "who decides (recorded in the audit stream)")
+	fs.StringVar(&tenant, "tenant", "", "the tenant of the call (call ids are unique per tenant); default: any")
+	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the executor's answer")
+	rest, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 || rest[0] == "" {
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return exitCode(2)
+	}
+	id := rest[0]
+	nc, _, err := cf.connect(name)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	rep, err := executor.Client{NC: nc}.Decide(cctx, subjects.Approval{ID: id, Approve: approve, Tenant: tenant, By: by, Reason: reason})
+	if errors.Is(err, executor.ErrNoWaiter) || errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%s: no call %s is waiting for approval (already decided, timed out, or another tenant's)", name, id)
+	}
+	if err == nil && rep.Error != nil {
+		err = fmt.Errorf("%s %s: %s: %s", name, id, rep.Error.Code, rep.Error.Message)
+	}
+	if cf.JSON {
+		out := map[string]any{"id": id, "ok": err == nil, "approve": approve}
+		if err != nil {
+			out["error"] = err.Error()
+		}
+		b, _ := json.Marshal(out)
+		fmt.Fprintf(stdout, "%s\n", b)
+		if err != nil {
+			return exitCode(1)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	past := "approved"
+	if !approve {
+		past = "denied"
+	}
+	fmt.Fprintf(stdout, "%s %s\n", past, id)
+	return nil
+}

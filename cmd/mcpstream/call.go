@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpstream/mcpstream/executor"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func init() {
+	register(command{
+		name:    "call",
+		summary: "call a tool through the executor (policy, schema, limits, audit) and print its result",
+		run:     runCall,
+	})
+}
+
+const callHelp = `
+Calls one tool by its public name (server__tool) through the executor, exactly as any NATS client
+can: a CallRequest on mcpstream.v1.exec.<tenant>, answered with the one terminal CallResult. The
+executor checks that the tool exists and is fresh, that the principal may call it, that the
+arguments match the tool's inputSchema, asks for approval when needed, applies the rate limits,
+then runs tools/call with the host's credentials. ARGS_JSON is a JSON object (default {}); "-"
+reads it from stdin.
+
+Output:
+  text    the result's text content (or its structuredContent as JSON when it has no text)
+  --json  the MCP result object as the server sent it (content, structuredContent, isError),
+          or {"error": {"code": "...", "message": "...", ...}} when the call was refused or failed
+
+Exit status: 0 when the tool ran and answered; 1 when the call was refused or failed (the error
+code and message go to stderr, or stdout with --json), and 1 too when the tool reported a failure
+(isError: true; its result is printed). A --id already used gets the earlier answer, never a
+second execution: use it to retry safely.
+
+Error codes: bad_request, too_large, not_found, stale, unavailable, unknown_principal, forbidden,
+denied, approval_timeout, needs_approval (--approval-timeout -1), invalid_arguments (with the JSON
+pointer of the failure), invalid_schema, rate_limited (with the time to retry), timeout,
+result_too_large, protocol_error, outcome_unknown (the call may have run: check before retrying).
+
+Tools annotated destructive (and those the policy marks) wait for a human:
+  mcpstream approve ID   or   mcpstream deny ID
+The pending call shows in: mcpstream events --subject 'audit.>' --follow
+
+Examples:
+  mcpstream call ticketing__listIssues '{"status":"open"}'
+  mcpstream call ticketing__createIssue '{"title":"Disk full","body":"db-1","priority":"high"}' --id ticket-42
+  mcpstream call kb__search_knowledge_base '{"query":"refund policy","topK":3}' --json --principal acme/alice
+  echo '{"level":"error","since":0}' | mcpstream call logging__getLogs - --json`
+
+func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cf clientFlags
+	var id string
+	var timeout, approval, wait time.Duration
+	fs := newFlagSet("call", "call NAME [ARGS_JSON] [flags]", callHelp)
+	cf.register(fs, true)
+	fs.StringVar(&id, "id", "", "call id (the de-duplication key); default: a new random id")
+	fs.DurationVar(&timeout, "timeout", 0, "bound of the tools/call itself (0 = the executor's default, 60s)")
+	fs.DurationVar(&approval, "approval-timeout", 0, "how long a call may wait for approval (0 = the executor's default, 5m; -1ns = do not wait)")
+	fs.DurationVar(&wait, "wait", 0, "how long to wait for the answer (0 = timeout + approval timeout + 15s)")
+	rest, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) < 1 || len(rest) > 2 {
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return exitCode(2)
+	}
+	name := rest[0]
+	rawArgs := "{}"
+	if len(rest) == 2 {
+		rawArgs = rest[1]
+	}
+	if rawArgs == "-" {
+		b, err := io.ReadAll(io.LimitReader(os.Stdin, subjects.MaxCallBytes+1))
+		if err != nil {
+			return fmt.Errorf("call: read arguments from stdin: %w", err)
+		}
+		rawArgs = string(b)
+	}
+	arguments := bytes.TrimSpace([]byte(rawArgs))
+	if !json.Valid(arguments) || len(arguments) == 0 || arguments[0] != '{' {
+		return fmt.Errorf("call: ARGS_JSON must be a JSON object, e.g. '{\"query\":\"x\"}' (got %.60q)", rawArgs)
+	}
+	pr, err := cf.principal()
+	if err != nil {
+		return err
+	}
+	tenant := pr.Tenant
+	if tenant == "" {
+		tenant = "local"
+	}
+	req := subjects.CallRequest{ID: id, Tool: name, Arguments: json.RawMessage(arguments), Principal: pr,
+		TimeoutMs: timeout.Milliseconds()}
+	switch {
+	case approval < 0:
+		req.ApprovalTimeoutMs = -1
+	case approval > 0:
+		req.ApprovalTimeoutMs = max(1, approval.Milliseconds())
+	}
+	if wait <= 0 {
+		wait = cmpOr(timeout, executor.DefaultCallTimeout) + cmpOr(max(approval, 0), executor.DefaultApprovalTimeout) + 15*time.Second
+	}
+
+	nc, _, err := cf.connect("call")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	res, err := executor.Client{NC: nc}.Call(cctx, tenant, req)
+	if errors.Is(err, executor.ErrNoExecutor) {
+		return fmt.Errorf("call: %w (is `mcpstream up` or `mcpstream executor` running?)", err)
+	}
+	if err != nil {
+		return fmt.Errorf("call: %w", err)
+	}
+	return printCallResult(stdout, stderr, res, cf.JSON)
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// printCallResult prints a CallResult as `call` documents it and returns the exit status.
+func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON bool) error {
+	if res.Error != nil || res.Status != subjects.CallOK {
+		e := res.Error
+		if e == nil {
+			e = &subjects.Error{Code: subjects.CodeInternal, Message: "no result and no error in the answer (status " + res.Status + ")"}
+		}
+		if asJSON {
+			b, _ := json.MarshalIndent(map[string]any{"error": e}, "", "  ")
+			fmt.Fprintf(stdout, "%s\n", b)
+		} else {
+			fmt.Fprintf(stderr, "%s: %s\n", e.Code, e.Message)
+			if e.Path != "" {
+				fmt.Fprintf(stderr, "  path: %s\n", e.Path)
+			}
+			if e.RetryAfterMs > 0 {
+				fmt.Fprintf(stderr, "  retry after %s\n", time.Duration(e.RetryAfterMs)*time.Millisecond)
+			}
+			if e.Code == subjects.CodeOutcomeUnknown {
+				fmt.Fprintf(stderr, "  the call may have run: check before retrying (same --id %s to get this answer again)\n", res.ID)
+			}
+		}
+		return exitCode(1)
+	}
+	var r struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	_ = json.Unmarshal(res.Result, &r)
+	if asJSON {
+		var buf bytes.Buffer
+		if json.Indent(&buf, res.Result, "", "  ") != nil {
+			buf.Reset()
+			buf.Write(res.Result)
+		}
+		fmt.Fprintf(stdout, "%s\n", buf.Bytes())
+	} else {
+		var texts []string
+		for _, c := range r.Content {
+			var block struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(c, &block) == nil && block.Type == "text" {
+				texts = append(texts, block.Text)
+			}
+		}
+		switch {
+		case len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) && structuredOnly(texts):
+			var buf bytes.Buffer
+			if json.Indent(&buf, r.StructuredContent, "", "  ") == nil {
+				fmt.Fprintf(stdout, "%s\n", buf.Bytes())
+			} else {
+				fmt.Fprintf(stdout, "%s\n", r.StructuredContent)
+			}
+		case len(texts) > 0:
+			fmt.Fprintln(stdout, strings.Join(texts, "\n"))
+		case len(r.Content) > 0:
+			fmt.Fprintf(stdout, "(%d non-text content block(s); use --json to see them)\n", len(r.Content))
+		}
+	}
+	if r.IsError {
+		fmt.Fprintf(stderr, "mcpstream call: %s reported a failure (isError: true)\n", res.Tool)
+		return exitCode(1)
+	}
+	return nil
+}
+
+// structuredOnly reports whether the text content adds nothing: no text, or a text that is the
+// structured content's JSON serialization (the MCP convention for structured results).
+func structuredOnly(texts []string) bool {
+	if len(texts) == 0 {
+		return true
+	}
+	return len(texts) == 1 && json.Valid([]byte(texts[0])) && strings.HasPrefix(strings.TrimSpace(texts[0]), "{")
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcpstream/mcpstream/executor"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func init() {
+	registerRole(role{name: "executor", order: 30, start: startExecutor})
+	register(command{
+		name:    "executor",
+		summary: "run executor workers (the host broker) against a NATS server or cluster",
+		run:     runExecutorCommand,
+	})
+}
+
+const executorHelp = `
+Runs the host broker: a front end that answers call requests and --workers workers that execute
+them. Any number of executor processes share the work: the front ends form the queue group
+"` + subjects.ExecutorQueue + `" and the workers one durable consumer of the calls stream.
+
+  ` + subjects.Root + `.exec.<tenant>           request/reply: CallRequest → CallResult
+  ` + subjects.Root + `.calls.<tenant>          the durable work queue (publish with Nats-Msg-Id = call id)
+  ` + subjects.Root + `.results.<tenant>.<id>   the one terminal answer of each call
+  ` + subjects.Root + `.audit.<tenant>.<event>  request, decision, dispatch, result (redacted)
+  ` + subjects.Root + `.approvals.<id>          approve or deny a call waiting in needs_approval
+
+Each call is checked in order: the tool exists (not_found), is fresh (stale, unavailable; an
+expired ttlMs is re-listed first), the principal may call it (unknown_principal, forbidden), the
+arguments match the tool's real inputSchema (invalid_arguments with the JSON pointer of the
+failure), a human approved it if it is destructive or the policy says so (denied,
+approval_timeout), the limits allow it (rate_limited with retryAfterMs); then tools/call runs
+with a timeout (timeout, result_too_large). A tool that is neither read-only nor idempotent is
+claimed before dispatch: if an executor dies mid-call, the answer is outcome_unknown, never a
+second execution.
+
+The executor replays the registry stream at start, then reaches the connectors over NATS
+(` + subjects.Root + `.dispatch.<server>): run registrysync somewhere. --config gives the policy, the
+limits section (rate limits and concurrency caps shared by every executor) and the secret values
+to redact from audit events.
+
+Examples:
+  mcpstream executor --nats nats://127.0.0.1:4222 --config mcpstream.yaml
+  mcpstream executor --nats nats://nats-1:4222,nats://nats-2:4222 --config /etc/mcpstream/mcpstream.yaml --workers 128`
+
+// executorOptions are the executor subcommand's own flags (defaults under up).
+var executorOptions struct {
+	Workers int
+	NoFront bool
+}
+
+func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := hostOptions{Name: "executor"}
+	fs := newFlagSet("executor", "executor [flags]", executorHelp)
+	o.register(fs, false)
+	fs.IntVar(&executorOptions.Workers, "workers", executor.DefaultWorkers, "calls this process handles at once")
+	fs.BoolVar(&executorOptions.NoFront, "no-front-end", false, "do not serve "+subjects.ExecAll+" (workers only)")
+	rest, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("executor: unexpected argument %q", rest[0])
+	}
+	if executorOptions.Workers < 1 {
+		return fmt.Errorf("executor: --workers %d: want at least 1", executorOptions.Workers)
+	}
+	return runRoles(ctx, o, []string{"executor"}, stdout, stderr)
+}
+
+// startExecutor builds the executor of this process: in-process connectors when registrysync
+// runs here (up), NATS otherwise.
+func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
+	limits, err := env.Config.Limits.executorLimits()
+	if err != nil {
+		return roleRun{}, fmt.Errorf("%s: %w", configName(env.Config), err)
+	}
+	cfg := executor.Config{
+		Policy:  env.Policy,
+		Limits:  limits,
+		Workers: executorOptions.Workers,
+		Log:     env.Log,
+	}
+	if executorOptions.NoFront {
+		cfg.FrontEnd = new(bool)
+	}
+	if env.Registry != nil {
+		cfg.Dispatcher, cfg.Relister = env.Registry, env.Registry
+	}
+	for _, sc := range env.Config.ServerConfigs() {
+		cfg.Secrets = append(cfg.Secrets, sc.Secrets...)
+	}
+	host, _ := os.Hostname()
+	cfg.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
+	if env.Replica != "" {
+		cfg.Name += "/" + env.Replica
+	}
+	ex, err := executor.New(env.NC, cfg)
+	if err != nil {
+		return roleRun{}, err
+	}
+	return roleRun{Run: ex.Run, Ready: ex.Ready}, nil
+}
+
+func configName(c *fileConfig) string {
+	if c == nil || c.Path == "" {
+		return "configuration"
+	}
+	return c.Path
+}

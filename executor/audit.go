@@ -1,0 +1,225 @@
+package executor
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// redactedValue replaces a secret in audit events.
+const redactedValue = "[redacted]"
+
+// sensitiveKeys are substrings of argument names whose values never reach the audit stream.
+var sensitiveKeys = []string{
+	"password", "passwd", "passphrase", "secret", "token", "authorization", "api_key", "apikey",
+	"api-key", "cookie", "credential", "private_key", "privatekey", "access_key", "client_key",
+}
+
+func sensitiveKey(k string) bool {
+	k = strings.ToLower(k)
+	for _, s := range sensitiveKeys {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// redactor removes secrets: values of sensitive keys in JSON, and every known secret value
+// (configuration secrets) wherever it appears in a string.
+type redactor struct {
+	values  *strings.Replacer // nil: no known secret values
+	secrets [][]byte
+}
+
+func newRedactor(secrets []string) redactor {
+	var vals []string
+	for _, s := range secrets {
+		if len(s) >= 3 { // shorter values would shred ordinary text
+			vals = append(vals, s)
+		}
+	}
+	if len(vals) == 0 {
+		return redactor{}
+	}
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, redactedValue)
+	}
+	r := redactor{values: strings.NewReplacer(pairs...)}
+	for _, v := range vals {
+		r.secrets = append(r.secrets, []byte(v))
+	}
+	return r
+}
+
+// clean reports whether raw holds neither a sensitive key name nor a known secret value: then
+// it needs no redaction (the common case, checked without decoding).
+func (r redactor) clean(raw []byte) bool {
+	lower := bytes.ToLower(raw)
+	for _, k := range sensitiveKeys {
+		if bytes.Contains(lower, []byte(k)) {
+			return false
+		}
+	}
+	for _, v := range r.secrets {
+		if bytes.Contains(raw, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// String removes known secret values from s.
+func (r redactor) String(s string) string {
+	if r.values == nil {
+		return s
+	}
+	return r.values.Replace(s)
+}
+
+// JSON returns raw with sensitive keys' values and secret values replaced, capped to max bytes.
+// A capped document becomes a JSON string holding the start of the redacted text, and
+// truncated is true. Invalid JSON is kept as a (redacted, capped) JSON string.
+func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, false
+	}
+	if len(raw) > max {
+		// Too large to keep whole: redact only the start that is kept, as text, instead of
+		// decoding and re-encoding all of it.
+		text := redactKeysText(string(raw[:cutRune(raw, max)]))
+		s, _ := json.Marshal(truncateBytes(r.String(text), max))
+		return s, true
+	}
+	if r.clean(raw) && json.Valid(raw) {
+		return raw, false
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var text []byte
+	if err := dec.Decode(&v); err != nil {
+		text = []byte(r.String(string(raw)))
+	} else {
+		v = r.walk(v)
+		text, err = json.Marshal(v)
+		if err != nil {
+			text = []byte(r.String(string(raw)))
+		} else if len(text) <= max {
+			return text, false
+		}
+	}
+	if len(text) > max {
+		text = text[:cutRune(text, max)]
+		truncated = true
+	}
+	s, _ := json.Marshal(string(text))
+	return s, truncated
+}
+
+func (r redactor) walk(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if sensitiveKey(k) {
+				if _, isObj := val.(map[string]any); !isObj {
+					x[k] = redactedValue
+					continue
+				}
+			}
+			x[k] = r.walk(val)
+		}
+		return x
+	case []any:
+		for i := range x {
+			x[i] = r.walk(x[i])
+		}
+		return x
+	case string:
+		return r.String(x)
+	}
+	return v
+}
+
+// keyValueRe matches "key": value pairs in JSON text, the value possibly cut at the end.
+var keyValueRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"(\s*:\s*)("(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*$|[-+0-9.eE]+|true|false|null)`)
+
+// redactKeysText replaces the values of sensitive keys in (possibly cut) JSON text.
+func redactKeysText(text string) string {
+	return keyValueRe.ReplaceAllStringFunc(text, func(m string) string {
+		sub := keyValueRe.FindStringSubmatch(m)
+		if !sensitiveKey(sub[1]) {
+			return m
+		}
+		return `"` + sub[1] + `"` + sub[2] + `"` + redactedValue + `"`
+	})
+}
+
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:cutRune([]byte(s), n)]
+}
+
+// cutRune returns the largest n' ≤ n that does not split a UTF-8 sequence of b.
+func cutRune(b []byte, n int) int {
+	for n > 0 && n < len(b) && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return n
+}
+
+func truncateString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:cutRune([]byte(s), n)] + "…"
+}
+
+// auditor publishes audit events asynchronously: they never hold up a call, and a failed
+// publish is logged.
+type auditor struct {
+	js     jetstream.JetStream
+	redact redactor
+	max    int
+	log    zerolog.Logger
+}
+
+// emit publishes ev on subjects.Audit(tenant, name), redacting its message.
+func (a *auditor) emit(name string, ev subjects.AuditEvent) {
+	ev.V = subjects.Version
+	ev.Type = "audit." + name
+	if ev.At.IsZero() {
+		ev.At = time.Now().UTC()
+	}
+	ev.Message = a.redact.String(ev.Message)
+	data, err := json.Marshal(ev)
+	if err != nil {
+		a.log.Error().Err(err).Str("call", ev.CallID).Msg("encode audit event")
+		return
+	}
+	msg := &nats.Msg{Subject: subjects.Audit(ev.Tenant, name), Data: data, Header: nats.Header{}}
+	msg.Header.Set(subjects.HeaderEventType, ev.Type)
+	if _, err := a.js.PublishMsgAsync(msg); err != nil {
+		a.log.Warn().Err(err).Str("call", ev.CallID).Str("event", name).Msg("audit publish")
+	}
+}
+
+// payload fills the capped, redacted arguments or result of an event.
+func (a *auditor) payload(raw []byte) (json.RawMessage, int, bool) {
+	out, trunc := a.redact.JSON(raw, a.max)
+	return out, len(raw), trunc
+}

@@ -1,0 +1,77 @@
+package executor
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+func TestRedactJSON(t *testing.T) {
+	r := newRedactor([]string{"hunter22", "ab"})
+	cases := []struct {
+		name, in, want string
+		max            int
+		truncated      bool
+	}{
+		{"sensitive keys", `{"user":"al","password":"p","nested":{"API_KEY":"k","list":[{"authToken":"t"}]}}`,
+			`{"nested":{"API_KEY":"[redacted]","list":[{"authToken":"[redacted]"}]},"password":"[redacted]","user":"al"}`, 4096, false},
+		{"secret values anywhere", `{"note":"pw is hunter22!","n":1.50}`, `{"n":1.50,"note":"pw is [redacted]!"}`, 4096, false},
+		{"short values are not secrets", `{"note":"ab"}`, `{"note":"ab"}`, 4096, false},
+		{"an object under a sensitive key is walked", `{"credentials":{"user":"u","secret":"s"}}`, `{"credentials":{"secret":"[redacted]","user":"u"}}`, 4096, false},
+		{"capped: a JSON string", `{"text":"aaaaaaaaaaaaaaaaaaaa"}`, `"{\"text\":\"aaaaaaa"`, 16, true},
+		{"not JSON: a redacted string", `hunter22 {`, `"[redacted] {"`, 4096, true},
+		{"empty", ``, ``, 4096, false},
+		{"large: the kept start is redacted as text", `{"token":"t0k","note":"hunter22","password":"cut-here-and-more` + strings.Repeat(" ", 300),
+			`"{\"token\":\"[redacted]\",\"note\":\"[redacted]\",\"password\":\"[redac"`, 60, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, trunc := r.JSON([]byte(tc.in), tc.max)
+			if string(got) != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+			if tc.name != "not JSON: a redacted string" && trunc != tc.truncated {
+				t.Errorf("got truncated=%v, want %v", trunc, tc.truncated)
+			}
+			if len(got) > 0 && !json.Valid(got) {
+				t.Errorf("not valid JSON: %s", got)
+			}
+		})
+	}
+}
+
+// Audit events carry redacted, capped arguments and results.
+func TestAuditRedaction(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Secrets: []string{"s3cr3t-host"}, AuditBytes: 512}})
+	res := r.call("local", "fixture__legacy", `{"host":"s3cr3t-host","port":5432,"api_key":"k-123456"}`)
+	if res.Status != subjects.CallOK {
+		t.Fatalf("got %s %+v", res.Status, res.Error)
+	}
+	var evs []subjects.AuditEvent
+	waitFor(t, "audit events", func() bool { evs = r.auditEvents("local", res.ID); return hasResultEvent(evs) })
+	all, _ := json.Marshal(evs)
+	for _, secret := range []string{"s3cr3t-host", "k-123456"} {
+		if strings.Contains(string(all), secret) {
+			t.Errorf("audit events hold %q: %s", secret, all)
+		}
+	}
+	if !strings.Contains(string(evs[0].Arguments), `"port":5432`) {
+		t.Errorf("request event lost the arguments: %s", evs[0].Arguments)
+	}
+	// A large argument is capped.
+	long := r.call("local", "fixture__echo", `{"text":"`+strings.Repeat("z", 5000)+`"}`)
+	waitFor(t, "audit events", func() bool { evs = r.auditEvents("local", long.ID); return hasResultEvent(evs) })
+	if !evs[0].Truncated || evs[0].ArgBytes < 5000 || len(evs[0].Arguments) > 600 {
+		t.Errorf("got truncated=%v argBytes=%d len=%d, want a capped request event", evs[0].Truncated, evs[0].ArgBytes, len(evs[0].Arguments))
+	}
+	last := evs[len(evs)-1]
+	if last.Type != "audit.result" || !last.Truncated || last.ResBytes < 5000 {
+		t.Errorf("got %s truncated=%v resultBytes=%d, want a capped result event", last.Type, last.Truncated, last.ResBytes)
+	}
+}
+
+func hasResultEvent(evs []subjects.AuditEvent) bool {
+	return len(evs) > 0 && evs[len(evs)-1].Type == "audit."+subjects.AuditResult
+}

@@ -1,0 +1,238 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/demoservers"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// benchTool is the call measured: a cheap read-only demo tool, so the numbers show the path, not
+// the tool.
+const (
+	benchServer = "kb"
+	benchTool   = "get_document"
+	benchArgs   = `{"id":"POL-TRAVEL"}`
+)
+
+// latencies collects call durations.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) quantile(q float64) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	s := slices.Clone(l.d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+// drive runs n calls over c goroutines and returns the latencies and calls per second.
+func drive(b *testing.B, n, c int, call func() error) (*latencies, float64) {
+	b.Helper()
+	var lat latencies
+	var next atomic.Int64
+	var failed atomic.Value
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range c {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				t0 := time.Now()
+				if err := call(); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat.add(time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return &lat, float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkCall compares, in one run, a direct mcp-go client call to a demo server (stdio child,
+// one shared session) with the same call through NATS and the executor (exec request/reply,
+// durable calls stream, policy, schema, audit, result stream; the connector is a real
+// registrysync manager with the same kind of stdio child). Ratios are executor / direct; "conn"
+// is the connector alone (registrysync's Dispatch in-process), the part of the path that is not
+// the executor's. MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the executor path at 64 callers (for
+// profiles: -cpuprofile).
+func BenchmarkCall(b *testing.B) {
+	r := startRig(b, rigOptions{servers: []string{benchServer}})
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	direct, err := client.NewStdioMCPClient(exe, []string{childEnv + "=demo:" + benchServer})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { direct.Close() })
+	ctx := context.Background()
+	if _, err := direct.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "bench", Version: "1"}}}); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("protocols: direct %s, connector %s", direct.ProtocolVersion(), r.mgr.Statuses()[benchServer].Protocol)
+	directCall := func() error {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = benchTool
+		req.Params.Arguments = json.RawMessage(benchArgs)
+		res, err := direct.CallTool(ctx, req)
+		if err == nil && res.IsError {
+			err = fmt.Errorf("direct call: isError")
+		}
+		return err
+	}
+	// The connector alone (registrysync's Dispatch in-process, no NATS): the part of the
+	// overhead that is not the executor's.
+	viaConnector := func() error {
+		rep := r.mgr.Dispatch(ctx, benchServer, subjects.DispatchRequest{V: 1, CallID: "bench", Tool: benchTool, Arguments: json.RawMessage(benchArgs)})
+		if rep.Error != nil {
+			return rep.Error
+		}
+		return nil
+	}
+	public := subjects.PublicName(benchServer, benchTool)
+	viaExecutor := func() error {
+		res, err := r.client.Call(ctx, "local", subjects.CallRequest{Tool: public, Arguments: json.RawMessage(benchArgs)})
+		if err == nil && res.Status != subjects.CallOK {
+			err = fmt.Errorf("executor call: %s %+v", res.Status, res.Error)
+		}
+		return err
+	}
+	// Warm both paths (sessions, schema compilation, consumers).
+	for range 50 {
+		if err := directCall(); err != nil {
+			b.Fatal(err)
+		}
+		if err := viaExecutor(); err != nil {
+			b.Fatal(err)
+		}
+		if err := viaConnector(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if os.Getenv("MCPSTREAM_BENCH_EXEC_ONLY") != "" {
+		b.Run("exec-only", func(b *testing.B) {
+			lat, rate := drive(b, max(b.N, 64), 64, viaExecutor)
+			b.ReportMetric(float64(lat.quantile(0.5).Microseconds())/1000, "exec-p50-ms")
+			b.ReportMetric(rate, "exec-calls/s")
+		})
+		return
+	}
+	for _, c := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("callers=%d", c), func(b *testing.B) {
+			n := max(b.N, c)
+			dLat, dRate := drive(b, n, c, directCall)
+			cLat, cRate := drive(b, n, c, viaConnector)
+			eLat, eRate := drive(b, n, c, viaExecutor)
+			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+			b.ReportMetric(ms(dLat.quantile(0.5)), "direct-p50-ms")
+			b.ReportMetric(ms(dLat.quantile(0.99)), "direct-p99-ms")
+			b.ReportMetric(dRate, "direct-calls/s")
+			b.ReportMetric(ms(cLat.quantile(0.5)), "conn-p50-ms")
+			b.ReportMetric(cRate, "conn-calls/s")
+			b.ReportMetric(ms(eLat.quantile(0.5)), "exec-p50-ms")
+			b.ReportMetric(ms(eLat.quantile(0.99)), "exec-p99-ms")
+			b.ReportMetric(eRate, "exec-calls/s")
+			b.ReportMetric(float64(eLat.quantile(0.5))/float64(dLat.quantile(0.5)), "p50-ratio")
+			b.ReportMetric(float64(eLat.quantile(0.99))/float64(dLat.quantile(0.99)), "p99-ratio")
+			b.ReportMetric(eRate/dRate, "rate-ratio")
+			b.ReportMetric(float64(eLat.quantile(0.5))/float64(cLat.quantile(0.5)), "p50-ratio-vs-conn")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkStalenessWindow measures the time from a server's tools/list_changed that removes a
+// tool (the connector's ListChanged event) to the first call of it refused stale, while callers
+// stream calls of it. Each round hides the tool through the demo server's control file, waits
+// for the first refusal, then restores it.
+func BenchmarkStalenessWindow(b *testing.B) {
+	r := startRig(b, rigOptions{servers: []string{benchServer}})
+	public := subjects.PublicName(benchServer, benchTool)
+	ctx := context.Background()
+	var win latencies
+	for i := 0; i < b.N; i++ {
+		var firstRefusal atomic.Pointer[time.Time]
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					res, err := r.client.Call(ctx, "local", subjects.CallRequest{Tool: public, Arguments: json.RawMessage(benchArgs)})
+					if err == nil && res.Error != nil && res.Error.Code == subjects.CodeStale {
+						at := res.FinishedAt
+						firstRefusal.CompareAndSwap(nil, &at)
+					}
+				}
+			})
+		}
+		changedAt := r.watchChanged(benchServer)
+		r.setControl(benchServer, demoservers.Control{Hide: []string{benchTool}})
+		waitFor(b, "first refusal", func() bool { return firstRefusal.Load() != nil })
+		close(stop)
+		wg.Wait()
+		changed := <-changedAt
+		win.add(firstRefusal.Load().Sub(changed))
+		r.setControl(benchServer, demoservers.Control{})
+		waitFor(b, "tool fresh again", func() bool { return r.ex.reg.view.Tool(benchServer, benchTool).State == "fresh" })
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(win.quantile(0.5)), "window-p50-ms")
+	b.ReportMetric(ms(win.quantile(0.99)), "window-p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// watchChanged returns the At of the next ListChanged event of server's tools.
+func (r *rig) watchChanged(server string) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	var sub *nats.Subscription
+	sub, err := r.env.NC.Subscribe(subjects.RegistryChanged(server, subjects.KindTools), func(m *nats.Msg) {
+		var ev subjects.ListChanged
+		if json.Unmarshal(m.Data, &ev) == nil {
+			select {
+			case ch <- ev.At:
+				sub.Unsubscribe()
+			default:
+			}
+		}
+	})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return ch
+}

@@ -1,0 +1,158 @@
+package executor
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/policy"
+)
+
+// Config configures an Executor. The zero value of every field means its default.
+type Config struct {
+	// Policy authorizes principals; nil → policy.Open().
+	Policy *policy.Policy
+	// Dispatcher runs tools/call; nil → a NATS client of subjects.Dispatch(server) (the
+	// registrysync connectors of any process).
+	Dispatcher Dispatcher
+	// Relister re-lists a server whose ttlMs ran out; nil → a NATS client of
+	// subjects.Relist(server).
+	Relister Relister
+	// Limits are the rate limits and concurrency caps, enforced across every worker.
+	Limits Limits
+	// Secrets are values (passwords, tokens) to redact from audit events, e.g. every
+	// registrysync.ServerConfig.Secrets value.
+	Secrets []string
+	// Approve lists public-name glob patterns of tools that need approval besides what the policy
+	// says (tools "configured destructive").
+	Approve []string
+
+	// Workers is how many calls this process handles at once; 0 → 64.
+	Workers int
+	// FrontEnd serves subjects.ExecAll (request/reply); nil → true. Workers-only processes set
+	// it false.
+	FrontEnd *bool
+	// NoWorkers runs only the front end (and the registry view is not consumed).
+	NoWorkers bool
+
+	// CallTimeout bounds one tools/call when the request gives none; 0 → 60s.
+	CallTimeout time.Duration
+	// MaxCallTimeout caps a request's timeoutMs; 0 → 10 minutes.
+	MaxCallTimeout time.Duration
+	// ApprovalTimeout bounds the wait in needs_approval when the request gives none; 0 → 5 min.
+	ApprovalTimeout time.Duration
+	// MaxApprovalTimeout caps a request's approvalTimeoutMs; 0 → 1 hour.
+	MaxApprovalTimeout time.Duration
+	// AckWait is the consumer's ack wait: how long after a crashed worker a call is redelivered.
+	// Long calls and approval waits send progress heartbeats every AckWait/3; 0 → 30s.
+	AckWait time.Duration
+	// MaxDeliver is how often a call is delivered before it is answered without execution
+	// (internal, or outcome_unknown when it was claimed); 0 → 5.
+	MaxDeliver int
+	// MaxAckPending caps the calls in flight over every worker of every process; 0 → 4096.
+	MaxAckPending int
+	// MaxResultBytes caps a tool result; a larger one answers result_too_large; 0 → 4 MiB.
+	MaxResultBytes int
+	// AuditBytes caps the arguments and result kept in one audit event; 0 → 4 KiB.
+	AuditBytes int
+	// ClaimTTL is how long claims of side-effecting calls are kept; 0 → 24h (the results
+	// stream's retention).
+	ClaimTTL time.Duration
+	// SlotLease is the lease of a concurrency slot, renewed while the call runs; a crashed
+	// worker's slot comes back after it; 0 → 30s.
+	SlotLease time.Duration
+	// RetryMax bounds the attempts of a read-only or idempotent call on safe failures; 0 → 3.
+	RetryMax int
+	// ReadyTimeout bounds the registry replay before workers start; 0 → 30s.
+	ReadyTimeout time.Duration
+	// RelistTimeout bounds a re-list of an expired tool list; 0 → 10s.
+	RelistTimeout time.Duration
+	// StopGrace bounds how long Run waits, once stopping, for dispatched calls to finish; calls
+	// still running then are answered by another executor after AckWait (outcome_unknown for
+	// side-effecting tools); 0 → 10s.
+	StopGrace time.Duration
+	// MemoryState stores the claims bucket in memory (tests, benchmarks).
+	MemoryState bool
+	// Log receives diagnostics; the zero value logs nothing.
+	Log zerolog.Logger
+	// Name tells processes apart in logs and claims; "" → the host name and pid.
+	Name string
+}
+
+// Limits are the executor's rate limits and concurrency caps (the configuration's limits section).
+type Limits struct {
+	// Tenant applies to each tenant separately.
+	Tenant Rate
+	// Servers maps a server name to its limit; "*" applies to every server without its own entry.
+	Servers map[string]Rate
+	// Tools maps a public-name glob pattern (policy.Match) to a limit applied to each matching
+	// tool separately; the first pattern in sorted order that matches applies.
+	Tools map[string]Rate
+}
+
+// Rate is one limit: a sliding-window rate and a cap on calls in flight. Zero fields are off.
+//
+// The rate allows Burst calls in any window of Burst/PerSecond seconds (without Burst:
+// max(1, ceil(PerSecond)) calls per window), which averages PerSecond.
+type Rate struct {
+	PerSecond   float64
+	Burst       int
+	Concurrency int
+}
+
+// Defaults.
+const (
+	DefaultWorkers            = 64
+	DefaultCallTimeout        = 60 * time.Second
+	DefaultMaxCallTimeout     = 10 * time.Minute
+	DefaultApprovalTimeout    = 5 * time.Minute
+	DefaultMaxApprovalTimeout = time.Hour
+	DefaultAckWait            = 30 * time.Second
+	DefaultMaxDeliver         = 5
+	DefaultMaxAckPending      = 4096
+	DefaultMaxResultBytes     = 4 << 20
+	DefaultAuditBytes         = 4 << 10
+	DefaultClaimTTL           = 24 * time.Hour
+	DefaultSlotLease          = 30 * time.Second
+	DefaultRetryMax           = 3
+	DefaultReadyTimeout       = 30 * time.Second
+	DefaultRelistTimeout      = 10 * time.Second
+	DefaultStopGrace          = 10 * time.Second
+)
+
+func (c Config) withDefaults() Config {
+	d := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	i := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	if c.Policy == nil {
+		c.Policy = policy.Open()
+	}
+	if c.FrontEnd == nil {
+		t := true
+		c.FrontEnd = &t
+	}
+	i(&c.Workers, DefaultWorkers)
+	d(&c.CallTimeout, DefaultCallTimeout)
+	d(&c.MaxCallTimeout, DefaultMaxCallTimeout)
+	d(&c.ApprovalTimeout, DefaultApprovalTimeout)
+	d(&c.MaxApprovalTimeout, DefaultMaxApprovalTimeout)
+	d(&c.AckWait, DefaultAckWait)
+	i(&c.MaxDeliver, DefaultMaxDeliver)
+	i(&c.MaxAckPending, DefaultMaxAckPending)
+	i(&c.MaxResultBytes, DefaultMaxResultBytes)
+	i(&c.AuditBytes, DefaultAuditBytes)
+	d(&c.ClaimTTL, DefaultClaimTTL)
+	d(&c.SlotLease, DefaultSlotLease)
+	i(&c.RetryMax, DefaultRetryMax)
+	d(&c.ReadyTimeout, DefaultReadyTimeout)
+	d(&c.RelistTimeout, DefaultRelistTimeout)
+	d(&c.StopGrace, DefaultStopGrace)
+	return c
+}

@@ -1,0 +1,96 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Dispatcher runs tools/call on the session a connector holds for server. The reply's Error.Code
+// tells whether the request reached the server: unavailable means it was not sent (safe to
+// retry or refuse); protocol_error, timeout and outcome_unknown mean it may have run.
+// In-process it is the registrysync manager; across processes NATSDispatcher.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply
+}
+
+// Relister asks the connector of server to re-list now and answers once the new snapshot, if
+// any, is published.
+type Relister interface {
+	Relist(ctx context.Context, server string, req subjects.RelistRequest) subjects.RelistReply
+}
+
+// NATSDispatcher dispatches over NATS request/reply on subjects.Dispatch(server).
+type NATSDispatcher struct {
+	NC *nats.Conn
+	// Grace is added to the call's timeout for the NATS request; 0 → 2s.
+	Grace time.Duration
+}
+
+// Dispatch implements Dispatcher.
+func (d NATSDispatcher) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return dispatchErr(subjects.CodeInternal, "encode dispatch request: "+err.Error())
+	}
+	grace := d.Grace
+	if grace <= 0 {
+		grace = 2 * time.Second
+	}
+	if req.TimeoutMs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond+grace)
+		defer cancel()
+	}
+	msg, err := d.NC.RequestWithContext(ctx, subjects.Dispatch(server), data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return dispatchErr(subjects.CodeUnavailable, "no connector serves server "+server)
+	case err != nil && ctx.Err() != nil:
+		// The connector may have run the call: its answer did not come.
+		return dispatchErr(subjects.CodeOutcomeUnknown, "no answer from the connector of "+server+": "+err.Error())
+	case err != nil:
+		return dispatchErr(subjects.CodeOutcomeUnknown, "dispatch to "+server+": "+err.Error())
+	}
+	var rep subjects.DispatchReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return dispatchErr(subjects.CodeOutcomeUnknown, "malformed dispatch reply from "+server+": "+err.Error())
+	}
+	if rep.Error == nil && len(rep.Result) == 0 {
+		return dispatchErr(subjects.CodeOutcomeUnknown, "empty dispatch reply from "+server)
+	}
+	return rep
+}
+
+// NATSRelister re-lists over NATS request/reply on subjects.Relist(server).
+type NATSRelister struct{ NC *nats.Conn }
+
+// Relist implements Relister.
+func (r NATSRelister) Relist(ctx context.Context, server string, req subjects.RelistRequest) subjects.RelistReply {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{Code: subjects.CodeInternal, Message: err.Error()}}
+	}
+	msg, err := r.NC.RequestWithContext(ctx, subjects.Relist(server), data)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: "no connector serves server " + server}}
+	}
+	if err != nil {
+		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: fmt.Sprintf("re-list %s: %v", server, err)}}
+	}
+	var rep subjects.RelistReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: "malformed re-list reply from " + server}}
+	}
+	return rep
+}
+
+func dispatchErr(code, msg string) subjects.DispatchReply {
+	return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: code, Message: msg}}
+}

@@ -1,0 +1,96 @@
+// Package executor is mcpstream's host broker: it executes tool calls safely on behalf of
+// principals — the right server and original tool name, fresh definitions only, the one policy,
+// the server's real inputSchema, rate limits and concurrency caps shared by every worker,
+// credentials that stay with the connectors, and an audit trail.
+//
+// # Consumes and produces
+//
+//	mcpstream.v1.exec.<tenant>            request/reply, queue group "mcpstream-executor" (front end):
+//	                                      CallRequest → CallResult. Checks the envelope, subscribes to
+//	                                      the result subject, persists the request on the calls stream
+//	                                      (Nats-Msg-Id = call id) and replies with the terminal answer.
+//	                                      A duplicate id gets the earlier answer (duplicate: true).
+//	mcpstream.v1.calls.<tenant>           stream MCPSTREAM_CALLS (work queue), durable consumer
+//	                                      "mcpstream-executor" shared by every worker of every process.
+//	                                      Callers that do not wait publish here and watch the result.
+//	mcpstream.v1.results.<tenant>.<id>    stream MCPSTREAM_RESULTS: exactly one CallResult per call id
+//	                                      (Nats-Msg-Id "result:<tenant>:<id>").
+//	mcpstream.v1.audit.<tenant>.<event>   stream MCPSTREAM_AUDIT: request, decision (with its code;
+//	                                      also needs_approval, approved), dispatch (side-effecting
+//	                                      tools: the point after which the outcome may be unknown),
+//	                                      result; arguments and results redacted (sensitive keys,
+//	                                      configured secret values) and capped (4 KiB).
+//	mcpstream.v1.approvals.<id>           request/reply: Approval → ApprovalReply, for calls waiting in
+//	                                      needs_approval (`mcpstream approve|deny ID`).
+//	mcpstream.v1.registry.>               stream MCPSTREAM_REGISTRY, replayed from the start by an
+//	                                      ordered consumer in every process: the freshness view
+//	                                      (staleness.View) and the public name → (server, tool) table.
+//	mcpstream.v1.control.relist.<server>  request: re-list a server whose ttlMs ran out (Relister).
+//	mcpstream.v1.dispatch.<server>        request: tools/call on a connector's session (Dispatcher),
+//	                                      unless the connectors run in this process.
+//
+// # Pipeline
+//
+// Each call goes through these steps; the first that fails answers it:
+//
+//  1. envelope: valid JSON, v 1, id (≤ 256 bytes), tool → bad_request; over 4 MiB → too_large.
+//  2. a redelivered call with an answer recorded is done (never run twice). Resends of an id are
+//     de-duplicated by the calls stream (its Duplicates window, 10 min); after that window a
+//     side-effecting call still finds its claim (step 9) and gets the earlier answer again.
+//  3. resolve the public name (subjects.PublicName of every listed tool) → not_found.
+//  4. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
+//     reason); server not ready → unavailable (with the reason); ttlMs run out → re-list, then
+//     decide again (unavailable if the re-list fails).
+//  5. policy (the same policy.Policy search uses): Resolve → unknown_principal; Decide →
+//     forbidden; a cacheScope private list of another authorization context → forbidden.
+//  6. arguments against the raw inputSchema (santhosh-tekuri/jsonschema: 2020-12 by default,
+//     older drafts by $schema; $ref, $defs, oneOf, anyOf) → invalid_arguments with the JSON
+//     pointer of the first failure in Error.Path; a schema that does not compile → invalid_schema.
+//     Checked before approval so nobody is asked to approve a call that cannot run.
+//  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
+//     rules' approve patterns and Config.Approve: an audit.decision needs_approval event, then a wait
+//     on mcpstream.v1.approvals.<id> → denied, or approval_timeout after approvalTimeoutMs (default
+//     5 min; -1 = do not wait: needs_approval at once). Freshness is checked again after approval.
+//  8. limits → rate_limited with retryAfterMs (see below).
+//  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
+//     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
+//     (duplicate: true); without one → outcome_unknown.
+//  10. dispatch tools/call with a timeout → timeout; result over 4 MiB → result_too_large; a
+//     connector that could not send → unavailable; protocol_error and outcome_unknown as the
+//     connector reports them. Retries with backoff: a failure before sending (unavailable) for any
+//     tool, transport failures and unknown outcomes for read-only or idempotent tools only.
+//
+// A tool result with isError: true is status ok with the MCP result as the server sent it
+// (content, structuredContent, isError): the model reads it. Protocol and transport failures are
+// status failed with a code; refusals before dispatch are status refused.
+//
+// # Ack and retry
+//
+// One wrapper settles every call message: ack once the terminal answer is stored; nak with a
+// delay when JetStream failed transiently (storing the answer, looking up a claim); term for a
+// message that can never be answered (no call id: the audit stream keeps it). A panic is
+// recovered (answer internal, the worker goes on). Rate limits never nak (a nak counts as a
+// delivery): they answer rate_limited. AckWait (30 s) only detects crashed workers: long calls
+// and approval waits send progress heartbeats. A call delivered MaxDeliver (5) times is answered
+// without running again (outcome_unknown if claimed, else internal).
+//
+// If a worker dies after dispatching a side-effecting call and before storing its answer, the
+// redelivered call finds the claim and answers outcome_unknown: never a second execution.
+//
+// # Limits across workers
+//
+// Rates are sliding-window counters in the counter stream MCPSTREAM_LIMITS (AllowMsgCounter):
+// each call adds 1 with a Nats-Incr header to its window's counter and reads the new total in
+// the PubAck; the estimate previous×(1−elapsed fraction) + current must stay within the limit,
+// else the call subtracts its 1 and is refused with the time until the estimate allows it. A
+// Rate{PerSecond, Burst} allows Burst calls per Burst/PerSecond seconds. Concurrency caps are
+// leases in the KV bucket MCPSTREAM_SLOTS: keys scope.key.0 … n−1 taken with Create, renewed by
+// the heartbeats, deleted at the end; the bucket's TTL (SlotLease, 30 s) frees the slots of a
+// crashed worker.
+//
+// # State
+//
+// In memory per process: the registry view (rebuilt by replay at start; workers start once it
+// caught up), compiled schemas, the last count of closed rate windows. In JetStream: the calls
+// work queue, results (24 h), audit (7 d), claims (24 h), rate counters and slot leases.
+package executor

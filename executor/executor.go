@@ -1,0 +1,299 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Errors of the Executor's life cycle.
+var (
+	// ErrNotReady is returned by Run when the registry replay did not finish in time.
+	ErrNotReady = errors.New("executor not ready")
+	// ErrConfig is returned by New for an unusable configuration.
+	ErrConfig = errors.New("bad executor configuration")
+)
+
+// maxExecWaiting caps the Exec requests one front end holds while their calls run.
+const maxExecWaiting = 16384
+
+// Executor is one executor process: a front end (request/reply on subjects.ExecAll) and a pool
+// of workers on the shared calls consumer, with its own replay of the registry stream.
+type Executor struct {
+	cfg     Config
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	reg     *registry
+	audit   *auditor
+	disp    Dispatcher
+	relist  Relister
+	relists relistGroup
+	st      *state
+	lim     *limiter
+	flight  flight
+
+	stats    stats
+	ready    atomic.Bool
+	stopping chan struct{} // closed when Run begins to stop
+	execSem  chan struct{}
+}
+
+// New returns an executor on nc; Run starts it.
+func New(nc *nats.Conn, cfg Config) (*Executor, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	for pat := range cfg.Limits.Tools {
+		if pat == "" {
+			return nil, fmt.Errorf("%w: empty tool pattern in limits", ErrConfig)
+		}
+	}
+	log := cfg.Log
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(8192),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+			log.Warn().Err(err).Str("subject", m.Subject).Msg("async publish failed")
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	e := &Executor{
+		cfg:      cfg,
+		nc:       nc,
+		js:       js,
+		reg:      newRegistry(log),
+		audit:    &auditor{js: js, redact: newRedactor(cfg.Secrets), max: cfg.AuditBytes, log: log},
+		disp:     cfg.Dispatcher,
+		relist:   cfg.Relister,
+		stopping: make(chan struct{}),
+		execSem:  make(chan struct{}, maxExecWaiting),
+	}
+	if e.disp == nil {
+		e.disp = NATSDispatcher{NC: nc}
+	}
+	if e.relist == nil {
+		e.relist = NATSRelister{NC: nc}
+	}
+	e.flight.items = map[*inflight]struct{}{}
+	return e, nil
+}
+
+// Stats counts what one executor process did since it started.
+type Stats struct {
+	Handled    int64 // call messages taken from the calls stream
+	Answered   int64 // terminal answers stored
+	Dispatched int64 // tools/call attempts sent to a connector
+	Refused    int64 // answers with status refused
+}
+
+type stats struct{ handled, answered, dispatched, refused atomic.Int64 }
+
+// Stats returns the process's counters.
+func (e *Executor) Stats() Stats {
+	return Stats{Handled: e.stats.handled.Load(), Answered: e.stats.answered.Load(),
+		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load()}
+}
+
+// Ready reports whether the executor serves: registry replayed, front end and workers running.
+func (e *Executor) Ready() bool { return e.ready.Load() }
+
+// Run declares the executor's JetStream state, replays the registry, then serves until ctx is
+// done. On stop it stops taking calls, hands back calls waiting for approval (nak: another
+// worker takes them at once) and lets dispatched calls finish.
+func (e *Executor) Run(ctx context.Context) error {
+	st, err := ensureState(ctx, e.js, e.cfg, !e.cfg.NoWorkers)
+	if err != nil {
+		return err
+	}
+	e.st = st
+	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
+
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBg()
+
+	if !e.cfg.NoWorkers {
+		ready := make(chan struct{})
+		errc := make(chan error, 1)
+		bg.Go(func() { errc <- e.reg.follow(bgCtx, e.js, ready) })
+		timer := time.NewTimer(e.cfg.ReadyTimeout)
+		defer timer.Stop()
+		select {
+		case <-ready:
+		case err := <-errc:
+			return err
+		case <-timer.C:
+			return fmt.Errorf("%w: registry replay took longer than %s", ErrNotReady, e.cfg.ReadyTimeout)
+		case <-ctx.Done():
+			return nil
+		}
+	}
+
+	var execSub *nats.Subscription
+	if *e.cfg.FrontEnd {
+		execSub, err = e.nc.QueueSubscribe(subjects.ExecAll, subjects.ExecutorQueue, e.onExec)
+		if err != nil {
+			return fmt.Errorf("subscribe %s: %w", subjects.ExecAll, err)
+		}
+		execSub.SetPendingLimits(-1, -1)
+	}
+
+	var workers sync.WaitGroup
+	var iter jetstream.MessagesContext
+	if !e.cfg.NoWorkers {
+		iter, err = st.calls.Messages(jetstream.PullMaxMessages(e.cfg.Workers))
+		if err != nil {
+			return fmt.Errorf("consume %s: %w", subjects.CallsStream, err)
+		}
+		bg.Go(func() { e.heartbeats(bgCtx) })
+		bg.Go(func() { e.pull(iter, &workers) })
+	}
+	e.ready.Store(true)
+	e.cfg.Log.Info().Int("workers", e.cfg.Workers).Bool("frontEnd", *e.cfg.FrontEnd).Msg("executor serving")
+
+	<-ctx.Done()
+	e.ready.Store(false)
+	close(e.stopping)
+	if execSub != nil {
+		execSub.Unsubscribe()
+	}
+	if iter != nil {
+		iter.Drain()
+	}
+	stopped := make(chan struct{})
+	go func() { workers.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(e.cfg.StopGrace):
+		e.flight.mu.Lock()
+		n := len(e.flight.items)
+		e.flight.mu.Unlock()
+		e.cfg.Log.Warn().Int("calls", n).Dur("grace", e.cfg.StopGrace).Msg("stopping with calls still running")
+	}
+	if err := e.waitAsync(5 * time.Second); err != nil {
+		e.cfg.Log.Warn().Err(err).Msg("audit events not flushed")
+	}
+	return nil
+}
+
+// pull takes calls from the consumer and runs each on its own goroutine, at most Workers at once.
+func (e *Executor) pull(iter jetstream.MessagesContext, workers *sync.WaitGroup) {
+	sem := make(chan struct{}, e.cfg.Workers)
+	for {
+		m, err := iter.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			return
+		}
+		if err != nil {
+			e.cfg.Log.Debug().Err(err).Msg("calls consumer")
+			continue
+		}
+		select {
+		case <-e.stopping:
+			// Stopping: hand the call back at once rather than after AckWait.
+			m.Nak()
+			continue
+		default:
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-e.stopping:
+			m.Nak()
+			continue
+		}
+		workers.Go(func() {
+			defer func() { <-sem }()
+			e.handle(m)
+		})
+	}
+}
+
+func (e *Executor) waitAsync(d time.Duration) error {
+	select {
+	case <-e.js.PublishAsyncComplete():
+		return nil
+	case <-time.After(d):
+		return fmt.Errorf("%d async publishes pending", e.js.PublishAsyncPending())
+	}
+}
+
+// inflight is a call message being handled: kept alive by heartbeats.
+type inflight struct {
+	m     jetstream.Msg
+	start time.Time
+	mu    sync.Mutex
+	lease *lease
+}
+
+type flight struct {
+	mu    sync.Mutex
+	items map[*inflight]struct{}
+}
+
+func (f *flight) add(m jetstream.Msg) *inflight {
+	in := &inflight{m: m, start: time.Now()}
+	f.mu.Lock()
+	f.items[in] = struct{}{}
+	f.mu.Unlock()
+	return in
+}
+
+func (f *flight) remove(in *inflight) {
+	f.mu.Lock()
+	delete(f.items, in)
+	f.mu.Unlock()
+}
+
+func (in *inflight) setLease(l *lease) {
+	in.mu.Lock()
+	in.lease = l
+	in.mu.Unlock()
+}
+
+// heartbeats tells JetStream that long calls are still in progress (so AckWait only catches
+// crashed workers) and renews their concurrency leases.
+func (e *Executor) heartbeats(ctx context.Context) {
+	every := min(e.cfg.AckWait, e.cfg.SlotLease) / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.flight.mu.Lock()
+		var due []*inflight
+		for in := range e.flight.items {
+			if time.Since(in.start) >= every {
+				due = append(due, in)
+			}
+		}
+		e.flight.mu.Unlock()
+		for _, in := range due {
+			in.m.InProgress()
+			in.mu.Lock()
+			l := in.lease
+			in.mu.Unlock()
+			if l != nil {
+				l.renew(ctx)
+			}
+		}
+	}
+}

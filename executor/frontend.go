@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// waitSlack is added to a call's own bounds for the front end's wait (a redelivery, queueing).
+const waitSlack = 10 * time.Second
+
+// onExec serves one request on subjects.ExecAll: each waits on its own goroutine.
+func (e *Executor) onExec(m *nats.Msg) {
+	select {
+	case e.execSem <- struct{}{}:
+	default:
+		e.respond(m, subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused,
+			Error: &subjects.Error{Code: subjects.CodeRateLimited, Message: "this executor front end holds too many waiting calls", RetryAfterMs: 1000}})
+		return
+	}
+	go func() {
+		defer func() { <-e.execSem }()
+		res, raw := e.exec(m)
+		if raw != nil {
+			if m.Reply != "" {
+				if err := m.Respond(raw); err != nil {
+					e.cfg.Log.Debug().Err(err).Msg("exec reply")
+				}
+			}
+			return
+		}
+		e.respond(m, res)
+	}()
+}
+
+func (e *Executor) respond(m *nats.Msg, res subjects.CallResult) {
+	if m.Reply == "" {
+		return
+	}
+	data, err := encodeResult(res)
+	if err != nil {
+		data, _ = json.Marshal(subjects.CallResult{V: subjects.Version, ID: res.ID, Tenant: res.Tenant, Tool: res.Tool, Status: subjects.CallFailed,
+			Error: &subjects.Error{Code: subjects.CodeInternal, Message: "encode result: " + err.Error()}})
+	}
+	if err := m.Respond(data); err != nil {
+		e.cfg.Log.Debug().Err(err).Msg("exec reply")
+	}
+}
+
+// exec checks the envelope, persists the request on the calls stream (de-duplicated by its id)
+// and waits for the terminal answer on the results subject, subscribed before publishing. The
+// answer is returned decoded, or as the stored message's bytes (raw) when it needs no change.
+func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
+	tenant, err := subjects.TenantOf(m.Subject)
+	if err != nil {
+		return subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused,
+			Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + m.Subject}}, nil
+	}
+	if len(m.Data) > subjects.MaxCallBytes {
+		req, _ := decodeCall(m.Data)
+		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeTooLarge,
+			Message: fmt.Sprintf("call request is %d bytes; the limit is %d", len(m.Data), subjects.MaxCallBytes)}), nil
+	}
+	req, bad := decodeCall(m.Data)
+	if bad != nil {
+		return refusal(tenant, req, subjects.CallRefused, bad), nil
+	}
+
+	results := make(chan *nats.Msg, 4)
+	sub, err := e.nc.ChanSubscribe(subjects.Result(tenant, req.ID), results)
+	if err != nil {
+		return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "subscribe to the result: " + err.Error()}), nil
+	}
+	defer sub.Unsubscribe()
+
+	pub := &nats.Msg{Subject: subjects.Calls(tenant), Data: m.Data, Header: nats.Header{}}
+	pub.Header.Set(subjects.HeaderMsgID, req.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ack, err := e.js.PublishMsg(ctx, pub)
+	cancel()
+	if err != nil {
+		code := subjects.CodeUnavailable
+		if errors.Is(err, nats.ErrMaxPayload) || strings.Contains(err.Error(), "maximum message size") {
+			code = subjects.CodeTooLarge
+		}
+		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: "the call could not be persisted: " + err.Error()}), nil
+	}
+	if ack.Duplicate {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
+		cancel()
+		if err == nil && ok {
+			res.Duplicate = true
+			return res, nil
+		}
+		// The first request with this id is still running: its answer comes on the subscription.
+	}
+
+	timer := time.NewTimer(e.waitBound(req))
+	defer timer.Stop()
+	for {
+		select {
+		case rm := <-results:
+			var head struct {
+				ID        string `json:"id"`
+				Duplicate bool   `json:"duplicate"`
+			}
+			if json.Unmarshal(rm.Data, &head) != nil || head.ID != req.ID {
+				continue // junk on a results subject is not the answer
+			}
+			if head.Duplicate || !ack.Duplicate {
+				return subjects.CallResult{}, rm.Data
+			}
+			var res subjects.CallResult
+			if json.Unmarshal(rm.Data, &res) != nil {
+				continue
+			}
+			res.Duplicate = true
+			return res, nil
+		case <-timer.C:
+			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
+				Message: "no answer in time; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil
+		case <-e.stopping:
+			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
+				Message: "this executor front end stopped before the answer; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil
+		}
+	}
+}
+
+// waitBound is how long a front end waits for a call's answer.
+func (e *Executor) waitBound(req subjects.CallRequest) time.Duration {
+	call := e.cfg.CallTimeout
+	if req.TimeoutMs > 0 {
+		call = min(time.Duration(req.TimeoutMs)*time.Millisecond, e.cfg.MaxCallTimeout)
+	}
+	approval := e.cfg.ApprovalTimeout
+	if req.ApprovalTimeoutMs > 0 {
+		approval = min(time.Duration(req.ApprovalTimeoutMs)*time.Millisecond, e.cfg.MaxApprovalTimeout)
+	}
+	return call + approval + e.cfg.AckWait + waitSlack
+}

@@ -1,0 +1,357 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// ErrLimits is returned when the limits cannot be checked (JetStream unreachable): the call is
+// refused rather than let through unchecked.
+var ErrLimits = errors.New("limits unavailable")
+
+// Bounds of rate windows.
+const (
+	minWindow = 100 * time.Millisecond
+	maxWindow = 10 * time.Minute
+	// concurrencyRetryAfter is the retry-after of a call refused by a concurrency cap.
+	concurrencyRetryAfter = 250 * time.Millisecond
+)
+
+// window returns the sliding window of a rate: n calls per w.
+func (r Rate) window() (n int64, w time.Duration) {
+	if r.PerSecond <= 0 {
+		return 0, 0
+	}
+	n = int64(r.Burst)
+	if n <= 0 {
+		n = max(1, int64(math.Ceil(r.PerSecond)))
+	}
+	w = time.Duration(float64(n) / r.PerSecond * float64(time.Second))
+	return n, min(max(w, minWindow), maxWindow)
+}
+
+// scopeLimit is one limit that applies to a call.
+type scopeLimit struct {
+	scope string // subjects.LimitScope...
+	key   string // tenant, server or public tool name
+	rate  Rate
+}
+
+// limitsFor returns the limits of a call of tool t by tenant.
+func (l Limits) limitsFor(tenant string, t *tool) []scopeLimit {
+	var out []scopeLimit
+	if l.Tenant != (Rate{}) {
+		out = append(out, scopeLimit{subjects.LimitScopeTenant, tenant, l.Tenant})
+	}
+	if r, ok := l.Servers[t.Server]; ok {
+		out = append(out, scopeLimit{subjects.LimitScopeServer, t.Server, r})
+	} else if r, ok := l.Servers["*"]; ok {
+		out = append(out, scopeLimit{subjects.LimitScopeServer, t.Server, r})
+	}
+	if len(l.Tools) > 0 {
+		pats := make([]string, 0, len(l.Tools))
+		for p := range l.Tools {
+			pats = append(pats, p)
+		}
+		sort.Strings(pats)
+		for _, p := range pats {
+			if policy.Match(p, t.Public) {
+				out = append(out, scopeLimit{subjects.LimitScopeTool, t.Public, l.Tools[p]})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// maxWindowOf is the longest rate window of the limits (the counters' retention follows it).
+func (l Limits) maxWindowOf() time.Duration {
+	var m time.Duration
+	add := func(r Rate) {
+		if _, w := r.window(); w > m {
+			m = w
+		}
+	}
+	add(l.Tenant)
+	for _, r := range l.Servers {
+		add(r)
+	}
+	for _, r := range l.Tools {
+		add(r)
+	}
+	return m
+}
+
+// limiter enforces Limits across every worker of every process:
+//
+//   - rates with sliding-window counters in the counter stream subjects.LimitsStream: each call
+//     adds 1 to its window's counter (Nats-Incr; the PubAck carries the new total) and the
+//     estimate prev×(1−elapsed) + current must stay within the limit, else the call gives its 1
+//     back and is refused with the time until the estimate allows it;
+//   - concurrency with leases in the KV bucket subjects.SlotsBucket: slot keys scope.key.0 … n−1,
+//     taken with Create (atomic), renewed while the call runs, deleted when it ends; the bucket's
+//     TTL frees the slot of a worker that crashed.
+type limiter struct {
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	slots  jetstream.KeyValue
+	now    func() time.Time
+	owner  string
+
+	mu   sync.Mutex
+	prev map[string]prevWindow // counter subject prefix → previous window's final count
+}
+
+type prevWindow struct {
+	idx int64
+	val int64
+}
+
+// lease is what a call holds while it runs.
+type lease struct {
+	l     *limiter
+	mu    sync.Mutex
+	slots []slotLease
+}
+
+type slotLease struct {
+	key string
+	rev uint64
+}
+
+// acquire checks every rate and takes every concurrency slot of lim. It returns a refusal
+// (rate_limited with RetryAfterMs) or the lease to release when the call ends.
+func (l *limiter) acquire(ctx context.Context, callID string, lim []scopeLimit) (*lease, *subjects.Error, error) {
+	if len(lim) == 0 {
+		return &lease{l: l}, nil, nil
+	}
+	if refusal, err := l.checkRates(ctx, lim); refusal != nil || err != nil {
+		return nil, refusal, err
+	}
+	ls := &lease{l: l}
+	for _, s := range lim {
+		if s.rate.Concurrency <= 0 {
+			continue
+		}
+		sl, ok, err := l.takeSlot(ctx, s, callID)
+		if err != nil || !ok {
+			ls.release(context.WithoutCancel(ctx))
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, &subjects.Error{Code: subjects.CodeRateLimited, RetryAfterMs: concurrencyRetryAfter.Milliseconds(),
+				Message: fmt.Sprintf("%s %s has %d calls in flight (its concurrency cap)", s.scope, s.key, s.rate.Concurrency)}, nil
+		}
+		ls.slots = append(ls.slots, sl)
+	}
+	return ls, nil, nil
+}
+
+// counterSubject is the counter of window idx of a scope.
+func counterSubject(s scopeLimit, idx int64) string {
+	return subjects.LimitWindow(s.scope, s.key, idx)
+}
+
+func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) (*subjects.Error, error) {
+	type pending struct {
+		s    scopeLimit
+		n    int64
+		w    time.Duration
+		idx  int64
+		frac float64
+		fut  jetstream.PubAckFuture
+	}
+	now := l.now()
+	var ps []pending
+	for _, s := range lim {
+		n, w := s.rate.window()
+		if n == 0 {
+			continue
+		}
+		idx := now.UnixNano() / int64(w)
+		frac := float64(now.UnixNano()-idx*int64(w)) / float64(w)
+		msg := &nats.Msg{Subject: counterSubject(s, idx), Header: nats.Header{"Nats-Incr": []string{"1"}}}
+		fut, err := l.js.PublishMsgAsync(msg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrLimits, err)
+		}
+		ps = append(ps, pending{s: s, n: n, w: w, idx: idx, frac: frac, fut: fut})
+	}
+	var counted []string
+	var worst time.Duration
+	var why string
+	var firstErr error
+	for _, p := range ps {
+		var ack *jetstream.PubAck
+		select {
+		case ack = <-p.fut.Ok():
+		case err := <-p.fut.Err():
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%w: %w", ErrLimits, err)
+			}
+			continue
+		case <-ctx.Done():
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%w: %w", ErrLimits, ctx.Err())
+			}
+			continue
+		}
+		counted = append(counted, p.fut.Msg().Subject)
+		cur, err := strconv.ParseInt(ack.Value, 10, 64)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%w: counter value %q", ErrLimits, ack.Value)
+			}
+			continue
+		}
+		prev, err := l.previous(ctx, p.s, p.idx)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if wait := rateWait(p.n, p.w, p.frac, prev, cur); wait > 0 {
+			if wait > worst {
+				worst = wait
+				why = fmt.Sprintf("%s %s is limited to %d calls per %s", p.s.scope, p.s.key, p.n, p.w)
+			}
+		}
+	}
+	if firstErr != nil || worst > 0 {
+		l.giveBack(counted)
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if worst > 0 {
+		return &subjects.Error{Code: subjects.CodeRateLimited, Message: why,
+			RetryAfterMs: max(1, int64(math.Ceil(float64(worst)/float64(time.Millisecond))))}, nil
+	}
+	return nil, nil
+}
+
+// rateWait says how long a call that made the current window's counter cur must wait (0: it
+// may run now): the sliding estimate prev×(1−frac) + cur must not exceed n. The wait assumes
+// no other call comes meanwhile and that this one gives its count back.
+func rateWait(n int64, w time.Duration, frac float64, prev, cur int64) time.Duration {
+	if float64(prev)*(1-frac)+float64(cur) <= float64(n) {
+		return 0
+	}
+	others := cur - 1 // calls counted in this window besides this one
+	var at float64    // position of the allowed moment, in windows from this window's start
+	if others+1 <= n && prev > 0 {
+		// Within this window, once the previous window's weight dropped enough.
+		at = 1 - float64(n-others-1)/float64(prev)
+	} else {
+		// In the next window: this window's count becomes the previous one.
+		at = 1
+		if others > 0 {
+			at += max(0, 1-float64(n-1)/float64(others))
+		}
+	}
+	wait := time.Duration((at - frac) * float64(w))
+	return max(wait, time.Millisecond)
+}
+
+// previous returns the final count of the window before idx (cached once read: a closed window
+// only changes by late give-backs).
+func (l *limiter) previous(ctx context.Context, s scopeLimit, idx int64) (int64, error) {
+	key := s.scope + "\x00" + s.key
+	l.mu.Lock()
+	p, ok := l.prev[key]
+	l.mu.Unlock()
+	if ok && p.idx == idx-1 {
+		return p.val, nil
+	}
+	var val int64
+	m, err := l.stream.GetLastMsgForSubject(ctx, counterSubject(s, idx-1))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return 0, fmt.Errorf("%w: %w", ErrLimits, err)
+	default:
+		var cv struct {
+			Val string `json:"val"`
+		}
+		if json.Unmarshal(m.Data, &cv) == nil {
+			val, _ = strconv.ParseInt(cv.Val, 10, 64)
+		}
+	}
+	l.mu.Lock()
+	if len(l.prev) > 100_000 {
+		clear(l.prev)
+	}
+	l.prev[key] = prevWindow{idx: idx - 1, val: val}
+	l.mu.Unlock()
+	return val, nil
+}
+
+// giveBack subtracts the counts of a refused call.
+func (l *limiter) giveBack(subs []string) {
+	for _, s := range subs {
+		msg := &nats.Msg{Subject: s, Header: nats.Header{"Nats-Incr": []string{"-1"}}}
+		l.js.PublishMsgAsync(msg)
+	}
+}
+
+// kvToken makes any string a valid KV key token, injectively (EncodeToken with '=' for '~').
+func kvToken(s string) string { return strings.ReplaceAll(subjects.EncodeToken(s), "~", "=") }
+
+func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string) (slotLease, bool, error) {
+	n := s.rate.Concurrency
+	start := rand.IntN(n)
+	prefix := kvToken(s.scope) + "." + kvToken(s.key) + "."
+	val := []byte(l.owner + " " + callID)
+	for i := range n {
+		key := prefix + strconv.Itoa((start+i)%n)
+		rev, err := l.slots.Create(ctx, key, val)
+		if err == nil {
+			return slotLease{key: key, rev: rev}, true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return slotLease{}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
+		}
+	}
+	return slotLease{}, false, nil
+}
+
+// renew extends the slots' leases (while a long call runs).
+func (ls *lease) renew(ctx context.Context) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for i, s := range ls.slots {
+		if rev, err := ls.l.slots.Update(ctx, s.key, []byte(ls.l.owner), s.rev); err == nil {
+			ls.slots[i].rev = rev
+		}
+	}
+}
+
+// release frees the slots.
+func (ls *lease) release(ctx context.Context) {
+	if ls == nil {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for _, s := range ls.slots {
+		// A slot whose lease ran out may belong to another call now: delete only our revision.
+		ls.l.slots.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
+	}
+	ls.slots = nil
+}

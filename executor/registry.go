@@ -1,0 +1,193 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/staleness"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// tool is what the executor knows of one listed tool.
+type tool struct {
+	Public      string
+	Server      string
+	Name        string          // original name on the server
+	InputSchema json.RawMessage // raw, byte-faithful
+	Fingerprint string          // of the snapshot that listed it (schema cache key)
+	ReadOnly    bool            // annotations.readOnlyHint: true
+	Idempotent  bool            // annotations.idempotentHint: true
+	Destructive bool            // annotations.destructiveHint: true (and not read-only)
+
+	schema compiledSchema // compiled on first use
+}
+
+// retrySafe reports whether the tool may run again: read-only or idempotent by annotation.
+func (t *tool) retrySafe() bool { return t.ReadOnly || t.Idempotent }
+
+// registry is the executor's in-memory view of the registry stream: a staleness.View plus the
+// tool table by public name. It is rebuilt by replay at start (an ordered consumer).
+type registry struct {
+	view    *staleness.View
+	mu      sync.RWMutex
+	tools   map[string]*tool // public name → tool; entries of removed tools stay (state says removed)
+	applied atomic.Uint64    // last registry stream sequence applied
+	waiters map[uint64][]chan struct{}
+	log     zerolog.Logger
+}
+
+func newRegistry(log zerolog.Logger) *registry {
+	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, waiters: map[uint64][]chan struct{}{}, log: log}
+}
+
+// lookup returns the tool of a public name, or nil. A plain name of an unknown tool still maps
+// to its (server, tool) so that freshness can say why it is unknown.
+func (r *registry) lookup(public string) *tool {
+	r.mu.RLock()
+	t := r.tools[public]
+	r.mu.RUnlock()
+	return t
+}
+
+// apply folds one registry message into the view and the tool table.
+func (r *registry) apply(data []byte, seq uint64) {
+	ev, err := subjects.DecodeRegistry(data)
+	if err != nil {
+		r.log.Warn().Err(err).Uint64("seq", seq).Msg("registry event ignored")
+		r.advance(seq)
+		return
+	}
+	r.view.Apply(ev)
+	if sn := ev.Snapshot; sn != nil && sn.Kind == subjects.KindTools {
+		r.mu.Lock()
+		for _, raw := range sn.Items {
+			t, ok := parseTool(sn.Server, sn.Fingerprint, raw)
+			if ok {
+				r.tools[t.Public] = t
+			}
+		}
+		r.mu.Unlock()
+	}
+	r.advance(seq)
+}
+
+// advance records seq as applied and wakes waiters for it.
+func (r *registry) advance(seq uint64) {
+	r.applied.Store(seq)
+	r.mu.Lock()
+	for s, ws := range r.waiters {
+		if s <= seq {
+			for _, w := range ws {
+				close(w)
+			}
+			delete(r.waiters, s)
+		}
+	}
+	r.mu.Unlock()
+}
+
+// waitApplied blocks until the stream sequence seq was applied, or ctx ends.
+func (r *registry) waitApplied(ctx context.Context, seq uint64) error {
+	if r.applied.Load() >= seq {
+		return nil
+	}
+	ch := make(chan struct{})
+	r.mu.Lock()
+	if r.applied.Load() >= seq {
+		r.mu.Unlock()
+		return nil
+	}
+	r.waiters[seq] = append(r.waiters[seq], ch)
+	r.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// annotations of a tool definition, as MCP defines them.
+type annotations struct {
+	ReadOnly    *bool `json:"readOnlyHint"`
+	Destructive *bool `json:"destructiveHint"`
+	Idempotent  *bool `json:"idempotentHint"`
+}
+
+// parseTool reads the parts of a raw tool definition the executor needs. Junk is skipped.
+//
+// Hints count only when a server states them: a tool is read-only or idempotent (retry-safe)
+// only with readOnlyHint or idempotentHint true, and destructive (approval under the default
+// policy) only with destructiveHint true and readOnlyHint not true.
+func parseTool(server, fingerprint string, raw json.RawMessage) (*tool, bool) {
+	var d struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+		Annotations *annotations    `json:"annotations"`
+	}
+	if json.Unmarshal(raw, &d) != nil || d.Name == "" {
+		return nil, false
+	}
+	t := &tool{
+		Public:      subjects.PublicName(server, d.Name),
+		Server:      server,
+		Name:        d.Name,
+		InputSchema: d.InputSchema,
+		Fingerprint: fingerprint,
+	}
+	if a := d.Annotations; a != nil {
+		t.ReadOnly = a.ReadOnly != nil && *a.ReadOnly
+		t.Idempotent = t.ReadOnly || a.Idempotent != nil && *a.Idempotent
+		t.Destructive = !t.ReadOnly && a.Destructive != nil && *a.Destructive
+	}
+	return t, true
+}
+
+// follow consumes the registry stream from its start with an ordered consumer until ctx ends.
+// ready is closed once the replay reached the stream's end as it was when follow started.
+func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready chan<- struct{}) error {
+	stream, err := js.Stream(ctx, subjects.RegistryStream)
+	if err != nil {
+		return fmt.Errorf("registry stream: %w", err)
+	}
+	last := stream.CachedInfo().State.LastSeq
+	var once sync.Once
+	markReady := func() { once.Do(func() { close(ready) }) }
+	if last == 0 {
+		markReady()
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.RegistryAll},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("registry consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		r.apply(m.Data(), md.Sequence.Stream)
+		if md.Sequence.Stream >= last || md.NumPending == 0 {
+			markReady()
+		}
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+			r.log.Debug().Err(err).Msg("registry consumer")
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("registry consume: %w", err)
+	}
+	<-ctx.Done()
+	cc.Stop()
+	return nil
+}

@@ -1,0 +1,142 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// minLimitsRetention is the shortest retention of rate counters.
+const minLimitsRetention = 3 * time.Minute
+
+// LimitsStreamConfig is the counter stream of rate windows, keeping each counter long enough for
+// the longest window of limits.
+func LimitsStreamConfig(limits Limits, replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              subjects.LimitsStream,
+		Description:       "mcpstream executor rate-limit counters (sliding windows, Nats-Incr)",
+		Subjects:          []string{subjects.LimitsAll},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.MemoryStorage,
+		Replicas:          max(replicas, 1),
+		MaxMsgsPerSubject: 1,
+		MaxAge:            max(minLimitsRetention, 2*limits.maxWindowOf()+time.Minute),
+		Discard:           jetstream.DiscardOld,
+		AllowMsgCounter:   true,
+		AllowDirect:       true,
+	}
+}
+
+// ClaimsConfig is the KV bucket of claims of side-effecting calls.
+func ClaimsConfig(ttl time.Duration, memory bool, replicas int) jetstream.KeyValueConfig {
+	storage := jetstream.FileStorage
+	if memory {
+		storage = jetstream.MemoryStorage
+	}
+	return jetstream.KeyValueConfig{
+		Bucket:      subjects.InflightBucket,
+		Description: "mcpstream executor claims: a side-effecting call is claimed before dispatch, never dispatched twice",
+		History:     1,
+		TTL:         ttl,
+		Storage:     storage,
+		Replicas:    max(replicas, 1),
+	}
+}
+
+// SlotsConfig is the KV bucket of concurrency slots; the TTL is the lease.
+func SlotsConfig(lease time.Duration, replicas int) jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{
+		Bucket:      subjects.SlotsBucket,
+		Description: "mcpstream executor concurrency slots (leases)",
+		History:     1,
+		TTL:         lease,
+		Storage:     jetstream.MemoryStorage,
+		Replicas:    max(replicas, 1),
+	}
+}
+
+// ConsumerConfig is the durable pull consumer every executor worker shares on the calls stream.
+func ConsumerConfig(cfg Config) jetstream.ConsumerConfig {
+	cfg = cfg.withDefaults()
+	return jetstream.ConsumerConfig{
+		Durable:       subjects.ExecutorConsumer,
+		Description:   "mcpstream executor workers",
+		FilterSubject: subjects.CallsAll,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxDeliver:    cfg.MaxDeliver,
+		MaxAckPending: cfg.MaxAckPending,
+	}
+}
+
+// state is the JetStream state the executor uses.
+type state struct {
+	results jetstream.Stream
+	limits  jetstream.Stream
+	claims  jetstream.KeyValue
+	slots   jetstream.KeyValue
+	calls   jetstream.Consumer
+}
+
+// EnsureState declares, idempotently, what the executor needs besides subjects.Streams: the
+// limits counter stream, the claims and slots buckets and the workers' consumer. An existing
+// stream or bucket keeps its replica count.
+func EnsureState(ctx context.Context, js jetstream.JetStream, cfg Config) error {
+	_, err := ensureState(ctx, js, cfg.withDefaults(), true)
+	return err
+}
+
+func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consumer bool) (*state, error) {
+	var st state
+	var err error
+	if st.results, err = js.Stream(ctx, subjects.ResultsStream); err != nil {
+		return nil, fmt.Errorf("results stream: %w", err)
+	}
+	replicas := st.results.CachedInfo().Config.Replicas
+	lcfg := LimitsStreamConfig(cfg.Limits, replicas)
+	if s, err := js.Stream(ctx, lcfg.Name); err == nil {
+		lcfg.Replicas = s.CachedInfo().Config.Replicas
+		if old := s.CachedInfo().Config.MaxAge; old > lcfg.MaxAge {
+			lcfg.MaxAge = old // another process has longer windows
+		}
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("limits stream: %w", err)
+	}
+	if st.limits, err = js.CreateOrUpdateStream(ctx, lcfg); err != nil {
+		return nil, fmt.Errorf("limits stream: %w", err)
+	}
+	if st.claims, err = ensureKV(ctx, js, ClaimsConfig(cfg.ClaimTTL, cfg.MemoryState, replicas)); err != nil {
+		return nil, err
+	}
+	if st.slots, err = ensureKV(ctx, js, SlotsConfig(cfg.SlotLease, replicas)); err != nil {
+		return nil, err
+	}
+	if consumer {
+		if st.calls, err = js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, ConsumerConfig(cfg)); err != nil {
+			return nil, fmt.Errorf("calls consumer: %w", err)
+		}
+	}
+	return &st, nil
+}
+
+func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if kv, err := js.KeyValue(ctx, cfg.Bucket); err == nil {
+		return kv, nil
+	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	kv, err := js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}

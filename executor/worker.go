@@ -1,0 +1,672 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/staleness"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Handler outcomes: a handler returns nil (ack), or an error the settle wrapper maps.
+var (
+	// errRetry asks for redelivery soon (nak with delay): a transient JetStream failure.
+	errRetry = errors.New("retry later")
+	// errTerminate drops the message for good (term): it can never be answered.
+	errTerminate = errors.New("terminate")
+	// errStopping hands the message back at once (nak) because this process is stopping.
+	errStopping = errors.New("executor stopping")
+)
+
+// retryDelay is the nak delay of errRetry.
+const retryDelay = time.Second
+
+// Envelope bounds.
+const (
+	maxCallID   = 256
+	maxToolName = 256
+)
+
+type handler func(ctx context.Context, m jetstream.Msg) error
+
+// recoverer turns a panic in h into an internal error answer; the worker goes on.
+func (e *Executor) recoverer(h handler) handler {
+	return func(ctx context.Context, m jetstream.Msg) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				e.cfg.Log.Error().Interface("panic", p).Str("stack", string(debug.Stack())).Str("subject", m.Subject()).Msg("call handler panicked")
+				err = fmt.Errorf("%w: panic: %v", errTerminate, p)
+				if tenant, terr := subjects.TenantOf(m.Subject()); terr == nil {
+					if req, _ := decodeCall(m.Data()); req.ID != "" {
+						res := refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "the executor failed on this call"})
+						if e.publishResult(context.WithoutCancel(ctx), res) == nil {
+							err = nil
+						}
+					}
+				}
+			}
+		}()
+		return h(ctx, m)
+	}
+}
+
+// handle runs one call message through the middleware and settles it.
+func (e *Executor) handle(m jetstream.Msg) {
+	e.stats.handled.Add(1)
+	in := e.flight.add(m)
+	defer e.flight.remove(in)
+	ctx := context.WithValue(context.Background(), inflightKey{}, in)
+	err := e.recoverer(e.process)(ctx, m)
+	e.settle(m, err)
+}
+
+// settle is the one place that decides ack, nak or term.
+func (e *Executor) settle(m jetstream.Msg, err error) {
+	switch {
+	case err == nil:
+		if aerr := m.Ack(); aerr != nil {
+			e.cfg.Log.Debug().Err(aerr).Msg("ack")
+		}
+	case errors.Is(err, errTerminate):
+		e.cfg.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("call message dropped")
+		m.Term()
+	case errors.Is(err, errStopping):
+		m.Nak()
+	default:
+		e.cfg.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("call will be redelivered")
+		m.NakWithDelay(retryDelay)
+	}
+}
+
+type inflightKey struct{}
+
+// decodeCall decodes and checks a call envelope. The request is returned as far as it could be
+// read (its ID, when known, lets the refusal reach the caller).
+func decodeCall(data []byte) (subjects.CallRequest, *subjects.Error) {
+	var req subjects.CallRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(data, &head) == nil {
+			req.ID = head.ID
+		}
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "call request is not a valid CallRequest JSON object: " + truncateString(err.Error(), 200)}
+	}
+	switch {
+	case req.V != 0 && req.V != subjects.Version:
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("unsupported version v=%d (this executor speaks v=%d)", req.V, subjects.Version)}
+	case req.ID == "":
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "id is required: a caller-chosen call id, unique per tenant"}
+	case len(req.ID) > maxCallID:
+		id := req.ID
+		req.ID = ""
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("id is %d bytes long; at most %d (%.20q…)", len(id), maxCallID, id)}
+	case req.Tool == "":
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "tool is required: the public name server__tool"}
+	case len(req.Tool) > maxToolName:
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("tool name is %d bytes long; at most %d", len(req.Tool), maxToolName)}
+	case req.TimeoutMs < 0:
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "timeoutMs must not be negative"}
+	case req.ApprovalTimeoutMs < -1:
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "approvalTimeoutMs must be -1 (do not wait), 0 (default) or positive"}
+	}
+	return req, nil
+}
+
+// refusal is the terminal answer of a call that ends with err.
+func refusal(tenant string, req subjects.CallRequest, status string, err *subjects.Error) subjects.CallResult {
+	now := time.Now().UTC()
+	return subjects.CallResult{V: subjects.Version, ID: req.ID, Tenant: tenant, Tool: req.Tool, Status: status, Error: err, StartedAt: now, FinishedAt: now}
+}
+
+// call is the state of one call through the pipeline.
+type call struct {
+	tenant  string
+	req     subjects.CallRequest
+	tool    *tool
+	pr      subjects.Principal
+	started time.Time
+	attempt int
+}
+
+func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
+	ev.CallID, ev.Tenant, ev.Tool = c.req.ID, c.tenant, c.req.Tool
+	ev.User, ev.Roles = c.req.Principal.User, c.req.Principal.Roles
+	if c.pr.User != "" {
+		ev.User, ev.Roles = c.pr.User, c.pr.Roles
+	}
+	if c.tool != nil {
+		ev.Server = c.tool.Server
+	}
+	return ev
+}
+
+// process is the call handler: every step of the pipeline, then the one terminal answer.
+func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
+	tenant, err := subjects.TenantOf(m.Subject())
+	if err != nil {
+		return fmt.Errorf("%w: %w", errTerminate, err)
+	}
+	md, err := m.Metadata()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errTerminate, err)
+	}
+	req, bad := decodeCall(m.Data())
+	c := &call{tenant: tenant, req: req, started: time.Now().UTC()}
+	if bad != nil {
+		args, n, trunc := e.audit.payload(m.Data())
+		e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))
+		if req.ID == "" {
+			// Nothing to answer to: the audit stream keeps the evidence.
+			e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: bad.Code, Code: bad.Code, Message: bad.Message}))
+			return fmt.Errorf("%w: %s", errTerminate, bad.Message)
+		}
+		return e.refuse(ctx, c, subjects.CallRefused, bad)
+	}
+
+	// A redelivered call (its worker crashed, or its answer's ack was lost) may have an answer
+	// already: that is the answer, the call never runs again. A first delivery needs no look-up:
+	// the calls stream de-duplicates resends by id for its window, and after it the claim of a
+	// side-effecting call still finds the earlier answer (see execute).
+	if md.NumDelivered > 1 {
+		if _, ok, err := e.lookupResult(ctx, tenant, req.ID); err != nil {
+			return fmt.Errorf("%w: look up result: %w", errRetry, err)
+		} else if ok {
+			return nil
+		}
+	}
+
+	args, n, trunc := e.audit.payload(req.Arguments)
+	e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))
+
+	if int(md.NumDelivered) >= e.cfg.MaxDeliver && md.NumDelivered > 1 {
+		return e.lastDelivery(ctx, c, md.NumDelivered)
+	}
+
+	if rerr := e.admit(ctx, c); rerr != nil {
+		if errors.Is(rerr.err, errStopping) {
+			return errStopping
+		}
+		if rerr.err != nil {
+			return rerr.err
+		}
+		return e.refuse(ctx, c, rerr.status, rerr.e)
+	}
+	return e.execute(ctx, c)
+}
+
+// stop is why the pipeline stopped a call: a refusal to answer, or an error for settle.
+type stop struct {
+	status string
+	e      *subjects.Error
+	err    error
+}
+
+func refused(code, msg string) *stop {
+	return &stop{status: subjects.CallRefused, e: &subjects.Error{Code: code, Message: msg}}
+}
+
+// admit runs the checks before dispatch, in order: resolve, freshness, policy, arguments,
+// approval (then freshness again), limits are taken in execute.
+func (e *Executor) admit(ctx context.Context, c *call) *stop {
+	// 1. Resolve the public name.
+	t := e.reg.lookup(c.req.Tool)
+	if t == nil {
+		if server, name, ok := subjects.SplitPlain(c.req.Tool); ok {
+			if v := e.reg.view.Tool(server, name); v.State == staleness.Unavailable {
+				s := refused(subjects.CodeUnavailable, c.req.Tool+" is unavailable: "+v.Reason)
+				s.e.Reason = v.Reason
+				return s
+			}
+		}
+		return refused(subjects.CodeNotFound, "no tool "+c.req.Tool+" is listed by any connected server")
+	}
+	c.tool = t
+
+	// 2. Freshness.
+	v, t, s := e.fresh(ctx, t)
+	if s != nil {
+		return s
+	}
+	c.tool = t
+
+	// 3. Policy: the principal, then the tool, then the list's cache scope.
+	pr := c.req.Principal
+	if pr.Tenant != "" && pr.Tenant != c.tenant {
+		return refused(subjects.CodeBadRequest, fmt.Sprintf("principal.tenant %q differs from the tenant of the subject (%q): the subject decides", pr.Tenant, c.tenant))
+	}
+	pr.Tenant = c.tenant
+	rp, err := e.cfg.Policy.Resolve(pr)
+	if err != nil {
+		return refused(subjects.CodeUnknownPrincipal, err.Error())
+	}
+	if rp.Tenant != c.tenant {
+		return refused(subjects.CodeUnknownPrincipal, fmt.Sprintf("user %q belongs to tenant %q: send the call on %s", rp.User, rp.Tenant, subjects.Exec(rp.Tenant)))
+	}
+	c.pr = rp
+	d := e.cfg.Policy.Decide(rp, policy.Tool{Server: t.Server, Name: t.Name, Destructive: t.Destructive})
+	if !d.Allowed {
+		return refused(subjects.CodeForbidden, fmt.Sprintf("%s may not call %s (%s)", rp.User, t.Public, d.Why))
+	}
+	if !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
+		return refused(subjects.CodeForbidden, fmt.Sprintf("%s lists %s privately for another authorization context", t.Server, t.Public))
+	}
+
+	// 4. Arguments against the real inputSchema (before any human is asked to approve).
+	if verr := validateArguments(t, c.req.Arguments); verr != nil {
+		return &stop{status: subjects.CallRefused, e: verr}
+	}
+
+	// 5. Approval.
+	if d.NeedsApproval || e.configuredApproval(t) {
+		if s := e.approval(ctx, c); s != nil {
+			return s
+		}
+		_, nt, s := e.fresh(ctx, t)
+		if s != nil {
+			return s
+		}
+		if nt != t {
+			// Re-listed while waiting, with another definition: check the arguments again.
+			c.tool = nt
+			if verr := validateArguments(nt, c.req.Arguments); verr != nil {
+				return &stop{status: subjects.CallRefused, e: verr}
+			}
+		}
+		return nil
+	}
+	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionAllowed, Message: d.Why}))
+	return nil
+}
+
+func (e *Executor) configuredApproval(t *tool) bool {
+	for _, p := range e.cfg.Approve {
+		if policy.Match(p, t.Public) {
+			return true
+		}
+	}
+	return false
+}
+
+// fresh checks the freshness of t: stale, removed and revoked tools are refused stale; a server
+// that is not ready unavailable; an expired list is re-listed first. It returns the tool's
+// current definition (a re-list may have replaced it).
+func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool, *stop) {
+	v := e.reg.view.Tool(t.Server, t.Name)
+	if v.State == staleness.Expired {
+		v = e.revalidate(ctx, t)
+		if nt := e.reg.lookup(t.Public); nt != nil {
+			t = nt
+		}
+	}
+	switch v.State {
+	case staleness.Fresh:
+		return v, t, nil
+	case staleness.Stale, staleness.Removed, staleness.Revoked:
+		s := refused(subjects.CodeStale, t.Public+" is "+string(v.State)+": "+v.Reason)
+		s.e.Reason = v.Reason
+		return v, t, s
+	case staleness.Unknown:
+		return v, t, refused(subjects.CodeNotFound, t.Public+": "+v.Reason)
+	default: // Unavailable, and Expired after a failed re-list
+		s := refused(subjects.CodeUnavailable, t.Public+" is unavailable: "+v.Reason)
+		s.e.Reason = v.Reason
+		return v, t, s
+	}
+}
+
+// revalidate re-lists the tools of t's server and returns the verdict after it.
+func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.RelistTimeout)
+	defer cancel()
+	rep := e.relists.do(t.Server, func() subjects.RelistReply {
+		return e.relist.Relist(ctx, t.Server, subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools, Why: "ttl expired before a call of " + t.Public})
+	})
+	if rep.Error != nil {
+		why := rep.Error.Message
+		if rep.Error.Reason != "" {
+			why += " (" + rep.Error.Reason + ")"
+		}
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and re-listing failed: " + why}
+	}
+	if rep.Sequence > 0 {
+		// A new snapshot was published: decide on it.
+		if err := e.reg.waitApplied(ctx, rep.Sequence); err != nil {
+			return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the new list did not arrive in time"}
+		}
+	}
+	if rep.Fingerprint != "" {
+		// Unchanged: the list is confirmed as of ListedAt (ignored if it is not the list held).
+		e.reg.view.Confirm(t.Server, subjects.KindTools, rep.Fingerprint, rep.ListedAt)
+	}
+	v := e.reg.view.Tool(t.Server, t.Name)
+	if v.State == staleness.Expired {
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and the re-list did not confirm the list"}
+	}
+	return v
+}
+
+// refuse answers a call that ends before dispatch (or without one).
+func (e *Executor) refuse(ctx context.Context, c *call, status string, err *subjects.Error) error {
+	err.Message = e.audit.redact.String(err.Message)
+	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: err.Code, Code: err.Code, Message: err.Message}))
+	res := refusal(c.tenant, c.req, status, err)
+	res.StartedAt = c.started
+	return e.finish(ctx, c, res)
+}
+
+// finish publishes the terminal answer and its audit event.
+func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult) error {
+	if res.FinishedAt.IsZero() || res.FinishedAt.Before(res.StartedAt) {
+		res.FinishedAt = time.Now().UTC()
+	}
+	if err := e.publishResult(ctx, res); err != nil {
+		return fmt.Errorf("%w: %w", errRetry, err)
+	}
+	e.stats.answered.Add(1)
+	if res.Status == subjects.CallRefused {
+		e.stats.refused.Add(1)
+	}
+	ev := subjects.AuditEvent{Decision: res.Status, IsError: isToolError(res.Result)}
+	if res.Error != nil {
+		ev.Code, ev.Message = res.Error.Code, res.Error.Message
+	}
+	if len(res.Result) > 0 {
+		ev.Result, ev.ResBytes, ev.Truncated = e.audit.payload(res.Result)
+	}
+	e.audit.emit(subjects.AuditResult, c.audit(ev))
+	return nil
+}
+
+// lastDelivery answers a call delivered MaxDeliver times without an answer (its workers kept
+// dying on it): never run it again.
+func (e *Executor) lastDelivery(ctx context.Context, c *call, n uint64) error {
+	if claimed, err := e.claimed(ctx, c); err != nil {
+		return fmt.Errorf("%w: %w", errRetry, err)
+	} else if claimed {
+		return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeOutcomeUnknown,
+			Message: "the call was dispatched but its executor stopped before recording the result; it is not run again"})
+	}
+	return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal,
+		Message: fmt.Sprintf("the call was delivered %d times without an answer; it is not run again", n)})
+}
+
+// execute takes the limits, claims a side-effecting call, dispatches it and answers.
+func (e *Executor) execute(ctx context.Context, c *call) error {
+	t := c.tool
+	ls, limited, err := e.lim.acquire(ctx, c.req.ID, e.cfg.Limits.limitsFor(c.tenant, t))
+	if err != nil {
+		return e.refuse(ctx, c, subjects.CallRefused, &subjects.Error{Code: subjects.CodeUnavailable, Message: "limits cannot be checked: " + err.Error()})
+	}
+	if limited != nil {
+		return e.refuse(ctx, c, subjects.CallRefused, limited)
+	}
+	in, _ := ctx.Value(inflightKey{}).(*inflight)
+	if in != nil {
+		in.setLease(ls)
+	}
+	defer func() {
+		if in != nil {
+			in.setLease(nil)
+		}
+		ls.release(context.WithoutCancel(ctx))
+	}()
+
+	if !t.retrySafe() {
+		ok, err := e.claim(ctx, c)
+		if err != nil {
+			return fmt.Errorf("%w: claim: %w", errRetry, err)
+		}
+		if !ok {
+			// Claimed before: answered already (a resend after the de-duplication window gets
+			// that answer again), or claimed by a worker that died without answering: it may
+			// have run.
+			prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
+			if err != nil {
+				return fmt.Errorf("%w: look up result: %w", errRetry, err)
+			}
+			if found {
+				prev.Duplicate = true
+				if err := e.publishResult(ctx, prev); err != nil {
+					return fmt.Errorf("%w: %w", errRetry, err)
+				}
+				return nil
+			}
+			return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeOutcomeUnknown,
+				Message: "an earlier attempt of this call was dispatched and its result was never recorded; " + t.Public + " is not idempotent, so it is not run again"})
+		}
+	}
+
+	timeout := e.cfg.CallTimeout
+	if c.req.TimeoutMs > 0 {
+		timeout = min(time.Duration(c.req.TimeoutMs)*time.Millisecond, e.cfg.MaxCallTimeout)
+	}
+	if !t.retrySafe() {
+		// The point after which the outcome of a side effect may be unknown.
+		e.audit.emit(subjects.AuditDispatch, c.audit(subjects.AuditEvent{Decision: "dispatch",
+			Message: fmt.Sprintf("tools/call %s on %s (timeout %s)", t.Name, t.Server, timeout)}))
+	}
+	rep := e.dispatch(ctx, c, timeout)
+
+	res := subjects.CallResult{V: subjects.Version, ID: c.req.ID, Tenant: c.tenant, Tool: c.req.Tool,
+		Attempts: c.attempt, StartedAt: c.started}
+	switch {
+	case rep.Error != nil:
+		res.Status = subjects.CallFailed
+		if notSent(rep.Error.Code) {
+			res.Status = subjects.CallRefused // nothing ran
+		}
+		msg := *rep.Error
+		msg.Message = e.audit.redact.String(msg.Message)
+		res.Error = &msg
+	case len(rep.Result) > e.cfg.MaxResultBytes:
+		res.Status = subjects.CallFailed
+		res.Error = &subjects.Error{Code: subjects.CodeResultTooLarge,
+			Message: fmt.Sprintf("the result of %s is %d bytes; the limit is %d (the call ran)", t.Public, len(rep.Result), e.cfg.MaxResultBytes)}
+	case !isJSONObject(rep.Result):
+		res.Status = subjects.CallFailed
+		res.Error = &subjects.Error{Code: subjects.CodeProtocolError, Message: "the server's tools/call result is not a JSON object"}
+	default:
+		res.Status = subjects.CallOK
+		res.Result = rep.Result
+	}
+	if res.Error != nil {
+		e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: res.Error.Code, Code: res.Error.Code, Message: res.Error.Message}))
+	}
+	return e.finish(context.WithoutCancel(ctx), c, res)
+}
+
+// dispatch sends tools/call, retrying what is safe to retry: a failure before sending
+// (unavailable) for any tool; transport failures and unknown outcomes only for read-only or
+// idempotent tools. Never a protocol error, never past the call's deadline.
+func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration) subjects.DispatchReply {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 50 * time.Millisecond
+	bo.MaxInterval = time.Second
+	bo.MaxElapsedTime = 0
+	deadline, _ := ctx.Deadline()
+	for {
+		c.attempt++
+		e.stats.dispatched.Add(1)
+		rep := e.disp.Dispatch(ctx, c.tool.Server, subjects.DispatchRequest{
+			V: subjects.Version, CallID: c.req.ID, Tool: c.tool.Name, Arguments: c.req.Arguments,
+			TimeoutMs: max(1, time.Until(deadline).Milliseconds()),
+		})
+		if rep.Error == nil {
+			return rep
+		}
+		if ctx.Err() != nil && !notSent(rep.Error.Code) {
+			rep.Error.Code = subjects.CodeTimeout
+			if !strings.Contains(rep.Error.Message, "timeout") {
+				rep.Error.Message = fmt.Sprintf("no answer within %s: %s", timeout, rep.Error.Message)
+			}
+			return rep
+		}
+		safe := rep.Error.Code == subjects.CodeUnavailable ||
+			c.tool.retrySafe() && (rep.Error.Code == subjects.CodeTransportError || rep.Error.Code == subjects.CodeOutcomeUnknown)
+		if !safe || c.attempt >= e.cfg.RetryMax {
+			return rep
+		}
+		wait := bo.NextBackOff()
+		if time.Until(deadline) <= wait {
+			return rep
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return rep
+		}
+	}
+}
+
+// claimKey is the claims-bucket key of a call.
+func claimKey(tenant, id string) string { return kvToken(tenant) + "." + kvToken(id) }
+
+// claim records durably that a side-effecting call is about to be dispatched. It reports false
+// when the call was claimed before.
+func (e *Executor) claim(ctx context.Context, c *call) (bool, error) {
+	val, _ := json.Marshal(map[string]any{"tool": c.tool.Public, "server": c.tool.Server, "by": e.cfg.Name, "at": time.Now().UTC()})
+	_, err := e.st.claims.Create(ctx, claimKey(c.tenant, c.req.ID), val)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (e *Executor) claimed(ctx context.Context, c *call) (bool, error) {
+	_, err := e.st.claims.Get(ctx, claimKey(c.tenant, c.req.ID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// lookupResult returns the recorded answer of a call, if any.
+func (e *Executor) lookupResult(ctx context.Context, tenant, id string) (subjects.CallResult, bool, error) {
+	return getResult(ctx, e.st.results, tenant, id)
+}
+
+func getResult(ctx context.Context, results jetstream.Stream, tenant, id string) (subjects.CallResult, bool, error) {
+	m, err := results.GetLastMsgForSubject(ctx, subjects.Result(tenant, id))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return subjects.CallResult{}, false, nil
+	}
+	if err != nil {
+		return subjects.CallResult{}, false, err
+	}
+	var res subjects.CallResult
+	if err := json.Unmarshal(m.Data, &res); err != nil || res.ID != id {
+		// Junk on a results subject is not an answer.
+		return subjects.CallResult{}, false, nil
+	}
+	return res, true, nil
+}
+
+// publishResult stores the one terminal answer (de-duplicated by ResultMsgID), retrying a
+// failing JetStream for a few seconds.
+func (e *Executor) publishResult(ctx context.Context, res subjects.CallResult) error {
+	data, err := encodeResult(res)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	msg := &nats.Msg{Subject: subjects.Result(res.Tenant, res.ID), Data: data, Header: nats.Header{}}
+	msg.Header.Set(subjects.HeaderMsgID, subjects.ResultMsgID(res.Tenant, res.ID))
+	bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
+		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 2 * time.Second,
+		Stop: backoff.Stop, Clock: backoff.SystemClock,
+	}, 6), ctx)
+	return backoff.Retry(func() error {
+		_, err := e.js.PublishMsg(ctx, msg)
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, bo)
+}
+
+// encodeResult encodes res like json.Marshal, without re-validating its raw MCP result (checked
+// once when it came from the connector, or decoded from a stored answer): results can be large.
+func encodeResult(res subjects.CallResult) ([]byte, error) {
+	raw := res.Result
+	res.Result = nil
+	b, err := json.Marshal(res)
+	if err != nil || len(raw) == 0 {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+len(raw)+len(`,"result":`))
+	out = append(out, b[:len(b)-1]...)
+	out = append(out, `,"result":`...)
+	out = append(out, raw...)
+	return append(out, '}'), nil
+}
+
+// notSent reports whether a dispatch error code means the call never reached the server.
+func notSent(code string) bool {
+	return code == subjects.CodeUnavailable || code == subjects.CodeNotFound || code == subjects.CodeBadRequest
+}
+
+func isJSONObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+}
+
+// isToolError reports whether an MCP result says isError: true.
+func isToolError(result []byte) bool {
+	if len(result) == 0 || !bytes.Contains(result, []byte(`"isError"`)) {
+		return false
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
+}
+
+// relistGroup makes concurrent re-lists of one server one request: calls that find the same
+// expired list wait for the same answer.
+type relistGroup struct {
+	mu      sync.Mutex
+	pending map[string]*relistCall
+}
+
+type relistCall struct {
+	done chan struct{}
+	rep  subjects.RelistReply
+}
+
+func (g *relistGroup) do(server string, fn func() subjects.RelistReply) subjects.RelistReply {
+	g.mu.Lock()
+	if g.pending == nil {
+		g.pending = map[string]*relistCall{}
+	}
+	if c, ok := g.pending[server]; ok {
+		g.mu.Unlock()
+		<-c.done
+		return c.rep
+	}
+	c := &relistCall{done: make(chan struct{})}
+	g.pending[server] = c
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		delete(g.pending, server)
+		g.mu.Unlock()
+		close(c.done)
+	}()
+	c.rep = fn()
+	return c.rep
+}
