@@ -206,7 +206,7 @@ func (a *auditor) emit(name string, ev subjects.AuditEvent) {
 		ev.At = time.Now().UTC()
 	}
 	ev.Message = a.redact.String(ev.Message)
-	data, err := json.Marshal(ev)
+	data, err := encodeAudit(ev)
 	if err != nil {
 		a.log.Error().Err(err).Str("call", ev.CallID).Msg("encode audit event")
 		return
@@ -216,6 +216,29 @@ func (a *auditor) emit(name string, ev subjects.AuditEvent) {
 	if _, err := a.js.PublishMsgAsync(msg); err != nil {
 		a.log.Warn().Err(err).Str("call", ev.CallID).Str("event", name).Msg("audit publish")
 	}
+}
+
+// encodeAudit encodes ev like json.Marshal, splicing in its arguments and result as they are:
+// both come from payload (valid JSON, already redacted and capped), so they are not compacted
+// and re-validated a second time.
+func encodeAudit(ev subjects.AuditEvent) ([]byte, error) {
+	args, res := ev.Arguments, ev.Result
+	ev.Arguments, ev.Result = nil, nil
+	b, err := json.Marshal(ev)
+	if err != nil || len(args) == 0 && len(res) == 0 {
+		return b, err
+	}
+	out := make([]byte, 0, len(b)+len(args)+len(res)+len(`,"arguments":,"result":`))
+	out = append(out, b[:len(b)-1]...)
+	if len(args) > 0 {
+		out = append(out, `,"arguments":`...)
+		out = append(out, args...)
+	}
+	if len(res) > 0 {
+		out = append(out, `,"result":`...)
+		out = append(out, res...)
+	}
+	return append(out, '}'), nil
 }
 
 // payload fills the capped, redacted arguments or result of an event.

@@ -162,7 +162,11 @@ func (e *Executor) Run(ctx context.Context) error {
 			return fmt.Errorf("consume %s: %w", subjects.CallsStream, err)
 		}
 		bg.Go(func() { e.heartbeats(bgCtx) })
-		bg.Go(func() { e.pull(iter, &workers) })
+		jobs := make(chan jetstream.Msg)
+		for range e.cfg.Workers {
+			workers.Go(func() { e.work(jobs) })
+		}
+		bg.Go(func() { e.pull(iter, jobs) })
 	}
 	e.ready.Store(true)
 	e.cfg.Log.Info().Int("workers", e.cfg.Workers).Bool("frontEnd", *e.cfg.FrontEnd).Msg("executor serving")
@@ -192,9 +196,25 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// pull takes calls from the consumer and runs each on its own goroutine, at most Workers at once.
-func (e *Executor) pull(iter jetstream.MessagesContext, workers *sync.WaitGroup) {
-	sem := make(chan struct{}, e.cfg.Workers)
+// work runs the calls pull hands over until it stops or the process stops.
+func (e *Executor) work(jobs <-chan jetstream.Msg) {
+	for {
+		select {
+		case m, ok := <-jobs:
+			if !ok {
+				return
+			}
+			e.handle(m)
+		case <-e.stopping:
+			return
+		}
+	}
+}
+
+// pull takes calls from the consumer and hands each to one of Workers long-lived worker
+// goroutines (their stacks stay grown: no per-call goroutine start and stack copying).
+func (e *Executor) pull(iter jetstream.MessagesContext, jobs chan<- jetstream.Msg) {
+	defer close(jobs)
 	for {
 		m, err := iter.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
@@ -212,15 +232,10 @@ func (e *Executor) pull(iter jetstream.MessagesContext, workers *sync.WaitGroup)
 		default:
 		}
 		select {
-		case sem <- struct{}{}:
+		case jobs <- m:
 		case <-e.stopping:
 			m.Nak()
-			continue
 		}
-		workers.Go(func() {
-			defer func() { <-sem }()
-			e.handle(m)
-		})
 	}
 }
 
