@@ -51,8 +51,10 @@
 // stream prefix hold identical Badger content (Digest).
 //
 // Badger runs with small knobs (8 MB memtables, small caches, tool records in the value log). A
-// replica of 100k tools holds about 180 MB of live heap, half of it the search index; with Go's
-// default GC its peak RSS is about 420 MB, and with GOMEMLIMIT=200MiB about 270 MB.
+// replica of 100k tools holds about 160 MB of live heap, under half of it the search index, and
+// about 85 MB of file-backed RSS (the binary, and the value log's pages, mapped by Badger); with
+// Go's default GC its peak RSS is about 410 MB, with a soft memory limit of 200 MiB about 270 MB.
+// `mcpstream indexer` sets that limit by default (its --memory-limit flag; GOMEMLIMIT wins).
 //
 // # Names and permissions
 //

@@ -19,7 +19,8 @@
 // server, not per tool. A search touches only the postings of its terms, at
 // most the 32 most informative (query weight × IDF) of a verbose request, and
 // those of "write file" or "read file" when the request implies that file
-// operation and its own ranking has no tool for it: no query scans the
+// operation and its own ranking has no tool for it (that search, the same for
+// every unfiltered query, is cached until the next write): no query scans the
 // catalog. Removed tools leave tombstone slots that are reclaimed, along with
 // unused terms, when they outnumber the live ones.
 //

@@ -118,8 +118,10 @@ type Index struct {
 	live  int
 	total [numFields]int64 // sum of (coded) field lengths over live docs
 
-	byID      map[string]uint32   // public name → slot
-	byLowerID map[string][]uint32 // lower-cased public name → slots
+	byID map[string]uint32 // public name → slot
+	// byLowerID maps a lower-cased public name to the slots of the tools whose public name is
+	// not lower case already (most are: those are found in byID, see lowerIDSlots).
+	byLowerID map[string][]uint32
 	byName    map[string][]uint32 // lower-cased multi-word original name → slots
 
 	servers   []serverRec
@@ -129,6 +131,15 @@ type Index struct {
 	srvLenSum int64
 
 	pool sync.Pool // *scratch
+
+	// gen counts writes; ops caches, for the current gen, the tool a search for a file
+	// operation alone finds (see placeFileOps), which is the same for every unfiltered query.
+	gen uint64
+	ops struct {
+		mu  sync.Mutex
+		gen uint64
+		m   map[string]opResult
+	}
 }
 
 // New returns an empty index.
@@ -159,6 +170,7 @@ func (ix *Index) Upsert(d Doc) {
 	srvText := analyzeServer(d.ServerDescription)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	ix.gen++
 	if old, ok := ix.byID[d.ID]; ok {
 		ix.removeSlot(old)
 	}
@@ -197,8 +209,9 @@ func (ix *Index) Upsert(d Doc) {
 	}
 
 	ix.byID[d.ID] = slot
-	lid := lower(d.ID)
-	ix.byLowerID[lid] = append(ix.byLowerID[lid], slot)
+	if lid := lower(d.ID); lid != d.ID {
+		ix.byLowerID[lid] = append(ix.byLowerID[lid], slot)
+	}
 	if key != "" {
 		rec.nameKey = key
 		ix.byName[key] = append(ix.byName[key], slot)
@@ -213,6 +226,7 @@ func (ix *Index) Remove(id string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if slot, ok := ix.byID[id]; ok {
+		ix.gen++
 		ix.removeSlot(slot)
 	}
 }
@@ -240,10 +254,11 @@ func (ix *Index) removeSlot(slot uint32) {
 		ix.total[f] -= int64(codeLen[ix.hot[slot].lens[f]])
 	}
 	delete(ix.byID, rec.id)
-	lid := lower(rec.id)
-	ix.byLowerID[lid] = without(ix.byLowerID[lid], slot)
-	if len(ix.byLowerID[lid]) == 0 {
-		delete(ix.byLowerID, lid)
+	if lid := lower(rec.id); lid != rec.id {
+		ix.byLowerID[lid] = without(ix.byLowerID[lid], slot)
+		if len(ix.byLowerID[lid]) == 0 {
+			delete(ix.byLowerID, lid)
+		}
 	}
 	if rec.nameKey != "" {
 		ix.byName[rec.nameKey] = without(ix.byName[rec.nameKey], slot)
@@ -523,6 +538,15 @@ func lower(s string) string {
 		}
 	}
 	return s
+}
+
+// lowerIDSlots appends to dst the slots of the tools whose lower-cased public name is lid (a
+// lower-case string).
+func (ix *Index) lowerIDSlots(dst []uint32, lid string) []uint32 {
+	if s, ok := ix.byID[lid]; ok {
+		dst = append(dst, s)
+	}
+	return append(dst, ix.byLowerID[lid]...)
 }
 
 func without(s []uint32, x uint32) []uint32 {

@@ -240,9 +240,11 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 
 	// Exact mentions of a public name or a multi-word original name go first.
 	exact := map[uint32]uint8{}
+	var ids []uint32
 	for _, c := range pq.chunks {
-		for level, m := range []map[string][]uint32{ix.byName, ix.byLowerID} {
-			for _, d := range m[c] {
+		ids = ix.lowerIDSlots(ids[:0], c)
+		for level, slots := range [][]uint32{ix.byName[c], ids} {
+			for _, d := range slots {
 				if ix.verdict(sc, d, allow) == slotAllowed {
 					exact[d] = max(exact[d], uint8(level+1))
 				}
@@ -549,16 +551,10 @@ func (ix *Index) placeFileOps(sc *scratch, ops [][]string, top []cand, exact int
 			c = top[found]
 			top = slices.Delete(top, found, found+1)
 		} else {
-			pq := ix.cfg.parseQuery(strings.Join(op, " "))
-			osc := ix.getScratch()
-			osc.parent = sc
-			list, _ := ix.rank(osc, &pq, allow, 1)
-			ix.putScratch(osc)
-			i := slices.IndexFunc(list, func(c cand) bool { return named(c.slot) })
-			if i < 0 {
+			var ok bool
+			if c, ok = ix.searchOp(sc, op, named, allow); !ok {
 				continue
 			}
-			c = list[i]
 			if i := slices.IndexFunc(top, func(x cand) bool { return x.slot == c.slot }); i >= 0 {
 				top = slices.Delete(top, i, i+1)
 			}
@@ -575,4 +571,46 @@ func (ix *Index) placeFileOps(sc *scratch, ops [][]string, top []cand, exact int
 		top = slices.Insert(top, pos, c)
 	}
 	return top
+}
+
+// opResult is the outcome of a search for a file operation alone.
+type opResult struct {
+	c  cand
+	ok bool
+}
+
+// searchOp returns the best tool named for op (named) that a search for op alone finds, and
+// whether there is one. Without a filter the answer depends only on the index, so it is cached
+// until the next write. Callers hold ix.mu (read).
+func (ix *Index) searchOp(sc *scratch, op []string, named func(uint32) bool, allow func(string) bool) (cand, bool) {
+	key := strings.Join(op, " ")
+	if allow == nil {
+		ix.ops.mu.Lock()
+		r, hit := ix.ops.m[key]
+		hit = hit && ix.ops.gen == ix.gen
+		ix.ops.mu.Unlock()
+		if hit {
+			return r.c, r.ok
+		}
+	}
+	pq := ix.cfg.parseQuery(key)
+	osc := ix.getScratch()
+	osc.parent = sc
+	list, _ := ix.rank(osc, &pq, allow, 1)
+	ix.putScratch(osc)
+	var r opResult
+	if i := slices.IndexFunc(list, func(c cand) bool { return named(c.slot) }); i >= 0 {
+		r = opResult{list[i], true}
+	}
+	if allow == nil {
+		ix.ops.mu.Lock()
+		if ix.ops.m == nil || ix.ops.gen != ix.gen {
+			ix.ops.m, ix.ops.gen = map[string]opResult{}, ix.gen
+		}
+		if len(ix.ops.m) < 64 {
+			ix.ops.m[key] = r
+		}
+		ix.ops.mu.Unlock()
+	}
+	return r.c, r.ok
 }

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
 
 	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -13,7 +18,72 @@ import (
 
 func init() {
 	registerRole(role{name: "indexer", order: 20, start: startIndexer})
-	register(roleCommand("indexer", "run a catalog replica (Badger catalog + search service) against NATS", indexerHelp))
+	register(indexerCommand())
+}
+
+// defaultIndexerMemoryLimit is the soft memory limit `mcpstream indexer` sets when neither
+// --memory-limit nor GOMEMLIMIT is given: a replica of 100k tools holds about 180 MB of live heap
+// and, with this limit, stays under 300 MB of RSS (Go's default GC lets the heap grow to twice
+// what it holds: about 420 MB).
+const defaultIndexerMemoryLimit = "200MiB"
+
+// indexerCommand is roleCommand("indexer", ...) plus --memory-limit, which only a process that
+// runs the indexer role alone takes (under `up` the roles share the process and its GOMEMLIMIT).
+func indexerCommand() command {
+	const name = "indexer"
+	return command{
+		name:    name,
+		summary: "run a catalog replica (Badger catalog + search service) against NATS",
+		run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			o := hostOptions{Name: name}
+			fs := newFlagSet(name, name+" [flags]", indexerHelp)
+			o.register(fs, false)
+			limit := fs.String("memory-limit", defaultIndexerMemoryLimit,
+				"soft memory limit of the Go runtime (runtime/debug.SetMemoryLimit), e.g. 200MiB, 1GiB, or \"off\"; ignored when GOMEMLIMIT is set")
+			rest, err := parseFlags(fs, args, stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return fmt.Errorf("%s: unexpected argument %q", name, rest[0])
+			}
+			n, err := parseMemoryLimit(*limit)
+			if err != nil {
+				return fmt.Errorf("--memory-limit: %w", err)
+			}
+			if _, set := os.LookupEnv("GOMEMLIMIT"); !set && n > 0 {
+				// For as long as the command runs (it may run inside a test process).
+				defer debug.SetMemoryLimit(debug.SetMemoryLimit(n))
+			}
+			return runRoles(ctx, o, []string{name}, stdout, stderr)
+		},
+	}
+}
+
+// parseMemoryLimit parses a byte count with an optional unit (B, KiB, MiB, GiB, TiB, as
+// GOMEMLIMIT accepts, or KB, MB, GB, TB in powers of 1000); "off", "0" or "" mean no limit (0).
+func parseMemoryLimit(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "off" || s == "0" {
+		return 0, nil
+	}
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	num, unit := s, ""
+	if i >= 0 {
+		num, unit = s[:i], strings.TrimSpace(s[i:])
+	}
+	mult := map[string]float64{"": 1, "B": 1,
+		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+		"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if mult == 0 || err != nil || v < 0 {
+		return 0, fmt.Errorf("%q: want a size such as 200MiB, 1GiB or off", s)
+	}
+	b := v * mult
+	if b < 16<<20 || b > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q: want at least 16MiB (or off)", s)
+	}
+	return int64(b), nil
 }
 
 const indexerHelp = `
@@ -34,8 +104,13 @@ to one process. --config is read only for its policy section (the same policy th
 enforces): without one, the local principal may use everything.
 
 Memory: a replica keeps the search index and a summary of each tool in memory (schemas stay in
-Badger). For 100k tools, run it with GOMEMLIMIT=200MiB to keep it under 300 MB of RSS (the
-default GC lets the heap grow to twice what it holds).
+Badger): about 1.6 KB of live heap per tool. Go's default GC lets the heap grow to twice what
+it holds, so this command sets a soft memory limit (runtime/debug.SetMemoryLimit) of
+--memory-limit, ` + defaultIndexerMemoryLimit + ` by default, which keeps a replica of 100k tools under 300 MB
+of RSS. It is soft: a replica that holds more than the limit keeps working, with the GC using
+more CPU (at most about half of it). For much larger catalogs raise it (about 2 KB per tool
+plus 30 MB); --memory-limit off restores Go's default GC, and GOMEMLIMIT, when set, wins over
+the flag. Under ` + "`mcpstream up`" + ` the roles share one process and no limit is set (use GOMEMLIMIT).
 
 Examples:
   mcpstream indexer --nats nats://127.0.0.1:4222 --data /var/lib/mcpstream --replica 1
