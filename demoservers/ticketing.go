@@ -179,7 +179,7 @@ func ticketingTools(Options) (base, extras []server.ServerTool) {
 
 	createIssue := mcp.NewTool("createIssue",
 		mcp.WithToolTitle("Create issue"),
-		mcp.WithDescription("File a new ticket in the issue tracker. Every call creates a new ticket with a new id, "+
+		mcp.WithDescription("Open a new ticket in the issue tracker for a bug, incident or task. Every call creates a new ticket with a new id, "+
 			"even with identical arguments; do not retry blindly after an unknown outcome."),
 		mcp.WithString("title", mcp.Required(), mcp.MinLength(1), mcp.MaxLength(200),
 			mcp.Description("One-line summary of the problem, e.g. the error message.")),

@@ -235,7 +235,7 @@ func TestInspectCommand(t *testing.T) {
 		t.Errorf("inspect: %+v", ti)
 	}
 	out, _, err = catRun(t, "inspect", "ticketing__createIssue", "--nats", url)
-	if err != nil || !strings.Contains(out, "description:\n     File a new ticket") || !strings.Contains(out, `"priority"`) {
+	if err != nil || !strings.Contains(out, "description:\n     Open a new ticket") || !strings.Contains(out, `"priority"`) {
 		t.Errorf("text: %v\n%s", err, out)
 	}
 	out, _, err = catRun(t, "inspect", "kb__nothing", "--json", "--nats", url)
