@@ -43,9 +43,25 @@ func newRedactor(sc ServerConfig) redactor {
 			add(v)
 		}
 	}
-	if u, err := url.Parse(sc.URL); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok {
-			add(p)
+	if u, err := url.Parse(sc.URL); err == nil {
+		if u.User != nil {
+			if p, ok := u.User.Password(); ok {
+				add(p)
+			}
+		}
+		// ?api_key=...: the URL appears in transport errors, raw or decoded.
+		for _, kv := range strings.Split(u.RawQuery, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if dk, err := url.QueryUnescape(k); err == nil {
+				k = dk
+			}
+			if !sensitiveName(k) {
+				continue
+			}
+			add(v)
+			if dv, err := url.QueryUnescape(v); err == nil {
+				add(dv)
+			}
 		}
 	}
 	if len(secrets) == 0 {

@@ -25,6 +25,10 @@ const (
 // Usable reports whether a call may proceed (after revalidation, for Expired).
 func (s State) Usable() bool { return s == Fresh || s == Expired }
 
+// MaxRemembered bounds the names a kind remembers as removed (beyond those of its last snapshot):
+// a server that renames its tools on every re-list must not grow the view forever.
+const MaxRemembered = 4096
+
 // Verdict is a State with why.
 type Verdict struct {
 	State  State
@@ -104,6 +108,10 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 			if n := ItemName(sn.Kind, raw); n != "" {
 				next[n] = struct{}{}
 			}
+		}
+		if len(ks.removed) >= MaxRemembered {
+			// Bounded: older removals fall back to "unknown" (refused just the same).
+			clear(ks.removed)
 		}
 		for n := range ks.items {
 			if _, ok := next[n]; !ok {

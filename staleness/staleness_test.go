@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,5 +91,25 @@ func TestItemName(t *testing.T) {
 		if got := ItemName(tt.kind, json.RawMessage(tt.raw)); got != tt.want {
 			t.Errorf("ItemName(%s, %s) = %q, want %q", tt.kind, tt.raw, got, tt.want)
 		}
+	}
+}
+
+// A server that renames its tools on every re-list must not grow the remembered removed names
+// forever; the most recent removals still answer "removed".
+func TestRemovedNamesBounded(t *testing.T) {
+	v := New(nil)
+	at := time.Unix(1, 0)
+	for i := range 3 * MaxRemembered {
+		v.Apply(snap("churn", nil, at.Add(time.Duration(i)), fmt.Sprintf("t%d", i)))
+	}
+	if n := len(v.servers["churn"].kinds[subjects.KindTools].removed); n > MaxRemembered {
+		t.Fatalf("%d removed names remembered, want at most %d", n, MaxRemembered)
+	}
+	last := fmt.Sprintf("t%d", 3*MaxRemembered-2)
+	if got := v.Tool("churn", last).State; got != Removed {
+		t.Errorf("%s: %s, want removed", last, got)
+	}
+	if got := v.Tool("churn", fmt.Sprintf("t%d", 3*MaxRemembered-1)).State; got != Fresh {
+		t.Errorf("current tool: %s, want fresh", got)
 	}
 }
