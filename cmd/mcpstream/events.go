@@ -307,7 +307,7 @@ func (p *eventPrinter) summary(subject string, data []byte) string {
 		}
 	}
 	if m.Error != nil {
-		fmt.Fprintf(&b, " code=%s: %s", m.Error.Code, oneLine(m.Error.Message))
+		fmt.Fprintf(&b, " code=%s: %s", truncate(oneLine(m.Error.Code), 128), oneLine(m.Error.Message))
 	}
 	if m.IsError {
 		b.WriteString(" isError")
@@ -356,7 +356,7 @@ func (p *eventPrinter) registrySummary(subject string, data []byte) string {
 			fmt.Fprintf(&b, " ttl=%s", time.Duration(*s.TTLMs)*time.Millisecond)
 		}
 		if s.CacheScope != "" {
-			b.WriteString(" scope=" + s.CacheScope)
+			b.WriteString(" scope=" + oneLine(s.CacheScope))
 		}
 		if len(s.Rejected) > 0 {
 			rej := make([]string, 0, len(s.Rejected))
@@ -371,9 +371,9 @@ func (p *eventPrinter) registrySummary(subject string, data []byte) string {
 	case ev.Status != nil:
 		s := ev.Status
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s status %s", s.Server, s.Status)
+		fmt.Fprintf(&b, "%s status %s", s.Server, truncate(oneLine(s.Status), 128))
 		if s.Code != "" {
-			b.WriteString(" code=" + s.Code)
+			b.WriteString(" code=" + truncate(oneLine(s.Code), 128))
 		}
 		if s.Attempt > 0 {
 			fmt.Fprintf(&b, " attempt=%d", s.Attempt)
@@ -382,10 +382,10 @@ func (p *eventPrinter) registrySummary(subject string, data []byte) string {
 			fmt.Fprintf(&b, " retry_in=%s", time.Duration(s.RetryInMs)*time.Millisecond)
 		}
 		if s.Transport != "" {
-			b.WriteString(" transport=" + s.Transport)
+			b.WriteString(" transport=" + truncate(oneLine(s.Transport), 128))
 		}
 		if s.Protocol != "" {
-			b.WriteString(" protocol=" + s.Protocol)
+			b.WriteString(" protocol=" + truncate(oneLine(s.Protocol), 128))
 		}
 		if s.Reason != "" {
 			b.WriteString(": " + truncate(oneLine(s.Reason), 200))
@@ -396,10 +396,10 @@ func (p *eventPrinter) registrySummary(subject string, data []byte) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s revoked", r.Server)
 		if len(r.Tools) > 0 {
-			b.WriteString(" tools=" + strings.Join(capNames(r.Tools, 8), ","))
+			b.WriteString(" tools=" + strings.Join(capNames(oneLines(r.Tools), 8), ","))
 		}
 		if len(r.Restore) > 0 {
-			b.WriteString(" restore=" + strings.Join(capNames(r.Restore, 8), ","))
+			b.WriteString(" restore=" + strings.Join(capNames(oneLines(r.Restore), 8), ","))
 		}
 		if r.Reason != "" {
 			b.WriteString(": " + truncate(oneLine(r.Reason), 200))
@@ -486,6 +486,15 @@ func oneLine(s string) string {
 		return r
 	}, s)
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// oneLines applies oneLine (and a 128-byte cap) to each name.
+func oneLines(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = truncate(oneLine(n), 128)
+	}
+	return out
 }
 
 // truncate cuts s to at most n bytes at a rune boundary.

@@ -83,7 +83,7 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if r.Code != "" {
 			reason = r.Code + ": " + reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", oneLine(r.Name), r.Status, r.Tools, r.Prompts, r.Resources,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", oneLine(r.Name), dash(truncate(r.Status, 40)), r.Tools, r.Prompts, r.Resources,
 			dash(r.Transport), dash(r.Protocol), dash(truncate(reason, 80)))
 	}
 	return tw.Flush()
