@@ -85,7 +85,8 @@ func prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []b
 	return req, data, nil
 }
 
-// Submit persists req on subjects.Calls(tenant) without waiting (Nats-Msg-Id = its id) and
+// Submit persists req on subjects.Calls(tenant) without waiting (Nats-Msg-Id =
+// subjects.CallMsgID(tenant, id)) and
 // returns the request as sent; duplicate reports that this id was already submitted. Read the
 // answer with Await.
 func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequest) (sent subjects.CallRequest, duplicate bool, err error) {
@@ -94,7 +95,7 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 		return req, false, res.Error
 	}
 	m := &nats.Msg{Subject: subjects.Calls(tenant), Data: data, Header: nats.Header{}}
-	m.Header.Set(subjects.HeaderMsgID, req.ID)
+	m.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID(tenant, req.ID))
 	ack, err := c.JS.PublishMsg(ctx, m)
 	if err != nil {
 		return req, false, fmt.Errorf("submit %s: %w", req.ID, err)

@@ -201,3 +201,18 @@ func TestDuplicateCallID(t *testing.T) {
 		t.Errorf("got %d tickets, want 1", got)
 	}
 }
+
+// Call ids are unique per tenant: the same id from two tenants is two calls, each answered
+// (before the dedup key held the tenant, the second tenant's call was dropped as a duplicate).
+func TestSameCallIDTwoTenants(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"kb"}})
+	id := func(q *subjects.CallRequest) { q.ID = "shared-id" }
+	args := `{"query":"refund period for software","topK":1}`
+	a := r.call("acme", "kb__search_knowledge_base", args, id)
+	b := r.call("globex", "kb__search_knowledge_base", args, id)
+	for name, res := range map[string]subjects.CallResult{"acme": a, "globex": b} {
+		if res.Status != subjects.CallOK || res.Duplicate || res.Tenant != name {
+			t.Errorf("%s: status %s duplicate %v tenant %q error %+v, want its own ok answer", name, res.Status, res.Duplicate, res.Tenant, res.Error)
+		}
+	}
+}

@@ -8,7 +8,7 @@
 //	mcpstream.v1.exec.<tenant>            request/reply, queue group "mcpstream-executor" (front end):
 //	                                      CallRequest → CallResult. Checks the envelope, subscribes to
 //	                                      the result subject, persists the request on the calls stream
-//	                                      (Nats-Msg-Id = call id) and replies with the terminal answer.
+//	                                      (Nats-Msg-Id = call:<tenant>:<id>) and replies with the terminal answer.
 //	                                      A duplicate id gets the earlier answer (duplicate: true).
 //	mcpstream.v1.calls.<tenant>           stream MCPSTREAM_CALLS (work queue), durable consumer
 //	                                      "mcpstream-executor" shared by every worker of every process.

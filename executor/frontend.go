@@ -82,7 +82,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 	defer sub.Unsubscribe()
 
 	pub := &nats.Msg{Subject: subjects.Calls(tenant), Data: m.Data, Header: nats.Header{}}
-	pub.Header.Set(subjects.HeaderMsgID, req.ID)
+	pub.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID(tenant, req.ID))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	ack, err := e.js.PublishMsg(ctx, pub)
 	cancel()

@@ -14,7 +14,8 @@ type Principal struct {
 }
 
 // CallRequest asks the executor to call one tool. Published to Calls(tenant) with Nats-Msg-Id =
-// ID (so a resend is never executed twice), or sent to Exec(tenant) as a request.
+// CallMsgID(tenant, ID) ("call:<tenant>:<id>", tokens encoded, so a resend is never executed
+// twice and two tenants' equal ids never meet), or sent to Exec(tenant) as a request.
 type CallRequest struct {
 	V         int             `json:"v"`
 	ID        string          `json:"id"`   // caller-chosen call id, unique per tenant; the dedup key

@@ -41,7 +41,16 @@ func LimitWindow(scope, key string, window int64) string {
 
 // ResultMsgID is the Nats-Msg-Id of a call's CallResult on the results stream: a second result
 // for the same call is dropped as a duplicate.
-func ResultMsgID(tenant, callID string) string { return "result:" + tenant + ":" + callID }
+func ResultMsgID(tenant, callID string) string {
+	return "result:" + EncodeToken(tenant) + ":" + EncodeToken(callID)
+}
+
+// CallMsgID is the Nats-Msg-Id of a CallRequest on the calls stream: "call:<tenant>:<callID>",
+// both encoded as tokens. Call ids are unique per tenant, so the key holds the tenant: the same id
+// from two tenants is two calls, and a resend by one tenant is never run twice.
+func CallMsgID(tenant, callID string) string {
+	return "call:" + EncodeToken(tenant) + ":" + EncodeToken(callID)
+}
 
 // Audit event names (the <event> token of Audit; AuditEvent.Type is "audit." + name).
 const (

@@ -25,7 +25,7 @@ them. Any number of executor processes share the work: the front ends form the q
 "` + subjects.ExecutorQueue + `" and the workers one durable consumer of the calls stream.
 
   ` + subjects.Root + `.exec.<tenant>           request/reply: CallRequest → CallResult
-  ` + subjects.Root + `.calls.<tenant>          the durable work queue (publish with Nats-Msg-Id = call id)
+  ` + subjects.Root + `.calls.<tenant>          the durable work queue (Nats-Msg-Id: call:<tenant>:<id>)
   ` + subjects.Root + `.results.<tenant>.<id>   the one terminal answer of each call
   ` + subjects.Root + `.audit.<tenant>.<event>  request, decision, dispatch, result (redacted)
   ` + subjects.Root + `.approvals.<id>          approve or deny a call waiting in needs_approval

@@ -148,6 +148,11 @@ func TestIndexerRole(t *testing.T) {
 	}
 	_, log1b := runIndexerRole(t, env.URL, data, "1")
 	waitSearch(t, env.URL, "merge pull request", "github__merge_pull_request")
+	// The child's stderr reaches the buffer through a copying goroutine, possibly after its
+	// search answer: wait for the line (bounded).
+	for i := 0; i < 400 && !strings.Contains(log1b.String(), `"seq":4`); i++ {
+		time.Sleep(25 * time.Millisecond)
+	}
 	if !strings.Contains(log1b.String(), `"seq":4`) {
 		t.Errorf("replica 1 did not resume from its stored sequence:\n%s", log1b.String())
 	}
