@@ -11,7 +11,8 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// approval holds a call in needs_approval until an Approval arrives on subjects.Approvals(id),
+// approval holds a call in needs_approval until an Approval arrives on
+// subjects.Approvals(tenant, id),
 // the timeout passes, or the executor stops (the call is then handed to another worker). It
 // returns nil when approved.
 func (e *Executor) approval(ctx context.Context, c *call) *stop {
@@ -24,7 +25,7 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	}
 
 	decided := make(chan subjects.Approval, 1)
-	sub, err := e.nc.Subscribe(subjects.Approvals(c.req.ID), func(m *nats.Msg) {
+	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {
 		reply := func(r subjects.ApprovalReply) {
 			r.V = subjects.Version
 			if m.Reply != "" {

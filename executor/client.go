@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -140,7 +141,11 @@ func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.Appro
 	if err != nil {
 		return subjects.ApprovalReply{}, err
 	}
-	m, err := c.NC.RequestWithContext(ctx, subjects.Approvals(a.ID), data)
+	tenant := a.Tenant
+	if tenant == "" {
+		tenant = policy.Local.Tenant
+	}
+	m, err := c.NC.RequestWithContext(ctx, subjects.Approvals(tenant, a.ID), data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return subjects.ApprovalReply{}, fmt.Errorf("%w: %s", ErrNoWaiter, a.ID)
 	}

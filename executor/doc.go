@@ -20,7 +20,7 @@
 //	                                      tools: the point after which the outcome may be unknown),
 //	                                      result; arguments and results redacted (sensitive keys,
 //	                                      configured secret values) and capped (4 KiB).
-//	mcpstream.v1.approvals.<id>           request/reply: Approval → ApprovalReply, for calls waiting in
+//	mcpstream.v1.approvals.<tenant>.<id>  request/reply: Approval → ApprovalReply, for calls waiting in
 //	                                      needs_approval (`mcpstream approve|deny ID`).
 //	mcpstream.v1.registry.>               stream MCPSTREAM_REGISTRY, replayed from the start by an
 //	                                      ordered consumer in every process: the freshness view
@@ -49,7 +49,7 @@
 //     Checked before approval so nobody is asked to approve a call that cannot run.
 //  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
 //     rules' approve patterns and Config.Approve: an audit.decision needs_approval event, then a wait
-//     on mcpstream.v1.approvals.<id> → denied, or approval_timeout after approvalTimeoutMs (default
+//     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min; -1 = do not wait: needs_approval at once). Freshness is checked again after approval.
 //  8. limits → rate_limited with retryAfterMs (see below).
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,

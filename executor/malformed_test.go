@@ -115,7 +115,7 @@ func TestMalformedRequests(t *testing.T) {
 
 	t.Run("approval junk", func(t *testing.T) {
 		// Nobody waits: no responders.
-		if _, err := r.env.NC.Request(subjects.Approvals("nobody"), []byte("junk"), time.Second); !errors.Is(err, nats.ErrNoResponders) {
+		if _, err := r.env.NC.Request(subjects.Approvals("local", "nobody"), []byte("junk"), time.Second); !errors.Is(err, nats.ErrNoResponders) {
 			t.Errorf("got %v, want no responders", err)
 		}
 	})

@@ -23,7 +23,7 @@
 //	  mcpstream.v1.audit.<tenant>.<event>              AuditEvent: request, decision, result
 //	core request/reply (not stored)
 //	  mcpstream.v1.exec.<tenant>                       CallRequest → CallResult (persists, then waits)
-//	  mcpstream.v1.approvals.<callID>                  Approval → {"ok":true} (approve or deny)
+//	  mcpstream.v1.approvals.<tenant>.<callID>         Approval → {"ok":true} (approve or deny)
 //	  mcpstream.v1.catalog.search | details | servers  catalog service (micro, queue group)
 //	  mcpstream.v1.control.relist.<server>             RelistRequest → RelistReply (re-list now)
 //	  mcpstream.v1.dispatch.<server>                   DispatchRequest → DispatchReply (tools/call)

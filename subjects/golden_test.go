@@ -111,7 +111,7 @@ func TestSubjects(t *testing.T) {
 		{Exec("acme corp"), "mcpstream.v1.exec.acme~20corp"},
 		{Result("acme", "c.1"), "mcpstream.v1.results.acme.c~2E1"},
 		{Audit("acme", "result"), "mcpstream.v1.audit.acme.result"},
-		{Approvals("c-1"), "mcpstream.v1.approvals.c-1"},
+		{Approvals("acme", "c-1"), "mcpstream.v1.approvals.acme.c-1"},
 		{Relist("kb"), "mcpstream.v1.control.relist.kb"},
 		{Dispatch("kb"), "mcpstream.v1.dispatch.kb"},
 	}
@@ -132,7 +132,7 @@ func TestSubjects(t *testing.T) {
 	if tn, err := TenantOf(Result("a.c", "id")); err != nil || tn != "a.c" {
 		t.Errorf("TenantOf = %q, %v", tn, err)
 	}
-	if id, err := LastToken(Approvals("x y")); err != nil || id != "x y" {
+	if id, err := LastToken(Approvals("acme", "x y")); err != nil || id != "x y" {
 		t.Errorf("LastToken = %q, %v", id, err)
 	}
 }

@@ -142,10 +142,13 @@ func Audit(tenant, event string) string {
 }
 
 // Approvals is the request/reply subject that approves or denies a call waiting in needs_approval.
-func Approvals(callID string) string { return Root + ".approvals." + EncodeToken(callID) }
+// The tenant is a token so NATS permissions can pin who may approve which tenant's calls.
+func Approvals(tenant, callID string) string {
+	return Root + ".approvals." + EncodeToken(tenant) + "." + EncodeToken(callID)
+}
 
 // ApprovalAll is the filter of every approval subject.
-const ApprovalAll = Root + ".approvals.*"
+const ApprovalAll = Root + ".approvals.*.*"
 
 // Relist is the request/reply subject that asks a server's connector to re-list now.
 func Relist(server string) string { return Root + ".control.relist." + EncodeToken(server) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpstream/mcpstream/executor"
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -33,7 +34,7 @@ func init() {
 const decideHelp = `
 %[1]ss one call that waits in needs_approval: a tool annotated destructive (destructiveHint: true,
 unless the policy sets approveDestructive: false), or one the policy's approve patterns name. The
-decision goes to the executor holding the call, on mcpstream.v1.approvals.<ID> (any NATS client
+decision goes to the executor holding the call, on mcpstream.v1.approvals.<TENANT>.<ID> (any NATS client
 may send a subjects.Approval there); %[2]s.
 
 Waiting calls show in the audit stream, with their ID, as decision needs_approval:
@@ -57,7 +58,7 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 	cf.register(fs, false)
 	fs.StringVar(&reason, "reason", "", "why (recorded in the audit stream)")
 	fs.StringVar(&by, "by", os.Getenv("USER"), "who decides (recorded in the audit stream)")
-	fs.StringVar(&tenant, "tenant", "", "the tenant of the call (call ids are unique per tenant); default: any")
+	fs.StringVar(&tenant, "tenant", policy.Local.Tenant, "the tenant of the call (call ids are unique per tenant)")
 	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the executor's answer")
 	rest, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {

@@ -28,7 +28,7 @@ them. Any number of executor processes share the work: the front ends form the q
   ` + subjects.Root + `.calls.<tenant>          the durable work queue (Nats-Msg-Id: call:<tenant>:<id>)
   ` + subjects.Root + `.results.<tenant>.<id>   the one terminal answer of each call
   ` + subjects.Root + `.audit.<tenant>.<event>  request, decision, dispatch, result (redacted)
-  ` + subjects.Root + `.approvals.<id>          approve or deny a call waiting in needs_approval
+  ` + subjects.Root + `.approvals.<tenant>.<id> approve or deny a call waiting in needs_approval
 
 Each call is checked in order: the tool exists (not_found), is fresh (stale, unavailable; an
 expired ttlMs is re-listed first), the principal may call it (unknown_principal, forbidden), the
