@@ -119,10 +119,18 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	res, err := executor.Client{NC: nc}.Call(cctx, tenant, req)
-	if errors.Is(err, executor.ErrNoExecutor) {
-		return fmt.Errorf("call: %w (is `mcpstream up` or `mcpstream executor` running?)", err)
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, executor.ErrNoExecutor):
+		// Nothing was persisted: no executor front end answered.
+		res = subjects.CallResult{ID: req.ID, Tool: req.Tool, Status: subjects.CallRefused, Error: &subjects.Error{
+			Code: subjects.CodeUnavailable, Message: err.Error() + " (is `mcpstream up` or `mcpstream executor` running?)"}}
+	case errors.Is(err, context.DeadlineExceeded):
+		// The request may be persisted: its answer will be on the results stream.
+		res = subjects.CallResult{ID: req.ID, Tool: req.Tool, Status: subjects.CallFailed, Error: &subjects.Error{
+			Code: subjects.CodeTimeout, Message: fmt.Sprintf("no answer within %s; the call may still complete: "+
+				"`mcpstream events --subject 'results.%s.%s'` shows its answer, and `call --id %s` again returns it without running it twice",
+				wait, subjects.EncodeToken(tenant), subjects.EncodeToken(req.ID), req.ID)}}
+	case err != nil:
 		return fmt.Errorf("call: %w", err)
 	}
 	return printCallResult(stdout, stderr, res, cf.JSON)

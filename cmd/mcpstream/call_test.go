@@ -148,8 +148,12 @@ func TestCallWithoutExecutor(t *testing.T) {
 	env := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, _, err := runCmd(t, ctx, "call", "kb__search_knowledge_base", `{}`, "--nats", env.URL)
-	if err == nil || !strings.Contains(err.Error(), "no executor is serving") {
-		t.Errorf("got %v, want a clear 'no executor is serving' error", err)
+	_, stderr, err := runCmd(t, ctx, "call", "kb__search_knowledge_base", `{}`, "--nats", env.URL)
+	if err == nil || !strings.Contains(stderr, "unavailable: ") || !strings.Contains(stderr, "no executor is serving") {
+		t.Errorf("got %v, stderr %q; want exit 1 with code unavailable and 'no executor is serving'", err, stderr)
+	}
+	stdout, _, err := runCmd(t, ctx, "call", "kb__search_knowledge_base", `{}`, "--json", "--nats", env.URL)
+	if err == nil || !strings.Contains(stdout, `"code": "unavailable"`) {
+		t.Errorf("--json: got %v, stdout %q; want {\"error\":{\"code\":\"unavailable\"...}}", err, stdout)
 	}
 }
