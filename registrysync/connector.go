@@ -49,6 +49,7 @@ type connector struct {
 	kstate       map[subjects.Kind]kindState
 	changed      map[subjects.Kind]bool   // notified, ListChanged not yet published
 	gen          map[subjects.Kind]uint64 // notifications seen, per kind
+	pubMu        sync.Mutex               // orders snapshot and ListChanged publishes (see relist)
 	skipped      map[subjects.Kind]int    // lists in a row not published: a notification came meanwhile
 	pending      map[subjects.Kind]bool   // to re-list after the debounce
 	pendingFirst time.Time
@@ -463,7 +464,12 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			out[kind] = kindOutcome{err: err}
 			continue
 		}
+		// pubMu orders this check and the snapshot's publish against the notifier's ListChanged
+		// publish: a notification arriving after the check has its ListChanged stored after this
+		// snapshot, so consumers stay stale until the re-list it schedules.
+		c.pubMu.Lock()
 		if c.generation(kind) != gen0 && c.skip(kind) {
+			c.pubMu.Unlock()
 			// A list_changed came while listing: this list may predate the change, and once
 			// stored after the ListChanged event it would look current. The re-list the
 			// notification scheduled publishes instead (unless notifications never stop).
@@ -472,6 +478,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			continue
 		}
 		res, err := c.publishSnapshot(ctx, l, info)
+		c.pubMu.Unlock()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -665,7 +672,10 @@ func (c *connector) notifier(ctx context.Context) {
 		clear(c.changed)
 		c.mu.Unlock()
 		for _, k := range kinds {
-			if err := c.publishChanged(ctx, k); err != nil {
+			c.pubMu.Lock()
+			err := c.publishChanged(ctx, k)
+			c.pubMu.Unlock()
+			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}
