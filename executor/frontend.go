@@ -108,8 +108,21 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 
 	timer := time.NewTimer(e.waitBound(req))
 	defer timer.Stop()
+	// The answer is also stored on the results stream: a slow call checks it now and then, so
+	// an answer the subscription missed (its buffer overrun by junk on the subject, a
+	// reconnect) is still delivered long before the bound.
+	poll := time.NewTicker(resultPoll)
+	defer poll.Stop()
 	for {
 		select {
+		case <-poll.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
+			cancel()
+			if err == nil && ok {
+				res.Duplicate = res.Duplicate || ack.Duplicate
+				return res, nil
+			}
 		case rm := <-results:
 			if !ack.Duplicate && bytes.HasPrefix(rm.Data, prefix) && json.Valid(rm.Data) {
 				return subjects.CallResult{}, rm.Data
@@ -131,6 +144,13 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 			res.Duplicate = true
 			return res, nil
 		case <-timer.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
+			cancel()
+			if err == nil && ok {
+				res.Duplicate = res.Duplicate || ack.Duplicate
+				return res, nil
+			}
 			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
 				Message: "no answer in time; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil
 		case <-e.stopping:
@@ -139,6 +159,9 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 		}
 	}
 }
+
+// resultPoll is how often a waiting front end also looks for the answer on the results stream.
+const resultPoll = 2 * time.Second
 
 // resultPrefix is how encodeResult's encoding of the answer of call id begins: such an answer
 // is recognized without decoding it (one validity pass instead of a decode of the whole result).
