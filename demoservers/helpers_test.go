@@ -166,6 +166,9 @@ func stdioTransport(t *testing.T, ctx context.Context, serve func(ctx context.Co
 		// reader. (Closing serverToClientR here instead races with that
 		// reader and makes mcp-go log a spurious read error.)
 		clientToServerW.Close()
+		// The client may already have stopped reading: drain the server's output so a response
+		// or notification it writes at the end cannot block it on the pipe.
+		go io.Copy(io.Discard, serverToClientR)
 		select {
 		case err := <-done:
 			if err != nil {

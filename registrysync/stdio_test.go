@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -154,13 +155,21 @@ func writeControl(t *testing.T, path string, c demoservers.Control) {
 // and the connectors keep running.
 func TestHostileServers(t *testing.T) {
 	t.Parallel()
-	cfg := fastConfig()
+	// The slow mode never answers tools/list: it gets its own manager with a short list
+	// timeout. The others keep the normal one — a 5 MB description takes a while to list under
+	// the race detector on a loaded machine, and must not be cut off by the slow mode's bound.
+	cfg, slowCfg := fastConfig(), fastConfig()
 	cfg.MaxPages = 5
-	cfg.ListTimeout = 2 * 1e9 // the slow mode never answers tools/list
+	slowCfg.ListTimeout = 2 * time.Second
 	for _, mode := range demoservers.HostileModes() {
+		if mode == demoservers.HostileSlow {
+			slowCfg.Servers = append(slowCfg.Servers, stdioServer(t, mode, "hostile:"+mode))
+			continue
+		}
 		cfg.Servers = append(cfg.Servers, stdioServer(t, mode, "hostile:"+mode))
 	}
-	h := run(t, nil, cfg)
+	// Separate servers too: both managers answer the dispatch and relist subjects.
+	regular, slow := run(t, nil, cfg), run(t, nil, slowCfg)
 
 	expectStatus := map[string]string{
 		demoservers.HostileMalformedJSON:   subjects.CodeMalformedResponse,
@@ -171,6 +180,10 @@ func TestHostileServers(t *testing.T) {
 		demoservers.HostileOddNames:        "",
 	}
 	for _, mode := range demoservers.HostileModes() {
+		h := regular
+		if mode == demoservers.HostileSlow {
+			h = slow
+		}
 		t.Run(mode, func(t *testing.T) {
 			rec := record(t, h.env, subjects.RegistryServer(mode))
 			code, ok := expectStatus[mode]
