@@ -61,7 +61,7 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		{"servers", subjects.CatalogServers, c.handleServers},
 	}
 	for _, ep := range endpoints {
-		if err := svc.AddEndpoint(ep.name, c.wrap(ctx, ep.name, ep.h, sem, &wg), micro.WithEndpointSubject(ep.subject)); err != nil {
+		if err := svc.AddEndpoint(ep.name, c.wrap(ctx, nc, ep.name, ep.h, sem, &wg), micro.WithEndpointSubject(ep.subject)); err != nil {
 			svc.Stop()
 			return fmt.Errorf("catalog endpoint %s: %w", ep.name, err)
 		}
@@ -78,13 +78,19 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 
 // wrap is the one place that turns a handler into a micro handler: bounded concurrency, size
 // limit, panic recovery, and the reply (with the error code in micro's headers as well).
-func (c *Catalog) wrap(ctx context.Context, name string, h handlerFunc, sem chan struct{}, wg *sync.WaitGroup) micro.Handler {
+//
+// Requests are served on their own goroutines, so the reply is published directly on nc:
+// micro reads its request's state once Handle returns, and must not race with a late
+// req.Respond or req.Error. (micro's error counters therefore do not count catalog errors; the
+// replies carry the codes.)
+func (c *Catalog) wrap(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, sem chan struct{}, wg *sync.WaitGroup) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
+		data, replyTo := req.Data(), req.Reply()
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			reply, apiErr := c.serveOne(ctx, name, h, req.Data())
+			reply, apiErr := c.serveOne(ctx, name, h, data)
 			body, err := json.Marshal(reply)
 			if err != nil {
 				apiErr = apiError(subjects.CodeInternal, "marshal reply: %v", err)
@@ -93,12 +99,16 @@ func (c *Catalog) wrap(ctx context.Context, name string, h handlerFunc, sem chan
 					Error *subjects.Error `json:"error"`
 				}{subjects.Version, apiErr})
 			}
-			if apiErr != nil {
-				err = req.Error(apiErr.Code, headerSafe(apiErr.Message), body)
-			} else {
-				err = req.Respond(body)
+			if replyTo == "" {
+				return
 			}
-			if err != nil {
+			msg := &nats.Msg{Subject: replyTo, Data: body}
+			if apiErr != nil {
+				msg.Header = nats.Header{}
+				msg.Header.Set(micro.ErrorHeader, headerSafe(apiErr.Message))
+				msg.Header.Set(micro.ErrorCodeHeader, apiErr.Code)
+			}
+			if err := nc.PublishMsg(msg); err != nil {
 				c.log.Debug().Err(err).Str("endpoint", name).Msg("reply not sent")
 			}
 		}()

@@ -154,7 +154,13 @@ func (m *Manager) respond(req micro.Request, data []byte) {
 			Message: "the answer is " + strconv.Itoa(len(data)) + " bytes, more than a NATS message holds; the call ran",
 		}})
 	}
-	if err := req.Respond(data); err != nil {
+	// Published directly rather than with req.Respond: handlers answer from their own
+	// goroutines, and req.Respond records a failure in the request, which micro reads once
+	// Handle has returned (a data race).
+	if req.Reply() == "" {
+		return
+	}
+	if err := m.nc.Publish(req.Reply(), data); err != nil {
 		m.log.Warn().Err(err).Str("subject", req.Subject()).Msg("cannot respond")
 	}
 }
