@@ -1,7 +1,6 @@
 package demoservers
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -66,21 +65,7 @@ func ServeHostileStdio(ctx context.Context, mode string, in io.Reader, out io.Wr
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), maxStdioLine)
-		for sc.Scan() {
-			line := append([]byte(nil), sc.Bytes()...)
-			select {
-			case lines <- line:
-			case <-ctx.Done():
-				return
-			}
-		}
-		readErr <- sc.Err()
-	}()
+	lines, readErr := readLines(ctx, in)
 
 	h := hostile{mode: mode, out: out}
 	for {

@@ -168,21 +168,7 @@ func serveStdio(ctx context.Context, srv *server.MCPServer, logger *log.Logger, 
 		}
 	})
 
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), maxStdioLine)
-		for sc.Scan() {
-			line := append([]byte(nil), sc.Bytes()...)
-			select {
-			case lines <- line:
-			case <-ctx.Done():
-				return
-			}
-		}
-		readErr <- sc.Err()
-	}()
+	lines, readErr := readLines(ctx, in)
 
 	for {
 		select {
@@ -331,4 +317,25 @@ func requestMethod(line []byte) (string, bool) {
 		return "", false
 	}
 	return m.Method, m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null"
+}
+
+// readLines reads in line by line (each at most maxStdioLine bytes) on its own goroutine until
+// EOF, a read error (sent on the second channel, nil at EOF) or the end of ctx.
+func readLines(ctx context.Context, in io.Reader) (<-chan []byte, <-chan error) {
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), maxStdioLine)
+		for sc.Scan() {
+			line := append([]byte(nil), sc.Bytes()...)
+			select {
+			case lines <- line:
+			case <-ctx.Done():
+				return
+			}
+		}
+		readErr <- sc.Err()
+	}()
+	return lines, readErr
 }
