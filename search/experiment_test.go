@@ -1,3 +1,8 @@
+//go:build searchexp
+
+// Ranking experiments and diagnostics, not tests: run with
+// go test -tags searchexp ./search -run 'Experiments|Diag' (and SEARCH_EXPERIMENTS=1, SEARCH_DIAG=1, SEARCH_Q=...).
+
 package search
 
 import (
