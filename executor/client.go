@@ -39,10 +39,13 @@ func NewCallID() string {
 	return "c-" + hex.EncodeToString(b[:])
 }
 
-// Call sends req to subjects.Exec(tenant) and returns the terminal answer. A request larger than
-// the calls stream accepts is answered too_large here without being sent; an empty ID gets a
-// new one. The error is for transport failures only (ErrNoExecutor, ctx's deadline): a refusal
-// is a CallResult with Error set.
+// Call sends req to subjects.Exec(tenant) and returns the terminal answer (the worker that ran
+// the call sends it to this request's inbox). A request larger than the calls stream accepts is
+// answered too_large here without being sent; an empty ID gets a new one. The error is for
+// transport failures only (ErrNoExecutor, ctx's deadline): a refusal is a CallResult with Error
+// set. When ctx ends first and JS is set, the results stream is read once: an answer whose
+// reply was lost is still returned. Give ctx a deadline: the executor persists the call and
+// does not answer a caller that stopped waiting.
 func (c Client) Call(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
 	req, data, res := prepare(tenant, req)
 	if res != nil {
@@ -51,6 +54,16 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 	m, err := c.NC.RequestWithContext(ctx, subjects.Exec(tenant), data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return subjects.CallResult{}, fmt.Errorf("%w on %s", ErrNoExecutor, subjects.Exec(tenant))
+	}
+	if err != nil && c.JS != nil && ctx.Err() != nil {
+		// The answer may be stored with its reply lost (a reconnect): look once more.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if stream, serr := c.JS.Stream(lctx, subjects.ResultsStream); serr == nil {
+			if res, ok, gerr := getResult(lctx, stream, tenant, req.ID); gerr == nil && ok {
+				return res, nil
+			}
+		}
 	}
 	if err != nil {
 		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)

@@ -71,6 +71,11 @@ type Config struct {
 	// still running then are answered by another executor after AckWait (outcome_unknown for
 	// side-effecting tools); 0 → 10s.
 	StopGrace time.Duration
+	// ReplyPrefixes are the subject prefixes a call's subjects.HeaderReplyTo may name (the
+	// answer is published there too); nil → ["_INBOX."] (nats.go's default inbox prefix). A
+	// front end whose caller's reply subject is not under one of them waits for the answer on
+	// the results stream and relays it instead.
+	ReplyPrefixes []string
 	// MemoryState stores the claims bucket in memory (tests, benchmarks).
 	MemoryState bool
 	// Log receives diagnostics; the zero value logs nothing.
@@ -118,6 +123,7 @@ const (
 	DefaultReadyTimeout       = 30 * time.Second
 	DefaultRelistTimeout      = 10 * time.Second
 	DefaultStopGrace          = 10 * time.Second
+	DefaultReplyPrefix        = "_INBOX."
 )
 
 func (c Config) withDefaults() Config {
@@ -133,6 +139,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Policy == nil {
 		c.Policy = policy.Open()
+	}
+	if c.ReplyPrefixes == nil {
+		c.ReplyPrefixes = []string{DefaultReplyPrefix}
 	}
 	if c.FrontEnd == nil {
 		t := true

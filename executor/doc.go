@@ -6,13 +6,18 @@
 // # Consumes and produces
 //
 //	mcpstream.v1.exec.<tenant>            request/reply, queue group "mcpstream-executor" (front end):
-//	                                      CallRequest → CallResult. Checks the envelope, subscribes to
-//	                                      the result subject, persists the request on the calls stream
-//	                                      (Nats-Msg-Id = call:<tenant>:<id>) and replies with the terminal answer.
-//	                                      A duplicate id gets the earlier answer (duplicate: true).
+//	                                      CallRequest → CallResult. Checks the envelope and persists the
+//	                                      request on the calls stream (Nats-Msg-Id = call:<tenant>:<id>,
+//	                                      Mcpstream-Reply-To = the caller's inbox): the worker answers the
+//	                                      caller directly. A duplicate id gets the earlier answer
+//	                                      (duplicate: true); a reply subject outside Config.ReplyPrefixes
+//	                                      ("_INBOX.") is answered by the front end from the results subject.
 //	mcpstream.v1.calls.<tenant>           stream MCPSTREAM_CALLS (work queue), durable consumer
 //	                                      "mcpstream-executor" shared by every worker of every process.
-//	                                      Callers that do not wait publish here and watch the result.
+//	                                      Callers that do not wait publish here and watch the result; a
+//	                                      Mcpstream-Reply-To header under Config.ReplyPrefixes also gets
+//	                                      the answer, published there after it is stored (no other
+//	                                      subject is ever published to from a header).
 //	mcpstream.v1.results.<tenant>.<id>    stream MCPSTREAM_RESULTS: exactly one CallResult per call id
 //	                                      (Nats-Msg-Id "result:<tenant>:<id>").
 //	mcpstream.v1.audit.<tenant>.<event>   stream MCPSTREAM_AUDIT: request, decision (with its code;

@@ -28,7 +28,10 @@ func (e *Executor) onExec(m *nats.Msg) {
 	}
 	go func() {
 		defer func() { <-e.execSem }()
-		res, raw := e.exec(m)
+		res, raw, handedOff := e.exec(m)
+		if handedOff {
+			return // the worker answers m.Reply
+		}
 		if raw != nil {
 			if m.Reply != "" {
 				if err := m.Respond(raw); err != nil {
@@ -55,34 +58,48 @@ func (e *Executor) respond(m *nats.Msg, res subjects.CallResult) {
 	}
 }
 
-// exec checks the envelope, persists the request on the calls stream (de-duplicated by its id)
-// and waits for the terminal answer on the results subject, subscribed before publishing. The
-// answer is returned decoded, or as the stored message's bytes (raw) when it needs no change.
-func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
+// exec checks the envelope and persists the request on the calls stream (de-duplicated by its
+// id). When the caller's reply subject is an inbox (Config.ReplyPrefixes), the request carries
+// it (subjects.HeaderReplyTo) and the worker answers the caller directly: exec reports
+// handedOff. Otherwise, and for a resent id, it waits for the terminal answer on the results
+// subject (subscribed before the answer can be stored) and returns it decoded, or as the
+// stored message's bytes (raw) when it needs no change.
+func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	tenant, err := subjects.TenantOf(m.Subject)
 	if err != nil {
 		return subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused,
-			Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + m.Subject}}, nil
+			Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + m.Subject}}, nil, false
 	}
 	if len(m.Data) > subjects.MaxCallBytes {
 		req, _ := decodeCall(m.Data)
 		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeTooLarge,
-			Message: fmt.Sprintf("call request is %d bytes; the limit is %d", len(m.Data), subjects.MaxCallBytes)}), nil
+			Message: fmt.Sprintf("call request is %d bytes; the limit is %d", len(m.Data), subjects.MaxCallBytes)}), nil, false
 	}
 	req, bad := decodeCall(m.Data)
 	if bad != nil {
-		return refusal(tenant, req, subjects.CallRefused, bad), nil
+		return refusal(tenant, req, subjects.CallRefused, bad), nil, false
 	}
 
+	// The answer's subscription, taken before the answer can be stored: at once when the front
+	// end relays it, after publishing for a resend of a call answered directly.
 	results := make(chan *nats.Msg, 4)
-	sub, err := e.nc.ChanSubscribe(subjects.Result(tenant, req.ID), results)
-	if err != nil {
-		return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "subscribe to the result: " + err.Error()}), nil
+	subscribe := func() (*nats.Subscription, error) {
+		return e.nc.ChanSubscribe(subjects.Result(tenant, req.ID), results)
 	}
-	defer sub.Unsubscribe()
+	direct := e.validReply(m.Reply)
+	var sub *nats.Subscription
+	if direct == "" {
+		if sub, err = subscribe(); err != nil {
+			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "subscribe to the result: " + err.Error()}), nil, false
+		}
+		defer sub.Unsubscribe()
+	}
 
 	pub := &nats.Msg{Subject: subjects.Calls(tenant), Data: m.Data, Header: nats.Header{}}
 	pub.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID(tenant, req.ID))
+	if direct != "" {
+		pub.Header.Set(subjects.HeaderReplyTo, direct)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	ack, err := e.js.PublishMsg(ctx, pub)
 	cancel()
@@ -91,7 +108,18 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 		if errors.Is(err, nats.ErrMaxPayload) || strings.Contains(err.Error(), "maximum message size") {
 			code = subjects.CodeTooLarge
 		}
-		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: "the call could not be persisted: " + err.Error()}), nil
+		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: "the call could not be persisted: " + err.Error()}), nil, false
+	}
+	if direct != "" {
+		if !ack.Duplicate {
+			return subjects.CallResult{}, nil, true // the worker answers the caller
+		}
+		// A resend: the first request's worker answers the first caller. This one gets the
+		// stored answer, or waits for it.
+		if sub, err = subscribe(); err != nil {
+			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "subscribe to the result: " + err.Error()}), nil, false
+		}
+		defer sub.Unsubscribe()
 	}
 	if ack.Duplicate {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -99,7 +127,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 		cancel()
 		if err == nil && ok {
 			res.Duplicate = true
-			return res, nil
+			return res, nil, false
 		}
 		// The first request with this id is still running: its answer comes on the subscription.
 	}
@@ -121,11 +149,11 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 			cancel()
 			if err == nil && ok {
 				res.Duplicate = res.Duplicate || ack.Duplicate
-				return res, nil
+				return res, nil, false
 			}
 		case rm := <-results:
 			if !ack.Duplicate && bytes.HasPrefix(rm.Data, prefix) && json.Valid(rm.Data) {
-				return subjects.CallResult{}, rm.Data
+				return subjects.CallResult{}, rm.Data, false
 			}
 			var head struct {
 				ID        string `json:"id"`
@@ -135,27 +163,27 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte) {
 				continue // junk on a results subject is not the answer
 			}
 			if head.Duplicate || !ack.Duplicate {
-				return subjects.CallResult{}, rm.Data
+				return subjects.CallResult{}, rm.Data, false
 			}
 			var res subjects.CallResult
 			if json.Unmarshal(rm.Data, &res) != nil {
 				continue
 			}
 			res.Duplicate = true
-			return res, nil
+			return res, nil, false
 		case <-timer.C:
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
 			cancel()
 			if err == nil && ok {
 				res.Duplicate = res.Duplicate || ack.Duplicate
-				return res, nil
+				return res, nil, false
 			}
 			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
-				Message: "no answer in time; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil
+				Message: "no answer in time; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil, false
 		case <-e.stopping:
 			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
-				Message: "this executor front end stopped before the answer; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil
+				Message: "this executor front end stopped before the answer; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil, false
 		}
 	}
 }

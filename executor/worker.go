@@ -51,7 +51,7 @@ func (e *Executor) recoverer(h handler) handler {
 				if tenant, terr := subjects.TenantOf(m.Subject()); terr == nil {
 					if req, _ := decodeCall(m.Data()); req.ID != "" {
 						res := refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "the executor failed on this call"})
-						if e.publishResult(context.WithoutCancel(ctx), res) == nil {
+						if e.answer(context.WithoutCancel(ctx), res, e.replyTo(m)) == nil {
 							err = nil
 						}
 					}
@@ -135,6 +135,7 @@ func refusal(tenant string, req subjects.CallRequest, status string, err *subjec
 // call is the state of one call through the pipeline.
 type call struct {
 	tenant  string
+	replyTo string // where the answer also goes (subjects.HeaderReplyTo), "" for nowhere
 	req     subjects.CallRequest
 	tool    *tool
 	pr      subjects.Principal
@@ -165,7 +166,7 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("%w: %w", errTerminate, err)
 	}
 	req, bad := decodeCall(m.Data())
-	c := &call{tenant: tenant, req: req, started: time.Now().UTC()}
+	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m)}
 	if bad != nil {
 		args, n, trunc := e.audit.payload(m.Data())
 		e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))
@@ -182,9 +183,11 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	// the calls stream de-duplicates resends by id for its window, and after it the claim of a
 	// side-effecting call still finds the earlier answer (see execute).
 	if md.NumDelivered > 1 {
-		if _, ok, err := e.lookupResult(ctx, tenant, req.ID); err != nil {
+		if prev, ok, err := e.lookupResult(ctx, tenant, req.ID); err != nil {
 			return fmt.Errorf("%w: look up result: %w", errRetry, err)
 		} else if ok {
+			// The caller may still wait for it (the worker that stored it died before replying).
+			e.reply(c.replyTo, prev)
 			return nil
 		}
 	}
@@ -373,7 +376,7 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 	if res.FinishedAt.IsZero() || res.FinishedAt.Before(res.StartedAt) {
 		res.FinishedAt = time.Now().UTC()
 	}
-	if err := e.publishResult(ctx, res); err != nil {
+	if err := e.answer(ctx, res, c.replyTo); err != nil {
 		return fmt.Errorf("%w: %w", errRetry, err)
 	}
 	e.stats.answered.Add(1)
@@ -440,7 +443,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			}
 			if found {
 				prev.Duplicate = true
-				if err := e.publishResult(ctx, prev); err != nil {
+				if err := e.answer(ctx, prev, c.replyTo); err != nil {
 					return fmt.Errorf("%w: %w", errRetry, err)
 				}
 				return nil
@@ -577,13 +580,69 @@ func getResult(ctx context.Context, results jetstream.Stream, tenant, id string)
 	return res, true, nil
 }
 
-// publishResult stores the one terminal answer (de-duplicated by ResultMsgID), retrying a
-// failing JetStream for a few seconds.
-func (e *Executor) publishResult(ctx context.Context, res subjects.CallResult) error {
+// replyTo returns the call message's subjects.HeaderReplyTo when it is a subject under one of
+// the configured reply prefixes, else "".
+func (e *Executor) replyTo(m jetstream.Msg) string {
+	h := m.Headers()
+	if h == nil {
+		return ""
+	}
+	return e.validReply(h.Get(subjects.HeaderReplyTo))
+}
+
+// maxReplySubject bounds a reply subject taken from a header.
+const maxReplySubject = 512
+
+// validReply returns s if it is a literal subject (no wildcard, no white space) under one of
+// the reply prefixes, else "".
+func (e *Executor) validReply(s string) string {
+	if s == "" || len(s) > maxReplySubject || strings.ContainsAny(s, " \t\r\n*>") ||
+		strings.Contains(s, "..") || strings.HasSuffix(s, ".") {
+		return ""
+	}
+	for _, p := range e.cfg.ReplyPrefixes {
+		if p != "" && strings.HasPrefix(s, p) && len(s) > len(p) {
+			return s
+		}
+	}
+	return ""
+}
+
+// answer stores the one terminal answer, then publishes the same bytes to the caller's reply
+// subject (if any): a caller never sees an answer that is not stored.
+func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo string) error {
 	data, err := encodeResult(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
+	if err := e.storeResult(ctx, res, data); err != nil {
+		return err
+	}
+	if replyTo != "" {
+		if err := e.nc.Publish(replyTo, data); err != nil {
+			e.cfg.Log.Debug().Err(err).Str("call", res.ID).Msg("reply")
+		}
+	}
+	return nil
+}
+
+// reply publishes an answer already stored to the caller's reply subject, if any.
+func (e *Executor) reply(replyTo string, res subjects.CallResult) {
+	if replyTo == "" {
+		return
+	}
+	data, err := encodeResult(res)
+	if err == nil {
+		err = e.nc.Publish(replyTo, data)
+	}
+	if err != nil {
+		e.cfg.Log.Debug().Err(err).Str("call", res.ID).Msg("reply")
+	}
+}
+
+// storeResult stores the one terminal answer (de-duplicated by ResultMsgID), retrying a
+// failing JetStream for a few seconds.
+func (e *Executor) storeResult(ctx context.Context, res subjects.CallResult, data []byte) error {
 	msg := &nats.Msg{Subject: subjects.Result(res.Tenant, res.ID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(subjects.HeaderMsgID, subjects.ResultMsgID(res.Tenant, res.ID))
 	bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{

@@ -39,6 +39,12 @@ const (
 	HeaderMsgID = "Nats-Msg-Id"
 	// HeaderEventType repeats the payload's "type" for consumers that filter on headers.
 	HeaderEventType = "Mcpstream-Event"
+	// HeaderReplyTo on a call request (subjects.Calls) names a core NATS subject the executor
+	// also publishes the terminal CallResult to, once it is stored on the results stream: the
+	// exec front end sets it to the caller's reply inbox, so the answer goes straight back to the
+	// caller. Only subjects under the executor's reply prefixes (default "_INBOX.") are used;
+	// any other value is ignored (the answer is still on the results stream).
+	HeaderReplyTo = "Mcpstream-Reply-To"
 )
 
 // ErrBadPayload is returned when an event's JSON is malformed or of an unknown version.
