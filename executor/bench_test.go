@@ -12,12 +12,17 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 
 	"github.com/mcpstream/mcpstream/demoservers"
 	"github.com/mcpstream/mcpstream/subjects"
 )
+
+// benchProtocol is MCPSTREAM_BENCH_PROTOCOL: a protocol version both sides of BenchmarkCall are
+// pinned to ("" negotiates the newest).
+var benchProtocol = os.Getenv("MCPSTREAM_BENCH_PROTOCOL")
 
 // benchTool is the call measured: a cheap read-only demo tool, so the numbers show the path, not
 // the tool.
@@ -83,17 +88,24 @@ func drive(b *testing.B, n, c int, call func() error) (*latencies, float64) {
 // registrysync manager with the same kind of stdio child). Ratios are executor / direct; "conn"
 // is the connector alone (registrysync's Dispatch in-process), the part of the path that is not
 // the executor's. MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the executor path at 64 callers (for
-// profiles: -cpuprofile).
+// profiles: -cpuprofile). MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the
+// connector to that protocol version (mcp-go's per-request work on 2026-07-28 halves the
+// direct baseline's calls/s here).
 func BenchmarkCall(b *testing.B) {
-	r := startRig(b, rigOptions{servers: []string{benchServer}})
+	r := startRig(b, rigOptions{servers: []string{benchServer}, protocol: benchProtocol})
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	direct, err := client.NewStdioMCPClient(exe, []string{childEnv + "=demo:" + benchServer})
-	if err != nil {
+	tr := transport.NewStdio(exe, []string{childEnv + "=demo:" + benchServer})
+	if err := tr.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	var copts []client.ClientOption
+	if benchProtocol != "" {
+		copts = append(copts, client.WithProtocolVersion(benchProtocol))
+	}
+	direct := client.NewClient(tr, copts...)
 	b.Cleanup(func() { direct.Close() })
 	ctx := context.Background()
 	if _, err := direct.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{

@@ -162,6 +162,8 @@ type rigOptions struct {
 	backoffInitial time.Duration
 	// noExecutor starts no executor (the test starts its own with startExecutor).
 	noExecutor bool
+	// protocol pins the connectors' MCP protocol version ("" negotiates).
+	protocol string
 }
 
 // rig is one test's system: embedded JetStream, a real registrysync manager with the servers as
@@ -215,6 +217,7 @@ func startRig(t testing.TB, o rigOptions) *rig {
 	var scs []registrysync.ServerConfig
 	for _, name := range o.servers {
 		sc, control := serverConfig(t, r.dir, name)
+		sc.ProtocolVersion = o.protocol
 		scs = append(scs, sc)
 		r.control[name] = control
 	}
