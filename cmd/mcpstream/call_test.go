@@ -78,6 +78,19 @@ func TestCallCommand(t *testing.T) {
 	if status != 0 || !strings.Contains(out, `"structuredContent"`) {
 		t.Fatalf("search: exit %d\n%s%s", status, out, errOut)
 	}
+	// A tenant's own inbox prefix (under _INBOX.: the worker answers it directly).
+	out, errOut, status = call("kb__search_knowledge_base", `{"query":"refund policy","topK":1}`, "--json", "--nats-inbox", "_INBOX.acme")
+	if status != 0 || !strings.Contains(out, `"structuredContent"`) {
+		t.Fatalf("--nats-inbox _INBOX.acme: exit %d\n%s%s", status, out, errOut)
+	}
+	// Elsewhere: the front end relays the answer.
+	out, errOut, status = call("kb__search_knowledge_base", `{"query":"refund policy","topK":1}`, "--json", "--nats-inbox", "_REPLIES.acme")
+	if status != 0 || !strings.Contains(out, `"structuredContent"`) {
+		t.Fatalf("--nats-inbox _REPLIES.acme: exit %d\n%s%s", status, out, errOut)
+	}
+	if _, errOut, status = call("kb__search_knowledge_base", `{}`, "--nats-inbox", "_INBOX.>"); status != 1 || !strings.Contains(errOut, "--nats-inbox") {
+		t.Errorf("--nats-inbox with a wildcard: exit %d, %q; want a clear error", status, errOut)
+	}
 	out, _, status = call("nosuchserver__nosuchtool", "{}", "--json")
 	var refusal struct {
 		Error subjects.Error `json:"error"`

@@ -20,6 +20,7 @@ const (
 	envNATS      = "MCPSTREAM_NATS"       // default of --nats
 	envNATSCreds = "MCPSTREAM_NATS_CREDS" // default of --nats-creds
 	envPrincipal = "MCPSTREAM_PRINCIPAL"  // default of --principal
+	envInbox     = "MCPSTREAM_NATS_INBOX" // default of --nats-inbox
 )
 
 // defaultNATS is the URL clients use without --nats or $MCPSTREAM_NATS: `mcpstream up`'s default.
@@ -37,11 +38,13 @@ func defaultNATSURL() string {
 type natsFlags struct {
 	URL   string // one URL or a comma-separated list of cluster URLs
 	Creds string // NATS credentials file (JWT + nkey), "" = none
+	Inbox string // reply inbox prefix, "" = _INBOX
 }
 
 func (n *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.URL, "nats", defaultNATSURL(), "NATS server or cluster URL(s), comma-separated (env "+envNATS+")")
 	fs.StringVar(&n.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file (env "+envNATSCreds+")")
+	fs.StringVar(&n.Inbox, "nats-inbox", os.Getenv(envInbox), "reply inbox prefix, e.g. _INBOX.acme when NATS permissions let a tenant subscribe only to\n_INBOX.acme.> (env "+envInbox+"; default _INBOX)")
 }
 
 // connect opens a connection named "mcpstream NAME" that reconnects forever.
@@ -54,6 +57,12 @@ func (n *natsFlags) connect(name string) (*nats.Conn, jetstream.JetStream, error
 	}
 	if n.Creds != "" {
 		opts = append(opts, nats.UserCredentials(n.Creds))
+	}
+	if n.Inbox != "" {
+		if strings.ContainsAny(n.Inbox, " \t\r\n*>") || strings.HasPrefix(n.Inbox, ".") || strings.HasSuffix(n.Inbox, ".") {
+			return nil, nil, fmt.Errorf("--nats-inbox %q: want subject tokens without wildcards, e.g. _INBOX.acme", n.Inbox)
+		}
+		opts = append(opts, nats.CustomInboxPrefix(n.Inbox))
 	}
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
