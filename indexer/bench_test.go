@@ -151,7 +151,7 @@ func newBenchCatalog(b *testing.B, n int) *benchCatalog {
 	waitCaughtUp(b, r.Catalog, last)
 	nc := env.Connect(b)
 	for i := 0; ; i++ {
-		if _, err := nc.Request(subjects.CatalogServers, []byte(`{}`), 5*time.Second); err == nil {
+		if _, err := nc.Request(subjects.CatalogServers("local"), []byte(`{}`), 5*time.Second); err == nil {
 			break
 		} else if i == 1000 {
 			b.Fatalf("catalog service not up: %v", err)
@@ -241,7 +241,7 @@ func BenchmarkSearch(b *testing.B) {
 				b.ResetTimer()
 				for i := range b.N {
 					t0 := time.Now()
-					msg, err := nc.Request(subjects.CatalogSearch, bodies[i%len(bodies)], 5*time.Second)
+					msg, err := nc.Request(subjects.CatalogSearch("local"), bodies[i%len(bodies)], 5*time.Second)
 					lat = append(lat, time.Since(t0))
 					if err != nil || msg.Header.Get("Nats-Service-Error-Code") != "" {
 						b.Fatalf("request: %v %s", err, msg.Data)

@@ -23,22 +23,22 @@ type Client struct {
 	Timeout time.Duration
 }
 
-// Search calls mcpstream.v1.catalog.search.
-func (cl Client) Search(ctx context.Context, req subjects.SearchRequest) (subjects.SearchReply, error) {
+// Search calls mcpstream.v1.catalog.<tenant>.search.
+func (cl Client) Search(ctx context.Context, tenant string, req subjects.SearchRequest) (subjects.SearchReply, error) {
 	var r subjects.SearchReply
-	return r, cl.call(ctx, subjects.CatalogSearch, req, &r)
+	return r, cl.call(ctx, subjects.CatalogSearch(tenant), req, &r)
 }
 
-// Details calls mcpstream.v1.catalog.details.
-func (cl Client) Details(ctx context.Context, req subjects.DetailsRequest) (subjects.DetailsReply, error) {
+// Details calls mcpstream.v1.catalog.<tenant>.details.
+func (cl Client) Details(ctx context.Context, tenant string, req subjects.DetailsRequest) (subjects.DetailsReply, error) {
 	var r subjects.DetailsReply
-	return r, cl.call(ctx, subjects.CatalogDetails, req, &r)
+	return r, cl.call(ctx, subjects.CatalogDetails(tenant), req, &r)
 }
 
-// Servers calls mcpstream.v1.catalog.servers.
-func (cl Client) Servers(ctx context.Context, req subjects.ServersRequest) (subjects.ServersReply, error) {
+// Servers calls mcpstream.v1.catalog.<tenant>.servers.
+func (cl Client) Servers(ctx context.Context, tenant string, req subjects.ServersRequest) (subjects.ServersReply, error) {
 	var r subjects.ServersReply
-	return r, cl.call(ctx, subjects.CatalogServers, req, &r)
+	return r, cl.call(ctx, subjects.CatalogServers(tenant), req, &r)
 }
 
 func (cl Client) call(ctx context.Context, subject string, req, reply any) error {

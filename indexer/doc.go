@@ -14,9 +14,13 @@
 // Nothing on streams. It serves, as micro service subjects.CatalogService in queue group
 // [QueueGroup] (so replicas share the load):
 //
-//	mcpstream.v1.catalog.search    SearchRequest  → SearchReply
-//	mcpstream.v1.catalog.details   DetailsRequest → DetailsReply
-//	mcpstream.v1.catalog.servers   ServersRequest → ServersReply
+//	mcpstream.v1.catalog.<tenant>.search    SearchRequest  → SearchReply
+//	mcpstream.v1.catalog.<tenant>.details   DetailsRequest → DetailsReply
+//	mcpstream.v1.catalog.<tenant>.servers   ServersRequest → ServersReply
+//
+// The tenant is the subject's token: the request's principal is resolved within it (another
+// principal.tenant → bad_request; a configured user of another tenant → unknown_principal), so
+// NATS permissions on the subjects pin each tenant to its own catalog.
 //
 // Errors are replies with a JSON "error" holding a stable code (subjects.Code…); the micro error
 // headers carry the same code.

@@ -19,7 +19,7 @@ import (
 const ServiceVersion = "1.0.0"
 
 // handlerFunc answers one decoded request body with a reply and, when it failed, its error.
-type handlerFunc func(ctx context.Context, body []byte) (reply any, apiErr *subjects.Error)
+type handlerFunc func(ctx context.Context, tenant string, body []byte) (reply any, apiErr *subjects.Error)
 
 // Serve answers catalog requests on NATS (micro service subjects.CatalogService, queue group
 // QueueGroup) until ctx is done, then drains in-flight requests and returns nil. It waits for
@@ -56,9 +56,9 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		name, subject string
 		h             handlerFunc
 	}{
-		{"search", subjects.CatalogSearch, c.handleSearch},
-		{"details", subjects.CatalogDetails, c.handleDetails},
-		{"servers", subjects.CatalogServers, c.handleServers},
+		{"search", subjects.CatalogSearchAll, c.handleSearch},
+		{"details", subjects.CatalogDetailsAll, c.handleDetails},
+		{"servers", subjects.CatalogServersAll, c.handleServers},
 	}
 	for _, ep := range endpoints {
 		if err := svc.AddEndpoint(ep.name, c.wrap(ctx, nc, ep.name, ep.h, sem, &wg), micro.WithEndpointSubject(ep.subject)); err != nil {
@@ -85,12 +85,12 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 // replies carry the codes.)
 func (c *Catalog) wrap(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, sem chan struct{}, wg *sync.WaitGroup) micro.Handler {
 	return micro.HandlerFunc(func(req micro.Request) {
-		data, replyTo := req.Data(), req.Reply()
+		data, replyTo, subject := req.Data(), req.Reply(), req.Subject()
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			reply, apiErr := c.serveOne(ctx, name, h, data)
+			reply, apiErr := c.serveOne(ctx, name, h, subject, data)
 			body, err := json.Marshal(reply)
 			if err != nil {
 				apiErr = apiError(subjects.CodeInternal, "marshal reply: %v", err)
@@ -115,7 +115,7 @@ func (c *Catalog) wrap(ctx context.Context, nc *nats.Conn, name string, h handle
 	})
 }
 
-func (c *Catalog) serveOne(ctx context.Context, name string, h handlerFunc, body []byte) (reply any, apiErr *subjects.Error) {
+func (c *Catalog) serveOne(ctx context.Context, name string, h handlerFunc, subject string, body []byte) (reply any, apiErr *subjects.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error().Str("endpoint", name).Interface("panic", r).Msg("catalog handler panicked")
@@ -127,7 +127,30 @@ func (c *Catalog) serveOne(ctx context.Context, name string, h handlerFunc, body
 		apiErr = apiError(subjects.CodeTooLarge, "request of %d bytes exceeds %d", len(body), MaxRequestBytes)
 		return errorReply(apiErr), apiErr
 	}
-	return h(ctx, body)
+	tenant, err := subjects.TenantOf(subject)
+	if err != nil {
+		apiErr = apiError(subjects.CodeBadRequest, "bad tenant token in subject %s", subject)
+		return errorReply(apiErr), apiErr
+	}
+	return h(ctx, tenant, body)
+}
+
+// pinTenant makes the subject's tenant the principal's: a principal naming another tenant, or a
+// configured user of another tenant, is refused, so NATS permissions on the subjects decide
+// which tenant's catalog a client sees.
+func (c *Catalog) pinTenant(tenant string, pr *subjects.Principal) *subjects.Error {
+	if pr.Tenant != "" && pr.Tenant != tenant {
+		return apiError(subjects.CodeBadRequest, "principal.tenant %q differs from the tenant of the subject (%q): the subject decides", pr.Tenant, tenant)
+	}
+	pr.Tenant = tenant
+	rp, err := c.pol.Resolve(*pr)
+	if err != nil {
+		return apiError(subjects.CodeUnknownPrincipal, "%v", err)
+	}
+	if rp.Tenant != tenant {
+		return apiError(subjects.CodeUnknownPrincipal, "user %q belongs to tenant %q: send the request on %s", rp.User, rp.Tenant, subjects.CatalogSearch(rp.Tenant))
+	}
+	return nil
 }
 
 // errorReply is the reply of a request that could not be decoded or served.
@@ -145,30 +168,39 @@ func decode(body []byte, v any) *subjects.Error {
 	return nil
 }
 
-func (c *Catalog) handleSearch(ctx context.Context, body []byte) (any, *subjects.Error) {
+func (c *Catalog) handleSearch(ctx context.Context, tenant string, body []byte) (any, *subjects.Error) {
 	var req subjects.SearchRequest
 	if e := decode(body, &req); e != nil {
+		return subjects.SearchReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
+	}
+	if e := c.pinTenant(tenant, &req.Principal); e != nil {
 		return subjects.SearchReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
 	}
 	r := c.Search(ctx, req)
 	return r, r.Error
 }
 
-func (c *Catalog) handleDetails(ctx context.Context, body []byte) (any, *subjects.Error) {
+func (c *Catalog) handleDetails(ctx context.Context, tenant string, body []byte) (any, *subjects.Error) {
 	var req subjects.DetailsRequest
 	if e := decode(body, &req); e != nil {
+		return subjects.DetailsReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
+	}
+	if e := c.pinTenant(tenant, &req.Principal); e != nil {
 		return subjects.DetailsReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
 	}
 	r := c.Details(ctx, req)
 	return r, r.Error
 }
 
-func (c *Catalog) handleServers(ctx context.Context, body []byte) (any, *subjects.Error) {
+func (c *Catalog) handleServers(ctx context.Context, tenant string, body []byte) (any, *subjects.Error) {
 	var req subjects.ServersRequest
 	if len(body) > 0 {
 		if e := decode(body, &req); e != nil {
 			return subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}, Error: e}, e
 		}
+	}
+	if e := c.pinTenant(tenant, &req.Principal); e != nil {
+		return subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}, Error: e}, e
 	}
 	r := c.Servers(ctx, req)
 	return r, r.Error

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -38,7 +39,7 @@ func TestServiceMalformedRequests(t *testing.T) {
 	waitSeq(t, r.Catalog, seq)
 	nc := env.Connect(t)
 	waitFor(t, "service up", func() bool {
-		_, err := nc.Request(subjects.CatalogServers, []byte(`{}`), time.Second)
+		_, err := nc.Request(subjects.CatalogServers("local"), []byte(`{}`), time.Second)
 		return err == nil
 	})
 
@@ -46,22 +47,22 @@ func TestServiceMalformedRequests(t *testing.T) {
 	tests := []struct {
 		name, subject, body, code string
 	}{
-		{"search bad json", subjects.CatalogSearch, `{"query":`, subjects.CodeBadRequest},
-		{"search not an object", subjects.CatalogSearch, `[1,2]`, subjects.CodeBadRequest},
-		{"search wrong type", subjects.CatalogSearch, `{"query":42}`, subjects.CodeBadRequest},
-		{"search empty query", subjects.CatalogSearch, `{"query":"  "}`, subjects.CodeBadRequest},
-		{"search huge query", subjects.CatalogSearch, `{"query":"` + huge + `"}`, subjects.CodeTooLarge},
-		{"search k negative", subjects.CatalogSearch, `{"query":"logs","k":-1}`, subjects.CodeBadRequest},
-		{"search k too big", subjects.CatalogSearch, `{"query":"logs","k":101}`, subjects.CodeBadRequest},
-		{"search bad detail", subjects.CatalogSearch, `{"query":"logs","detail":"everything"}`, subjects.CodeBadRequest},
-		{"search future version", subjects.CatalogSearch, `{"v":2,"query":"logs"}`, subjects.CodeBadRequest},
-		{"search body too large", subjects.CatalogSearch, `{"query":"logs","pad":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, subjects.CodeTooLarge},
-		{"search too many servers", subjects.CatalogSearch, `{"query":"logs","servers":[` + strings.Repeat(`"a",`, MaxFilterValues) + `"a"]}`, subjects.CodeTooLarge},
-		{"details bad json", subjects.CatalogDetails, `nope`, subjects.CodeBadRequest},
-		{"details no names", subjects.CatalogDetails, `{"names":[]}`, subjects.CodeBadRequest},
-		{"details too many names", subjects.CatalogDetails, `{"names":[` + strings.Repeat(`"a__b",`, MaxDetailNames) + `"a__b"]}`, subjects.CodeTooLarge},
-		{"details unknown", subjects.CatalogDetails, `{"names":["kb__nothing"]}`, subjects.CodeNotFound},
-		{"servers bad json", subjects.CatalogServers, `{"principal":7}`, subjects.CodeBadRequest},
+		{"search bad json", subjects.CatalogSearch("local"), `{"query":`, subjects.CodeBadRequest},
+		{"search not an object", subjects.CatalogSearch("local"), `[1,2]`, subjects.CodeBadRequest},
+		{"search wrong type", subjects.CatalogSearch("local"), `{"query":42}`, subjects.CodeBadRequest},
+		{"search empty query", subjects.CatalogSearch("local"), `{"query":"  "}`, subjects.CodeBadRequest},
+		{"search huge query", subjects.CatalogSearch("local"), `{"query":"` + huge + `"}`, subjects.CodeTooLarge},
+		{"search k negative", subjects.CatalogSearch("local"), `{"query":"logs","k":-1}`, subjects.CodeBadRequest},
+		{"search k too big", subjects.CatalogSearch("local"), `{"query":"logs","k":101}`, subjects.CodeBadRequest},
+		{"search bad detail", subjects.CatalogSearch("local"), `{"query":"logs","detail":"everything"}`, subjects.CodeBadRequest},
+		{"search future version", subjects.CatalogSearch("local"), `{"v":2,"query":"logs"}`, subjects.CodeBadRequest},
+		{"search body too large", subjects.CatalogSearch("local"), `{"query":"logs","pad":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, subjects.CodeTooLarge},
+		{"search too many servers", subjects.CatalogSearch("local"), `{"query":"logs","servers":[` + strings.Repeat(`"a",`, MaxFilterValues) + `"a"]}`, subjects.CodeTooLarge},
+		{"details bad json", subjects.CatalogDetails("local"), `nope`, subjects.CodeBadRequest},
+		{"details no names", subjects.CatalogDetails("local"), `{"names":[]}`, subjects.CodeBadRequest},
+		{"details too many names", subjects.CatalogDetails("local"), `{"names":[` + strings.Repeat(`"a__b",`, MaxDetailNames) + `"a__b"]}`, subjects.CodeTooLarge},
+		{"details unknown", subjects.CatalogDetails("local"), `{"names":["kb__nothing"]}`, subjects.CodeNotFound},
+		{"servers bad json", subjects.CatalogServers("local"), `{"principal":7}`, subjects.CodeBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,7 +84,7 @@ func TestServiceMalformedRequests(t *testing.T) {
 	}
 	// Still serving.
 	var rep subjects.SearchReply
-	if err := json.Unmarshal(request(t, nc, subjects.CatalogSearch, []byte(`{"v":1,"query":"knowledge base"}`)).Data, &rep); err != nil || rep.Error != nil || len(rep.Tools) == 0 {
+	if err := json.Unmarshal(request(t, nc, subjects.CatalogSearch("local"), []byte(`{"v":1,"query":"knowledge base"}`)).Data, &rep); err != nil || rep.Error != nil || len(rep.Tools) == 0 {
 		t.Fatalf("after malformed requests: %v %+v", err, rep)
 	}
 }
@@ -131,16 +132,16 @@ func TestServiceQueueGroup(t *testing.T) {
 	cl := Client{NC: nc}
 	ctx := context.Background()
 	for range 20 {
-		rep, err := cl.Search(ctx, subjects.SearchRequest{V: 1, Query: "knowledge base refund policy", K: 3})
+		rep, err := cl.Search(ctx, "local", subjects.SearchRequest{V: 1, Query: "knowledge base refund policy", K: 3})
 		if err != nil || rep.Error != nil || len(rep.Tools) == 0 || rep.Tools[0].Name != "kb__search_knowledge_base" {
 			t.Fatalf("search: %v %+v", err, rep)
 		}
 	}
-	det, err := cl.Details(ctx, subjects.DetailsRequest{V: 1, Names: []string{"kb__get_document"}})
+	det, err := cl.Details(ctx, "local", subjects.DetailsRequest{V: 1, Names: []string{"kb__get_document"}})
 	if err != nil || det.Error != nil || len(det.Tools) != 1 || det.Tools[0].InputSchema == nil {
 		t.Fatalf("details: %v %+v", err, det)
 	}
-	srv, err := cl.Servers(ctx, subjects.ServersRequest{V: 1})
+	srv, err := cl.Servers(ctx, "local", subjects.ServersRequest{V: 1})
 	if err != nil || srv.Error != nil || len(srv.Servers) != 4 {
 		t.Fatalf("servers: %v %+v", err, srv)
 	}
@@ -148,7 +149,7 @@ func TestServiceQueueGroup(t *testing.T) {
 	// With no replica left, the client says so.
 	r1.stop(t)
 	r2.stop(t)
-	if _, err := cl.Search(ctx, subjects.SearchRequest{V: 1, Query: "x"}); err != ErrNoCatalog {
+	if _, err := cl.Search(ctx, "local", subjects.SearchRequest{V: 1, Query: "x"}); err != ErrNoCatalog {
 		t.Errorf("no replica: err %v, want ErrNoCatalog", err)
 	}
 }
@@ -161,7 +162,7 @@ func TestGoldenReplies(t *testing.T) {
 	waitSeq(t, r.Catalog, seq)
 	nc := env.Connect(t)
 	waitFor(t, "service up", func() bool {
-		_, err := nc.Request(subjects.CatalogServers, []byte(`{}`), time.Second)
+		_, err := nc.Request(subjects.CatalogServers("local"), []byte(`{}`), time.Second)
 		return err == nil
 	})
 	for _, tt := range []struct{ file, body string }{
@@ -200,7 +201,72 @@ var scoreRe = regexp.MustCompile(`"score": [0-9.eE+-]+`)
 
 func subjectFor(file string) string {
 	if strings.HasPrefix(file, "details") {
-		return subjects.CatalogDetails
+		return subjects.CatalogDetails("local")
 	}
-	return subjects.CatalogSearch
+	return subjects.CatalogSearch("local")
+}
+
+// TestServiceTenantFromSubject: the tenant is the subject's token. A principal naming another
+// tenant, or a configured user of another tenant, is refused, so NATS permissions on
+// mcpstream.v1.catalog.<tenant>.> decide which tenant's catalog a client can see.
+func TestServiceTenantFromSubject(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, demoEvents(t)...)
+	pol := mustPolicy(t, &policy.Config{
+		Principals: map[string]policy.PrincipalConfig{
+			"alice": {Tenant: "acme", Roles: []string{"support"}},
+			"zoe":   {Tenant: "beta", Roles: []string{"support"}},
+		},
+		Rules: []policy.Rule{{Name: "support", Roles: []string{"support"}, Allow: []string{"kb__*"}}},
+	})
+	r := startReplica(t, env, "", pol, env.Connect(t))
+	waitSeq(t, r.Catalog, seq)
+	nc := env.Connect(t)
+	cl := Client{NC: nc}
+	ctx := context.Background()
+	waitFor(t, "service up", func() bool {
+		_, err := cl.Servers(ctx, "acme", subjects.ServersRequest{V: 1, Principal: subjects.Principal{User: "alice"}})
+		return err == nil
+	})
+	search := func(tenant string, pr subjects.Principal) subjects.SearchReply {
+		t.Helper()
+		rep, err := cl.Search(ctx, tenant, subjects.SearchRequest{V: 1, Query: "knowledge base", Principal: pr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := search("acme", subjects.Principal{User: "alice"}); rep.Error != nil || len(rep.Tools) == 0 {
+		t.Fatalf("alice on acme: %+v %+v, want results", rep.Error, rep.Tools)
+	}
+	if rep := search("acme", subjects.Principal{Tenant: "acme", User: "alice"}); rep.Error != nil || len(rep.Tools) == 0 {
+		t.Fatalf("acme/alice on acme: %+v, want results", rep.Error)
+	}
+	for _, tc := range []struct {
+		name, tenant string
+		pr           subjects.Principal
+		code         string
+	}{
+		{"zoe on acme's subject", "acme", subjects.Principal{User: "zoe"}, subjects.CodeUnknownPrincipal},
+		{"zoe claiming acme on beta's subject", "beta", subjects.Principal{Tenant: "acme", User: "zoe"}, subjects.CodeBadRequest},
+		{"alice on the local subject", "local", subjects.Principal{User: "alice"}, subjects.CodeUnknownPrincipal},
+	} {
+		rep := search(tc.tenant, tc.pr)
+		if rep.Error == nil || rep.Error.Code != tc.code || len(rep.Tools) != 0 {
+			t.Errorf("%s: got %+v, %d tools; want %s and none", tc.name, rep.Error, len(rep.Tools), tc.code)
+		}
+	}
+	det, err := cl.Details(ctx, "beta", subjects.DetailsRequest{V: 1, Names: []string{"kb__search_knowledge_base"}, Principal: subjects.Principal{User: "alice"}})
+	if err != nil || det.Error == nil || det.Error.Code != subjects.CodeUnknownPrincipal || len(det.Tools) != 0 {
+		t.Errorf("details of alice on beta: %+v, %v; want unknown_principal", det.Error, err)
+	}
+	srv, err := cl.Servers(ctx, "beta", subjects.ServersRequest{V: 1, Principal: subjects.Principal{User: "alice"}})
+	if err != nil || srv.Error == nil || srv.Error.Code != subjects.CodeUnknownPrincipal || len(srv.Servers) != 0 {
+		t.Errorf("servers of alice on beta: %+v, %v; want unknown_principal", srv.Error, err)
+	}
+	// A tenant token that does not decode.
+	msg := request(t, nc, "mcpstream.v1.catalog.~ZZ.search", []byte(`{"query":"kb"}`))
+	if got := msg.Header.Get("Nats-Service-Error-Code"); got != subjects.CodeBadRequest {
+		t.Errorf("bad tenant token: error code %q, want bad_request", got)
+	}
 }

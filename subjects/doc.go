@@ -22,9 +22,9 @@
 //	stream MCPSTREAM_AUDIT (limits, file, 7 d)
 //	  mcpstream.v1.audit.<tenant>.<event>              AuditEvent: request, decision, result
 //	core request/reply (not stored)
-//	  mcpstream.v1.exec.<tenant>                       CallRequest → CallResult (persists, then waits)
+//	  mcpstream.v1.exec.<tenant>                       CallRequest → CallResult (persisted; the worker answers)
 //	  mcpstream.v1.approvals.<tenant>.<callID>         Approval → {"ok":true} (approve or deny)
-//	  mcpstream.v1.catalog.search | details | servers  catalog service (micro, queue group)
+//	  mcpstream.v1.catalog.<tenant>.search | details | servers  catalog service (queue group)
 //	  mcpstream.v1.control.relist.<server>             RelistRequest → RelistReply (re-list now)
 //	  mcpstream.v1.dispatch.<server>                   DispatchRequest → DispatchReply (tools/call)
 //

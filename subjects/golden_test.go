@@ -114,6 +114,9 @@ func TestSubjects(t *testing.T) {
 		{Approvals("acme", "c-1"), "mcpstream.v1.approvals.acme.c-1"},
 		{Relist("kb"), "mcpstream.v1.control.relist.kb"},
 		{Dispatch("kb"), "mcpstream.v1.dispatch.kb"},
+		{CatalogSearch("acme"), "mcpstream.v1.catalog.acme.search"},
+		{CatalogDetails("a.b"), "mcpstream.v1.catalog.a~2Eb.details"},
+		{CatalogServers("local"), "mcpstream.v1.catalog.local.servers"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

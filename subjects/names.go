@@ -25,13 +25,26 @@ const (
 	AuditAll    = Root + ".audit.>"
 )
 
-// Catalog service subjects (request/reply, served by indexer replicas in a queue group).
+// Catalog service (request/reply, served by indexer replicas in a queue group). The tenant is a
+// token of the subject, as for calls, so NATS permissions can pin each tenant to its own
+// catalog: a request's principal is resolved within the subject's tenant.
 const (
-	CatalogService = "mcpstream-catalog"
-	CatalogSearch  = Root + ".catalog.search"
-	CatalogDetails = Root + ".catalog.details"
-	CatalogServers = Root + ".catalog.servers"
+	CatalogService    = "mcpstream-catalog"
+	CatalogSearchAll  = Root + ".catalog.*.search"
+	CatalogDetailsAll = Root + ".catalog.*.details"
+	CatalogServersAll = Root + ".catalog.*.servers"
 )
+
+// CatalogSearch is the subject of tenant's search requests (search_tools).
+func CatalogSearch(tenant string) string { return catalog(tenant, "search") }
+
+// CatalogDetails is the subject of tenant's details requests (get_tool_details).
+func CatalogDetails(tenant string) string { return catalog(tenant, "details") }
+
+// CatalogServers is the subject of tenant's server-list requests.
+func CatalogServers(tenant string) string { return catalog(tenant, "servers") }
+
+func catalog(tenant, op string) string { return Root + ".catalog." + EncodeToken(tenant) + "." + op }
 
 // Kind is a kind of MCP list: tools, prompts or resources.
 type Kind string
@@ -162,9 +175,9 @@ const (
 	DispatchAll = Root + ".dispatch.*"
 )
 
-// TenantOf returns the decoded tenant token of a calls, exec, results or audit subject.
+// TenantOf returns the decoded tenant token of a calls, exec, results, audit or catalog subject.
 func TenantOf(subject string) (string, error) {
-	for _, p := range []string{".calls.", ".exec.", ".results.", ".audit."} {
+	for _, p := range []string{".calls.", ".exec.", ".results.", ".audit.", ".catalog."} {
 		rest, ok := strings.CutPrefix(subject, Root+p)
 		if !ok {
 			continue

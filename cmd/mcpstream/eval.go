@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/natsembed"
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/search"
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -234,7 +235,7 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 	ready := false
 	for range 6000 {
 		if cat.Seq() >= last && cat.Ready() {
-			if _, err := cl.Servers(ctx, subjects.ServersRequest{V: subjects.Version}); err == nil {
+			if _, err := cl.Servers(ctx, policy.Local.Tenant, subjects.ServersRequest{V: subjects.Version}); err == nil {
 				ready = true
 				break
 			}
@@ -270,7 +271,7 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 			}
 			gold = append(gold, pg)
 		}
-		rep, err := cl.Search(ctx, subjects.SearchRequest{V: subjects.Version, Query: q.Query, K: k, Detail: subjects.DetailName})
+		rep, err := cl.Search(ctx, policy.Local.Tenant, subjects.SearchRequest{V: subjects.Version, Query: q.Query, K: k, Detail: subjects.DetailName})
 		if err != nil {
 			return out, fmt.Errorf("query %s: %w", q.ID, err)
 		}

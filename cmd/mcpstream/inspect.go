@@ -60,7 +60,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer nc.Close()
-	rep, err := indexer.Client{NC: nc, Timeout: *timeout}.Details(ctx, subjects.DetailsRequest{
+	rep, err := indexer.Client{NC: nc, Timeout: *timeout}.Details(ctx, tenantOf(pr), subjects.DetailsRequest{
 		V: subjects.Version, Names: []string{strings.TrimSpace(rest[0])}, Principal: pr,
 	})
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/mcpstream/mcpstream/indexer"
-	"github.com/mcpstream/mcpstream/subjects"
 )
 
 func init() {
@@ -92,9 +91,12 @@ consumer, keeps a Badger catalog in DATA/indexer/REPLICA (the last applied strea
 stored in the same transaction as the data), and serves the catalog service in queue group
 "` + indexer.QueueGroup + `", so any number of replicas share the load:
 
-  ` + subjects.CatalogSearch + `    search_tools: ranked, permission-filtered search
-  ` + subjects.CatalogDetails + `   get_tool_details: full definitions by public name
-  ` + subjects.CatalogServers + `   servers with the counts the principal may see
+  mcpstream.v1.catalog.<tenant>.search    search_tools: ranked, permission-filtered search
+  mcpstream.v1.catalog.<tenant>.details   get_tool_details: full definitions by public name
+  mcpstream.v1.catalog.<tenant>.servers   servers with the counts the principal may see
+
+The tenant is the subject's token: a request's principal is resolved within it, so NATS
+permissions pin each tenant to its own catalog.
 
 A replica with an empty directory rebuilds the catalog by replaying the stream from its first
 message, then follows it; a restarted replica resumes from its stored sequence. It joins the

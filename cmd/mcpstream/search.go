@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcpstream/mcpstream/indexer"
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -91,7 +92,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		V: subjects.Version, Query: query, K: *k, Detail: *detail, Principal: pr,
 		Servers: splitList(*servers), Tags: splitList(*tags), IncludeUnavailable: *all,
 	}
-	rep, err := indexer.Client{NC: nc, Timeout: *timeout}.Search(ctx, req)
+	rep, err := indexer.Client{NC: nc, Timeout: *timeout}.Search(ctx, tenantOf(pr), req)
 	if err != nil {
 		return err
 	}
@@ -120,6 +121,14 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	return nil
+}
+
+// tenantOf is the tenant a principal's requests go to: its own, else the local one.
+func tenantOf(pr subjects.Principal) string {
+	if pr.Tenant != "" {
+		return pr.Tenant
+	}
+	return policy.Local.Tenant
 }
 
 // catalogPrincipal parses --principal [TENANT/]USER[:ROLE,ROLE] and --roles.
