@@ -124,7 +124,13 @@ func TestEvalQueriesDev(t *testing.T) {
 	}
 	m, _ := runEval(tools, queries, Config{})
 	t.Logf("queries-dev: %s", fmtMetrics(m))
-	if m.RecallAt5 < 0.47 {
-		t.Errorf("recall@5 = %.3f, want >= 0.47", m.RecallAt5)
+	// Measured: recall@5 0.502, recall@10 0.558, nDCG@10 0.518, MRR 0.630
+	// (differences under about 0.07 are noise on 50 queries; 0.50 is the
+	// project's target for lexical search).
+	if m.RecallAt5 < 0.50 {
+		t.Errorf("recall@5 = %.3f, want >= 0.50", m.RecallAt5)
+	}
+	if m.RecallAt10 < 0.55 {
+		t.Errorf("recall@10 = %.3f, want >= 0.55", m.RecallAt10)
 	}
 }

@@ -39,6 +39,13 @@ type Config struct {
 	// of generic software vocabulary (create/add/new, delete/remove, ...),
 	// relative to 1 for the words of the query itself (default 0.3).
 	SynonymWeight float64
+	// TranslationWeight is the query weight of the dictionary translations
+	// of the query's words between English and Chinese, for the words of
+	// that table (news/新闻, search/搜索, ...), relative to the word itself
+	// (default 1: a translation is the same word, for tools described in
+	// the other language). They count toward the score floor like the
+	// query's own words.
+	TranslationWeight float64
 	// NameCoverageWeight multiplies a tool's score by 1 + w·c, where c is the
 	// IDF-weighted share of its name's terms that the query contains: a tool
 	// whose whole name is in the query outranks one that shares a word with
@@ -53,12 +60,24 @@ type Config struct {
 	// chart.png, whose formats have tools of their own) together with a verb
 	// of writing (save, write, export, ...) or reading (read, open, load,
 	// ...), the best tool named for that operation (write_file, save_file,
-	// read_file) takes a place of its own at the top of the results. A
-	// negative value switches file intent off; a positive one also adds the
-	// words "write file" or "read file" to the query at that weight (default
-	// 0: they are not added). Path components count half in any case, being
-	// arguments rather than intent.
+	// read_file) takes a place of its own at the top of the results, and
+	// the words that expressed the operation leave the rest of the ranking
+	// (see FileIntentKeepsWords). A negative value switches file intent off;
+	// a positive one also adds the words "write file" or "read file" to the
+	// query at that weight (default 0: they are not added). Path components
+	// count half in any case, being arguments rather than intent.
 	FileIntentWeight float64
+	// FileIntentKeepsWords keeps in the query the words of a file operation
+	// that file intent gives a place of its own. By default they leave it:
+	// the operation's verbs ("save it to notes.md") and the words "file" and
+	// "path" that a query naming a file otherwise searches for, when every
+	// file it names is taken by such an operation. The need is met by the
+	// tool placed for it, so these words no longer pull the tools that
+	// merely write or read something (write_note, excel_write_to_sheet)
+	// ahead of the tools for the rest of the request. They stay when no
+	// tool of the catalog (or none that Query.Allow permits) is named for
+	// the operation.
+	FileIntentKeepsWords bool
 	// MinIDF is the score floor: a tool is returned only if the distinct query
 	// terms it contains (words of the query or implied by it, not related
 	// words) have an IDF sum of at least this, so a query that shares only
@@ -76,6 +95,7 @@ type config struct {
 	w           [numFields]float64
 	server      float64
 	synonym     float64
+	translation float64
 	coverage    float64
 	minIDF      float64
 	defK, maxK  int
@@ -85,6 +105,7 @@ type config struct {
 	srvName     float64
 	proximity   float64
 	fileOp      bool    // file intent on
+	keepOpWords bool    // the words of a file operation stay in the query
 	fileOpW     float64 // query weight of the implied words (0: not added)
 	rerankDepth int     // candidates reranked by coverage and proximity
 	maxTerms    int     // query terms scored, the most informative (weight × IDF)
@@ -107,9 +128,11 @@ func resolve(c Config) config {
 		serverCover: pick(c.ServerCoverageWeight, 1),
 		srvName:     pick(c.ServerNameWeight, 0.5),
 		synonym:     pick(c.SynonymWeight, 0.3),
+		translation: pick(c.TranslationWeight, 1),
 		coverage:    pick(c.NameCoverageWeight, 0.5),
 		proximity:   pick(c.ProximityWeight, 0.5),
 		fileOp:      !(c.FileIntentWeight < 0),
+		keepOpWords: c.FileIntentKeepsWords,
 		fileOpW:     pick(c.FileIntentWeight, 0),
 		minIDF:      pick(c.MinIDF, 1),
 		defK:        c.DefaultK,

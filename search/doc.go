@@ -18,10 +18,10 @@
 // lengths are one-byte codes. Server descriptions are indexed once per
 // server, not per tool. A search touches only the postings of its terms, at
 // most the 32 most informative (query weight × IDF) of a verbose request, and
-// those of "write file" or "read file" when the request implies that file
-// operation and its own ranking has no tool for it (that search, the same for
-// every unfiltered query, is cached until the next write): no query scans the
-// catalog. Removed tools leave tombstone slots that are reclaimed, along with
+// those of the operation ("write file", in the request's verbs: "save file")
+// when the request implies a file operation (that search, the same for
+// every unfiltered query with those verbs, is cached until the next write):
+// no query scans the catalog. Removed tools leave tombstone slots that are reclaimed, along with
 // unused terms, when they outnumber the live ones.
 //
 // Index is safe for concurrent use: searches share a read lock, Upsert and
@@ -34,7 +34,12 @@
 // getlog), drops a small English stop list, and applies a light stemmer
 // (Porter step 1 with a final-e rule) to ASCII words. Han, Hiragana, Katakana
 // and Hangul runs become overlapping bigrams plus unigrams, so Chinese queries
-// and descriptions match without a dictionary. Input is bounded (64 KiB and
+// and descriptions match without a dictionary. Queries are also searched
+// for the dictionary translations of their words between English and Chinese,
+// for the words of the related-words table below (news/新闻, search/搜索,
+// spreadsheet/电子表格: bigrams only, sharing the word's weight), so that the
+// tools of servers described in Chinese, common among MCP servers, are found
+// by requests in English and the other way round. Input is bounded (64 KiB and
 // 4096 terms per field, 8 KiB per query, 48-byte terms): hostile descriptions
 // cost little.
 //
@@ -47,7 +52,10 @@
 //
 //   - related words from a small table of generic software vocabulary
 //     (create/add/new, delete/remove, fetch/get, doc/docx/word...) at 0.3 of a
-//     query word's weight;
+//     query word's weight (Config.SynonymWeight), and the Chinese or English
+//     translations of the query's words at its full weight
+//     (Config.TranslationWeight): a translation is the same word, for a tool
+//     described in the other language;
 //   - server evidence: BM25 of the query against the server description, and
 //     a boost for tools whose server's tools cover much of the query between
 //     them (a compound request is usually served by one or two servers);
@@ -61,15 +69,24 @@
 //     best tool named for it (write_file, save_file, read_file: the words of
 //     the operation or related words in its name) takes a place at the top,
 //     after exact mentions, instead of competing through added query words
-//     with the tools for the rest of the request. Path components weigh half
+//     with the tools for the rest of the request. The words that expressed
+//     the operation then leave the query (Config.FileIntentKeepsWords keeps
+//     them): its verbs, and the words "file" and "path" otherwise searched
+//     for any query naming a file, when every file named is taken by such an
+//     operation. The need is met by the tool placed for it, so these words
+//     no longer pull the tools that merely write or read something
+//     (write_note, excel_write_to_sheet) ahead of those for the rest of the
+//     request. They stay when no tool (that Query.Allow permits) is named
+//     for the operation, which a search for the operation alone, in the
+//     request's own verbs ("save file"), tells. Path components weigh half
 //     (they are arguments, not intent);
 //   - exact mentions of a public name (server__tool) or of a multi-word
 //     original name (create_issue) put those tools first.
 //
 // A score floor drops tools whose matched query words are too common (their
 // IDF sum is under Config.MinIDF): gibberish, stop words or a word found in
-// most tools return nothing. Ties are broken by ID, so results are
-// deterministic.
+// most tools return nothing (translations count toward it as the words they
+// translate). Ties are broken by ID, so results are deterministic.
 //
 // Query.Allow filters before ranking: a rejected tool is never scored, never
 // returned, and never takes one of the K places. Collection statistics (IDF,

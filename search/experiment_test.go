@@ -22,7 +22,7 @@ func TestExperiments(t *testing.T) {
 	off := -1.0
 	plain := Config{Fields: FieldWeights{Name: 1, Title: 1, Lead: 1, Description: 1, Params: 1, Server: off, Tags: 1},
 		ServerWeight: off, ServerCoverageWeight: off, ServerNameWeight: off, SynonymWeight: off,
-		NameCoverageWeight: off, ProximityWeight: off, FileIntentWeight: off}
+		TranslationWeight: off, NameCoverageWeight: off, ProximityWeight: off, FileIntentWeight: off}
 	variants := []struct {
 		name string
 		cfg  Config
@@ -36,9 +36,13 @@ func TestExperiments(t *testing.T) {
 		{"- server coverage", Config{ServerCoverageWeight: off}},
 		{"- server name coverage", Config{ServerNameWeight: off}},
 		{"- synonyms", Config{SynonymWeight: off}},
+		{"- translations", Config{TranslationWeight: off}},
+		{"translations at 0.5", Config{TranslationWeight: 0.5}},
 		{"- name coverage", Config{NameCoverageWeight: off}},
 		{"- name proximity", Config{ProximityWeight: off}},
 		{"- file intent", Config{FileIntentWeight: off}},
+		{"file intent keeps its words", Config{FileIntentKeepsWords: true}},
+		{"- translations, file intent keeps words", Config{TranslationWeight: off, FileIntentKeepsWords: true}},
 		// The file operation takes a place of its own; its words may also
 		// be added to the query (the earlier design, at weight 1).
 		{"+ file intent words at 0.5", Config{FileIntentWeight: 0.5}},

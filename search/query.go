@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -17,19 +18,38 @@ type queryTerm struct {
 	text    string
 	w       float64
 	main    bool // a word of the query, not a related word
-	implied bool // implied by the query's structure (a file operation)
+	implied bool // implied by the query: a file operation, or a translation of one of its words
 }
 
 type parsedQuery struct {
-	terms  []queryTerm // words, then related and implied words
+	terms  []queryTerm // words, then translations, related and implied words
 	chunks []string    // lower-cased identifier-like words, for exact name matches
 	pairs  [][2]string // adjacent words (stop words skipped), for name proximity
-	ops    [][]string  // file operations the query implies ("write file")
+	ops    []fileOp    // file operations the query implies ("write file")
+}
+
+// fileOp is a file operation that a query implies.
+type fileOp struct {
+	words []string // the operation: writeFile or readFile
+	verbs []string // the request's own verbs for it ("save", "export")
+}
+
+// key names the operation ("write file").
+func (op fileOp) key() string { return strings.Join(op.words, " ") }
+
+// query is what a search for the operation alone looks for: the request's
+// verbs for it and its object ("save file").
+func (op fileOp) query() string {
+	return strings.Join(append(append([]string(nil), op.verbs...), op.words[1:]...), " ")
 }
 
 // parseQuery analyzes a query once: its terms with weights, the adjacent
-// pairs for proximity, the identifier-like chunks for exact name matches.
-func (c *config) parseQuery(text string) parsedQuery {
+// pairs for proximity, the identifier-like chunks for exact name matches and
+// the file operations it implies. The verbs that express a file operation
+// are taken out of its terms (the operation gets a place of its own, see
+// placeFileOps), except for the operations named in unserved (by key), which
+// no tool of the catalog can take.
+func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 	text = truncate(text, maxQueryBytes)
 	pq := parsedQuery{terms: make([]queryTerm, 0, 32)}
 	index := make(map[string]int, 32)
@@ -48,44 +68,119 @@ func (c *config) parseQuery(text string) parsedQuery {
 	}
 
 	// Words, clause by clause: path components count less (they are
-	// arguments, not intent), and a clause naming a path together with a
-	// verb of writing or reading implies that file operation.
-	var ops [][]string
-	wrote, read, paths := false, false, false
+	// arguments, not intent), and a clause naming a text file or a folder
+	// together with a verb of writing or reading implies that file
+	// operation. The operation's verbs, and the words "file" and "path"
+	// that any query naming a file otherwise searches for, are left to the
+	// operation when a tool can take it.
+	var ops []fileOp
+	absorb := c.fileOp && !c.keepOpWords
+	freePath := false             // a path that no file operation takes
+	absorbed := map[string]bool{} // verbs of the file operations taken out
+	kept := map[string]bool{}     // terms also used otherwise
+	type clauseWord struct {
+		t    string
+		verb bool // may be a verb of a file operation
+	}
+	var words []clauseWord
 	prev := ""
 	for _, clause := range splitClauses(text) {
-		clausePath, clauseWrite, clauseRead := false, false, false
+		textPaths, otherPaths := 0, 0
+		words = words[:0]
 		for _, word := range strings.Fields(clause) {
 			w := 1.0
 			if isPath(word) {
-				paths = true
-				clausePath = clausePath || isTextPath(word)
+				if isTextPath(word) {
+					textPaths++
+				} else {
+					otherPaths++
+				}
 				w = c.pathTokW
 			}
 			tokenize(word, maxQueryBytes, func(t string, joined bool) {
 				add(t, w, true)
+				words = append(words, clauseWord{t, w == 1 && !joined})
 				if joined {
 					return
 				}
-				clauseWrite = clauseWrite || contains(writeVerbs, t)
-				clauseRead = clauseRead || contains(readVerbs, t)
 				if prev != "" && prev != t && len(pq.pairs) < maxQueryTerms {
 					pq.pairs = append(pq.pairs, [2]string{prev, t})
 				}
 				prev = t
 			})
 		}
-		if clausePath && clauseWrite && !wrote {
-			wrote = true
-			ops = append(ops, writeFile)
+		served := false // the clause implies an operation that will be taken out
+		var verbOf map[string]bool
+		if textPaths > 0 {
+			for _, kind := range [][2][]string{{writeFile, writeVerbs}, {readFile, readVerbs}} {
+				op := fileOp{words: kind[0]}
+				for _, cw := range words {
+					if cw.verb && contains(kind[1], cw.t) && !contains(op.verbs, cw.t) {
+						op.verbs = append(op.verbs, cw.t)
+					}
+				}
+				if len(op.verbs) == 0 {
+					continue
+				}
+				i := slices.IndexFunc(ops, func(o fileOp) bool { return o.key() == op.key() })
+				if i < 0 {
+					ops = append(ops, fileOp{words: op.words})
+					i = len(ops) - 1
+				}
+				for _, v := range op.verbs {
+					if !contains(ops[i].verbs, v) {
+						ops[i].verbs = append(ops[i].verbs, v)
+					}
+				}
+				if absorb && !contains(unserved, op.key()) {
+					served = true
+					if verbOf == nil {
+						verbOf = map[string]bool{}
+					}
+					for _, v := range op.verbs {
+						verbOf[v] = true
+					}
+				}
+			}
 		}
-		if clausePath && clauseRead && !read {
-			read = true
-			ops = append(ops, readFile)
+		for _, cw := range words {
+			if cw.verb && verbOf[cw.t] {
+				absorbed[cw.t] = true
+			} else {
+				kept[cw.t] = true
+			}
+		}
+		if otherPaths > 0 || (textPaths > 0 && !served) {
+			freePath = true
+		}
+	}
+	if len(absorbed) > 0 {
+		terms := pq.terms[:0]
+		clear(index)
+		for _, t := range pq.terms {
+			if absorbed[t.text] && !kept[t.text] {
+				continue
+			}
+			index[t.text] = len(terms)
+			terms = append(terms, t)
+		}
+		pq.terms = terms
+	}
+
+	// Translations and related words of the query's words.
+	mains := len(pq.terms)
+	if c.translation > 0 {
+		for i := range mains {
+			for _, tr := range translations[pq.terms[i].text] {
+				if _, ok := index[tr.text]; !ok {
+					if j := add(tr.text, c.translation*tr.share*pq.terms[i].w, false); j >= 0 {
+						pq.terms[j].implied = true
+					}
+				}
+			}
 		}
 	}
 	if c.synonym > 0 {
-		mains := len(pq.terms)
 		for i := range mains {
 			for _, r := range related[pq.terms[i].text] {
 				if _, ok := index[r]; !ok {
@@ -99,14 +194,14 @@ func (c *config) parseQuery(text string) parsedQuery {
 	}
 	if c.fileOp && c.fileOpW > 0 {
 		for _, op := range ops {
-			for _, t := range op {
+			for _, t := range op.words {
 				if i := add(t, c.fileOpW, false); i >= 0 {
 					pq.terms[i].implied = true
 				}
 			}
 		}
 	}
-	if paths && c.pathTermW > 0 {
+	if freePath && c.pathTermW > 0 {
 		for _, t := range pathTerms {
 			if _, ok := index[t]; !ok {
 				add(t, c.pathTermW, false)

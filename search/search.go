@@ -145,6 +145,19 @@ func (ix *Index) Search(q Query) []Hit {
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
 
+	if len(pq.ops) > 0 && !cfg.keepOpWords {
+		// The words of a file operation leave the query only if a tool can
+		// take the operation.
+		var unserved []string
+		for _, op := range pq.ops {
+			if _, ok := ix.opTool(sc, op, q.Allow); !ok {
+				unserved = append(unserved, op.key())
+			}
+		}
+		if len(unserved) > 0 {
+			pq = cfg.parseQuery(q.Text, unserved...)
+		}
+	}
 	top, exact := ix.rank(sc, &pq, q.Allow, k)
 	if len(pq.ops) > 0 {
 		top = ix.placeFileOps(sc, pq.ops, top, exact, q.Allow)
@@ -511,36 +524,14 @@ func (ix *Index) selectTop(cs []cand, n int) []cand {
 // highest-ranked tool of the head named for the operation (its name has
 // each word of the operation or a related word: write_file, save_file),
 // else to the best tool named for it that a search for the operation alone
-// finds. A catalog with no tool named for it gets nothing added.
-func (ix *Index) placeFileOps(sc *scratch, ops [][]string, top []cand, exact int, allow func(string) bool) []cand {
+// (in the request's own verbs: "save file") finds. A catalog with no tool
+// named for it gets nothing added.
+func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact int, allow func(string) bool) []cand {
 	for oi, op := range ops {
 		pos := min(exact+oi, len(top))
-		// The op's words and, for each, its related words (save for write).
-		var want [][]uint32
-		for _, t := range op {
-			var alts []uint32
-			for _, w := range append([]string{t}, related[t]...) {
-				if id, ok := ix.dict[w]; ok {
-					alts = append(alts, id)
-				}
-			}
-			if len(alts) == 0 {
-				break
-			}
-			want = append(want, alts)
-		}
-		if len(want) < len(op) {
+		named, ok := ix.opNamed(op)
+		if !ok {
 			continue
-		}
-		named := func(d uint32) bool {
-			rec := &ix.docs[d]
-			name := rec.terms[:rec.nName]
-			for _, alts := range want {
-				if !slices.ContainsFunc(alts, func(t uint32) bool { return slices.Contains(name, t) }) {
-					return false
-				}
-			}
-			return true
 		}
 		found := slices.IndexFunc(top, func(c cand) bool { return named(c.slot) })
 		if found >= 0 && found <= pos {
@@ -551,7 +542,6 @@ func (ix *Index) placeFileOps(sc *scratch, ops [][]string, top []cand, exact int
 			c = top[found]
 			top = slices.Delete(top, found, found+1)
 		} else {
-			var ok bool
 			if c, ok = ix.searchOp(sc, op, named, allow); !ok {
 				continue
 			}
@@ -573,17 +563,56 @@ func (ix *Index) placeFileOps(sc *scratch, ops [][]string, top []cand, exact int
 	return top
 }
 
+// opNamed returns the test of a tool being named for op: its name has each
+// word of the operation or a related word (write_file, save_file). It
+// reports false when the catalog has no such word at all.
+func (ix *Index) opNamed(op fileOp) (func(uint32) bool, bool) {
+	var want [][]uint32
+	for _, t := range op.words {
+		var alts []uint32
+		for _, w := range append([]string{t}, related[t]...) {
+			if id, ok := ix.dict[w]; ok {
+				alts = append(alts, id)
+			}
+		}
+		if len(alts) == 0 {
+			return nil, false
+		}
+		want = append(want, alts)
+	}
+	return func(d uint32) bool {
+		rec := &ix.docs[d]
+		name := rec.terms[:rec.nName]
+		for _, alts := range want {
+			if !slices.ContainsFunc(alts, func(t uint32) bool { return slices.Contains(name, t) }) {
+				return false
+			}
+		}
+		return true
+	}, true
+}
+
+// opTool returns the tool that a search for op alone finds for it (see
+// searchOp), and whether there is one.
+func (ix *Index) opTool(sc *scratch, op fileOp, allow func(string) bool) (cand, bool) {
+	named, ok := ix.opNamed(op)
+	if !ok {
+		return cand{}, false
+	}
+	return ix.searchOp(sc, op, named, allow)
+}
+
 // opResult is the outcome of a search for a file operation alone.
 type opResult struct {
 	c  cand
 	ok bool
 }
 
-// searchOp returns the best tool named for op (named) that a search for op alone finds, and
-// whether there is one. Without a filter the answer depends only on the index, so it is cached
-// until the next write. Callers hold ix.mu (read).
-func (ix *Index) searchOp(sc *scratch, op []string, named func(uint32) bool, allow func(string) bool) (cand, bool) {
-	key := strings.Join(op, " ")
+// searchOp returns the best tool named for op (named) that a search for op alone (op.query)
+// finds, and whether there is one. Without a filter the answer depends only on the index, so it
+// is cached until the next write. Callers hold ix.mu (read).
+func (ix *Index) searchOp(sc *scratch, op fileOp, named func(uint32) bool, allow func(string) bool) (cand, bool) {
+	key := op.query()
 	if allow == nil {
 		ix.ops.mu.Lock()
 		r, hit := ix.ops.m[key]
@@ -594,6 +623,16 @@ func (ix *Index) searchOp(sc *scratch, op []string, named func(uint32) bool, all
 		}
 	}
 	pq := ix.cfg.parseQuery(key)
+	// The operation's own words count as the request's ("save file" looks
+	// for write_file too, in a catalog without "save"), a verb the request
+	// did not use at the weight of a related word.
+	for _, t := range op.words {
+		if i := slices.IndexFunc(pq.terms, func(qt queryTerm) bool { return qt.text == t }); i >= 0 {
+			pq.terms[i].implied = true
+		} else {
+			pq.terms = append(pq.terms, queryTerm{text: t, w: ix.cfg.synonym, implied: true})
+		}
+	}
 	osc := ix.getScratch()
 	osc.parent = sc
 	list, _ := ix.rank(osc, &pq, allow, 1)

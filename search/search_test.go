@@ -3,11 +3,14 @@ package search
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 )
 
 // smallCatalog is a hand-made catalog with overlapping vocabulary.
@@ -416,6 +419,12 @@ func TestSearchFileIntent(t *testing.T) {
 			t.Errorf("%q: a file write leads: %v", tt.q, ids(hits))
 		}
 	}
+	// A verb in a path is an argument, not a verb: "export" here implies no
+	// file write.
+	if got := ids(ix.Search(Query{Text: "open /var/export/app.log and create an issue about the errors", K: 3})); len(got) < 2 ||
+		got[0] != "fs__read_file" || slices.Contains(got, "fs__write_file") || slices.Contains(got, "fs2__save_file") {
+		t.Errorf("a verb in a path: got %v, want fs__read_file first and no write tool", got)
+	}
 	// The write tool of the catalog that Allow permits fills the place,
 	// found by a search for the operation alone when the request's own
 	// ranking has none; Allow still runs once per tool.
@@ -436,6 +445,45 @@ func TestSearchFileIntent(t *testing.T) {
 			t.Errorf("Allow called %d times for %s in two searches", n, id)
 		}
 	}
+	// The words of the operation leave the rest of the ranking: a tool that
+	// merely writes something (a note) no longer comes before the tool for
+	// the rest of the request, as it does when they stay.
+	ix.Upsert(Doc{ID: "notes__write_note", Server: "notes", ServerDescription: "A knowledge base of notes.",
+		Name: "write_note", Description: "Write a note to the knowledge base.",
+		Params: []Param{{"title", "Note title"}, {"content", "Note text"}}})
+	keep := New(Config{FileIntentKeepsWords: true})
+	for _, d := range append(smallCatalog(), Doc{ID: "notes__write_note", Server: "notes", ServerDescription: "A knowledge base of notes.",
+		Name: "write_note", Description: "Write a note to the knowledge base.",
+		Params: []Param{{"title", "Note title"}, {"content", "Note text"}}}) {
+		keep.Upsert(d)
+	}
+	q := "write the forecast for Paris to /root/notes/paris.md"
+	if got := ids(ix.Search(Query{Text: q, K: 3})); !slices.Equal(got[:2], []string{"fs__write_file", "weather__get_forecast"}) {
+		t.Errorf("%q: got %v, want fs__write_file then weather__get_forecast", q, got)
+	}
+	if got := ids(keep.Search(Query{Text: q, K: 3})); !slices.Equal(got[:2], []string{"fs__write_file", "notes__write_note"}) {
+		t.Errorf("%q, words kept: got %v, want fs__write_file then notes__write_note", q, got)
+	}
+	// No tool named for the operation (none in the catalog, or none that
+	// Allow permits): its words stay, and find what they can.
+	noFS := New(Config{})
+	for _, d := range smallCatalog() {
+		if d.Server != "fs" {
+			noFS.Upsert(d)
+		}
+	}
+	noFS.Upsert(Doc{ID: "notes__save_note", Server: "notes", ServerDescription: "A knowledge base of notes.",
+		Name: "save_note", Description: "Save a note to the knowledge base."})
+	q = "get the weather forecast for Paris and save it to /root/paris.md"
+	if got := ids(noFS.Search(Query{Text: q, K: 3})); !slices.Contains(got, "notes__save_note") {
+		t.Errorf("%q without a file tool: got %v, want notes__save_note among them", q, got)
+	}
+	noWrite := func(id string) bool { return id != "fs__write_file" && id != "fs2__save_file" }
+	ix.Upsert(Doc{ID: "notes__save_note", Server: "notes", ServerDescription: "A knowledge base of notes.",
+		Name: "save_note", Description: "Save a note to the knowledge base."})
+	if got := ids(ix.Search(Query{Text: q, K: 3, Allow: noWrite})); !slices.Contains(got, "notes__save_note") {
+		t.Errorf("%q with the file tools denied: got %v, want notes__save_note among them", q, got)
+	}
 	// Switched off, nothing is forced.
 	off := New(Config{FileIntentWeight: -1})
 	for _, d := range smallCatalog() {
@@ -443,5 +491,62 @@ func TestSearchFileIntent(t *testing.T) {
 	}
 	if hits := off.Search(Query{Text: "get the weather forecast for Paris and save it to /root/notes/paris.md"}); len(hits) == 0 || hits[0].ID != "weather__get_forecast" {
 		t.Errorf("file intent off: got %v, want weather__get_forecast first", ids(hits))
+	}
+}
+
+func TestSearchTranslations(t *testing.T) {
+	ix := newSmall(t)
+	ix.Upsert(Doc{ID: "hub__get_rank", Server: "hub", ServerDescription: "热点趋势",
+		Name: "get_rank", Description: "获取新闻热榜，包含时事热点"})
+	// A request in English finds a tool described in Chinese ...
+	if got := ids(ix.Search(Query{Text: "top news stories"})); len(got) == 0 || got[0] != "hub__get_rank" {
+		t.Errorf("top news stories: got %v, want hub__get_rank first", got)
+	}
+	// ... and one in Chinese, tools described in English.
+	if got := ids(ix.Search(Query{Text: "创建问题"})); len(got) < 2 || !slices.Equal(slices.Sorted(slices.Values(got[:2])),
+		[]string{"github__create_issue", "gitlab__create_issue"}) {
+		t.Errorf("创建问题: got %v, want the two create_issue tools first", got)
+	}
+	// Switched off, neither is found.
+	off := New(Config{TranslationWeight: -1})
+	for _, d := range smallCatalog() {
+		off.Upsert(d)
+	}
+	off.Upsert(Doc{ID: "hub__get_rank", Server: "hub", ServerDescription: "热点趋势",
+		Name: "get_rank", Description: "获取新闻热榜，包含时事热点"})
+	for _, q := range []string{"top news stories", "创建问题"} {
+		if got := ids(off.Search(Query{Text: q})); slices.Contains(got, "hub__get_rank") || slices.Contains(got, "github__create_issue") {
+			t.Errorf("%s, translations off: got %v", q, got)
+		}
+	}
+}
+
+func TestTranslationTable(t *testing.T) {
+	words := map[string]bool{}
+	for _, g := range relatedGroups {
+		for _, w := range strings.Fields(g) {
+			words[w] = true
+		}
+	}
+	for en, zh := range zhTranslations {
+		if !words[en] {
+			t.Errorf("%q is not a word of relatedGroups", en)
+		}
+		for _, z := range strings.Fields(zh) {
+			if utf8.RuneCountInString(z) < 2 || strings.IndexFunc(z, func(r rune) bool { return !isCJK(r) }) >= 0 {
+				t.Errorf("%s: %q is not a CJK word of two characters or more", en, z)
+			}
+		}
+	}
+	// A word of n bigrams spreads its weight over them.
+	var sum float64
+	for _, tr := range translations["profil"] {
+		sum += tr.share
+	}
+	if math.Abs(sum-2) > 1e-9 { // 个人资料 (three bigrams) and 档案
+		t.Errorf("profile: shares sum to %v, want 2 (%v)", sum, translations["profil"])
+	}
+	if got := translations["新闻"]; !slices.ContainsFunc(got, func(tr translation) bool { return tr.text == "news" && tr.share == 1 }) {
+		t.Errorf("新闻 → %v, want news", got)
 	}
 }
