@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,7 @@ type Catalog struct {
 	collisions atomic.Uint64
 	badItems   atomic.Uint64
 
+	applying uint64 // stream sequence of the message being planned (Follow only)
 	nextOrd  int    // next serverMem.ord
 	version  uint64 // applied changes of the in-memory state (guarded by mu)
 	overview atomic.Pointer[overview]
@@ -78,6 +80,9 @@ type serverMem struct {
 func Open(cfg Config) (*Catalog, error) {
 	if cfg.Policy == nil {
 		cfg.Policy = policy.Open()
+	}
+	if cfg.MaxRemoved <= 0 {
+		cfg.MaxRemoved = DefaultMaxRemoved
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = "0"
@@ -369,10 +374,12 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 		c.seq.Store(seq)
 		return nil
 	}
+	c.applying = seq
 	ws, mem, err := c.plan(ev)
 	if err != nil {
 		return err
 	}
+	ws, mem = c.forgetRemoved(ws, mem)
 	if err := commit(c.db, ws, seq); err != nil {
 		return err
 	}
@@ -386,6 +393,64 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 	c.seq.Store(seq)
 	c.applied.Add(1)
 	return nil
+}
+
+// forgetRemoved adds to one message's writes the deletion of the oldest removed-tool records
+// when the message would take their number past Config.MaxRemoved (down to 15/16 of it, so the
+// sort is rare), and to its in-memory change their removal. The order (removal sequence, then
+// public name) is the same in every replica.
+func (c *Catalog) forgetRemoved(ws []write, mem func()) ([]write, func()) {
+	touched := map[string]bool{} // removed records this message writes or deletes
+	n := len(c.removed)
+	for _, w := range ws {
+		pub, ok := strings.CutPrefix(string(w.Key), pfxRemoved)
+		if !ok {
+			continue
+		}
+		touched[pub] = true
+		_, had := c.removed[pub]
+		switch {
+		case w.Value != nil && !had:
+			n++
+		case w.Value == nil && had:
+			n--
+		}
+	}
+	limit := c.cfg.MaxRemoved
+	if n <= limit {
+		return ws, mem
+	}
+	type old struct {
+		pub string
+		seq uint64
+	}
+	cands := make([]old, 0, len(c.removed))
+	for pub, r := range c.removed {
+		if !touched[pub] {
+			cands = append(cands, old{pub, r.Seq})
+		}
+	}
+	slices.SortFunc(cands, func(a, b old) int {
+		if a.seq != b.seq {
+			return cmp.Compare(a.seq, b.seq)
+		}
+		return strings.Compare(a.pub, b.pub)
+	})
+	drop := min(len(cands), n-(limit-limit/16))
+	gone := make([]string, drop)
+	for i := range drop {
+		gone[i] = cands[i].pub
+		ws = append(ws, write{Key: removedKey(cands[i].pub)})
+	}
+	c.log.Debug().Int("forgotten", drop).Int("limit", limit).Msg("forgetting the oldest removed tools")
+	return ws, func() {
+		if mem != nil {
+			mem()
+		}
+		for _, pub := range gone {
+			delete(c.removed, pub)
+		}
+	}
 }
 
 // plan computes the Badger writes of one event and the in-memory change that goes with them.
@@ -536,7 +601,7 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 				continue
 			}
 			e := old.tools[name]
-			rr := removedRec{Server: server, Tool: name}
+			rr := removedRec{Seq: c.applying, Server: server, Tool: name}
 			if oldKM != nil {
 				rr.CacheScope, rr.AuthContext = oldKM.CacheScope, oldKM.AuthContext
 			}
@@ -653,7 +718,7 @@ func (c *Catalog) planStatus(st *subjects.Status) ([]write, func(), error) {
 			km := s.kinds[subjects.KindTools]
 			for _, name := range sortedKeys(s.tools) {
 				e := s.tools[name]
-				rr := removedRec{Server: server, Tool: name}
+				rr := removedRec{Seq: c.applying, Server: server, Tool: name}
 				if km != nil {
 					rr.CacheScope, rr.AuthContext = km.CacheScope, km.AuthContext
 				}

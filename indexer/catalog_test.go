@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -448,5 +449,64 @@ func TestFastPathSameAnswers(t *testing.T) {
 	r.mu.RUnlock()
 	if fast {
 		t.Error("fast path taken with an unavailable server")
+	}
+}
+
+// TestRemovedRecordsBounded: removed tools are remembered up to MaxRemoved; past it the ones
+// removed longest ago are forgotten (details: not_found without the "removed" reason), the
+// same ones in a replica that followed along, one that rebuilt by replay, and one restarted.
+func TestRemovedRecordsBounded(t *testing.T) {
+	env := natstest.Start(t)
+	const n, limit = 10, 4
+	var all []json.RawMessage
+	for i := range n {
+		all = append(all, tool(fmt.Sprintf("t%d", i), fmt.Sprintf("tool number %d", i)))
+	}
+	follower := startReplicaConfig(t, env, Config{MaxRemoved: limit}, nil)
+	seq := publish(t, env.JS, status("churn", subjects.StatusReady), snapshot("churn", "churning server", all...))
+	for i := 1; i <= n; i++ { // each snapshot drops one more tool: t0 first, t9 last
+		seq = publish(t, env.JS, snapshot("churn", "churning server", all[i:]...))
+	}
+	waitSeq(t, follower.Catalog, seq)
+	dir := filepath.Join(t.TempDir(), "disk")
+	replayed := startReplicaConfig(t, env, Config{Dir: dir, MaxRemoved: limit}, nil)
+	waitSeq(t, replayed.Catalog, seq)
+
+	removedSet := func(c *Catalog) []string {
+		c.mu.RLock()
+		defer c.mu.RUnlock()
+		return sortedKeys(c.removed)
+	}
+	want := []string{"churn__t6", "churn__t7", "churn__t8", "churn__t9"}
+	if got := removedSet(follower.Catalog); !slices.Equal(got, want) {
+		t.Errorf("follower remembers %v, want %v", got, want)
+	}
+	if got := removedSet(replayed.Catalog); !slices.Equal(got, want) {
+		t.Errorf("replayed replica remembers %v, want %v", got, want)
+	}
+	replayed.stop(t)
+	restarted := startReplicaConfig(t, env, Config{Dir: dir, MaxRemoved: limit}, nil)
+	waitSeq(t, restarted.Catalog, seq)
+	if got := removedSet(restarted.Catalog); !slices.Equal(got, want) {
+		t.Errorf("restarted replica remembers %v, want %v", got, want)
+	}
+
+	ctx := context.Background()
+	recent := follower.Details(ctx, subjects.DetailsRequest{V: 1, Names: []string{"churn__t9"}})
+	if recent.Error == nil || recent.Error.Code != subjects.CodeNotFound || recent.Error.Reason != subjects.StateRemoved {
+		t.Errorf("details of the last removed tool: %+v, want not_found (removed)", recent.Error)
+	}
+	old := follower.Details(ctx, subjects.DetailsRequest{V: 1, Names: []string{"churn__t0"}})
+	if old.Error == nil || old.Error.Code != subjects.CodeNotFound || old.Error.Reason == subjects.StateRemoved {
+		t.Errorf("details of a forgotten tool: %+v, want not_found without reason removed", old.Error)
+	}
+	// A forgotten tool that comes back is an ordinary tool again.
+	seq = publish(t, env.JS, snapshot("churn", "churning server", all[0]))
+	waitSeq(t, follower.Catalog, seq)
+	if rep := follower.Details(ctx, subjects.DetailsRequest{V: 1, Names: []string{"churn__t0"}}); rep.Error != nil || len(rep.Tools) != 1 {
+		t.Errorf("t0 back: %+v", rep.Error)
+	}
+	if got := removedSet(follower.Catalog); len(got) > limit {
+		t.Errorf("remembers %d removed tools, limit %d", len(got), limit)
 	}
 }

@@ -63,7 +63,14 @@ type Config struct {
 	Stream string
 	// Replica names the replica in logs and the service metadata ("" → "0").
 	Replica string
+	// MaxRemoved bounds the removed tools remembered (so that details answer "removed" rather
+	// than not_found); past it, those removed longest ago (by stream sequence) are forgotten,
+	// in the same transaction, so every replica forgets the same ones; 0 → 50,000.
+	MaxRemoved int
 }
+
+// DefaultMaxRemoved is the default of Config.MaxRemoved.
+const DefaultMaxRemoved = 50_000
 
 // Stats are a replica's counters.
 type Stats struct {

@@ -47,7 +47,8 @@
 //	                  authContext), list_changed flag, names of prompts and resources
 //	t/<server><tool>  one tool: its public name and raw definition, byte-faithful (zstd-compressed
 //	                  in the value log; never re-encoded)
-//	r/<public>        a removed tool's public name → (server, tool), to answer "removed"
+//	r/<public>        a removed tool's public name → (server, tool, removal sequence), to answer
+//	                  "removed"; at most Config.MaxRemoved (50,000), the oldest forgotten first
 //
 // (<server> is length-prefixed, so any name is a valid key.) The search index, the freshness
 // view (package staleness) and the public-name map live in memory and are rebuilt from Badger

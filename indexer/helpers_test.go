@@ -135,7 +135,16 @@ func (r *replica) stop(t testing.TB) {
 // nil, serves the catalog service on it.
 func startReplica(t testing.TB, env *natstest.Env, dir string, pol *policy.Policy, nc *nats.Conn) *replica {
 	t.Helper()
-	c, err := Open(Config{Dir: dir, InMemory: dir == "", Policy: pol, Now: func() time.Time { return t0.Add(time.Minute) }})
+	return startReplicaConfig(t, env, Config{Dir: dir, Policy: pol}, nc)
+}
+
+// startReplicaConfig is startReplica with more of the configuration (InMemory when Dir is "";
+// the test clock).
+func startReplicaConfig(t testing.TB, env *natstest.Env, cfg Config, nc *nats.Conn) *replica {
+	t.Helper()
+	cfg.InMemory = cfg.Dir == ""
+	cfg.Now = func() time.Time { return t0.Add(time.Minute) }
+	c, err := Open(cfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

@@ -134,6 +134,7 @@ func decodeToolRec(v []byte) (toolRec, error) {
 
 // removedRec remembers a removed tool's pair, for "removed" answers.
 type removedRec struct {
+	Seq         uint64 `json:"seq,omitempty"` // stream sequence of the removal (0: before it was kept)
 	Server      string `json:"server"`
 	Tool        string `json:"tool"`
 	CacheScope  string `json:"cacheScope,omitempty"`
