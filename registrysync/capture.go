@@ -2,7 +2,9 @@ package registrysync
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -48,11 +50,20 @@ func (cp *capture) snapshot() (sent bool, result []byte, rpcErr *mcp.JSONRPCErro
 // base forwards the methods of transport.Interface and captures raw answers.
 type base struct {
 	inner transport.Interface
+	// meta is the _meta of the last tools/list mcp-go sent: on 2026-07-28 the protocol version,
+	// client identity and capabilities it declares on every request (fastCall reuses it).
+	meta atomic.Pointer[json.RawMessage]
 }
 
 func (t *base) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 
 func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if fields, ok := req.Params.(map[string]json.RawMessage); ok && req.Method == string(mcp.MethodToolsList) {
+		if m, ok := fields["_meta"]; ok && len(m) > 0 {
+			m = append(json.RawMessage(nil), m...)
+			t.meta.Store(&m)
+		}
+	}
 	cp, _ := ctx.Value(captureKey{}).(*capture)
 	if cp != nil {
 		cp.mu.Lock()
