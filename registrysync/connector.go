@@ -499,6 +499,9 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		c.mu.Lock()
 		c.skipped[kind] = 0
 		c.mu.Unlock()
+		if l.Redacted > 0 {
+			c.log.Warn().Str("kind", string(kind)).Int("items", l.Redacted).Msg("definitions held a configured secret value: redacted")
+		}
 		if res.published {
 			c.log.Info().Str("kind", string(kind)).Int("items", len(l.Items)).Int("rejected", len(l.Rejected)).
 				Int("pages", l.Pages).Uint64("seq", res.seq).Msg("snapshot published")
@@ -514,6 +517,7 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 	ctx, cancel := context.WithTimeout(ctx, cfg.ListTimeout)
 	defer cancel()
 	acc := newAccumulator(kind, cfg.MaxDefinitionBytes)
+	acc.redact = c.red.JSON
 	acc.l.Auth = c.sc.AuthContext
 	limit := c.m.payloadLimit()
 	total := 0

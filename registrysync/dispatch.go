@@ -87,8 +87,12 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 				"the tool asked for user input (input_required), which mcpstream does not provide; the call did not complete", "")
 		}
 		// mcp-go may have failed to decode it (an unknown content type, say): the raw result
-		// is still the server's answer.
-		return subjects.DispatchReply{V: subjects.Version, Result: r.raw}
+		// is still the server's answer — without the host's secrets in it.
+		res, changed := c.red.JSON(r.raw)
+		if changed {
+			c.log.Warn().Str("tool", req.Tool).Msg("a tool result held a configured secret value: redacted")
+		}
+		return subjects.DispatchReply{V: subjects.Version, Result: res}
 	case !r.sent:
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return dispatchErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")

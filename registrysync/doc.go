@@ -105,5 +105,7 @@
 // cannot read the registry stream retries with backoff and does not connect meanwhile.
 // Nothing on disk. The last fingerprint and sequence of every server and kind live in memory
 // and are rebuilt from the registry stream at start; credentials live only in the
-// ServerConfig values the caller passes in.
+// ServerConfig values the caller passes in. A tool result or a listed definition that holds
+// one of a server's secret values (as is or JSON-escaped) has it replaced by "[redacted]"
+// before it is published or answered (re-encoded then; otherwise byte for byte).
 package registrysync

@@ -21,6 +21,7 @@ const maxNameBytes = 512
 type listing struct {
 	Kind     subjects.Kind
 	Items    []json.RawMessage // compacted server bytes, in server order
+	Redacted int               // items that held a configured secret value (redacted)
 	Rejected []subjects.Rejected
 	Pages    int
 	TTLMs    *int64
@@ -82,6 +83,8 @@ type accumulator struct {
 	l        listing
 	maxBytes int
 	seen     map[string]bool
+	// redact removes secret values from an item (nil: none configured).
+	redact func([]byte) ([]byte, bool)
 }
 
 func newAccumulator(kind subjects.Kind, maxBytes int) *accumulator {
@@ -132,7 +135,14 @@ func (a *accumulator) addItem(item json.RawMessage) {
 		a.l.Rejected = append(a.l.Rejected, subjects.Rejected{Name: name, Code: subjects.CodeInvalidDefinition, Message: err.Error()})
 		return
 	}
-	a.l.Items = append(a.l.Items, buf.Bytes())
+	item = buf.Bytes()
+	if a.redact != nil {
+		if out, changed := a.redact(item); changed {
+			item = out
+			a.l.Redacted++
+		}
+	}
+	a.l.Items = append(a.l.Items, item)
 }
 
 func singular(k subjects.Kind) string { return strings.TrimSuffix(string(k), "s") }

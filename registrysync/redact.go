@@ -1,6 +1,8 @@
 package registrysync
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/url"
 	"sort"
 	"strings"
@@ -17,6 +19,9 @@ const redacted = "[redacted]"
 // another is removed whole.
 type redactor struct {
 	r *strings.Replacer
+	// forms are the byte sequences that reveal a secret in JSON text: each value as is and
+	// as JSON escapes it.
+	forms [][]byte
 }
 
 func newRedactor(sc ServerConfig) redactor {
@@ -72,7 +77,73 @@ func newRedactor(sc ServerConfig) redactor {
 	for _, s := range secrets {
 		pairs = append(pairs, s, redacted)
 	}
-	return redactor{r: strings.NewReplacer(pairs...)}
+	red := redactor{r: strings.NewReplacer(pairs...)}
+	for _, s := range secrets {
+		red.forms = append(red.forms, []byte(s))
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(s) == nil {
+			if esc := bytes.TrimSuffix(bytes.TrimSpace(b.Bytes()), []byte(`"`)); len(esc) > 1 && !bytes.Equal(esc[1:], []byte(s)) {
+				red.forms = append(red.forms, esc[1:])
+			}
+		}
+		if esc, err := json.Marshal(s); err == nil && !bytes.Equal(esc[1:len(esc)-1], []byte(s)) {
+			red.forms = append(red.forms, esc[1:len(esc)-1])
+		}
+	}
+	return red
+}
+
+// JSON returns raw (valid JSON: a result or a definition a server sent) with every secret
+// value in its strings and keys replaced by [redacted]; raw itself, unchanged, when it holds
+// none (the common case, checked without decoding). A server that echoes its own credential
+// (in an error text, a debug tool, a description) never hands it to a caller or the catalog.
+// changed reports a replacement; the document is then re-encoded (same values, keys sorted).
+func (r redactor) JSON(raw []byte) (out []byte, changed bool) {
+	found := false
+	for _, f := range r.forms {
+		if bytes.Contains(raw, f) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return raw, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		// Not JSON after all: text, redacted as text.
+		return []byte(r.String(string(raw))), true
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r.walk(v)); err != nil {
+		return []byte(r.String(string(raw))), true
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true
+}
+
+func (r redactor) walk(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[r.String(k)] = r.walk(val)
+		}
+		return out
+	case []any:
+		for i := range x {
+			x[i] = r.walk(x[i])
+		}
+		return x
+	case string:
+		return r.String(x)
+	}
+	return v
 }
 
 func sensitiveName(name string) bool {

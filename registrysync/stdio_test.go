@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -263,5 +264,31 @@ func TestStdioEnvironment(t *testing.T) {
 		if got := getenv(tc.server, tc.name); got != tc.want {
 			t.Errorf("%s: %s %q, want %q", tc.server, tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestResultSecretsRedacted: a server that echoes its own credential (here a getenv tool and
+// echo) hands the caller [redacted], not the value.
+func TestResultSecretsRedacted(t *testing.T) {
+	sc := stdioServer(t, "leaky", "fixture", "SERVICE_TOKEN=tok-5ecret-value")
+	sc.Kinds = []string{"tools"}
+	h := run(t, nil, fastConfig(sc))
+	call := func(tool, args string) subjects.DispatchReply {
+		var r subjects.DispatchReply
+		waitUntil(t, "leaky answers", func() bool {
+			r = h.m.Dispatch(context.Background(), "leaky", subjects.DispatchRequest{V: 1, Tool: tool, Arguments: json.RawMessage(args)})
+			return r.Error == nil || r.Error.Code != subjects.CodeUnavailable
+		})
+		return r
+	}
+	if r := call("getenv", `{"name":"SERVICE_TOKEN"}`); r.Error != nil || resultText(t, r.Result) != "=[redacted]" {
+		t.Errorf("getenv: %+v %s", r.Error, r.Result)
+	}
+	r := call("echo", `{"text":"my token is tok-5ecret-value"}`)
+	if r.Error != nil || strings.Contains(string(r.Result), "tok-5ecret-value") || !strings.Contains(string(r.Result), "[redacted]") {
+		t.Errorf("echo: %+v %s", r.Error, r.Result)
+	}
+	if r := call("echo", `{"text":"harmless"}`); r.Error != nil || resultText(t, r.Result) != "harmless" {
+		t.Errorf("echo harmless: %+v %s", r.Error, r.Result)
 	}
 }

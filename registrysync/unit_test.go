@@ -265,3 +265,45 @@ func TestSnapshotTooLarge(t *testing.T) {
 		t.Errorf("unchanged publish: %+v %v", r2, err)
 	}
 }
+
+// TestRedactorJSON: a configured secret value in a result or definition is replaced wherever
+// it appears (strings, keys; as is or JSON-escaped); a document without one is returned as is.
+func TestRedactorJSON(t *testing.T) {
+	r := newRedactor(ServerConfig{Secrets: []string{`k"e\y<1>`, "plain-secret-42"}})
+	clean := []byte(`{"content":[{"type":"text","text":"nothing here <b>"}],"n":1.50}`)
+	if out, changed := r.JSON(clean); changed || !bytes.Equal(out, clean) {
+		t.Errorf("clean document changed: %s", out)
+	}
+	raw := []byte(`{"content":[{"type":"text","text":"token=k\"e\\y\u003c1\u003e and k\"e\\y<1>"}],` +
+		`"structuredContent":{"plain-secret-42":"x plain-secret-42 y","n":1.50},"isError":true}`)
+	out, changed := r.JSON(raw)
+	if !changed || bytes.Contains(out, []byte("plain-secret-42")) || bytes.Contains(out, []byte(`e\\y`)) || !json.Valid(out) {
+		t.Fatalf("redacted = %s (changed %v)", out, changed)
+	}
+	var doc struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Structured map[string]any `json:"structuredContent"`
+		IsError    bool           `json:"isError"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Content[0].Text != "token=[redacted] and [redacted]" || doc.Structured["[redacted]"] != "x [redacted] y" || !doc.IsError {
+		t.Errorf("redacted = %s", out)
+	}
+	if !bytes.Contains(out, []byte(`"n":1.50`)) {
+		t.Errorf("numbers must keep their spelling: %s", out)
+	}
+	// Definitions in a listing.
+	a := newAccumulator(subjects.KindTools, 1<<12)
+	a.redact = r.JSON
+	a.addPage(page{items: []json.RawMessage{
+		json.RawMessage(`{"name":"leaky","description":"uses plain-secret-42","inputSchema":{"type":"object"}}`),
+		json.RawMessage(`{"name":"fine","inputSchema":{"type":"object"}}`),
+	}})
+	if a.l.Redacted != 1 || bytes.Contains(a.l.Items[0], []byte("plain-secret-42")) || string(a.l.Items[1]) != `{"name":"fine","inputSchema":{"type":"object"}}` {
+		t.Errorf("listing = %d redacted, items %s", a.l.Redacted, a.l.Items)
+	}
+}
