@@ -206,7 +206,7 @@ func BenchmarkSearch(b *testing.B) {
 			}
 			// A typical reply, for the bare round trip's payload.
 			sample, _ := json.Marshal(bc.r.Search(ctx, req(0)))
-			var inP50, natsP50, bareP50 time.Duration
+			var inP50, natsP50 time.Duration
 			b.Run("inproc", func(b *testing.B) {
 				lat := make(latencies, 0, b.N)
 				b.ResetTimer()
@@ -252,36 +252,12 @@ func BenchmarkSearch(b *testing.B) {
 				}
 				natsP50, _ = lat.report(b)
 			})
-			b.Run("bare", func(b *testing.B) {
+			// bareRoundTrip measures request/reply against a responder that runs work and
+			// answers the sample reply.
+			bareRoundTrip := func(b *testing.B, work func()) time.Duration {
 				srv := bc.env.Connect(b)
-				sub, err := srv.QueueSubscribe("bench.echo", "q", func(m *nats.Msg) { m.Respond(sample) })
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer sub.Unsubscribe()
-				srv.Flush()
-				nc := bc.env.Connect(b)
-				body, _ := json.Marshal(req(0))
-				lat := make(latencies, 0, b.N)
-				b.ResetTimer()
-				for range b.N {
-					t0 := time.Now()
-					if _, err := nc.Request("bench.echo", body, 5*time.Second); err != nil {
-						b.Fatal(err)
-					}
-					lat = append(lat, time.Since(t0))
-				}
-				bareP50, _ = lat.report(b)
-			})
-			// A bare request/reply whose responder runs the same search in process and answers
-			// the sample reply: the round trip and the search under the same CPU conditions as
-			// the catalog service's, without its decoding, policy, encoding and dispatch.
-			var bareSearchP50 time.Duration
-			b.Run("bare-search", func(b *testing.B) {
-				srv := bc.env.Connect(b)
-				var next atomic.Int64
-				sub, err := srv.QueueSubscribe("bench.search", "q", func(m *nats.Msg) {
-					bc.r.Search(ctx, req(int(next.Add(1))))
+				sub, err := srv.QueueSubscribe("bench.bare", "q", func(m *nats.Msg) {
+					work()
 					m.Respond(sample)
 				})
 				if err != nil {
@@ -295,12 +271,21 @@ func BenchmarkSearch(b *testing.B) {
 				b.ResetTimer()
 				for range b.N {
 					t0 := time.Now()
-					if _, err := nc.Request("bench.search", body, 5*time.Second); err != nil {
+					if _, err := nc.Request("bench.bare", body, 5*time.Second); err != nil {
 						b.Fatal(err)
 					}
 					lat = append(lat, time.Since(t0))
 				}
-				bareSearchP50, _ = lat.report(b)
+				p50, _ := lat.report(b)
+				return p50
+			}
+			var bareP50, bareSearchP50 time.Duration
+			b.Run("bare", func(b *testing.B) { bareP50 = bareRoundTrip(b, func() {}) })
+			// The same search in process in the responder: the round trip and the search under
+			// the catalog service's CPU conditions, without its decoding, encoding and dispatch.
+			b.Run("bare-search", func(b *testing.B) {
+				var next atomic.Int64
+				bareSearchP50 = bareRoundTrip(b, func() { bc.r.Search(ctx, req(int(next.Add(1)))) })
 			})
 			if bareP50 > 0 && natsP50 > 0 {
 				b.Logf("%s tools: in-process p50 %v (idle CPU %v), NATS p50 %v, bare round trip p50 %v: added-vs-bare %.2f (vs idle-CPU in-process %.2f)",

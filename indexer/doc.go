@@ -11,8 +11,9 @@
 //
 // # Produces
 //
-// Nothing on streams. It serves, as micro service subjects.CatalogService in queue group
-// [QueueGroup] (so replicas share the load):
+// Nothing on streams. It serves, in queue group [QueueGroup] (so replicas share the load), and
+// answers discovery as micro service subjects.CatalogService ($SRV.PING|INFO|STATS; the
+// endpoint subjects are in its metadata):
 //
 //	mcpstream.v1.catalog.<tenant>.search    SearchRequest  → SearchReply
 //	mcpstream.v1.catalog.<tenant>.details   DetailsRequest → DetailsReply
