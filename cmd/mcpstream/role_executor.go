@@ -24,7 +24,8 @@ Runs the host broker: a front end that answers call requests and --workers worke
 them. Any number of executor processes share the work: the front ends form the queue group
 "` + subjects.ExecutorQueue + `" and the workers one durable consumer of the calls stream.
 
-  ` + subjects.Root + `.exec.<tenant>           request/reply: CallRequest → CallResult
+  ` + subjects.Root + `.exec.<tenant>           request/reply: CallRequest → CallResult (the worker that
+                                       runs the call answers the caller's _INBOX. directly)
   ` + subjects.Root + `.calls.<tenant>          the durable work queue (Nats-Msg-Id: call:<tenant>:<id>)
   ` + subjects.Root + `.results.<tenant>.<id>   the one terminal answer of each call
   ` + subjects.Root + `.audit.<tenant>.<event>  request, decision, dispatch, result (redacted)
