@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,11 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/subjects"
 )
-
-// redactedValue replaces a secret in audit events.
-const redactedValue = "[redacted]"
 
 // sensitiveKeys are substrings of argument names whose values never reach the audit stream.
 var sensitiveKeys = []string{
@@ -35,34 +32,11 @@ func sensitiveKey(k string) bool {
 	return false
 }
 
-// redactor removes secrets: values of sensitive keys in JSON, and every known secret value
-// (configuration secrets) wherever it appears in a string.
-type redactor struct {
-	values  *strings.Replacer // nil: no known secret values
-	secrets [][]byte
-}
+// redactor removes secrets from audit events: every known secret value (redact.Values: the
+// configuration's secrets) wherever it appears, and the values of sensitive keys in JSON.
+type redactor struct{ redact.Values }
 
-func newRedactor(secrets []string) redactor {
-	var vals []string
-	for _, s := range secrets {
-		if len(s) >= 3 { // shorter values would shred ordinary text
-			vals = append(vals, s)
-		}
-	}
-	if len(vals) == 0 {
-		return redactor{}
-	}
-	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	pairs := make([]string, 0, 2*len(vals))
-	for _, v := range vals {
-		pairs = append(pairs, v, redactedValue)
-	}
-	r := redactor{values: strings.NewReplacer(pairs...)}
-	for _, v := range vals {
-		r.secrets = append(r.secrets, []byte(v))
-	}
-	return r
-}
+func newRedactor(secrets []string) redactor { return redactor{redact.New(secrets...)} }
 
 // clean reports whether raw holds neither a sensitive key name nor a known secret value: then
 // it needs no redaction (the common case, checked without decoding).
@@ -73,20 +47,7 @@ func (r redactor) clean(raw []byte) bool {
 			return false
 		}
 	}
-	for _, v := range r.secrets {
-		if bytes.Contains(raw, v) {
-			return false
-		}
-	}
-	return true
-}
-
-// String removes known secret values from s.
-func (r redactor) String(s string) string {
-	if r.values == nil {
-		return s
-	}
-	return r.values.Replace(s)
+	return !r.In(raw)
 }
 
 // JSON returns raw with sensitive keys' values and secret values replaced, capped to max bytes.
@@ -106,15 +67,11 @@ func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool
 	if r.clean(raw) && json.Valid(raw) {
 		return raw, false
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var text []byte
-	if err := dec.Decode(&v); err != nil {
+	if v, err := redact.Decode(raw); err != nil {
 		text = []byte(r.String(string(raw)))
 	} else {
-		v = r.walk(v)
-		text, err = json.Marshal(v)
+		text, err = redact.Encode(r.Walk(v, sensitiveKey))
 		if err != nil {
 			text = []byte(r.String(string(raw)))
 		} else if len(text) <= max {
@@ -129,30 +86,6 @@ func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool
 	return s, truncated
 }
 
-func (r redactor) walk(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if sensitiveKey(k) {
-				if _, isObj := val.(map[string]any); !isObj {
-					x[k] = redactedValue
-					continue
-				}
-			}
-			x[k] = r.walk(val)
-		}
-		return x
-	case []any:
-		for i := range x {
-			x[i] = r.walk(x[i])
-		}
-		return x
-	case string:
-		return r.String(x)
-	}
-	return v
-}
-
 // keyValueRe matches "key": value pairs in JSON text, the value possibly cut at the end.
 var keyValueRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"(\s*:\s*)("(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*$|[-+0-9.eE]+|true|false|null)`)
 
@@ -163,7 +96,7 @@ func redactKeysText(text string) string {
 		if !sensitiveKey(sub[1]) {
 			return m
 		}
-		return `"` + sub[1] + `"` + sub[2] + `"` + redactedValue + `"`
+		return `"` + sub[1] + `"` + sub[2] + `"` + redact.Placeholder + `"`
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -285,7 +286,7 @@ func TestUnreachableRedacted(t *testing.T) {
 	h := run(t, nil, fastConfig(sc))
 	rec := record(t, h.env, subjects.RegistryServer("down"))
 	e := rec.wait(0, "unavailable", isStatus(subjects.StatusUnavailable, subjects.CodeConnectFailed))
-	if strings.Contains(string(e.data), secret) || !strings.Contains(e.ev.Status.Reason, redacted) {
+	if strings.Contains(string(e.data), secret) || !strings.Contains(e.ev.Status.Reason, redact.Placeholder) {
 		t.Errorf("reason not redacted: %s", e.data)
 	}
 	r := h.m.Dispatch(context.Background(), "down", subjects.DispatchRequest{V: 1, Tool: "x"})

@@ -1,0 +1,59 @@
+package redact
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestValues(t *testing.T) {
+	v := New("ab", "s3cret", "s3cret-longer", `q"<x>`, "s3cret")
+	if got := v.String("s3cret-longer s3cret ab"); got != "[redacted] [redacted] ab" {
+		t.Errorf("String = %q (longer values first; short ones kept)", got)
+	}
+	if got := v.Err(errors.New("auth s3cret failed")); got != "auth [redacted] failed" || v.Err(nil) != "" {
+		t.Errorf("Err = %q", got)
+	}
+	for _, raw := range []string{`"q\"<x>"`, `"q\"\u003cx\u003e"`, `s3cret`} {
+		if !v.In([]byte(raw)) {
+			t.Errorf("In(%s) = false", raw)
+		}
+	}
+	if v.In([]byte(`{"a":"fine"}`)) {
+		t.Error("In of a clean document")
+	}
+	if (Values{}).String("s3cret") != "s3cret" || !(Values{}).Empty() || !New("x").Empty() {
+		t.Error("the zero value and a set of short values redact nothing")
+	}
+}
+
+func TestJSONAndWalk(t *testing.T) {
+	v := New("s3cret")
+	clean := []byte(`{"b":1.50,"a":"<ok>"}`)
+	if out, changed := v.JSON(clean); changed || string(out) != string(clean) {
+		t.Errorf("clean: %s %v", out, changed)
+	}
+	out, changed := v.JSON([]byte(`{"b":1.50,"s3cret":["x s3cret","<ok>"]}`))
+	if !changed || string(out) != `{"[redacted]":["x [redacted]","<ok>"],"b":1.50}` {
+		t.Errorf("redacted: %s %v", out, changed)
+	}
+	if out, changed := v.JSON([]byte(`not json s3cret`)); !changed || string(out) != "not json [redacted]" {
+		t.Errorf("text: %s", out)
+	}
+	doc, err := Decode([]byte(`{"password":"p","nested":{"token":{"x":"s3cret"}},"n":[1,"s3cret"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Encode(v.Walk(doc, func(k string) bool { return strings.Contains(k, "password") || k == "token" }))
+	if want := `{"n":[1,"[redacted]"],"nested":{"token":{"x":"[redacted]"}},"password":"[redacted]"}`; string(b) != want {
+		t.Errorf("Walk = %s, want %s", b, want)
+	}
+}
+
+func ExampleValues_JSON() {
+	v := New("tok-123")
+	out, changed := v.JSON([]byte(`{"content":[{"type":"text","text":"key tok-123"}]}`))
+	fmt.Println(string(out), changed)
+	// Output: {"content":[{"text":"key [redacted]","type":"text"}]} true
+}
