@@ -32,7 +32,9 @@ description; exact names boosted; Chinese and Japanese text searchable). A query
 nothing returns nothing.
 
 Only tools the principal may call are candidates: the policy and private cache scopes filter
-before ranking. Unavailable, stale, removed and revoked tools are left out unless --all (which
+before ranking. The request goes to the catalog subject of the principal's tenant
+(mcpstream.v1.catalog.TENANT.search; local without one): a user the policy puts in another
+tenant is refused, so give TENANT/USER. Unavailable, stale, removed and revoked tools are left out unless --all (which
 still never shows removed or revoked ones).
 
 QUERY may be several words; "select:NAME[,NAME]" returns those exact tools (public names).
