@@ -27,6 +27,8 @@ annotations exactly as the server listed them.
 
 A tool the principal may not call is reported exactly like one that does not exist (not_found);
 a tool that was removed says so. Stale, unavailable and revoked tools are shown with their state.
+The request goes to the catalog subject of the principal's tenant
+(mcpstream.v1.catalog.TENANT.details; local without one).
 
 --json prints the catalog's entry as one JSON object {"name","server","tool","title",
 "description","labels","state","stateReason","inputSchema","outputSchema","annotations",
