@@ -421,7 +421,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 	out := make(map[subjects.Kind]kindOutcome, len(kinds))
 	info := &subjects.ServerInfo{
 		Description: c.sc.Description, Transport: c.sc.Transport, Protocol: s.protocol,
-		Name: s.info.Name, Version: s.info.Version,
+		Name: c.red.String(s.info.Name), Version: c.red.String(s.info.Version), // the server's words
 	}
 	for _, kind := range kinds {
 		var l *listing
