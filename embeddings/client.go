@@ -1,0 +1,188 @@
+package embeddings
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+const (
+	defaultMaxBatch  = 64
+	maxResponseBytes = 64 << 20 // larger responses are malformed
+	maxDimensions    = 16384
+)
+
+// defaultHTTP is used when Client.HTTP is nil (shared, so connections are reused).
+var defaultHTTP = &http.Client{Timeout: 30 * time.Second}
+
+// Client calls POST BaseURL+"/embeddings". The zero value is not usable: BaseURL and Model
+// are required. A Client is safe for concurrent use once its fields are set.
+type Client struct {
+	BaseURL    string       // e.g. "https://api.openai.com/v1" or "http://127.0.0.1:8080/v1" (trailing slash tolerated)
+	Model      string       // e.g. "text-embedding-3-small"
+	APIKey     string       // sent as "Authorization: Bearer KEY" when not empty; never appears in errors
+	Dimensions int          // optional "dimensions" request field (0: not sent)
+	MaxBatch   int          // inputs per request; 0 → 64
+	HTTP       *http.Client // nil → a client with a 30s timeout
+
+	maxBody int64 // response size cap; 0 → maxResponseBytes (tests lower it)
+}
+
+// Name identifies the vector space: "openai-compatible:" + Model, plus ":" + Dimensions when
+// Dimensions > 0. Vectors with different names must not be compared.
+func (c *Client) Name() string {
+	name := "openai-compatible:" + c.Model
+	if c.Dimensions > 0 {
+		name += ":" + strconv.Itoa(c.Dimensions)
+	}
+	return name
+}
+
+// Embed returns one vector per text, in input order, sending at most MaxBatch texts per
+// request. With no texts it returns nil, nil without a request (once the configuration is
+// checked). Errors are *Error (see the package documentation); a failed batch fails the call.
+func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	endpoint, err := c.endpoint()
+	if err != nil {
+		return nil, err
+	}
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	batch := c.MaxBatch
+	if batch == 0 {
+		batch = defaultMaxBatch
+	}
+	dim := c.Dimensions // 0: set by the first embedding received
+	out := make([][]float32, 0, len(texts))
+	for start := 0; start < len(texts); start += batch {
+		end := min(start+batch, len(texts))
+		vecs, err := c.embedBatch(ctx, endpoint, texts[start:end], start, &dim)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vecs...)
+	}
+	return out, nil
+}
+
+// endpoint checks the configuration and returns the embeddings URL.
+func (c *Client) endpoint() (string, error) {
+	switch {
+	case c.BaseURL == "":
+		return "", c.fail(CodeConfig, 0, nil, "BaseURL is required")
+	case c.Model == "":
+		return "", c.fail(CodeConfig, 0, nil, "Model is required")
+	case c.Dimensions < 0:
+		return "", c.fail(CodeConfig, 0, nil, "Dimensions is negative (%d)", c.Dimensions)
+	case c.MaxBatch < 0:
+		return "", c.fail(CodeConfig, 0, nil, "MaxBatch is negative (%d)", c.MaxBatch)
+	}
+	u, err := url.Parse(c.BaseURL)
+	if err != nil {
+		// The inner error: url.Error's text repeats the URL, which may hold a password.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", c.fail(CodeConfig, 0, err, "BaseURL is not a valid URL: %v", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", c.fail(CodeConfig, 0, nil, "BaseURL must be an http or https URL with a host")
+	}
+	return u.JoinPath("embeddings").String(), nil
+}
+
+type request struct {
+	Model          string   `json:"model"`
+	Input          []string `json:"input"`
+	EncodingFormat string   `json:"encoding_format"`
+	Dimensions     int      `json:"dimensions,omitempty"`
+}
+
+// embedBatch embeds texts (inputs offset.. of the call) in one request. *dim is the dimension
+// every embedding must have (0: not known yet, set from the first one).
+func (c *Client) embedBatch(ctx context.Context, endpoint string, texts []string, offset int, dim *int) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, c.fail(CodeUnavailable, 0, err, "%v", err)
+	}
+	body, err := json.Marshal(request{Model: c.Model, Input: texts, EncodingFormat: "float", Dimensions: c.Dimensions})
+	if err != nil { // cannot happen with strings and ints
+		return nil, c.fail(CodeConfig, 0, err, "encoding the request: %v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, c.fail(CodeConfig, 0, err, "building the request: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = defaultHTTP
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, c.transportError(ctx, 0, err)
+	}
+	defer resp.Body.Close()
+
+	status := resp.StatusCode
+	if status < 200 || status > 299 {
+		return nil, c.statusError(resp)
+	}
+	limit := c.maxBody
+	if limit <= 0 {
+		limit = maxResponseBytes
+	}
+	if resp.ContentLength > limit {
+		return nil, c.fail(CodeMalformed, status, nil, "response body of %d bytes exceeds %d bytes", resp.ContentLength, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, c.transportError(ctx, status, fmt.Errorf("reading the response: %w", err))
+	}
+	if int64(len(data)) > limit {
+		return nil, c.fail(CodeMalformed, status, nil, "response body exceeds %d bytes", limit)
+	}
+	vecs, err := decode(data, len(texts), offset, dim)
+	if err != nil {
+		return nil, c.fail(CodeMalformed, status, err, "%v", err)
+	}
+	return vecs, nil
+}
+
+// transportError is a CodeUnavailable error for a failed exchange. When the context ended, its
+// error is matched too, whatever the transport made of it.
+func (c *Client) transportError(ctx context.Context, status int, err error) *Error {
+	cause := err
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		cause = fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	return c.fail(CodeUnavailable, status, cause, "%v", cause)
+}
+
+// statusError is the error for a non-2xx response: unavailable for 5xx, 429 and 408 (worth
+// retrying later), rejected for the others.
+func (c *Client) statusError(resp *http.Response) *Error {
+	code := CodeRejected
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
+		code = CodeUnavailable
+	}
+	// A read error only shortens the quote.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxSnippet+len(c.APIKey))))
+	msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if s := c.snippet(body); s != "" {
+		msg += ": " + s
+	}
+	return c.fail(code, resp.StatusCode, nil, "%s", msg)
+}

@@ -1,0 +1,51 @@
+// Package embeddings is a client for OpenAI-compatible embeddings servers: anything that
+// implements POST {base}/embeddings (OpenAI, vLLM, Ollama's OpenAI API,
+// text-embeddings-inference, LiteLLM...). The catalog indexer uses it, optionally, for hybrid
+// search.
+//
+// # Consumes
+//
+// An HTTP endpoint, Client.BaseURL+"/embeddings" (query parameters of BaseURL are kept), and
+// its responses, which are untrusted input. Each request is
+//
+//	{"model": Model, "input": [texts...], "encoding_format": "float", "dimensions": D}
+//
+// with at most Client.MaxBatch texts (64 by default), "dimensions" only when
+// Client.Dimensions > 0, and "Authorization: Bearer APIKey" only when APIKey is not empty.
+// Texts are sent as they are (an empty string too; invalid UTF-8 becomes U+FFFD, as
+// encoding/json does).
+//
+// # Produces
+//
+// Client.Embed returns one vector per text, in input order, whatever order the server listed
+// them in (by "index"). A response is accepted only when its status is 2xx, its body is at most
+// 64 MiB, it is JSON with exactly one "data" item per input, every index is present, in range
+// and unique, and every embedding is a non-empty array of numbers (no nulls, each within
+// float32 range) with at most 16384 dimensions, all of the same dimension across the whole
+// Embed call (across batches too), equal to Client.Dimensions when that is set. Nothing is
+// kept between calls: no cache, no retries (the caller decides). Client.Name identifies the
+// vector space, for use as a cache key.
+//
+// # Errors
+//
+// Every error Embed returns is an *Error, and errors.Is(err, ErrEmbeddings) holds. Its Code is
+// one of:
+//
+//	embeddings_config       missing BaseURL or Model, BaseURL not an http(s) URL with a host,
+//	                        negative Dimensions or MaxBatch (checked before any request)
+//	embeddings_unavailable  transport failure, timeout, context cancelled or expired, HTTP 5xx,
+//	                        429 or 408 (worth retrying later)
+//	embeddings_rejected     any other non-2xx status: bad key, unknown model, bad request...
+//	embeddings_malformed    a 2xx response that is not as specified above
+//
+// Status is the HTTP status when there was a response (also for embeddings_malformed). For a
+// status error, Message holds the status and at most 200 bytes of the body. Messages are
+// printable (control and other non-printable characters replaced) and never hold APIKey: it is
+// replaced by "[redacted]" wherever it appears.
+//
+// Error.Unwrap returns ErrEmbeddings. The underlying error, when there is one (the transport
+// error, the context's error, a JSON error), is matched by Error.Is rather than unwrapped: with
+// a cancelled or expired context, errors.Is(err, context.Canceled) or
+// errors.Is(err, context.DeadlineExceeded) holds as well (as it does for an http.Client
+// timeout). errors.As does not reach the underlying error; its text is in Message.
+package embeddings
