@@ -42,13 +42,27 @@ func benchQueries(tb testing.TB) []string {
 		"convert docx to pdf", "github__create_issue", "获取热榜")
 }
 
-func benchSearch(b *testing.B, n int) {
+func benchSearch(b *testing.B, n int) { benchSearchVec(b, n, 0) }
+
+// benchSearchVec measures searches of an index of n tools; with dims > 0,
+// every tool has a vector of that dimension (hashVector of its text) and
+// every query one too (hybrid search).
+func benchSearchVec(b *testing.B, n, dims int) {
 	docs := replicatedDocs(b, n)
 	ix := New(Config{})
 	for _, d := range docs {
+		if dims > 0 {
+			d.Vector = hashVector(docText(d), dims)
+		}
 		ix.Upsert(d)
 	}
 	queries := benchQueries(b)
+	qvecs := make([][]float32, len(queries))
+	if dims > 0 {
+		for i, q := range queries {
+			qvecs[i] = hashVector(q, dims)
+		}
+	}
 	// Wall-clock latency, and CPU time of the searching thread, which the
 	// other processes of a shared machine do not inflate.
 	wall := make([]time.Duration, 0, b.N)
@@ -59,7 +73,7 @@ func benchSearch(b *testing.B, n int) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		c0, t0 := threadCPU(), time.Now()
-		ix.Search(Query{Text: queries[i%len(queries)], K: 10})
+		ix.Search(Query{Text: queries[i%len(queries)], K: 10, Vector: qvecs[i%len(queries)]})
 		wall = append(wall, time.Since(t0))
 		cpu = append(cpu, threadCPU()-c0)
 	}
@@ -81,6 +95,10 @@ func benchSearch(b *testing.B, n int) {
 func BenchmarkSearch1k(b *testing.B)   { benchSearch(b, 1_000) }
 func BenchmarkSearch10k(b *testing.B)  { benchSearch(b, 10_000) }
 func BenchmarkSearch100k(b *testing.B) { benchSearch(b, 100_000) }
+
+// BenchmarkSearch10kVector is BenchmarkSearch10k with hybrid search: every
+// tool and query has a 384-dimension vector (a brute-force scan of 10k).
+func BenchmarkSearch10kVector(b *testing.B) { benchSearchVec(b, 10_000, 384) }
 
 // BenchmarkSearch10kAllow measures the cost of a permission filter that
 // rejects half the tools.

@@ -87,6 +87,21 @@ type Config struct {
 	// DefaultK is the result count of a Query with K = 0 (default 10); MaxK
 	// caps K (default 200).
 	DefaultK, MaxK int
+	// VectorWeight is the weight of the vector ranking in the fusion with
+	// the lexical one, when a Query has a Vector (see Query.Vector): a tool
+	// scores 1/(60+r) for its lexical rank r plus VectorWeight/(60+v) for
+	// its vector rank v (default 1: the two rankings weigh the same; a
+	// negative value switches vectors off, and Query.Vector is ignored).
+	VectorWeight float64
+	// MinCosine is the least cosine similarity with Query.Vector of a tool
+	// that enters the fusion through its vector: below it, a tool is found
+	// by its words only (default 0.3; a negative value removes the floor).
+	// It is the vector ranking's score floor: a tool that shares no word
+	// with the query is returned only above it.
+	MinCosine float64
+	// VectorCandidates is how many tools, best cosine first, the vector
+	// ranking brings to the fusion (default 50; 0 or negative: default).
+	VectorCandidates int
 }
 
 // config is Config resolved, plus internal settings.
@@ -109,6 +124,9 @@ type config struct {
 	fileOpW     float64 // query weight of the implied words (0: not added)
 	rerankDepth int     // candidates reranked by coverage and proximity
 	maxTerms    int     // query terms scored, the most informative (weight × IDF)
+	vecW        float64 // weight of the vector ranking in the fusion (0: vectors off)
+	minCos      float64 // least cosine of a vector candidate
+	vecCands    int     // vector candidates fused
 }
 
 func resolve(c Config) config {
@@ -141,6 +159,15 @@ func resolve(c Config) config {
 		pathTokW:    0.5,
 		rerankDepth: 50,
 		maxTerms:    32,
+		vecW:        pick(c.VectorWeight, 1),
+		minCos:      pick(c.MinCosine, 0.3),
+		vecCands:    c.VectorCandidates,
+	}
+	if r.minCos == 0 { // negative: no floor
+		r.minCos = math.Inf(-1)
+	}
+	if r.vecCands <= 0 {
+		r.vecCands = 50
 	}
 	r.w[fName] = pick(c.Fields.Name, 3)
 	r.w[fTitle] = pick(c.Fields.Title, 2)

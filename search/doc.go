@@ -24,8 +24,9 @@
 // no query scans the catalog. Removed tools leave tombstone slots that are reclaimed, along with
 // unused terms, when they outnumber the live ones.
 //
-// Index is safe for concurrent use: searches share a read lock, Upsert and
-// Remove take the write lock. Query.Allow runs under the read lock.
+// Index is safe for concurrent use: searches share a read lock; Upsert,
+// Remove, SetVector and ResetVectors take the write lock. Query.Allow runs
+// under the read lock.
 //
 // # Text analysis
 //
@@ -91,6 +92,53 @@
 // Query.Allow filters before ranking: a rejected tool is never scored, never
 // returned, and never takes one of the K places. Collection statistics (IDF,
 // average lengths) are those of the whole catalog, as in any shared index.
+//
+// # Vectors
+//
+// Search is optionally hybrid. The indexer may give tools an embedding
+// (computed elsewhere: the package does no I/O), in Doc.Vector or later with
+// SetVector, and a request one, in Query.Vector. Vectors are stored
+// normalized to unit length; a zero, empty or non-finite vector is refused.
+// The first vector stored fixes the index's dimension until ResetVectors (the
+// embedding model changed) or until no tool has a vector: vectors of another
+// dimension are refused, and a Query.Vector of another dimension is ignored.
+// Tools are keyed by ID, as in Upsert and Remove; Upsert replaces the tool's
+// vector with Doc.Vector (none if nil), Remove drops it.
+//
+// The vectors live in one contiguous []float32 (one row of Vectors() dims
+// per tool that has one, rows packed: a removed row takes the last one), so
+// a search scans them in order, by brute force: cosine is a dot product of
+// unit vectors. A tool's record holds its row, the row its tool slot; both
+// follow the slots through compaction. At 10k tools of 384 dimensions, the
+// scan costs about 2 ms of one core (see BenchmarkSearch10kVector).
+//
+// With a usable Query.Vector (the index holds vectors of its dimension and
+// Config.VectorWeight is not negative), Search fuses two rankings:
+//
+//   - the lexical ranking, exactly as without a vector (floor, filters,
+//     boosts, exact mentions and file intent), to its reranked depth (at
+//     least max(K, 50));
+//   - the Config.VectorCandidates (50) tools of highest cosine with the
+//     query vector, among those of cosine at least Config.MinCosine (0.3)
+//     that pass the same filters as lexical candidates: Query.Allow (its
+//     verdicts are shared with the lexical ranking, so it still runs at
+//     most once per tool and query; a rejected tool takes no candidate
+//     place), and removed tools have no vector. Ties go to the smaller ID.
+//
+// by weighted reciprocal rank fusion: a tool scores 1/(60 + its lexical rank)
+// + VectorWeight/(60 + its vector rank), a ranking it is missing from adding
+// nothing, and the fused ranking orders tools by that score, then by lexical
+// score, then by ID. Hit.Score is that fused score. A tool that shares no
+// word with the request (under the lexical score floor) can thus be
+// returned, through its vector alone, when its cosine clears MinCosine: the
+// vector ranking's own floor. The tools that the lexical ranking places
+// first on their own keep their places: those the request names exactly,
+// then the tool of each file operation (file intent): they are the
+// request's explicit needs, and the fusion orders the rest after them. Their
+// scores are raised above the others' so scores stay ordered (each adds
+// (1+VectorWeight)/61, the highest fused score, per place from its own to
+// the end of that head). With no usable vector, nothing of this applies: a
+// search is byte for byte what it is in an index without vectors.
 //
 // # Evaluation
 //

@@ -19,6 +19,12 @@ type Doc struct {
 	Description       string
 	Params            []Param  // from the inputSchema's properties (see ParamsFromSchema)
 	Tags              []string // e.g. "read-only", "destructive", "idempotent"
+	// Vector is the tool's embedding, for hybrid search (nil: none). Upsert
+	// stores a copy normalized to unit length, replacing any earlier vector
+	// of the tool; an empty, all-zero or non-finite vector, or one of
+	// another dimension than the index's vectors, is ignored (the tool is
+	// indexed without one). See SetVector.
+	Vector []float32
 }
 
 // Fields of a tool document, in posting order.
@@ -91,6 +97,7 @@ type docRec struct {
 	terms   []uint32 // distinct terms, the name field's first
 	nName   uint16   // how many of terms are name terms
 	alive   bool
+	vec     uint32 // 1 + its row in Index.vecs, 0: no vector
 }
 
 type serverRec struct {
@@ -102,8 +109,10 @@ type serverRec struct {
 	tools     int
 }
 
-// Index is an in-memory lexical index of tools, ranked with BM25F. It is safe
-// for concurrent use: searches share a read lock, writes take the write lock.
+// Index is an in-memory lexical index of tools, ranked with BM25F, and
+// optionally fused with the cosine similarity of their vectors (see
+// SetVector and Query.Vector). It is safe for concurrent use: searches share
+// a read lock, writes take the write lock.
 type Index struct {
 	cfg config
 
@@ -129,6 +138,8 @@ type Index struct {
 	srvFree   []uint32
 	srvLive   int
 	srvLenSum int64
+
+	vecs vecStore // the tools' vectors, for hybrid search
 
 	pool sync.Pool // *scratch
 
@@ -163,11 +174,13 @@ func (ix *Index) Len() int {
 	return ix.live
 }
 
-// Upsert adds d, replacing any tool with the same ID.
+// Upsert adds d, replacing any tool with the same ID (and its vector: the
+// tool keeps d.Vector, if usable, or none).
 func (ix *Index) Upsert(d Doc) {
 	fields := analyze(d)
 	key := nameKey(d.Name)
 	srvText := analyzeServer(d.ServerDescription)
+	vec, vecOK := unitVector(nil, d.Vector)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	ix.gen++
@@ -219,9 +232,13 @@ func (ix *Index) Upsert(d Doc) {
 	ix.docs = append(ix.docs, rec)
 	ix.hot = append(ix.hot, docHot{lens: lens, srv: ix.serverFor(d.Server, d.ServerDescription, srvText)})
 	ix.live++
+	if vecOK && (ix.vecs.dims == 0 || ix.vecs.dims == len(vec)) {
+		ix.setVec(slot, vec)
+	}
 }
 
-// Remove deletes the tool with the given public name, if present.
+// Remove deletes the tool with the given public name (and its vector), if
+// present.
 func (ix *Index) Remove(id string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -267,6 +284,9 @@ func (ix *Index) removeSlot(slot uint32) {
 		}
 	}
 	ix.releaseServer(ix.hot[slot].srv)
+	if rec.vec != 0 {
+		ix.dropVec(slot)
+	}
 	*rec = docRec{}
 	ix.hot[slot] = docHot{}
 	ix.live--
@@ -276,7 +296,7 @@ func (ix *Index) removeSlot(slot uint32) {
 }
 
 // compact renumbers the live slots densely, keeping their order (so postings
-// stay sorted).
+// stay sorted), and the references to them.
 func (ix *Index) compact() {
 	remap := make([]uint32, len(ix.docs))
 	n := uint32(0)
@@ -301,6 +321,11 @@ func (ix *Index) compact() {
 	}
 	for id, s := range ix.byID {
 		ix.byID[id] = remap[s]
+	}
+	// Vector rows stay where they are (docRec.vec moved with the tool); the
+	// tool slot of each follows the tool.
+	for r, s := range ix.vecs.slots {
+		ix.vecs.slots[r] = remap[s]
 	}
 	for _, m := range []map[string][]uint32{ix.byLowerID, ix.byName} {
 		for _, slots := range m {

@@ -16,11 +16,24 @@ type Query struct {
 	// called at most once per tool and query, under the index's read lock,
 	// so it must not call back into the index. nil allows every tool.
 	Allow func(id string) bool
+	// Vector is the embedding of the request, for hybrid search (nil:
+	// none). It is used only when the index holds vectors of the same
+	// dimension (and Config.VectorWeight is not negative); otherwise it is
+	// ignored and the search is lexical. When it is used, the lexical
+	// ranking is fused with the tools closest to it (see Config.VectorWeight,
+	// MinCosine and VectorCandidates), Hit.Score is the fused score, and
+	// Text may be empty. Allow filters the tools found through vectors as
+	// it does the others.
+	Vector []float32
 }
 
 // Hit is one result.
 type Hit struct {
-	ID    string
+	ID string
+	// Score is the lexical score (BM25F with boosts), or, for a search
+	// fused with vectors (see Query.Vector), the fused score. Either way it
+	// orders the results (higher first); it is comparable only between the
+	// hits of one search.
 	Score float64
 }
 
@@ -67,6 +80,8 @@ type scratch struct {
 	// scratch of the query: Allow verdicts are shared, so Allow runs once
 	// per tool and query.
 	parent *scratch
+	qv     []float32 // the query vector, normalized
+	vh     []vcand   // vector candidates
 }
 
 type cand struct {
@@ -104,6 +119,7 @@ func (ix *Index) putScratch(sc *scratch) {
 	}
 	clear(sc.norm[:])
 	sc.touched, sc.srvTouched, sc.cands, sc.termsTouched = sc.touched[:0], sc.srvTouched[:0], sc.cands[:0], sc.termsTouched[:0]
+	sc.vh = sc.vh[:0]
 	sc.parent = nil
 	ix.pool.Put(sc)
 }
@@ -124,7 +140,9 @@ type resolvedTerm struct {
 // tool name's coverage, the server name's coverage and the name's adjacency
 // with the query (see Config). Tools the query names exactly (public name or
 // multi-word original name) come first, then the tool for a file operation
-// the query implies (see Config.FileIntentWeight).
+// the query implies (see Config.FileIntentWeight). With a usable
+// Query.Vector, that ranking is fused with the tools closest to the vector
+// (see Query.Vector), after those first tools.
 func (ix *Index) Search(q Query) []Hit {
 	cfg := &ix.cfg
 	k := q.K
@@ -133,7 +151,9 @@ func (ix *Index) Search(q Query) []Hit {
 	}
 	k = min(k, cfg.maxK)
 	pq := cfg.parseQuery(q.Text)
-	if len(pq.terms) == 0 && len(pq.chunks) == 0 {
+	lexical := len(pq.terms) > 0 || len(pq.chunks) > 0
+	wantVec := cfg.vecW > 0 && len(q.Vector) > 0
+	if !lexical && !wantVec {
 		return nil
 	}
 
@@ -142,9 +162,47 @@ func (ix *Index) Search(q Query) []Hit {
 	if ix.live == 0 {
 		return nil
 	}
+	useVec := wantVec && ix.vecs.dims == len(q.Vector)
+	if !lexical && !useVec {
+		return nil
+	}
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
+	var qv []float32
+	if useVec {
+		qv, useVec = unitVector(sc.qv, q.Vector)
+		if useVec {
+			sc.qv = qv
+		} else if !lexical {
+			return nil
+		}
+	}
 
+	var top []cand
+	var pinned []uint32
+	if lexical {
+		top, pinned = ix.searchLexical(sc, pq, q, k)
+	}
+	if useVec {
+		top = ix.fuse(sc, top, pinned, qv, q.Allow)
+	}
+	if len(top) == 0 {
+		return nil
+	}
+	top = top[:min(k, len(top))]
+	hits := make([]Hit, len(top))
+	for i, c := range top {
+		hits[i] = Hit{ID: ix.docs[c.slot].id, Score: c.score}
+	}
+	return hits
+}
+
+// searchLexical returns the lexical ranking of pq (at least k deep when
+// there are that many candidates), best first, and the tools that have a
+// place at its head of their own: exact mentions and the tools of file
+// operations. Callers hold ix.mu (read).
+func (ix *Index) searchLexical(sc *scratch, pq parsedQuery, q Query, k int) ([]cand, []uint32) {
+	cfg := &ix.cfg
 	if len(pq.ops) > 0 && !cfg.keepOpWords {
 		// The words of a file operation leave the query only if a tool can
 		// take the operation.
@@ -159,18 +217,16 @@ func (ix *Index) Search(q Query) []Hit {
 		}
 	}
 	top, exact := ix.rank(sc, &pq, q.Allow, k)
+	var pinned []uint32
+	for _, c := range top[:exact] {
+		pinned = append(pinned, c.slot)
+	}
 	if len(pq.ops) > 0 {
-		top = ix.placeFileOps(sc, pq.ops, top, exact, q.Allow)
+		var placed []uint32
+		top, placed = ix.placeFileOps(sc, pq.ops, top, exact, q.Allow)
+		pinned = append(pinned, placed...)
 	}
-	if len(top) == 0 {
-		return nil
-	}
-	top = top[:min(k, len(top))]
-	hits := make([]Hit, len(top))
-	for i, c := range top {
-		hits[i] = Hit{ID: ix.docs[c.slot].id, Score: c.score}
-	}
-	return hits
+	return top, pinned
 }
 
 // rank scores pq and returns the head of the ranking (at least k deep when
@@ -525,8 +581,10 @@ func (ix *Index) selectTop(cs []cand, n int) []cand {
 // each word of the operation or a related word: write_file, save_file),
 // else to the best tool named for it that a search for the operation alone
 // (in the request's own verbs: "save file") finds. A catalog with no tool
-// named for it gets nothing added.
-func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact int, allow func(string) bool) []cand {
+// named for it gets nothing added. It also returns the tools that hold
+// such a place.
+func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact int, allow func(string) bool) ([]cand, []uint32) {
+	var placed []uint32
 	for oi, op := range ops {
 		pos := min(exact+oi, len(top))
 		named, ok := ix.opNamed(op)
@@ -535,6 +593,7 @@ func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact int, 
 		}
 		found := slices.IndexFunc(top, func(c cand) bool { return named(c.slot) })
 		if found >= 0 && found <= pos {
+			placed = append(placed, top[found].slot)
 			continue
 		}
 		var c cand
@@ -559,8 +618,9 @@ func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact int, 
 			c.score = top[pos-1].score / 2
 		}
 		top = slices.Insert(top, pos, c)
+		placed = append(placed, c.slot)
 	}
-	return top
+	return top, placed
 }
 
 // opNamed returns the test of a tool being named for op: its name has each

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -95,7 +96,15 @@ func buildTranslations(table map[string]string) map[string][]translation {
 		}
 		m[a] = append(m[a], translation{b, share})
 	}
-	for en, zh := range table {
+	// In sorted order: the order of a term's translations decides the order of float sums, and
+	// every replica must score alike.
+	ens := make([]string, 0, len(table))
+	for en := range table {
+		ens = append(ens, en)
+	}
+	sort.Strings(ens)
+	for _, en := range ens {
+		zh := table[en]
 		for _, e := range Tokenize(en) {
 			for _, z := range strings.Fields(zh) {
 				terms := cjkTerms(z)
