@@ -44,6 +44,13 @@ type Catalog struct {
 	collisions atomic.Uint64
 	badItems   atomic.Uint64
 
+	// Hybrid search (Config.Embedder): tools waiting for a vector (guarded by mu), the
+	// vectorizer's wake-up, and counters.
+	vecWant     map[string]vecWant
+	vecKick     chan struct{}
+	embedErrors atomic.Uint64
+	badVectors  atomic.Uint64
+
 	applying uint64 // stream sequence of the message being planned (Follow only)
 	nextOrd  int    // next serverMem.ord
 	version  uint64 // applied changes of the in-memory state (guarded by mu)
@@ -95,11 +102,15 @@ func Open(cfg Config) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy}
+	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1)}
 	c.reset()
 	if err := c.load(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if err := c.sweepVectors(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%w: sweep vectors: %w", ErrStore, err)
 	}
 	return c, nil
 }
@@ -108,6 +119,7 @@ func (c *Catalog) reset() {
 	c.servers = map[string]*serverMem{}
 	c.byPublic = map[string]*entry{}
 	c.removed = map[string]removedRec{}
+	c.vecWant = map[string]vecWant{}
 	c.index = search.New(c.cfg.Search)
 	c.view = staleness.New(c.cfg.Now)
 	c.nextOrd = 0
@@ -143,10 +155,13 @@ func (c *Catalog) Stats() Stats {
 		}
 	}
 	tools := len(c.byPublic)
+	pending := len(c.vecWant)
 	c.mu.RUnlock()
+	vectors, _ := c.index.Vectors()
 	return Stats{
 		Seq: c.Seq(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
 		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
+		Vectors: vectors, VectorsPending: pending, EmbedErrors: c.embedErrors.Load(), BadVectors: c.badVectors.Load(),
 	}
 }
 
@@ -212,6 +227,9 @@ func (c *Catalog) load() error {
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			k := string(item.Key())
+			if strings.HasPrefix(k, pfxVector) {
+				continue // the vector cache: read by the vectorizer
+			}
 			v, err := item.ValueCopy(nil)
 			if err != nil {
 				return err
@@ -275,7 +293,7 @@ func (c *Catalog) loadKey(k string, v []byte) error {
 		e := newEntry(s, r.Public, srv, d, r.Def)
 		s.tools[tool] = e
 		c.byPublic[r.Public] = e
-		c.index.Upsert(searchDoc(r.Public, srv, s.rec.Description, d))
+		c.upsertDoc(searchDoc(r.Public, srv, s.rec.Description, d))
 	}
 	return nil
 }
@@ -620,7 +638,7 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			s.tools[u.e.tool] = u.e
 			c.byPublic[u.e.public] = u.e
 			delete(c.removed, u.e.public)
-			c.index.Upsert(u.doc)
+			c.upsertDoc(u.doc)
 		}
 	}, nil
 }
@@ -629,7 +647,7 @@ func (c *Catalog) removeEntries(s *serverMem, gone []*entry, recs []removedRec) 
 	for i, e := range gone {
 		delete(s.tools, e.tool)
 		delete(c.byPublic, e.public)
-		c.index.Remove(e.public)
+		c.removeDoc(e.public)
 		c.removed[e.public] = recs[i]
 	}
 }
@@ -694,7 +712,7 @@ func (c *Catalog) planOtherKind(sn *subjects.Snapshot) ([]write, func(), error) 
 		s.rec = rec
 		s.setKind(sn.Kind, km)
 		for _, u := range ups {
-			c.index.Upsert(u.doc)
+			c.upsertDoc(u.doc)
 		}
 	}, nil
 }
@@ -748,7 +766,7 @@ func (c *Catalog) planStatus(st *subjects.Status) ([]write, func(), error) {
 	return ws, func() {
 		c.server(server).rec = rec
 		for _, u := range ups {
-			c.index.Upsert(u.doc)
+			c.upsertDoc(u.doc)
 		}
 	}, nil
 }

@@ -67,6 +67,14 @@ type Config struct {
 	// than not_found); past it, those removed longest ago (by stream sequence) are forgotten,
 	// in the same transaction, so every replica forgets the same ones; 0 → 50,000.
 	MaxRemoved int
+	// Embedder, when set, makes search hybrid: every tool's text (name, title, description,
+	// parameters, server description) is embedded in the background (cached in Badger by the
+	// embedder's Name and the text) and each search request is embedded too; the vector ranking
+	// is fused with the lexical one (search.Config.VectorWeight). Tools without a vector yet, and
+	// requests whose embedding fails or takes longer than EmbedTimeout, are served lexically.
+	Embedder Embedder
+	// EmbedTimeout bounds the embedding of one search request; 0 → 2s.
+	EmbedTimeout time.Duration
 }
 
 // DefaultMaxRemoved is the default of Config.MaxRemoved.
@@ -81,4 +89,9 @@ type Stats struct {
 	BadItems   uint64 // definitions without a usable name, or duplicated, skipped since Open
 	Tools      int    // tools in the catalog
 	Servers    int    // servers known (not removed)
+
+	Vectors        int    // tools with a vector (hybrid search)
+	VectorsPending int    // tools waiting for one
+	EmbedErrors    uint64 // failed embedder calls since Open (tools in batches, and requests)
+	BadVectors     uint64 // vectors the index refused (zero, non-finite, another dimension)
 }

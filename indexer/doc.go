@@ -50,6 +50,9 @@
 //	                  in the value log; never re-encoded)
 //	r/<public>        a removed tool's public name → (server, tool, removal sequence), to answer
 //	                  "removed"; at most Config.MaxRemoved (50,000), the oldest forgotten first
+//	v/<sha256>        with Config.Embedder: a cached vector (little-endian float32s) by the
+//	                  embedder's Name and the embedded text; derived data, not in Digest; entries
+//	                  no current tool wants are deleted at Open
 //
 // (<server> is length-prefixed, so any name is a valid key.) The search index, the freshness
 // view (package staleness) and the public-name map live in memory and are rebuilt from Badger
@@ -61,6 +64,17 @@
 // about 85 MB of file-backed RSS (the binary, and the value log's pages, mapped by Badger); with
 // Go's default GC its peak RSS is about 410 MB, with a soft memory limit of 200 MiB about 270 MB.
 // `mcpstream indexer` sets that limit by default (its --memory-limit flag; GOMEMLIMIT wins).
+//
+// # Hybrid search
+//
+// With Config.Embedder, a background goroutine of Follow attaches a vector to every tool whose
+// text (name, title, description, parameters, server description) changed: from the cache, else
+// from the embedder in batches of 64, retried with backoff while it fails; a tool re-listed
+// meanwhile gets the vector of its new text only. Each search request is embedded too (bounded
+// by Config.EmbedTimeout) and the search package fuses the vector ranking with the lexical one
+// (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
+// lexical ones. Tools without a vector yet and requests whose embedding fails are served
+// lexically; Stats counts vectors, pending tools and embedder errors.
 //
 // # Names and permissions
 //

@@ -29,6 +29,12 @@ func (c *Catalog) Follow(ctx context.Context, js jetstream.JetStream) error {
 		return ErrFollowing
 	}
 	defer c.following.Store(false)
+	if c.cfg.Embedder != nil {
+		vctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); c.vectorize(vctx) }()
+		defer func() { cancel(); <-done }()
+	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
 	for {

@@ -320,6 +320,10 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 		score float64
 	}
 	var results []result
+	var qvec []float32
+	if !strings.HasPrefix(text, SelectPrefix) {
+		qvec = c.queryVector(ctx, text) // before the lock: it may wait for the embedder
+	}
 	c.mu.RLock()
 	vis := c.visibility(f)
 	defer vis.release()
@@ -343,7 +347,7 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 		if !c.noFastPath && c.everyToolVisible(f) {
 			allow = nil // same answer, without a check per candidate
 		}
-		hits := c.index.Search(search.Query{Text: text, K: k, Allow: allow})
+		hits := c.index.Search(search.Query{Text: text, K: k, Allow: allow, Vector: qvec})
 		for _, h := range hits {
 			results = append(results, result{e: c.byPublic[h.ID], score: h.Score})
 		}

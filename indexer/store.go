@@ -279,8 +279,8 @@ func digest(db *badger.DB) (string, error) {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			k := it.Item().Key()
-			if bytes.HasPrefix(k, []byte(pfxMeta)) {
-				continue
+			if bytes.HasPrefix(k, []byte(pfxMeta)) || bytes.HasPrefix(k, []byte(pfxVector)) {
+				continue // position and derived data: not content
 			}
 			v, err := it.Item().ValueCopy(nil)
 			if err != nil {

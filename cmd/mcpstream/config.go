@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/mcpstream/mcpstream/embeddings"
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -29,11 +30,18 @@ type fileConfig struct {
 	Servers []serverEntry  `yaml:"servers"`
 	Policy  *policy.Config `yaml:"policy"`
 	Limits  *limitsConfig  `yaml:"limits"`
+	Search  *searchConfig  `yaml:"search"`
 	// Path is the file it was read from ("" for the bundled demo configuration).
 	Path string `yaml:"-"`
 
 	// resolved holds Servers with every ${ENV_VAR} reference resolved, in the same order.
 	resolved []registrysync.ServerConfig
+	// embedder is the search.embeddings endpoint (nil: lexical search only), embedTimeout its
+	// request bound, embedSecrets its resolved key (redacted from audit events like every other
+	// configured secret).
+	embedder     *embeddings.Client
+	embedTimeout time.Duration
+	embedSecrets []string
 }
 
 // serverEntry is one MCP server of the configuration file.
@@ -298,6 +306,9 @@ func (c *fileConfig) validate(lookup func(string) (string, bool)) error {
 	}
 	if _, err := policy.New(c.Policy); err != nil {
 		errs = append(errs, &configError{File: c.Path, Where: "policy", Msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": ")})
+	}
+	if err := c.resolveSearch(lookup); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

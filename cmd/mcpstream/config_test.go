@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level field",
 			yaml: "servers: []\nserver: []\n",
-			want: []string{":2: field server: unknown field (known: limits, policy, servers)"},
+			want: []string{":2: field server: unknown field (known: limits, policy, search, servers)"},
 		},
 		{
 			name: "unknown server field",
@@ -243,6 +244,22 @@ func TestLoadConfigErrors(t *testing.T) {
 			yaml: "- a\n- b\n",
 			want: []string{":1: the document must be a mapping with servers:, policy: and limits:"},
 		},
+		{
+			name: "search embeddings",
+			yaml: "servers: []\nsearch:\n  embeddings: {url: 'ftp://x', apiKey: '${NOPE_KEY}', dimensions: -1, timeout: soon}\n",
+			want: []string{
+				": search.embeddings: field url: want an http(s) URL such as https://api.openai.com/v1",
+				": search.embeddings: field model: required, e.g. text-embedding-3-small",
+				": search.embeddings: field dimensions: must be between 1 and 16384 (or absent)",
+				": search.embeddings: field apiKey: environment variable NOPE_KEY is not set",
+				": search.embeddings: field timeout: want a positive duration such as 2s",
+			},
+		},
+		{
+			name: "search embeddings field",
+			yaml: "servers: []\nsearch:\n  embeddings: {url: 'https://x/v1', modle: m}\n",
+			want: []string{":3: search.embeddings: field modle: unknown field (known: apiKey, dimensions, model, timeout, url)"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -362,5 +379,26 @@ func TestDocumentedConfigs(t *testing.T) {
 	}
 	if _, err := loadConfig(path, lookup); err != nil {
 		t.Errorf("README.md configuration example: %v", err)
+	}
+}
+
+func TestSearchEmbeddingsConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("servers: []\nsearch:\n  embeddings:\n    url: http://127.0.0.1:9/v1\n    model: mini\n    apiKey: ${GITHUB_TOKEN}\n    dimensions: 256\n    timeout: 500ms\n"), 0o644)
+	cfg, err := loadConfig(path, lookupTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.embedder
+	if e == nil || e.BaseURL != "http://127.0.0.1:9/v1" || e.Model != "mini" || e.APIKey != testEnv["GITHUB_TOKEN"] || e.Dimensions != 256 {
+		t.Fatalf("embedder = %+v", e)
+	}
+	if cfg.embedTimeout != 500*time.Millisecond || !slices.Contains(cfg.embedSecrets, testEnv["GITHUB_TOKEN"]) {
+		t.Errorf("timeout %v, secrets %d", cfg.embedTimeout, len(cfg.embedSecrets))
+	}
+	// Without the section: lexical only.
+	os.WriteFile(path, []byte("servers: []\n"), 0o644)
+	if cfg, err := loadConfig(path, lookupTest); err != nil || cfg.embedder != nil {
+		t.Errorf("no search section: %v %+v", err, cfg.embedder)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpstream/mcpstream/embeddings"
 	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/natsembed"
 	"github.com/mcpstream/mcpstream/policy"
@@ -56,6 +57,9 @@ each averaged over the queries that have gold groups.
 its own group, when gold_groups is absent).
 --json prints {"queries","recall@1","recall@5","recall@10","complete@5","complete@10","ndcg@10","mrr"}.
 --per-query also prints each query's top results (* marks a gold tool).
+--embeddings-url and --embeddings-model make the search hybrid (lexical fused with vectors from an
+OpenAI-compatible embeddings API; the key is read from the variable --embeddings-key-env names):
+every tool is embedded before the queries run.
 
 Example:
   mcpstream eval retrieval --tools ../shared/eval/retrieval/tools.jsonl \
@@ -94,6 +98,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	k := fs.Int("k", 10, fmt.Sprintf("results per query, 1..%d (metrics @10 need 10)", indexer.MaxK))
 	asJSON := fs.Bool("json", false, "print the metrics as one JSON object")
 	perQuery := fs.Bool("per-query", false, "print each query's results")
+	embURL := fs.String("embeddings-url", "", "hybrid search: base URL of an OpenAI-compatible embeddings API (POST URL/embeddings)")
+	embModel := fs.String("embeddings-model", "", "hybrid search: the embeddings model")
+	embKeyEnv := fs.String("embeddings-key-env", "", "hybrid search: name of the environment variable holding the API key")
+	embDims := fs.Int("embeddings-dimensions", 0, "hybrid search: dimensions to ask the model for (0: its default)")
 	rest, err := parseFlags(fs, args[1:], stdout, stderr)
 	if err != nil {
 		return err
@@ -114,7 +122,22 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	res, err := evalRetrieval(ctx, tools, queries, *k)
+	var emb indexer.Embedder
+	if *embURL != "" || *embModel != "" {
+		if *embURL == "" || *embModel == "" {
+			return errors.New("eval: --embeddings-url and --embeddings-model go together")
+		}
+		key := ""
+		if *embKeyEnv != "" {
+			v, ok := os.LookupEnv(*embKeyEnv)
+			if !ok {
+				return fmt.Errorf("eval: --embeddings-key-env: %s is not set", *embKeyEnv)
+			}
+			key = v
+		}
+		emb = &embeddings.Client{BaseURL: *embURL, Model: *embModel, APIKey: key, Dimensions: *embDims}
+	}
+	res, err := evalRetrieval(ctx, tools, queries, *k, emb)
 	if err != nil {
 		return err
 	}
@@ -161,7 +184,7 @@ type evalResult struct {
 
 // evalRetrieval runs the evaluation through embedded NATS, an indexer replica and the catalog
 // service.
-func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k int) (evalResult, error) {
+func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k int, emb indexer.Embedder) (evalResult, error) {
 	var out evalResult
 	tmp, err := os.MkdirTemp("", "mcpstream-eval-")
 	if err != nil {
@@ -216,7 +239,8 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 		}
 	}
 
-	cat, err := indexer.Open(indexer.Config{Dir: tmp + "/catalog", Log: zerolog.Nop(), Replica: "eval"})
+	icfg := indexer.Config{Dir: tmp + "/catalog", Log: zerolog.Nop(), Replica: "eval", Embedder: emb, EmbedTimeout: 30 * time.Second}
+	cat, err := indexer.Open(icfg)
 	if err != nil {
 		return out, err
 	}
@@ -250,6 +274,23 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 	}
 	if !ready {
 		return out, errors.New("eval: the indexer replica did not catch up within 60s")
+	}
+	if emb != nil {
+		// Every tool's vector first (bounded: 10 min), or the figures would mix modes.
+		for i := 0; ; i++ {
+			st := cat.Stats()
+			if st.VectorsPending == 0 && st.Vectors > 0 {
+				break
+			}
+			if i == 60000 {
+				return out, fmt.Errorf("eval: tool embeddings not done after 10 minutes (%d pending, %d embedder errors)", st.VectorsPending, st.EmbedErrors)
+			}
+			select {
+			case <-ctx.Done():
+				return out, ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 	}
 
 	for _, q := range queries {

@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpstream/mcpstream/search"
@@ -102,5 +106,87 @@ func TestEvalRetrievalDev(t *testing.T) {
 	t.Logf("queries-dev through NATS and an indexer replica: %+v", m)
 	if m.Queries != 50 || m.RecallAt5 < 0.45 {
 		t.Errorf("queries %d, recall@5 %.3f (want 50 and >= 0.45)", m.Queries, m.RecallAt5)
+	}
+}
+
+// conceptEmbeddings serves POST /v1/embeddings (the OpenAI shape) on 127.0.0.1 with one
+// dimension per concept; words of a concept share no letters, so only vectors relate them.
+func conceptEmbeddings(t *testing.T) (url string, requests *atomic.Int64) {
+	t.Helper()
+	concepts := [][]string{
+		{"weather", "forecast", "rain", "umbrella", "sunny", "temperature"},
+		{"ticket", "issue", "incident", "outage"},
+	}
+	requests = &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if r.URL.Path != "/v1/embeddings" || r.Header.Get("Authorization") != "Bearer k-123" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model != "concepts" {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		var out struct {
+			Data []item `json:"data"`
+		}
+		for i, text := range req.Input {
+			v := make([]float32, len(concepts)+1)
+			v[len(concepts)] = 0.05
+			for _, word := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return r < 'a' || r > 'z' }) {
+				for c, words := range concepts {
+					if slices.Contains(words, word) {
+						v[c]++
+					}
+				}
+			}
+			out.Data = append(out.Data, item{Index: i, Embedding: v})
+		}
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1", requests
+}
+
+// TestEvalRetrievalHybrid: with an embeddings endpoint, a query that shares no word with its
+// gold tool finds it (through vectors); without, it finds nothing.
+func TestEvalRetrievalHybrid(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.jsonl")
+	os.WriteFile(tools, []byte(
+		`{"id":"meteo::get_outlook","server":"meteo","server_description":"Meteorological data","name":"get_outlook","description":"Temperature outlook for a city, sunny or not.","inputSchema":{"type":"object"}}`+"\n"+
+			`{"id":"desk::open_incident","server":"desk","server_description":"Service desk","name":"open_incident","description":"Opens an incident for an outage.","inputSchema":{"type":"object"}}`+"\n"), 0o644)
+	queries := filepath.Join(dir, "queries.jsonl")
+	os.WriteFile(queries, []byte(`{"id":"q1","query":"will it rain tomorrow","gold_groups":[["meteo::get_outlook"]]}`+"\n"), 0o644)
+	recall1 := func(args ...string) float64 {
+		t.Helper()
+		out, errOut, err := catRun(t, append([]string{"eval", "retrieval", "--tools", tools, "--queries", queries, "--json"}, args...)...)
+		if err != nil {
+			t.Fatalf("eval %v: %v\n%s", args, err, errOut)
+		}
+		var got map[string]float64
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return got["recall@1"]
+	}
+	if r := recall1(); r != 0 {
+		t.Errorf("lexical recall@1 = %v, want 0 (no shared word)", r)
+	}
+	url, requests := conceptEmbeddings(t)
+	t.Setenv("MCPSTREAM_TEST_EMBED_KEY", "k-123")
+	if r := recall1("--embeddings-url", url, "--embeddings-model", "concepts", "--embeddings-key-env", "MCPSTREAM_TEST_EMBED_KEY"); r != 1 {
+		t.Errorf("hybrid recall@1 = %v, want 1", r)
+	}
+	if requests.Load() < 2 { // the tools, then the query
+		t.Errorf("%d embeddings requests, want at least 2", requests.Load())
+	}
+	if _, _, err := catRun(t, "eval", "retrieval", "--tools", tools, "--queries", queries, "--embeddings-url", url); err == nil {
+		t.Error("--embeddings-url without --embeddings-model: no error")
 	}
 }

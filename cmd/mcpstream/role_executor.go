@@ -96,6 +96,7 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 	for _, sc := range env.Config.ServerConfigs() {
 		cfg.Secrets = append(cfg.Secrets, sc.Secrets...)
 	}
+	cfg.Secrets = append(cfg.Secrets, env.Config.embedSecrets...) // every configured secret
 	host, _ := os.Hostname()
 	cfg.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
 	if env.Replica != "" {

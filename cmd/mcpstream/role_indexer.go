@@ -133,7 +133,12 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return roleRun{}, fmt.Errorf("indexer data: %w", err)
 	}
-	cat, err := indexer.Open(indexer.Config{Dir: dir, Policy: env.Policy, Log: env.Log, Replica: replica})
+	icfg := indexer.Config{Dir: dir, Policy: env.Policy, Log: env.Log, Replica: replica}
+	if e := env.Config.embedder; e != nil {
+		icfg.Embedder, icfg.EmbedTimeout = e, env.Config.embedTimeout
+		env.Log.Info().Str("embedder", e.Name()).Msg("hybrid search: tool and request embeddings")
+	}
+	cat, err := indexer.Open(icfg)
 	if err != nil {
 		return roleRun{}, fmt.Errorf("open catalog %s: %w (is another indexer using this --data and --replica?)", dir, err)
 	}

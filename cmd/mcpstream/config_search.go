@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/mcpstream/mcpstream/embeddings"
+)
+
+// searchConfig is the search section of the configuration file.
+type searchConfig struct {
+	// Embeddings, when present, makes catalog search hybrid (lexical + vectors).
+	Embeddings *embeddingsConfig `yaml:"embeddings"`
+}
+
+// embeddingsConfig is an OpenAI-compatible embeddings endpoint.
+type embeddingsConfig struct {
+	URL        string `yaml:"url"`        // base URL: POST URL/embeddings, e.g. https://api.openai.com/v1
+	Model      string `yaml:"model"`      // e.g. text-embedding-3-small
+	APIKey     string `yaml:"apiKey"`     // usually ${OPENAI_API_KEY}; sent as a bearer token
+	Dimensions int    `yaml:"dimensions"` // optional: ask the model for this many dimensions
+	Timeout    string `yaml:"timeout"`    // bound of one search request's embedding (default 2s)
+}
+
+// resolveSearch validates the search section and builds its embedder (nil without one).
+func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
+	if c.Search == nil || c.Search.Embeddings == nil {
+		return nil
+	}
+	e := c.Search.Embeddings
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &configError{File: c.Path, Where: "search.embeddings", Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	u, err := url.Parse(e.URL)
+	switch {
+	case e.URL == "":
+		bad("url", "required: the base URL of an OpenAI-compatible embeddings API (POST URL/embeddings)")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		bad("url", "want an http(s) URL such as https://api.openai.com/v1")
+	}
+	if e.Model == "" {
+		bad("model", "required, e.g. text-embedding-3-small")
+	}
+	if e.Dimensions < 0 || e.Dimensions > 16384 {
+		bad("dimensions", "must be between 1 and 16384 (or absent)")
+	}
+	key, secrets, kerr := expandEnv(e.APIKey, lookup)
+	if kerr != nil {
+		bad("apiKey", "%v", kerr)
+	}
+	timeout := time.Duration(0)
+	if e.Timeout != "" {
+		d, err := time.ParseDuration(e.Timeout)
+		if err != nil || d <= 0 {
+			bad("timeout", "want a positive duration such as 2s")
+		}
+		timeout = d
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	c.embedder = &embeddings.Client{BaseURL: e.URL, Model: e.Model, APIKey: key, Dimensions: e.Dimensions}
+	c.embedTimeout = timeout
+	c.embedSecrets = append(secrets, key)
+	return nil
+}

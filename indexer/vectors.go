@@ -1,0 +1,303 @@
+package indexer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/mcpstream/mcpstream/search"
+)
+
+// Embedder turns texts into vectors for hybrid search (embeddings.Client is one). Name
+// identifies the vector space: vectors of different names are never mixed.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Name() string
+}
+
+// Vector bounds.
+const (
+	// maxEmbedText bounds the text embedded for one tool (bytes).
+	maxEmbedText = 4 << 10
+	// embedBatch is how many tool texts one Embed call carries.
+	embedBatch = 64
+	// defaultEmbedTimeout bounds the embedding of a search request.
+	defaultEmbedTimeout = 2 * time.Second
+	// embedBatchTimeout bounds one background Embed call.
+	embedBatchTimeout = time.Minute
+)
+
+// pfxVector keys the vector cache: v/<sha256 of the embedder's name and the text> → the vector
+// as little-endian float32s. It is derived data (not part of the replicated content: Digest
+// skips it) that spares the embedder a second request for a text it embedded before.
+const pfxVector = "v/"
+
+// vecWant is a tool whose vector the vectorizer should attach: the text and its cache key.
+type vecWant struct {
+	text string
+	key  [32]byte
+}
+
+// embedText is what is embedded for a tool: its name, title, description, parameters and the
+// server's description, cut to maxEmbedText.
+func embedText(d search.Doc) string {
+	var b strings.Builder
+	b.WriteString(d.Server)
+	if d.ServerDescription != "" {
+		b.WriteString(" (" + d.ServerDescription + ")")
+	}
+	b.WriteString(": " + d.Name)
+	if d.Title != "" {
+		b.WriteString(" — " + d.Title)
+	}
+	if d.Description != "" {
+		b.WriteString("\n" + d.Description)
+	}
+	if len(d.Params) > 0 {
+		b.WriteString("\nParameters:")
+		for _, p := range d.Params {
+			b.WriteString(" " + p.Name)
+			if p.Description != "" {
+				b.WriteString(" (" + p.Description + ")")
+			}
+			b.WriteString(";")
+		}
+	}
+	s := b.String()
+	if len(s) > maxEmbedText {
+		s = strings.ToValidUTF8(s[:maxEmbedText], "")
+	}
+	return s
+}
+
+func (c *Catalog) vectorKey(text string) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(c.cfg.Embedder.Name()))
+	h.Write([]byte{0})
+	h.Write([]byte(text))
+	return [32]byte(h.Sum(nil))
+}
+
+// upsertDoc indexes a tool and, with an Embedder, asks for its vector. The caller holds c.mu
+// (or is Open).
+func (c *Catalog) upsertDoc(d search.Doc) {
+	c.index.Upsert(d)
+	if c.cfg.Embedder == nil {
+		return
+	}
+	text := embedText(d)
+	c.vecWant[d.ID] = vecWant{text: text, key: c.vectorKey(text)}
+	select {
+	case c.vecKick <- struct{}{}:
+	default:
+	}
+}
+
+// removeDoc removes a tool from the index (and any pending vector). The caller holds c.mu.
+func (c *Catalog) removeDoc(public string) {
+	c.index.Remove(public)
+	delete(c.vecWant, public)
+}
+
+// vectorize attaches vectors to the tools that want one until ctx ends: from the cache, else
+// from the Embedder in batches. A failing embedder is retried with backoff (lexical search
+// works meanwhile). Follow runs it.
+func (c *Catalog) vectorize(ctx context.Context) {
+	wait := time.Second
+	for {
+		n, err := c.vectorizeBatch(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			c.embedErrors.Add(1)
+			c.log.Warn().Err(err).Dur("retry_in", wait).Msg("tool embeddings failed; search is lexical for the tools without a vector")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, time.Minute)
+			continue
+		case n > 0:
+			wait = time.Second
+			continue // more may be waiting
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.vecKick:
+		}
+	}
+}
+
+// vectorizeBatch handles up to embedBatch wanted tools and reports how many it attached.
+func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
+	type job struct {
+		public string
+		want   vecWant
+		vec    []float32
+	}
+	c.mu.RLock()
+	jobs := make([]job, 0, embedBatch)
+	for public, w := range c.vecWant {
+		if len(jobs) == embedBatch {
+			break
+		}
+		jobs = append(jobs, job{public: public, want: w})
+	}
+	c.mu.RUnlock()
+	if len(jobs) == 0 {
+		return 0, nil
+	}
+	// The cache first.
+	err := c.db.View(func(txn *badger.Txn) error {
+		for i := range jobs {
+			item, err := txn.Get(append([]byte(pfxVector), jobs[i].want.key[:]...))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := item.Value(func(v []byte) error { jobs[i].vec = decodeVector(v); return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var texts []string
+	var missing []int
+	for i := range jobs {
+		if jobs[i].vec == nil {
+			texts = append(texts, jobs[i].want.text)
+			missing = append(missing, i)
+		}
+	}
+	if len(texts) > 0 {
+		ectx, cancel := context.WithTimeout(ctx, embedBatchTimeout)
+		vecs, err := c.cfg.Embedder.Embed(ectx, texts)
+		cancel()
+		if err == nil && len(vecs) != len(texts) {
+			err = errors.New("the embedder returned a different number of vectors")
+		}
+		if err != nil {
+			return 0, err
+		}
+		wb := c.db.NewWriteBatch()
+		for j, i := range missing {
+			jobs[i].vec = vecs[j]
+			if err := wb.Set(append([]byte(pfxVector), jobs[i].want.key[:]...), encodeVector(vecs[j])); err != nil {
+				wb.Cancel()
+				return 0, err
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	// Attach, unless the tool changed (or left) meanwhile: then its new text is wanted instead.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, j := range jobs {
+		if cur, ok := c.vecWant[j.public]; !ok || cur.key != j.want.key {
+			continue
+		}
+		delete(c.vecWant, j.public)
+		if c.index.SetVector(j.public, j.vec) {
+			n++
+		} else {
+			c.badVectors.Add(1)
+		}
+	}
+	return max(n, 1), nil // progress even when every vector was refused
+}
+
+// queryVector embeds a search request (nil when there is no Embedder or it fails in time).
+func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
+	if c.cfg.Embedder == nil {
+		return nil
+	}
+	if n, _ := c.index.Vectors(); n == 0 {
+		return nil
+	}
+	timeout := c.cfg.EmbedTimeout
+	if timeout <= 0 {
+		timeout = defaultEmbedTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	vecs, err := c.cfg.Embedder.Embed(ctx, []string{query})
+	if err != nil || len(vecs) != 1 {
+		c.embedErrors.Add(1)
+		c.log.Debug().Err(err).Msg("query embedding failed; lexical search only")
+		return nil
+	}
+	return vecs[0]
+}
+
+func encodeVector(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
+	}
+	return b
+}
+
+func decodeVector(b []byte) []float32 {
+	if len(b) == 0 || len(b)%4 != 0 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// sweepVectors deletes cached vectors no current tool wants (Open, before anything runs).
+func (c *Catalog) sweepVectors() error {
+	if c.cfg.Embedder == nil {
+		return nil
+	}
+	keep := make(map[[32]byte]bool, len(c.vecWant))
+	for _, w := range c.vecWant {
+		keep[w.key] = true
+	}
+	var stale [][]byte
+	err := c.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = []byte(pfxVector)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().KeyCopy(nil)
+			if len(k) != len(pfxVector)+32 || !keep[[32]byte(k[len(pfxVector):])] {
+				stale = append(stale, k)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(stale) == 0 {
+		return err
+	}
+	wb := c.db.NewWriteBatch()
+	for _, k := range stale {
+		if err := wb.Delete(k); err != nil {
+			wb.Cancel()
+			return err
+		}
+	}
+	return wb.Flush()
+}

@@ -1,0 +1,183 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// conceptEmbedder is a deterministic Embedder for tests: one dimension per concept, a text's
+// vector counts the words of each concept it holds. Words of one concept share no letters, so
+// only vectors can relate them (what a real embedding model does for synonyms).
+type conceptEmbedder struct {
+	mu    sync.Mutex
+	fail  bool
+	calls atomic.Int64 // Embed calls
+	texts atomic.Int64 // texts embedded
+}
+
+var concepts = [][]string{
+	{"weather", "forecast", "rain", "umbrella", "sunny", "temperature"},
+	{"ticket", "issue", "incident", "outage"},
+	{"money", "invoice", "payment", "refund"},
+	{"document", "policy", "handbook"},
+}
+
+func (e *conceptEmbedder) Name() string { return "concepts-v1" }
+
+func (e *conceptEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	e.mu.Lock()
+	fail := e.fail
+	e.mu.Unlock()
+	e.calls.Add(1)
+	if fail {
+		return nil, errors.New("embedder down")
+	}
+	e.texts.Add(int64(len(texts)))
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float32, len(concepts)+1)
+		v[len(concepts)] = 0.05 // never all zero
+		for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			for c, words := range concepts {
+				if slices.Contains(words, w) {
+					v[c]++
+				}
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func (e *conceptEmbedder) setFail(f bool) {
+	e.mu.Lock()
+	e.fail = f
+	e.mu.Unlock()
+}
+
+// hybridEvents: a weather server whose tool shares no word with "will it rain tomorrow".
+func hybridEvents() []any {
+	return []any{
+		status("meteo", subjects.StatusReady),
+		snapshot("meteo", "Meteorological data",
+			tool("get_outlook", "Temperature outlook for a city, sunny or not.", "inputSchema", `{"type":"object","properties":{"city":{"type":"string"}}}`),
+		),
+		status("desk", subjects.StatusReady),
+		snapshot("desk", "Service desk",
+			tool("open_incident", "Opens an incident for an outage."),
+			tool("list_incidents", "Lists incidents."),
+		),
+	}
+}
+
+func waitVectors(t testing.TB, c *Catalog, n int) {
+	t.Helper()
+	waitFor(t, "vectors attached", func() bool {
+		st := c.Stats()
+		return st.Vectors == n && st.VectorsPending == 0
+	})
+}
+
+// TestHybridSearch: with an Embedder a request finds a tool it shares no word with, through
+// vectors; without one the same request finds nothing (the lexical floor).
+func TestHybridSearch(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &conceptEmbedder{}
+	hybrid := startReplicaConfig(t, env, Config{Embedder: emb}, nil)
+	lexical := startReplicaConfig(t, env, Config{}, nil)
+	waitSeq(t, hybrid.Catalog, seq)
+	waitSeq(t, lexical.Catalog, seq)
+	waitVectors(t, hybrid.Catalog, 3)
+
+	const q = "will it rain tomorrow"
+	if got := names(find(t, lexical.Catalog, q).Tools); len(got) != 0 {
+		t.Errorf("lexical: %v, want nothing (no shared word)", got)
+	}
+	rep := find(t, hybrid.Catalog, q)
+	mustNoErr(t, rep.Error)
+	if got := names(rep.Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
+		t.Errorf("hybrid: %v, want meteo__get_outlook first", got)
+	}
+	// Lexical matches still lead where they exist.
+	if got := names(find(t, hybrid.Catalog, "list incidents").Tools); len(got) == 0 || got[0] != "desk__list_incidents" {
+		t.Errorf("hybrid, lexical query: %v", got)
+	}
+	// Vectors are derived data: the replicas hold the same content.
+	d1, err1 := hybrid.Digest()
+	d2, err2 := lexical.Digest()
+	if err1 != nil || err2 != nil || d1 != d2 {
+		t.Errorf("digests differ: %s %v / %s %v", d1, err1, d2, err2)
+	}
+}
+
+// TestHybridSearchPermissions: a tool the principal may not call never comes in through vectors.
+func TestHybridSearchPermissions(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	pol := mustPolicy(t, &policy.Config{
+		Principals: map[string]policy.PrincipalConfig{"alice": {Roles: []string{"desk"}}},
+		Rules:      []policy.Rule{{Name: "desk", Roles: []string{"desk"}, Allow: []string{"desk__*"}}},
+	})
+	r := startReplicaConfig(t, env, Config{Embedder: &conceptEmbedder{}, Policy: pol}, nil)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+	for _, k := range []int{1, 5, 50} {
+		rep := find(t, r.Catalog, "will it rain tomorrow, umbrella or sunny", as(subjects.Principal{User: "alice"}), func(r *subjects.SearchRequest) { r.K = k })
+		mustNoErr(t, rep.Error)
+		if slices.Contains(names(rep.Tools), "meteo__get_outlook") {
+			t.Errorf("k=%d: a denied tool came in through vectors: %v", k, names(rep.Tools))
+		}
+	}
+}
+
+// TestHybridSearchEmbedderDown: search stays lexical while the embedder fails; the vectors come
+// once it recovers; a restarted replica takes them from its cache, not the embedder.
+func TestHybridSearchEmbedderDown(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &conceptEmbedder{}
+	emb.setFail(true)
+	dir := filepath.Join(t.TempDir(), "r")
+	r := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
+	waitSeq(t, r.Catalog, seq)
+	waitFor(t, "an embedder error", func() bool { return r.Stats().EmbedErrors > 0 })
+	if st := r.Stats(); st.Vectors != 0 || st.VectorsPending != 3 {
+		t.Errorf("stats while down: %+v", st)
+	}
+	if got := names(find(t, r.Catalog, "list incidents").Tools); len(got) == 0 || got[0] != "desk__list_incidents" {
+		t.Errorf("lexical search while the embedder is down: %v", got)
+	}
+	emb.setFail(false)
+	waitVectors(t, r.Catalog, 3)
+	embedded := emb.texts.Load()
+	r.stop(t)
+
+	again := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
+	waitSeq(t, again.Catalog, seq)
+	waitVectors(t, again.Catalog, 3)
+	if got := emb.texts.Load(); got != embedded {
+		t.Errorf("restart embedded %d texts again, want 0 (cache)", got-embedded)
+	}
+	if got := names(find(t, again.Catalog, "will it rain tomorrow").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
+		t.Errorf("after restart: %v", got)
+	}
+	// A changed description gets a new vector; a removed tool's is forgotten.
+	seq = publish(t, env.JS, snapshot("meteo", "Meteorological data",
+		tool("get_outlook", "Invoice totals for a month.")))
+	waitSeq(t, again.Catalog, seq)
+	waitVectors(t, again.Catalog, 3)
+	if got := names(find(t, again.Catalog, "refund payment").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
+		t.Errorf("after the description changed: %v", got)
+	}
+}
