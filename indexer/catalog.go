@@ -48,6 +48,7 @@ type Catalog struct {
 	// vectorizer's wake-up, and counters.
 	vecWant     map[string]vecWant
 	vecKick     chan struct{}
+	queryVecs   vecCache
 	embedErrors atomic.Uint64
 	badVectors  atomic.Uint64
 

@@ -1,12 +1,14 @@
 package indexer
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -235,6 +237,9 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	if timeout <= 0 {
 		timeout = defaultEmbedTimeout
 	}
+	if v, ok := c.queryVecs.get(query); ok {
+		return v
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	vecs, err := c.cfg.Embedder.Embed(ctx, []string{query})
@@ -243,7 +248,52 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 		c.log.Debug().Err(err).Msg("query embedding failed; lexical search only")
 		return nil
 	}
+	c.queryVecs.put(query, vecs[0])
 	return vecs[0]
+}
+
+// queryCacheSize bounds the request embeddings a replica remembers (agents repeat searches).
+const queryCacheSize = 1024
+
+// vecCache is a small LRU of request embeddings, safe for concurrent use.
+type vecCache struct {
+	mu    sync.Mutex
+	order *list.List // front: most recent; values are *vecEntry
+	byKey map[string]*list.Element
+}
+
+type vecEntry struct {
+	key string
+	vec []float32
+}
+
+func (vc *vecCache) get(key string) ([]float32, bool) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if el, ok := vc.byKey[key]; ok {
+		vc.order.MoveToFront(el)
+		return el.Value.(*vecEntry).vec, true
+	}
+	return nil, false
+}
+
+func (vc *vecCache) put(key string, vec []float32) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.byKey == nil {
+		vc.byKey, vc.order = map[string]*list.Element{}, list.New()
+	}
+	if el, ok := vc.byKey[key]; ok {
+		el.Value.(*vecEntry).vec = vec
+		vc.order.MoveToFront(el)
+		return
+	}
+	vc.byKey[key] = vc.order.PushFront(&vecEntry{key: key, vec: vec})
+	if vc.order.Len() > queryCacheSize {
+		old := vc.order.Back()
+		vc.order.Remove(old)
+		delete(vc.byKey, old.Value.(*vecEntry).key)
+	}
 }
 
 func encodeVector(v []float32) []byte {

@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,6 +110,12 @@ func TestHybridSearch(t *testing.T) {
 	if got := names(rep.Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
 		t.Errorf("hybrid: %v, want meteo__get_outlook first", got)
 	}
+	// A repeated request is embedded once (the request cache).
+	calls := emb.calls.Load()
+	find(t, hybrid.Catalog, q)
+	if got := emb.calls.Load(); got != calls {
+		t.Errorf("a repeated request called the embedder %d more times", got-calls)
+	}
 	// Lexical matches still lead where they exist.
 	if got := names(find(t, hybrid.Catalog, "list incidents").Tools); len(got) == 0 || got[0] != "desk__list_incidents" {
 		t.Errorf("hybrid, lexical query: %v", got)
@@ -179,5 +186,28 @@ func TestHybridSearchEmbedderDown(t *testing.T) {
 	waitVectors(t, again.Catalog, 3)
 	if got := names(find(t, again.Catalog, "refund payment").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
 		t.Errorf("after the description changed: %v", got)
+	}
+}
+
+func TestVecCache(t *testing.T) {
+	var vc vecCache
+	if _, ok := vc.get("a"); ok {
+		t.Fatal("empty cache hit")
+	}
+	for i := range queryCacheSize {
+		vc.put(fmt.Sprint(i), []float32{float32(i)})
+	}
+	vc.get("0") // most recent now: "1" is the oldest
+	vc.put("new", []float32{-1})
+	if _, ok := vc.get("1"); ok {
+		t.Error("the least recently used entry stayed")
+	}
+	for _, k := range []string{"0", "2", "new"} {
+		if _, ok := vc.get(k); !ok {
+			t.Errorf("%s evicted", k)
+		}
+	}
+	if vc.order.Len() != queryCacheSize || len(vc.byKey) != queryCacheSize {
+		t.Errorf("size %d/%d, want %d", vc.order.Len(), len(vc.byKey), queryCacheSize)
 	}
 }
