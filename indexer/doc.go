@@ -71,7 +71,7 @@
 // text (name, title, description, parameters, server description) changed: from the cache, else
 // from the embedder in batches of 64, retried with backoff while it fails; a tool re-listed
 // meanwhile gets the vector of its new text only. Each search request is embedded too (bounded
-// by Config.EmbedTimeout) and the search package fuses the vector ranking with the lexical one
+// by Config.EmbedTimeout; the embeddings of the last 1,024 distinct requests are kept) and the search package fuses the vector ranking with the lexical one
 // (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
 // lexical ones. Tools without a vector yet and requests whose embedding fails are served
 // lexically; Stats counts vectors, pending tools and embedder errors.
