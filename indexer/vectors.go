@@ -40,10 +40,11 @@ const (
 // skips it) that spares the embedder a second request for a text it embedded before.
 const pfxVector = "v/"
 
-// vecWant is a tool whose vector the vectorizer should attach: the text and its cache key.
+// vecWant is a tool whose vector the vectorizer should attach: the cache key of its text. The
+// text itself is rebuilt from Badger when its turn comes, so a replay of 100k tools does not
+// hold 100k texts in memory.
 type vecWant struct {
-	text string
-	key  [32]byte
+	key [32]byte
 }
 
 // embedText is what is embedded for a tool: its name, title, description, parameters and the
@@ -93,8 +94,7 @@ func (c *Catalog) upsertDoc(d search.Doc) {
 	if c.cfg.Embedder == nil {
 		return
 	}
-	text := embedText(d)
-	c.vecWant[d.ID] = vecWant{text: text, key: c.vectorKey(text)}
+	c.vecWant[d.ID] = vecWant{key: c.vectorKey(embedText(d))}
 	select {
 	case c.vecKick <- struct{}{}:
 	default:
@@ -139,12 +139,16 @@ func (c *Catalog) vectorize(ctx context.Context) {
 	}
 }
 
-// vectorizeBatch handles up to embedBatch wanted tools and reports how many it attached.
+// vectorizeBatch handles up to embedBatch wanted tools and reports how many wants it settled
+// (0: nothing to do now; a want that changed meanwhile kicks the vectorizer again).
 func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 	type job struct {
-		public string
-		want   vecWant
-		vec    []float32
+		public       string
+		want         vecWant
+		server, tool string
+		serverDesc   string
+		text         string
+		vec          []float32
 	}
 	c.mu.RLock()
 	jobs := make([]job, 0, embedBatch)
@@ -152,25 +156,44 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		if len(jobs) == embedBatch {
 			break
 		}
-		jobs = append(jobs, job{public: public, want: w})
+		e := c.byPublic[public]
+		if e == nil {
+			continue // removed: removeDoc drops its want
+		}
+		desc := ""
+		if e.srv != nil {
+			desc = e.srv.rec.Description
+		}
+		jobs = append(jobs, job{public: public, want: w, server: e.server, tool: e.tool, serverDesc: desc})
 	}
 	c.mu.RUnlock()
 	if len(jobs) == 0 {
 		return 0, nil
 	}
-	// The cache first.
+	// The cache first, then the texts of the others from their stored definitions.
 	err := c.db.View(func(txn *badger.Txn) error {
 		for i := range jobs {
-			item, err := txn.Get(append([]byte(pfxVector), jobs[i].want.key[:]...))
-			if errors.Is(err, badger.ErrKeyNotFound) {
+			j := &jobs[i]
+			item, err := txn.Get(append([]byte(pfxVector), j.want.key[:]...))
+			switch {
+			case err == nil:
+				if err := item.Value(func(v []byte) error { j.vec = decodeVector(v); return nil }); err != nil {
+					return err
+				}
 				continue
+			case !errors.Is(err, badger.ErrKeyNotFound):
+				return err
+			}
+			raw, err := readTool(txn, j.server, j.tool)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue // changed or removed since: its new want follows
 			}
 			if err != nil {
 				return err
 			}
-			if err := item.Value(func(v []byte) error { jobs[i].vec = decodeVector(v); return nil }); err != nil {
-				return err
-			}
+			d := parseDef(raw)
+			d.Name = j.tool
+			j.text = embedText(searchDoc(j.public, j.server, j.serverDesc, d))
 		}
 		return nil
 	})
@@ -180,8 +203,9 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 	var texts []string
 	var missing []int
 	for i := range jobs {
-		if jobs[i].vec == nil {
-			texts = append(texts, jobs[i].want.text)
+		// A text whose key is not the wanted one belongs to a newer definition: skip it now.
+		if jobs[i].vec == nil && jobs[i].text != "" && c.vectorKey(jobs[i].text) == jobs[i].want.key {
+			texts = append(texts, jobs[i].text)
 			missing = append(missing, i)
 		}
 	}
@@ -208,21 +232,22 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		}
 	}
 	// Attach, unless the tool changed (or left) meanwhile: then its new text is wanted instead.
+	// A want that cannot be met (its definition no longer gives its text) is dropped: the
+	// tool's next change asks again.
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := 0
+	done := 0
 	for _, j := range jobs {
 		if cur, ok := c.vecWant[j.public]; !ok || cur.key != j.want.key {
 			continue
 		}
 		delete(c.vecWant, j.public)
-		if c.index.SetVector(j.public, j.vec) {
-			n++
-		} else {
+		done++
+		if j.vec != nil && !c.index.SetVector(j.public, j.vec) {
 			c.badVectors.Add(1)
 		}
 	}
-	return max(n, 1), nil // progress even when every vector was refused
+	return done, nil
 }
 
 // queryVector embeds a search request (nil when there is no Embedder or it fails in time).

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -209,5 +210,29 @@ func TestVecCache(t *testing.T) {
 	}
 	if vc.order.Len() != queryCacheSize || len(vc.byKey) != queryCacheSize {
 		t.Errorf("size %d/%d, want %d", vc.order.Len(), len(vc.byKey), queryCacheSize)
+	}
+}
+
+// TestHybridManyTools: hundreds of tools are embedded in batches and every one gets its vector.
+func TestHybridManyTools(t *testing.T) {
+	env := natstest.Start(t)
+	var items []json.RawMessage
+	for i := range 500 {
+		items = append(items, tool(fmt.Sprintf("t%03d", i), fmt.Sprintf("Tool %d about %s.", i, concepts[i%len(concepts)][i%3])))
+	}
+	seq := publish(t, env.JS, status("many", subjects.StatusReady), snapshot("many", "Many tools", items...))
+	emb := &conceptEmbedder{}
+	dir := filepath.Join(t.TempDir(), "r")
+	r := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 500)
+	if got := emb.texts.Load(); got != 500 {
+		t.Errorf("embedded %d texts, want 500", got)
+	}
+	if calls := emb.calls.Load(); calls < 8 { // 500 / 64
+		t.Errorf("%d embed calls, want batches of at most 64", calls)
+	}
+	if st := r.Stats(); st.BadVectors != 0 || st.EmbedErrors != 0 {
+		t.Errorf("stats %+v", st)
 	}
 }
