@@ -526,13 +526,17 @@ func TestEmbedContext(t *testing.T) {
 			var mu sync.Mutex
 			requests := 0
 			// The server sends the headers and the start of a body, then waits for the client
-			// to go away (or the test to end).
+			// to go away (or the test to end). For "cancelled while waiting" it sends nothing:
+			// the client must still be waiting for the response when it cancels.
+			waiting := tt.wantMsg == "Post "
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				mu.Lock()
 				requests++
 				mu.Unlock()
-				fmt.Fprint(w, `{"data":[`)
-				w.(http.Flusher).Flush()
+				if !waiting {
+					fmt.Fprint(w, `{"data":[`)
+					w.(http.Flusher).Flush()
+				}
 				once.Do(func() { close(got) })
 				select {
 				case <-r.Context().Done():
