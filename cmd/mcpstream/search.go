@@ -188,7 +188,7 @@ func printToolHead(w io.Writer, rank int, t subjects.ToolInfo) {
 		fmt.Fprintf(&b, "  (server %s, tool %s)", termLine(t.Server), termLine(t.Tool))
 	}
 	if t.Score > 0 {
-		fmt.Fprintf(&b, "  score %.2f", t.Score)
+		fmt.Fprintf(&b, "  score %.4g", t.Score)
 	}
 	if len(t.Labels) > 0 {
 		fmt.Fprintf(&b, "  [%s]", strings.Join(t.Labels, ", "))
