@@ -32,10 +32,10 @@ import (
 //	go test ./indexer/ -run '^$' -bench 'ReplicaRSS' -benchtime 1x
 //
 // Catalogs of 1k, 10k and 100k tools are built from the real catalog of
-// shared/eval/retrieval/tools.jsonl (527 tools of 70 servers), replicated under renamed servers
+// testdata/eval/retrieval/tools.jsonl (527 tools of 70 servers), replicated under renamed servers
 // ("github" → "github-3"); queries are the 50 development queries, cycled.
 
-var evalDir = filepath.Join("..", "..", "shared", "eval", "retrieval")
+var evalDir = filepath.Join("..", "testdata", "eval", "retrieval")
 
 type benchTool struct {
 	Server            string          `json:"server"`
@@ -49,7 +49,7 @@ func readLines[T any](tb testing.TB, name string) []T {
 	tb.Helper()
 	f, err := os.Open(filepath.Join(evalDir, name))
 	if err != nil {
-		tb.Skipf("evaluation data absent: %v", err)
+		tb.Fatalf("evaluation data: %v", err)
 	}
 	defer f.Close()
 	var out []T

@@ -84,16 +84,10 @@ func TestEvalRetrievalErrors(t *testing.T) {
 	}
 }
 
-// TestEvalRetrievalDev runs the development queries (shared/eval/retrieval, next to the
-// repository) through the real path and guards the acceptance floor.
+// TestEvalRetrievalDev runs the development queries (testdata/eval/retrieval, the repository's
+// copy of shared/eval/retrieval) through the real path and guards the acceptance floor.
 func TestEvalRetrievalDev(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "eval", "retrieval")
-	if _, err := os.Stat(filepath.Join(dir, "tools.jsonl")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("evaluation data absent in CI (shared/ must be next to the repository): %v", err)
-		}
-		t.Skipf("evaluation data absent: %v", err)
-	}
+	dir := filepath.Join("..", "..", "testdata", "eval", "retrieval")
 	out, errOut, err := catRun(t, "eval", "retrieval", "--tools", filepath.Join(dir, "tools.jsonl"),
 		"--queries", filepath.Join(dir, "queries-dev.jsonl"), "--json")
 	if err != nil {
