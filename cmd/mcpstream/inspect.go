@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -53,17 +52,13 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return exitCode(2)
 	}
-	pr, err := catalogPrincipal(&cf)
+	cs, err := openCatalog(&cf, "inspect", *timeout)
 	if err != nil {
 		return err
 	}
-	nc, _, err := cf.connect("inspect")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	rep, err := indexer.Client{NC: nc, Timeout: *timeout}.Details(ctx, tenantOf(pr), subjects.DetailsRequest{
-		V: subjects.Version, Names: []string{strings.TrimSpace(rest[0])}, Principal: pr,
+	defer cs.nc.Close()
+	rep, err := cs.cl.Details(ctx, cs.tenant, subjects.DetailsRequest{
+		V: subjects.Version, Names: []string{strings.TrimSpace(rest[0])}, Principal: cs.pr,
 	})
 	if err != nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -81,20 +83,16 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.Usage()
 		return exitCode(2)
 	}
-	pr, err := catalogPrincipal(&cf)
+	cs, err := openCatalog(&cf, "search", *timeout)
 	if err != nil {
 		return err
 	}
-	nc, _, err := cf.connect("search")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
+	defer cs.nc.Close()
 	req := subjects.SearchRequest{
-		V: subjects.Version, Query: query, K: *k, Detail: *detail, Principal: pr,
+		V: subjects.Version, Query: query, K: *k, Detail: *detail, Principal: cs.pr,
 		Servers: splitList(*servers), Tags: splitList(*tags), IncludeUnavailable: *all,
 	}
-	rep, err := indexer.Client{NC: nc, Timeout: *timeout}.Search(ctx, tenantOf(pr), req)
+	rep, err := cs.cl.Search(ctx, cs.tenant, req)
 	if err != nil {
 		return err
 	}
@@ -131,6 +129,29 @@ func tenantOf(pr subjects.Principal) string {
 		return pr.Tenant
 	}
 	return policy.Local.Tenant
+}
+
+// catalogSession is a catalog client command's connection: the principal of its flags, the
+// tenant its requests go to, and a client of the catalog service.
+type catalogSession struct {
+	pr     subjects.Principal
+	tenant string
+	cl     indexer.Client
+	nc     *nats.Conn
+}
+
+// openCatalog parses the principal flags and connects (the command's name names the
+// connection). Close the session's nc when done.
+func openCatalog(cf *clientFlags, name string, timeout time.Duration) (*catalogSession, error) {
+	pr, err := catalogPrincipal(cf)
+	if err != nil {
+		return nil, err
+	}
+	nc, _, err := cf.connect(name)
+	if err != nil {
+		return nil, err
+	}
+	return &catalogSession{pr: pr, tenant: tenantOf(pr), cl: indexer.Client{NC: nc, Timeout: timeout}, nc: nc}, nil
 }
 
 // catalogPrincipal parses --principal [TENANT/]USER[:ROLE,ROLE] and --roles.
