@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 )
 
@@ -151,6 +152,40 @@ type Index struct {
 		gen uint64
 		m   map[string]opResult
 	}
+	// norms caches, for the current gen, the BM25F length normalization of
+	// every field and length code (see normTable).
+	norms atomic.Pointer[normTable]
+}
+
+// normTable holds w_f / (1 - b + b·len/avglen_f) for every field f and
+// length code (len = codeLen[code]), for one generation of the index:
+// scoring reads it instead of dividing per posting.
+type normTable struct {
+	gen uint64
+	n   [numFields][256]float64
+}
+
+// normsFor returns the normalization table of the current generation,
+// building it on first use after a write. Callers hold ix.mu (read or
+// write); concurrent readers may build it twice, identically.
+func (ix *Index) normsFor() *normTable {
+	if t := ix.norms.Load(); t != nil && t.gen == ix.gen {
+		return t
+	}
+	cfg := &ix.cfg
+	t := &normTable{gen: ix.gen}
+	n := float64(ix.live)
+	for f := range numFields {
+		if ix.total[f] == 0 || cfg.w[f] == 0 {
+			continue // no tool has the field (or it does not count): no posting reads it
+		}
+		invAvg := n / float64(ix.total[f])
+		for c := range 256 {
+			t.n[f][c] = cfg.w[f] / (1 - cfg.b + cfg.b*float64(codeLen[c])*invAvg)
+		}
+	}
+	ix.norms.Store(t)
+	return t
 }
 
 // New returns an empty index.

@@ -68,9 +68,6 @@ type scratch struct {
 	srv        []srvState
 	srvTouched []uint32
 	cands      []cand
-	// norm[f][c] is w_f / (1 - b + b·len/avglen) for length code c,
-	// computed on first use in a query (0: not yet).
-	norm [numFields][256]float64
 	// By term id, for coverage: the query weight (at most 1) of the query's
 	// terms, and memoized IDFs; both reset through termsTouched.
 	qw           []float32
@@ -117,7 +114,6 @@ func (ix *Index) putScratch(sc *scratch) {
 	for _, t := range sc.termsTouched {
 		sc.qw[t], sc.idf[t] = 0, 0
 	}
-	clear(sc.norm[:])
 	sc.touched, sc.srvTouched, sc.cands, sc.termsTouched = sc.touched[:0], sc.srvTouched[:0], sc.cands[:0], sc.termsTouched[:0]
 	sc.vh = sc.vh[:0]
 	sc.parent = nil
@@ -366,37 +362,31 @@ func (ix *Index) idf(term uint32) float64 {
 // rejects are skipped before any scoring.
 func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string) bool) {
 	cfg := &ix.cfg
-	n := float64(ix.live)
 	k1, b := cfg.k1, cfg.b
-	var invAvg [numFields]float64
-	for f := range numFields {
-		if ix.total[f] > 0 {
-			invAvg[f] = n / float64(ix.total[f])
-		}
-	}
+	norms := &ix.normsFor().n
+	slots, hot := sc.slots, ix.hot
 	for ti, t := range terms {
 		wIDF := t.w * t.idf * (k1 + 1)
 		counts := t.qt.main || t.qt.implied // toward the floor
+		var bit uint32
+		if ti < 32 {
+			bit = 1 << ti
+		}
 		for _, p := range ix.terms[t.id].post {
 			d := p.doc
-			st := &sc.slots[d]
+			st := &slots[d]
 			if st.state != slotAllowed {
 				if st.state == slotDenied || ix.verdict(sc, d, allow) == slotDenied {
 					continue
 				}
 			}
-			l := &ix.hot[d].lens
+			l := &hot[d].lens
 			tf := 0.0
 			for x := p.tf; x != 0; {
 				shift := bits.TrailingZeros32(x) &^ 3
 				f := shift >> 2
-				c := float64((x >> shift) & maxFieldTF)
+				tf += float64((x>>shift)&maxFieldTF) * norms[f][l[f]]
 				x &^= maxFieldTF << shift
-				norm := &sc.norm[f][l[f]]
-				if *norm == 0 {
-					*norm = cfg.w[f] / (1 - b + b*float64(codeLen[l[f]])*invAvg[f])
-				}
-				tf += c * *norm
 			}
 			if tf == 0 {
 				continue
@@ -405,9 +395,7 @@ func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string
 			if counts {
 				st.mass += float32(t.idf)
 			}
-			if ti < 32 {
-				st.matched |= 1 << ti
-			}
+			st.matched |= bit
 		}
 	}
 
