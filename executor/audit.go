@@ -2,9 +2,11 @@ package executor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -122,13 +124,44 @@ func truncateString(s string, n int) string {
 	return s[:cutRune([]byte(s), n)] + "…"
 }
 
-// auditor publishes audit events asynchronously: they never hold up a call, and a failed
-// publish is logged.
+// Audit events are published asynchronously (an event never holds up a call) and at least
+// once: a publish that fails, or is not acknowledged within auditAckWait, is queued and published
+// again, in order, with backoff, until it is stored. Events are dropped only when the queue is full
+// (auditRetryQueue events) or when a stopping executor cannot store them within auditFlushWait;
+// each drop is logged at error level and counted (Stats.AuditDropped). A publish that timed out
+// may have been stored after all: its event may then appear twice (same content).
+const (
+	auditAckWait    = 10 * time.Second
+	auditRetryQueue = 16384
+	auditRetryMin   = 50 * time.Millisecond
+	auditRetryMax   = 5 * time.Second
+	auditFlushWait  = 5 * time.Second
+)
+
+// auditor publishes audit events.
 type auditor struct {
-	js     jetstream.JetStream
+	js     jetstream.JetStream // its own context: its failed publishes, and only those, are retried
 	redact redactor
 	max    int
 	log    zerolog.Logger
+
+	retry     chan *nats.Msg // events whose publish failed, to publish again
+	flushWait time.Duration  // auditFlushWait
+	requeued  atomic.Int64   // publishes that failed and were queued again
+	dropped   atomic.Int64   // events given up
+}
+
+func newAuditor(nc *nats.Conn, redact redactor, max int, log zerolog.Logger) (*auditor, error) {
+	a := &auditor{redact: redact, max: max, log: log, retry: make(chan *nats.Msg, auditRetryQueue), flushWait: auditFlushWait}
+	js, err := jetstream.New(nc,
+		jetstream.WithPublishAsyncMaxPending(8192),
+		jetstream.WithPublishAsyncTimeout(auditAckWait),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) { a.requeue(m, err) }))
+	if err != nil {
+		return nil, err
+	}
+	a.js = js
+	return a, nil
 }
 
 // emit publishes ev on subjects.Audit(tenant, name), redacting its message.
@@ -147,9 +180,85 @@ func (a *auditor) emit(name string, ev subjects.AuditEvent) {
 	msg := &nats.Msg{Subject: subjects.Audit(ev.Tenant, name), Data: data, Header: nats.Header{}}
 	msg.Header.Set(subjects.HeaderEventType, ev.Type)
 	if _, err := a.js.PublishMsgAsync(msg); err != nil {
-		a.log.Warn().Err(err).Str("call", ev.CallID).Str("event", name).Msg("audit publish")
+		a.requeue(msg, err)
 	}
 }
+
+// requeue queues an event whose publish failed, to publish it again.
+func (a *auditor) requeue(m *nats.Msg, err error) {
+	a.requeued.Add(1)
+	select {
+	case a.retry <- m:
+		a.log.Warn().Err(err).Str("subject", m.Subject).Msg("audit event not stored yet; publishing it again")
+	default:
+		a.dropped.Add(1)
+		a.log.Error().Err(err).Str("subject", m.Subject).Msg("audit event dropped: the retry queue is full")
+	}
+}
+
+// republish publishes the queued events again until ctx is done, then for at most
+// auditFlushWait more (the executor is stopping); what is still queued then is dropped.
+func (a *auditor) republish(ctx context.Context) {
+	for {
+		select {
+		case m := <-a.retry:
+			if !a.publishUntilStored(ctx, m) {
+				a.flush(m)
+				return
+			}
+		case <-ctx.Done():
+			a.flush(nil)
+			return
+		}
+	}
+}
+
+// publishUntilStored publishes m, with backoff between attempts, until it is stored (true) or
+// ctx is done (false).
+func (a *auditor) publishUntilStored(ctx context.Context, m *nats.Msg) bool {
+	wait := auditRetryMin
+	for {
+		pctx, cancel := context.WithTimeout(ctx, auditAckWait)
+		_, err := a.js.PublishMsg(pctx, m)
+		cancel()
+		if err == nil {
+			return true
+		}
+		a.log.Debug().Err(err).Str("subject", m.Subject).Dur("retryIn", wait).Msg("audit event publish")
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, auditRetryMax)
+	}
+}
+
+// flush publishes first (if any) and the queued events for at most auditFlushWait, and counts
+// and logs what it could not store.
+func (a *auditor) flush(first *nats.Msg) {
+	ctx, cancel := context.WithTimeout(context.Background(), a.flushWait)
+	defer cancel()
+	lost := 0
+	try := func(m *nats.Msg) {
+		if ctx.Err() != nil || !a.publishUntilStored(ctx, m) {
+			lost++
+		}
+	}
+	if first != nil {
+		try(first)
+	}
+	for len(a.retry) > 0 { // this goroutine is the only reader
+		try(<-a.retry)
+	}
+	if lost > 0 {
+		a.dropped.Add(int64(lost))
+		a.log.Error().Int("events", lost).Msg("audit events dropped: not stored before the executor stopped")
+	}
+}
+
+// pending is the number of audit events published but not yet acknowledged, or queued again.
+func (a *auditor) pending() int { return a.js.PublishAsyncPending() + len(a.retry) }
 
 // encodeAudit encodes ev like json.Marshal, splicing in its arguments and result as they are:
 // both come from payload (valid JSON, already redacted and capped), so they are not compacted

@@ -1,10 +1,17 @@
 package executor
 
 import (
+	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -74,4 +81,83 @@ func TestAuditRedaction(t *testing.T) {
 
 func hasResultEvent(evs []subjects.AuditEvent) bool {
 	return len(evs) > 0 && evs[len(evs)-1].Type == "audit."+subjects.AuditResult
+}
+
+// An audit event that cannot be stored is published again until it is: with the audit stream
+// gone, a call still gets its answer at once, and once the stream is back every event of the
+// call is there.
+func TestAuditSurvivesStreamOutage(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"fixture"}})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	var auditCfg jetstream.StreamConfig
+	for _, c := range subjects.Streams(subjects.StreamOptions{}) {
+		if c.Name == subjects.AuditStream {
+			auditCfg = c
+		}
+	}
+	if err := r.env.JS.DeleteStream(ctx, subjects.AuditStream); err != nil {
+		t.Fatal(err)
+	}
+	res := r.call("local", "fixture__echo", `{"text":"while the audit stream is away"}`)
+	if res.Status != subjects.CallOK {
+		t.Fatalf("got %s %+v, want ok: audit never holds up a call", res.Status, res.Error)
+	}
+	// request, decision and result.
+	waitFor(t, "failed audit publishes queued again", func() bool { return r.ex.Stats().AuditRequeued >= 3 })
+	if _, err := r.env.JS.CreateStream(ctx, auditCfg); err != nil {
+		t.Fatal(err)
+	}
+	var evs []subjects.AuditEvent
+	has := func(name string) bool {
+		return slices.ContainsFunc(evs, func(ev subjects.AuditEvent) bool { return ev.Type == "audit."+name })
+	}
+	waitFor(t, "the call's audit events", func() bool {
+		evs = r.auditEvents("local", res.ID)
+		return has(subjects.AuditRequest) && has(subjects.AuditDecision) && has(subjects.AuditResult)
+	})
+	seen := map[string]int{}
+	for _, ev := range evs {
+		seen[ev.Type]++
+	}
+	if len(evs) != 3 {
+		t.Errorf("got events %v, want one request, one decision and one result", seen)
+	}
+	if st := r.ex.Stats(); st.AuditDropped != 0 {
+		t.Errorf("got %d audit events dropped, want 0", st.AuditDropped)
+	}
+}
+
+// The auditor drops events only when its retry queue is full or when it stops before it can
+// store them, and counts both.
+func TestAuditDrops(t *testing.T) {
+	env := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := env.JS.DeleteStream(ctx, subjects.AuditStream); err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAuditor(env.NC, newRedactor(nil), 4096, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.retry = make(chan *nats.Msg, 2)
+	a.flushWait = 100 * time.Millisecond
+	for range 3 {
+		a.emit(subjects.AuditRequest, subjects.AuditEvent{Tenant: "local", CallID: "c1"})
+	}
+	waitFor(t, "three failed publishes", func() bool { return a.requeued.Load() == 3 })
+	if got := a.dropped.Load(); got != 1 {
+		t.Fatalf("got %d dropped with the queue full, want 1", got)
+	}
+	// Stopping with the stream still away: the two queued events are given up after flushWait.
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	a.republish(stopped)
+	if got := a.dropped.Load(); got != 3 {
+		t.Errorf("got %d dropped after the stop, want 3", got)
+	}
+	if len(a.retry) != 0 {
+		t.Errorf("%d events left in the queue", len(a.retry))
+	}
 }

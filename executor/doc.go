@@ -25,6 +25,8 @@
 //	                                      tools: the point after which the outcome may be unknown),
 //	                                      result; arguments and results redacted (sensitive keys,
 //	                                      configured secret values) and capped (4 KiB).
+//	                                      Published asynchronously and at least once: an event
+//	                                      not stored is published again until it is (see auditor).
 //	mcpstream.v1.approvals.<tenant>.<id>  request/reply: Approval → ApprovalReply, for calls waiting in
 //	                                      needs_approval (`mcpstream approve|deny ID`).
 //	mcpstream.v1.registry.>               stream MCPSTREAM_REGISTRY, replayed from the start by an

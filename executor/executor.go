@@ -72,12 +72,16 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	audit, err := newAuditor(nc, newRedactor(cfg.Secrets), cfg.AuditBytes, log)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
 	e := &Executor{
 		cfg:      cfg,
 		nc:       nc,
 		js:       js,
 		reg:      newRegistry(log),
-		audit:    &auditor{js: js, redact: newRedactor(cfg.Secrets), max: cfg.AuditBytes, log: log},
+		audit:    audit,
 		disp:     cfg.Dispatcher,
 		relist:   cfg.Relister,
 		stopping: make(chan struct{}),
@@ -99,6 +103,11 @@ type Stats struct {
 	Answered   int64 // terminal answers stored
 	Dispatched int64 // tools/call attempts sent to a connector
 	Refused    int64 // answers with status refused
+	// AuditRequeued counts audit publishes that failed (or were not acknowledged in time) and
+	// were queued to be published again; AuditDropped the audit events given up (the retry
+	// queue was full, or the executor stopped before it could store them). Both are logged.
+	AuditRequeued int64
+	AuditDropped  int64
 }
 
 type stats struct{ handled, answered, dispatched, refused atomic.Int64 }
@@ -106,7 +115,8 @@ type stats struct{ handled, answered, dispatched, refused atomic.Int64 }
 // Stats returns the process's counters.
 func (e *Executor) Stats() Stats {
 	return Stats{Handled: e.stats.handled.Load(), Answered: e.stats.answered.Load(),
-		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load()}
+		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load(),
+		AuditRequeued: e.audit.requeued.Load(), AuditDropped: e.audit.dropped.Load()}
 }
 
 // Ready reports whether the executor serves: registry replayed, front end and workers running.
@@ -127,6 +137,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	defer bg.Wait()
 	bgCtx, cancelBg := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBg()
+	bg.Go(func() { e.audit.republish(bgCtx) })
 
 	if !e.cfg.NoWorkers {
 		ready := make(chan struct{})
@@ -239,13 +250,18 @@ func (e *Executor) pull(iter jetstream.MessagesContext, jobs chan<- jetstream.Ms
 	}
 }
 
+// waitAsync waits up to d for the asynchronous publishes (audit events, rate counters) to be
+// acknowledged; audit events queued again are flushed after it (auditor.republish).
 func (e *Executor) waitAsync(d time.Duration) error {
-	select {
-	case <-e.js.PublishAsyncComplete():
-		return nil
-	case <-time.After(d):
-		return fmt.Errorf("%d async publishes pending", e.js.PublishAsyncPending())
+	timeout := time.After(d)
+	for _, js := range []jetstream.JetStream{e.js, e.audit.js} {
+		select {
+		case <-js.PublishAsyncComplete():
+		case <-timeout:
+			return fmt.Errorf("%d async publishes pending", e.js.PublishAsyncPending()+e.audit.pending())
+		}
 	}
+	return nil
 }
 
 // inflight is a call message being handled: kept alive by heartbeats.
