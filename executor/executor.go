@@ -66,6 +66,8 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 	log := cfg.Log
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(8192),
+		// Rate counters: a lost acknowledgement must not keep its publish pending forever.
+		jetstream.WithPublishAsyncTimeout(auditAckWait),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
 			log.Warn().Err(err).Str("subject", m.Subject).Msg("async publish failed")
 		}))
