@@ -87,8 +87,9 @@ func drive(b *testing.B, n, c int, call func() error) (*latencies, float64) {
 // durable calls stream, policy, schema, audit, result stream; the connector is a real
 // registrysync manager with the same kind of stdio child). Ratios are executor / direct; "conn"
 // is the connector alone (registrysync's Dispatch in-process), the part of the path that is not
-// the executor's. MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the executor path at 64 callers (for
-// profiles: -cpuprofile). MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the
+// the executor's; "calls" is the executor path without the front end (Client.CallDirect: the
+// request persisted straight on the calls stream). MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the
+// executor path at 64 callers (=calls: the direct one), for profiles (-cpuprofile). MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the
 // connector to that protocol version (mcp-go's per-request work on 2026-07-28 halves the
 // direct baseline's calls/s here).
 func BenchmarkCall(b *testing.B) {
@@ -140,8 +141,19 @@ func BenchmarkCall(b *testing.B) {
 		}
 		return err
 	}
+	// The same call persisted straight on the calls stream (Client.CallDirect: no front end).
+	viaCalls := func() error {
+		res, err := r.client.CallDirect(ctx, "local", subjects.CallRequest{Tool: public, Arguments: json.RawMessage(benchArgs)})
+		if err == nil && res.Status != subjects.CallOK {
+			err = fmt.Errorf("direct executor call: %s %+v", res.Status, res.Error)
+		}
+		return err
+	}
 	// Warm both paths (sessions, schema compilation, consumers).
 	for range 50 {
+		if err := viaCalls(); err != nil {
+			b.Fatal(err)
+		}
 		if err := directCall(); err != nil {
 			b.Fatal(err)
 		}
@@ -152,9 +164,13 @@ func BenchmarkCall(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if os.Getenv("MCPSTREAM_BENCH_EXEC_ONLY") != "" {
+	if only := os.Getenv("MCPSTREAM_BENCH_EXEC_ONLY"); only != "" {
+		path := viaExecutor
+		if only == "calls" {
+			path = viaCalls
+		}
 		b.Run("exec-only", func(b *testing.B) {
-			lat, rate := drive(b, max(b.N, 64), 64, viaExecutor)
+			lat, rate := drive(b, max(b.N, 64), 64, path)
 			b.ReportMetric(float64(lat.quantile(0.5).Microseconds())/1000, "exec-p50-ms")
 			b.ReportMetric(rate, "exec-calls/s")
 		})
@@ -166,6 +182,7 @@ func BenchmarkCall(b *testing.B) {
 			dLat, dRate := drive(b, n, c, directCall)
 			cLat, cRate := drive(b, n, c, viaConnector)
 			eLat, eRate := drive(b, n, c, viaExecutor)
+			sLat, sRate := drive(b, n, c, viaCalls)
 			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			b.ReportMetric(ms(dLat.quantile(0.5)), "direct-p50-ms")
 			b.ReportMetric(ms(dLat.quantile(0.99)), "direct-p99-ms")
@@ -179,6 +196,11 @@ func BenchmarkCall(b *testing.B) {
 			b.ReportMetric(float64(eLat.quantile(0.99))/float64(dLat.quantile(0.99)), "p99-ratio")
 			b.ReportMetric(eRate/dRate, "rate-ratio")
 			b.ReportMetric(float64(eLat.quantile(0.5))/float64(cLat.quantile(0.5)), "p50-ratio-vs-conn")
+			b.ReportMetric(ms(sLat.quantile(0.5)), "calls-p50-ms")
+			b.ReportMetric(ms(sLat.quantile(0.99)), "calls-p99-ms")
+			b.ReportMetric(sRate, "calls-calls/s")
+			b.ReportMetric(float64(sLat.quantile(0.5))/float64(dLat.quantile(0.5)), "calls-p50-ratio")
+			b.ReportMetric(sRate/dRate, "calls-rate-ratio")
 			b.ReportMetric(0, "ns/op")
 		})
 	}

@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -73,6 +76,86 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 		return subjects.CallResult{}, fmt.Errorf("call %s: malformed answer: %w", req.Tool, err)
 	}
 	return out, nil
+}
+
+// CallDirect is Call without the front end, for callers with a JetStream context (JS): the
+// request is persisted straight on subjects.Calls(tenant) (Nats-Msg-Id subjects.CallMsgID) with
+// Mcpstream-Reply-To set to a new inbox, which the worker answers once the answer is stored.
+// That saves the front end's hop and its decoding of the request. A resent id gets the stored
+// answer of the first (Duplicate set); a request JetStream does not store is refused
+// unavailable. The results stream is also read every 2 s, so an inbox the executors do not
+// answer (outside their Config.ReplyPrefixes) delays the answer but never loses it. Unlike
+// Call, a call made while no executor runs waits (it is persisted and runs when one starts):
+// give ctx a deadline.
+func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
+	if c.JS == nil {
+		return subjects.CallResult{}, errors.New("executor: CallDirect needs Client.JS")
+	}
+	req, data, res := prepare(tenant, req)
+	if res != nil {
+		return *res, nil
+	}
+	inbox, answers, done, err := answerMuxFor(c.NC).wait()
+	if err != nil {
+		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): subscribe to the answer: %w", req.Tool, req.ID, err)
+	}
+	defer done()
+	m := &nats.Msg{Subject: subjects.Calls(tenant), Data: data, Header: nats.Header{}}
+	m.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID(tenant, req.ID))
+	m.Header.Set(subjects.HeaderReplyTo, inbox)
+	notStored := func(err error) subjects.CallResult {
+		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeUnavailable,
+			Message: "the call could not be persisted: " + err.Error()})
+	}
+	fut, err := c.JS.PublishMsgAsync(m)
+	if err != nil {
+		return notStored(err), nil
+	}
+	stored := func(ctx context.Context) (subjects.CallResult, bool) {
+		stream, err := c.JS.Stream(ctx, subjects.ResultsStream)
+		if err != nil {
+			return subjects.CallResult{}, false
+		}
+		res, ok, err := getResult(ctx, stream, tenant, req.ID)
+		return res, err == nil && ok
+	}
+	poll := time.NewTicker(resultPoll)
+	defer poll.Stop()
+	okc, errc := fut.Ok(), fut.Err()
+	for {
+		select {
+		case am := <-answers:
+			var out subjects.CallResult
+			if json.Unmarshal(am.Data, &out) == nil && out.ID == req.ID {
+				return out, nil
+			}
+		case ack := <-okc:
+			okc, errc = nil, nil
+			if ack.Duplicate {
+				// A resend: the first request's worker answers the first caller.
+				res, err := c.Await(ctx, tenant, req.ID)
+				if err != nil {
+					return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)
+				}
+				res.Duplicate = true
+				return res, nil
+			}
+		case err := <-errc:
+			return notStored(err), nil
+		case <-poll.C:
+			if res, ok := stored(ctx); ok {
+				return res, nil
+			}
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			res, ok := stored(lctx)
+			cancel()
+			if ok {
+				return res, nil
+			}
+			return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, ctx.Err())
+		}
+	}
 }
 
 // prepare fills the request's defaults and encodes it, or answers a request too large to send.
@@ -170,4 +253,68 @@ func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.Appro
 		return subjects.ApprovalReply{}, fmt.Errorf("approval of %s: malformed answer: %w", a.ID, err)
 	}
 	return rep, nil
+}
+
+// answerMux routes the answers of CallDirect on one connection: one wildcard subscription
+// (<inbox>.*) for every call, like nats.go's request/reply, rather than a subscription per call
+// (each one a SUB and an UNSUB the server must process).
+type answerMux struct {
+	nc      *nats.Conn
+	mu      sync.Mutex
+	prefix  string // "<inbox>."
+	sub     *nats.Subscription
+	next    uint64
+	waiting map[string]chan *nats.Msg
+}
+
+// answerMuxes holds the mux of each connection (*nats.Conn → *answerMux).
+var answerMuxes sync.Map
+
+func answerMuxFor(nc *nats.Conn) *answerMux {
+	if m, ok := answerMuxes.Load(nc); ok {
+		return m.(*answerMux)
+	}
+	m, _ := answerMuxes.LoadOrStore(nc, &answerMux{nc: nc, waiting: map[string]chan *nats.Msg{}})
+	return m.(*answerMux)
+}
+
+// wait returns a new reply subject, the channel its messages arrive on, and the function that
+// forgets it.
+func (m *answerMux) wait() (string, <-chan *nats.Msg, func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sub == nil || !m.sub.IsValid() {
+		m.prefix = m.nc.NewInbox() + "."
+		sub, err := m.nc.Subscribe(m.prefix+"*", m.route)
+		if err != nil {
+			if m.nc.IsClosed() {
+				answerMuxes.Delete(m.nc)
+			}
+			return "", nil, nil, err
+		}
+		sub.SetPendingLimits(-1, -1)
+		m.sub = sub
+	}
+	m.next++
+	token := strconv.FormatUint(m.next, 36)
+	ch := make(chan *nats.Msg, 4)
+	m.waiting[token] = ch
+	return m.prefix + token, ch, func() {
+		m.mu.Lock()
+		delete(m.waiting, token)
+		m.mu.Unlock()
+	}, nil
+}
+
+// route hands a message to the call waiting on its subject; others are dropped.
+func (m *answerMux) route(msg *nats.Msg) {
+	m.mu.Lock()
+	ch := m.waiting[strings.TrimPrefix(msg.Subject, m.prefix)]
+	m.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- msg:
+		default: // junk sent to the subject: the answer has room to come
+		}
+	}
 }

@@ -128,3 +128,54 @@ func TestValidReply(t *testing.T) {
 		}
 	}
 }
+
+// TestCallDirect: a call persisted straight on the calls stream is answered on the caller's
+// inbox; a refusal too; a resend of the id gets the stored answer marked duplicate; an inbox the
+// workers do not answer still gets the answer (from the results stream); a request JetStream
+// does not store is refused unavailable.
+func TestCallDirect(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"kb"}})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	req := subjects.CallRequest{ID: "cd-1", Tool: "kb__get_document", Arguments: json.RawMessage(`{"id":"POL-TRAVEL"}`),
+		Principal: subjects.Principal{User: "local"}}
+	first, err := r.client.CallDirect(ctx, "local", req)
+	if err != nil || first.Status != subjects.CallOK || first.Duplicate || len(first.Result) == 0 {
+		t.Fatalf("got %+v, %v; want ok with a result", first, err)
+	}
+	if viaFrontEnd := r.call("local", "kb__get_document", `{"id":"POL-TRAVEL"}`); string(viaFrontEnd.Result) != string(first.Result) {
+		t.Errorf("direct result %s differs from the front end's %s", first.Result, viaFrontEnd.Result)
+	}
+	again, err := r.client.CallDirect(ctx, "local", req)
+	if err != nil || again.Status != subjects.CallOK || !again.Duplicate || string(again.Result) != string(first.Result) {
+		t.Fatalf("resend: got %+v, %v; want the same answer, duplicate", again, err)
+	}
+	missing, err := r.client.CallDirect(ctx, "local", subjects.CallRequest{Tool: "kb__nope", Principal: subjects.Principal{User: "local"}})
+	if err != nil || missing.Status != subjects.CallRefused || missing.Error == nil || missing.Error.Code != subjects.CodeNotFound {
+		t.Fatalf("got %+v, %v; want refused not_found", missing, err)
+	}
+
+	// An inbox outside the workers' reply prefixes: never published to, the answer still comes.
+	nc, err := nats.Connect(r.env.NC.ConnectedUrl(), nats.CustomInboxPrefix("_CUSTOM.inbox"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	custom := Client{NC: nc, JS: r.env.JS}
+	res, err := custom.CallDirect(ctx, "local", subjects.CallRequest{Tool: "kb__get_document", Arguments: json.RawMessage(`{"id":"POL-TRAVEL"}`),
+		Principal: subjects.Principal{User: "local"}})
+	if err != nil || res.Status != subjects.CallOK {
+		t.Fatalf("custom inbox: got %+v, %v; want ok", res, err)
+	}
+
+	if err := r.env.JS.DeleteStream(ctx, subjects.CallsStream); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := r.client.CallDirect(ctx, "local", req)
+	if err != nil || lost.Status != subjects.CallRefused || lost.Error == nil || lost.Error.Code != subjects.CodeUnavailable {
+		t.Fatalf("without the calls stream: got %+v, %v; want refused unavailable", lost, err)
+	}
+	if _, err := (Client{NC: r.env.NC}).CallDirect(ctx, "local", req); err == nil {
+		t.Error("CallDirect without JS: got no error")
+	}
+}
