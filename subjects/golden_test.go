@@ -139,3 +139,32 @@ func TestSubjects(t *testing.T) {
 		t.Errorf("LastToken = %q, %v", id, err)
 	}
 }
+
+// The stream declarations are public API too (names, subjects, retention, limits): pinned here
+// with the defaults, and with the retention options set.
+func TestStreamsGolden(t *testing.T) {
+	for name, o := range map[string]StreamOptions{
+		"streams_default":   {},
+		"streams_retention": {Replicas: 3, ResultsMaxAge: time.Hour, ResultsMaxBytes: 1 << 30, AuditMaxAge: 30 * 24 * time.Hour, AuditMaxBytes: 50 << 30},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := json.MarshalIndent(Streams(o), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("testdata", name+".golden.json")
+			if *update {
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./subjects -update to create)", err)
+			}
+			if string(append(got, '\n')) != string(want) {
+				t.Errorf("stream declarations changed (run go test ./subjects -update if intended):\n%s", got)
+			}
+		})
+	}
+}

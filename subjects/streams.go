@@ -14,6 +14,11 @@ type StreamOptions struct {
 	Replicas int           // 0 → 1; 3 on a cluster
 	Memory   bool          // memory storage instead of file (tests, benchmarks)
 	DedupWin time.Duration // 0 → 10 minutes: how long a call id or fingerprint de-duplicates
+	// How long and how much of the results and audit streams is kept: 0 → 24 hours and 7 days,
+	// no size bound. At the bound the oldest go first. Each stored result costs the server about
+	// 125 bytes of memory on top of its storage (a subject per call id).
+	ResultsMaxAge, AuditMaxAge     time.Duration
+	ResultsMaxBytes, AuditMaxBytes int64
 }
 
 // Streams returns mcpstream's JetStream streams as config values. They are applied idempotently
@@ -24,6 +29,18 @@ func Streams(o StreamOptions) []jetstream.StreamConfig {
 	}
 	if o.DedupWin == 0 {
 		o.DedupWin = 10 * time.Minute
+	}
+	if o.ResultsMaxAge == 0 {
+		o.ResultsMaxAge = 24 * time.Hour
+	}
+	if o.AuditMaxAge == 0 {
+		o.AuditMaxAge = 7 * 24 * time.Hour
+	}
+	bytes := func(n int64) int64 {
+		if n <= 0 {
+			return -1 // unlimited
+		}
+		return n
 	}
 	storage := jetstream.FileStorage
 	if o.Memory {
@@ -58,9 +75,11 @@ func Streams(o StreamOptions) []jetstream.StreamConfig {
 			Retention:   jetstream.LimitsPolicy,
 			Storage:     storage,
 			Replicas:    o.Replicas,
-			MaxAge:      24 * time.Hour,
+			MaxAge:      o.ResultsMaxAge,
+			MaxBytes:    bytes(o.ResultsMaxBytes),
 			MaxMsgSize:  MaxEventBytes,
 			Duplicates:  o.DedupWin,
+			Discard:     jetstream.DiscardOld,
 		},
 		{
 			Name:        AuditStream,
@@ -69,8 +88,10 @@ func Streams(o StreamOptions) []jetstream.StreamConfig {
 			Retention:   jetstream.LimitsPolicy,
 			Storage:     storage,
 			Replicas:    o.Replicas,
-			MaxAge:      7 * 24 * time.Hour,
+			MaxAge:      o.AuditMaxAge,
+			MaxBytes:    bytes(o.AuditMaxBytes),
 			MaxMsgSize:  MaxEventBytes,
+			Discard:     jetstream.DiscardOld,
 		},
 	}
 }

@@ -31,6 +31,7 @@ type fileConfig struct {
 	Policy  *policy.Config `yaml:"policy"`
 	Limits  *limitsConfig  `yaml:"limits"`
 	Search  *searchConfig  `yaml:"search"`
+	Streams *streamsConfig `yaml:"streams"`
 	// Path is the file it was read from ("" for the bundled demo configuration).
 	Path string `yaml:"-"`
 
@@ -42,6 +43,8 @@ type fileConfig struct {
 	embedder     *embeddings.Client
 	embedTimeout time.Duration
 	embedSecrets []string
+	// streams holds the streams section's retention (zero: the defaults).
+	streams subjects.StreamOptions
 }
 
 // serverEntry is one MCP server of the configuration file.
@@ -308,6 +311,9 @@ func (c *fileConfig) validate(lookup func(string) (string, bool)) error {
 		errs = append(errs, &configError{File: c.Path, Where: "policy", Msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": ")})
 	}
 	if err := c.resolveSearch(lookup); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.resolveStreams(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

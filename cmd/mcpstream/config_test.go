@@ -121,7 +121,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level field",
 			yaml: "servers: []\nserver: []\n",
-			want: []string{":2: field server: unknown field (known: limits, policy, search, servers)"},
+			want: []string{":2: field server: unknown field (known: limits, policy, search, servers, streams)"},
 		},
 		{
 			name: "unknown server field",
@@ -256,6 +256,16 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "streams",
+			yaml: "servers: []\nstreams: {resultsMaxAge: 10s, resultsMaxBytes: 12 parsecs, auditMaxAge: forever, auditMaxBytes: 100KiB}\n",
+			want: []string{
+				": streams: field resultsMaxAge: want a duration of at least 1m, such as 24h",
+				": streams: field resultsMaxBytes: want a size of at least 1MiB, such as 10GiB",
+				": streams: field auditMaxAge: want a duration of at least 1m, such as 24h",
+				": streams: field auditMaxBytes: want a size of at least 1MiB, such as 10GiB",
+			},
+		},
+		{
 			name: "search embeddings field",
 			yaml: "servers: []\nsearch:\n  embeddings: {url: 'https://x/v1', modle: m}\n",
 			want: []string{":3: search.embeddings: field modle: unknown field (known: apiKey, dimensions, model, timeout, url)"},
@@ -377,8 +387,14 @@ func TestDocumentedConfigs(t *testing.T) {
 	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := loadConfig(path, lookup); err != nil {
-		t.Errorf("README.md configuration example: %v", err)
+	rc, err := loadConfig(path, lookup)
+	if err != nil {
+		t.Fatalf("README.md configuration example: %v", err)
+	}
+	for name, c := range map[string]*fileConfig{"README.md": rc, "deploy/mcpstream.yaml": cfg} {
+		if o := c.streamOptions(3); o.ResultsMaxAge != 24*time.Hour || o.ResultsMaxBytes != 20<<30 || o.AuditMaxAge != 720*time.Hour || o.AuditMaxBytes != 200<<30 || o.Replicas != 3 {
+			t.Errorf("%s: streams section gives %+v", name, o)
+		}
 	}
 }
 

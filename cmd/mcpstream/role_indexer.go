@@ -59,13 +59,27 @@ func indexerCommand() command {
 	}
 }
 
-// parseMemoryLimit parses a byte count with an optional unit (B, KiB, MiB, GiB, TiB, as
-// GOMEMLIMIT accepts, or KB, MB, GB, TB in powers of 1000); "off", "0" or "" mean no limit (0).
+// parseMemoryLimit parses a byte count with an optional unit (see parseSize); "off", "0" or ""
+// mean no limit (0).
 func parseMemoryLimit(s string) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" || s == "off" || s == "0" {
 		return 0, nil
 	}
+	b, err := parseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a size such as 200MiB, 1GiB or off", s)
+	}
+	if b < 16<<20 {
+		return 0, fmt.Errorf("%q: want at least 16MiB (or off)", s)
+	}
+	return b, nil
+}
+
+// parseSize parses a byte count with an optional unit: B, KiB, MiB, GiB, TiB (as GOMEMLIMIT
+// accepts) or KB, MB, GB, TB (powers of 1000).
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
 	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
 	num, unit := s, ""
 	if i >= 0 {
@@ -75,14 +89,10 @@ func parseMemoryLimit(s string) (int64, error) {
 		"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
 		"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
 	v, err := strconv.ParseFloat(num, 64)
-	if mult == 0 || err != nil || v < 0 {
-		return 0, fmt.Errorf("%q: want a size such as 200MiB, 1GiB or off", s)
+	if mult == 0 || err != nil || v < 0 || v*mult > math.MaxInt64/2 {
+		return 0, fmt.Errorf("%q: want a size such as 512MiB or 10GiB", s)
 	}
-	b := v * mult
-	if b < 16<<20 || b > math.MaxInt64/2 {
-		return 0, fmt.Errorf("%q: want at least 16MiB (or off)", s)
-	}
-	return int64(b), nil
+	return int64(v * mult), nil
 }
 
 const indexerHelp = `

@@ -74,7 +74,7 @@ type hostOptions struct {
 // register adds the flags shared by up and the role subcommands.
 func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 	fs.StringVar(&o.DataDir, "data", "./.mcpstream", "state directory: embedded NATS store (up), catalogs, demo control files")
-	fs.StringVar(&o.ConfigPath, "config", "", "configuration file (YAML: servers, policy, limits); default: the bundled demo servers")
+	fs.StringVar(&o.ConfigPath, "config", "", "configuration file (YAML: servers, policy, limits, search, streams; see README Configuration); default: the bundled demo servers")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.IntVar(&o.StreamReplicas, "stream-replicas", 0, "JetStream replicas of mcpstream's streams when created or updated (3 on a 3-node cluster); 0 = keep existing, 1 for new")
@@ -353,7 +353,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
-	err = ensureStreams(startCtx, js, o.StreamReplicas)
+	err = ensureStreams(startCtx, js, o.StreamReplicas, cfg)
 	cancelStart()
 	if err != nil {
 		return err
@@ -469,8 +469,8 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 
 // ensureStreams declares mcpstream's streams. With replicas 0 an existing stream keeps its
 // replica count (a role process never scales a cluster's streams down) and a new one gets 1.
-func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	for _, cfg := range subjects.Streams(subjects.StreamOptions{Replicas: max(replicas, 1)}) {
+func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) error {
+	for _, cfg := range subjects.Streams(fc.streamOptions(max(replicas, 1))) {
 		if replicas == 0 {
 			if s, err := js.Stream(ctx, cfg.Name); err == nil {
 				cfg.Replicas = s.CachedInfo().Config.Replicas

@@ -416,3 +416,41 @@ func TestRegistrySyncRoleExternalNATS(t *testing.T) {
 		t.Errorf("a role against external NATS created an embedded store (%v)", err)
 	}
 }
+
+// The streams section of the configuration sets the retention of the results and audit streams
+// when a process declares them (here the executor role against an existing NATS).
+func TestStreamsRetentionFromConfig(t *testing.T) {
+	env := natstest.Start(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "mcpstream.yaml")
+	if err := os.WriteFile(cfgPath, []byte("servers: []\nstreams: {resultsMaxAge: 2h, resultsMaxBytes: 1GiB, auditMaxAge: 720h}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &upProcess{data: dir, out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		p.done <- run(ctx, []string{"executor", "--nats", env.URL, "--config", cfgPath, "--data", dir, "--http-listen", ""}, p.out, p.errOut)
+	}()
+	t.Cleanup(func() {
+		if err := p.stop(t); err != nil {
+			t.Errorf("executor did not stop cleanly: %v", err)
+		}
+	})
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer scancel()
+	maxAge := func(name string) (time.Duration, int64) {
+		s, err := env.JS.Stream(sctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo().Config.MaxAge, s.CachedInfo().Config.MaxBytes
+	}
+	waitFor(t, "the results stream's retention", 600, func() bool { age, _ := maxAge(subjects.ResultsStream); return age == 2*time.Hour })
+	if _, n := maxAge(subjects.ResultsStream); n != 1<<30 {
+		t.Errorf("results max bytes %d, want 1 GiB", n)
+	}
+	if age, n := maxAge(subjects.AuditStream); age != 720*time.Hour || n != -1 {
+		t.Errorf("audit: max age %v, max bytes %d; want 720h, unlimited", age, n)
+	}
+}
