@@ -147,7 +147,7 @@ type auditor struct {
 
 	retry     chan *nats.Msg // events whose publish failed, to publish again
 	flushWait time.Duration  // auditFlushWait
-	requeued  atomic.Int64   // publishes that failed and were queued again
+	failed    atomic.Int64   // publishes that failed or were not acknowledged in time
 	dropped   atomic.Int64   // events given up
 }
 
@@ -186,7 +186,7 @@ func (a *auditor) emit(name string, ev subjects.AuditEvent) {
 
 // requeue queues an event whose publish failed, to publish it again.
 func (a *auditor) requeue(m *nats.Msg, err error) {
-	a.requeued.Add(1)
+	a.failed.Add(1)
 	select {
 	case a.retry <- m:
 		a.log.Warn().Err(err).Str("subject", m.Subject).Msg("audit event not stored yet; publishing it again")

@@ -104,7 +104,7 @@ func TestAuditSurvivesStreamOutage(t *testing.T) {
 		t.Fatalf("got %s %+v, want ok: audit never holds up a call", res.Status, res.Error)
 	}
 	// request, decision and result.
-	waitFor(t, "failed audit publishes queued again", func() bool { return r.ex.Stats().AuditRequeued >= 3 })
+	waitFor(t, "failed audit publishes queued again", func() bool { return r.ex.Stats().AuditFailed >= 3 })
 	if _, err := r.env.JS.CreateStream(ctx, auditCfg); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestAuditDrops(t *testing.T) {
 	for range 3 {
 		a.emit(subjects.AuditRequest, subjects.AuditEvent{Tenant: "local", CallID: "c1"})
 	}
-	waitFor(t, "three failed publishes", func() bool { return a.requeued.Load() == 3 })
+	waitFor(t, "three failed publishes", func() bool { return a.failed.Load() == 3 })
 	if got := a.dropped.Load(); got != 1 {
 		t.Fatalf("got %d dropped with the queue full, want 1", got)
 	}

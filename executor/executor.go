@@ -105,11 +105,12 @@ type Stats struct {
 	Answered   int64 // terminal answers stored
 	Dispatched int64 // tools/call attempts sent to a connector
 	Refused    int64 // answers with status refused
-	// AuditRequeued counts audit publishes that failed (or were not acknowledged in time) and
-	// were queued to be published again; AuditDropped the audit events given up (the retry
-	// queue was full, or the executor stopped before it could store them). Both are logged.
-	AuditRequeued int64
-	AuditDropped  int64
+	// AuditFailed counts audit publishes that failed or were not acknowledged in time: each is
+	// queued to be published again, unless the queue is full. AuditDropped counts the audit
+	// events given up (the queue was full, or the executor stopped before it could store them).
+	// Both are logged.
+	AuditFailed  int64
+	AuditDropped int64
 }
 
 type stats struct{ handled, answered, dispatched, refused atomic.Int64 }
@@ -118,7 +119,7 @@ type stats struct{ handled, answered, dispatched, refused atomic.Int64 }
 func (e *Executor) Stats() Stats {
 	return Stats{Handled: e.stats.handled.Load(), Answered: e.stats.answered.Load(),
 		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load(),
-		AuditRequeued: e.audit.requeued.Load(), AuditDropped: e.audit.dropped.Load()}
+		AuditFailed: e.audit.failed.Load(), AuditDropped: e.audit.dropped.Load()}
 }
 
 // Ready reports whether the executor serves: registry replayed, front end and workers running.
