@@ -58,7 +58,15 @@ func (l *latencies) quantile(q float64) time.Duration {
 // drive runs n calls over c goroutines and returns the latencies and calls per second.
 func drive(b *testing.B, n, c int, call func() error) (*latencies, float64) {
 	b.Helper()
-	var lat latencies
+	lat := &latencies{}
+	d := driveInto(b, lat, n, c, call)
+	return lat, float64(n) / d.Seconds()
+}
+
+// driveInto runs n calls over c goroutines, adds their latencies to lat and returns the time
+// taken.
+func driveInto(b *testing.B, lat *latencies, n, c int, call func() error) time.Duration {
+	b.Helper()
 	var next atomic.Int64
 	var failed atomic.Value
 	start := time.Now()
@@ -79,7 +87,34 @@ func drive(b *testing.B, n, c int, call func() error) (*latencies, float64) {
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-	return &lat, float64(n) / time.Since(start).Seconds()
+	return time.Since(start)
+}
+
+// benchRounds is how many rounds driveRounds splits each path's calls into.
+const benchRounds = 5
+
+// driveRounds runs n calls of every path over c goroutines in benchRounds rounds, the paths in a
+// rotating order within each round, so that a change in the machine's load during the run
+// weighs on every path alike. It returns each path's latencies and calls per second.
+func driveRounds(b *testing.B, n, c int, paths ...func() error) ([]*latencies, []float64) {
+	b.Helper()
+	lats := make([]*latencies, len(paths))
+	took := make([]time.Duration, len(paths))
+	for i := range lats {
+		lats[i] = &latencies{}
+	}
+	per := max(n/benchRounds, c)
+	for r := range benchRounds {
+		for k := range paths {
+			i := (r + k) % len(paths)
+			took[i] += driveInto(b, lats[i], per, c, paths[i])
+		}
+	}
+	rates := make([]float64, len(paths))
+	for i := range rates {
+		rates[i] = float64(per*benchRounds) / took[i].Seconds()
+	}
+	return lats, rates
 }
 
 // BenchmarkCall compares, in one run, a direct mcp-go client call to a demo server (stdio child,
@@ -89,9 +124,11 @@ func drive(b *testing.B, n, c int, call func() error) (*latencies, float64) {
 // is the connector alone (registrysync's Dispatch in-process), the part of the path that is not
 // the executor's; "calls" is the executor path without the front end (Client.CallDirect: the
 // request persisted straight on the calls stream). MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the
-// executor path at 64 callers (=calls: the direct one), for profiles (-cpuprofile). MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the
-// connector to that protocol version (mcp-go's per-request work on 2026-07-28 halves the
-// direct baseline's calls/s here).
+// executor path at 64 callers (=calls: the direct one), for profiles (-cpuprofile).
+// MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the connector to that protocol
+// version (mcp-go's per-request work on 2026-07-28 halves the direct baseline's calls/s here).
+// The paths run interleaved, in rounds with a rotating order (driveRounds), so that the
+// machine's load changing during the run weighs on each of them alike.
 func BenchmarkCall(b *testing.B) {
 	r := startRig(b, rigOptions{servers: []string{benchServer}, protocol: benchProtocol})
 	exe, err := os.Executable()
@@ -178,11 +215,9 @@ func BenchmarkCall(b *testing.B) {
 	}
 	for _, c := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("callers=%d", c), func(b *testing.B) {
-			n := max(b.N, c)
-			dLat, dRate := drive(b, n, c, directCall)
-			cLat, cRate := drive(b, n, c, viaConnector)
-			eLat, eRate := drive(b, n, c, viaExecutor)
-			sLat, sRate := drive(b, n, c, viaCalls)
+			lats, rates := driveRounds(b, max(b.N, c), c, directCall, viaConnector, viaExecutor, viaCalls)
+			dLat, cLat, eLat, sLat := lats[0], lats[1], lats[2], lats[3]
+			dRate, cRate, eRate, sRate := rates[0], rates[1], rates[2], rates[3]
 			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			b.ReportMetric(ms(dLat.quantile(0.5)), "direct-p50-ms")
 			b.ReportMetric(ms(dLat.quantile(0.99)), "direct-p99-ms")
