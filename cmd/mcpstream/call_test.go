@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,24 @@ func TestCallCommand(t *testing.T) {
 				t.Errorf("a second %s of %s succeeded", decide, id)
 			}
 		})
+	}
+
+	// GET /metrics: the calls above are counted, the catalog and the servers are there.
+	metrics := p.metrics(t)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^mcpstream_executor_calls_answered_total ([1-9][0-9]*)$`),
+		regexp.MustCompile(`(?m)^mcpstream_executor_calls_refused_total ([1-9][0-9]*)$`),
+		regexp.MustCompile(`(?m)^mcpstream_executor_ready 1$`),
+		regexp.MustCompile(`(?m)^mcpstream_catalog_tools\{replica="0"\} ([1-9][0-9]*)$`),
+		regexp.MustCompile(`(?m)^mcpstream_catalog_ready\{replica="0"\} 1$`),
+		regexp.MustCompile(`(?m)^mcpstream_server_status\{server="kb",status="ready"\} 1$`),
+		regexp.MustCompile(`(?m)^mcpstream_server_status\{server="kb",status="unavailable"\} 0$`),
+		regexp.MustCompile(`(?m)^go_goroutines [1-9]`),
+		regexp.MustCompile(`(?m)^process_resident_memory_bytes [1-9]`),
+	} {
+		if !want.MatchString(metrics) {
+			t.Errorf("/metrics has no line matching %s", want)
+		}
 	}
 }
 

@@ -29,5 +29,6 @@
 // # HTTP
 //
 // With --http-listen: GET /healthz answers 200 once every role of the process is ready, 503
-// before and while stopping. Roles may add routes (roleEnv.HTTP).
+// before and while stopping; GET /metrics serves Prometheus metrics (metrics.go: each role's
+// counters read from its Stats at scrape time). Roles may add routes (roleEnv.HTTP).
 package main

@@ -106,6 +106,7 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 	if err != nil {
 		return roleRun{}, err
 	}
+	env.addMetrics(executorMetrics(ex))
 	return roleRun{Run: ex.Run, Ready: ex.Ready}, nil
 }
 

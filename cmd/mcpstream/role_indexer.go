@@ -168,5 +168,6 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 		}
 		return errors.Join(err, cat.Close())
 	}
+	env.addMetrics(catalogMetrics(cat, replica))
 	return roleRun{Run: run, Ready: cat.Ready}, nil
 }

@@ -39,6 +39,7 @@ func startRegistrySync(ctx context.Context, env *roleEnv) (roleRun, error) {
 	}
 	mgr := registrysync.New(env.JS, env.NC, registrysync.Config{Servers: servers}, env.Log)
 	env.Registry = mgr
+	env.addMetrics(registryMetrics(mgr))
 	// Ready once its endpoints are up and every server's first connection attempt concluded
 	// (ready or unavailable).
 	return roleRun{Run: mgr.Run, Ready: mgr.Ready}, nil

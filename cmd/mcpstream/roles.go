@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/policy"
@@ -27,9 +28,12 @@ type roleEnv struct {
 	Registry *registrysync.Manager
 	// Replica distinguishes several replicas of a role in one data directory ("" = "0").
 	Replica string
-	// HTTP is the process's HTTP mux (routes such as /metrics or /mcp are added during start),
-	// nil when the process serves no HTTP. /healthz is taken.
+	// HTTP is the process's HTTP mux (routes such as /mcp are added during start), nil when the
+	// process serves no HTTP. /healthz and /metrics are taken.
 	HTTP *http.ServeMux
+	// Metrics is the registry GET /metrics serves (nil without HTTP): roles add their counters
+	// with addMetrics.
+	Metrics *prometheus.Registry
 }
 
 // roleRun is a started role.

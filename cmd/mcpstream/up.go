@@ -45,6 +45,8 @@ to change a demo server's tools (it announces list_changed).
 The embedded NATS server listens on --nats-listen so other processes (the mcpstream client
 commands, the nats CLI, more role processes) can connect. HTTP on --http-listen serves
 GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before and while stopping.
+GET /metrics: Prometheus text format: Go runtime and process metrics, and per role
+mcpstream_executor_*, mcpstream_catalog_* (label replica) and mcpstream_server_* (label server).
 
 Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: HTTP first, then the roles in reverse start
 order (in-flight work finishes, bounded by --stop-timeout), then NATS is drained and the
@@ -83,10 +85,10 @@ func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 		fs.StringVar(&o.NATS.URL, "nats", "", "use this NATS server or cluster (comma-separated URLs) instead of the embedded one")
 		fs.StringVar(&o.NATS.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file, with --nats (env "+envNATSCreds+")")
 		fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client listener host:port (port 0 = any free port, \"none\" = in-process only)")
-		fs.StringVar(&o.HTTPListen, "http-listen", "127.0.0.1:8080", "HTTP listener for /healthz (port 0 = any free port, \"\" = none)")
+		fs.StringVar(&o.HTTPListen, "http-listen", "127.0.0.1:8080", "HTTP listener for /healthz and /metrics (port 0 = any free port, \"\" = none)")
 	} else {
 		o.NATS.register(fs)
-		fs.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listener for /healthz (\"\" = none)")
+		fs.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listener for /healthz and /metrics (\"\" = none)")
 		fs.StringVar(&o.Replica, "replica", "", "replica id when several replicas share one --data directory")
 	}
 }
@@ -366,7 +368,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	if httpLn != nil {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /healthz", h.healthz)
-		env.HTTP = mux
+		reg, metrics := newMetrics()
+		mux.Handle("GET /metrics", metrics)
+		env.HTTP, env.Metrics = mux, reg
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
 			if err := hs.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -383,7 +387,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	for _, s := range cfg.Servers {
 		serverNames = append(serverNames, s.Name)
 	}
-	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s (GET /healthz), data %s, roles %s, servers %s (%s)\n",
+	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s (GET /healthz, /metrics), data %s, roles %s, servers %s (%s)\n",
 		o.Name, natsURL, httpURL, dataDir, strings.Join(names, ","), strings.Join(serverNames, ","), source)
 
 	failed := make(chan string, len(selected))

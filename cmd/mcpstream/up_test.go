@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -59,6 +60,22 @@ func startUp(t *testing.T, extra ...string) *upProcess {
 		return true
 	})
 	return p
+}
+
+// metrics returns the text of GET /metrics (status 200 required).
+func (p *upProcess) metrics(t *testing.T) string {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(p.http + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	return string(body)
 }
 
 // stop interrupts up and waits for it (bounded).
