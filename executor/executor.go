@@ -105,6 +105,11 @@ type Stats struct {
 	Answered   int64 // terminal answers stored
 	Dispatched int64 // tools/call attempts sent to a connector
 	Refused    int64 // answers with status refused
+	Failed     int64 // answers with status failed (protocol or transport failure, outcome unknown)
+	ToolErrors int64 // answers with status ok whose result says isError: true
+	// Seconds is the total time from a worker taking a call to its answer stored (approval
+	// waits included): with Answered, the mean.
+	Seconds float64
 	// AuditFailed counts audit publishes that failed or were not acknowledged in time: each is
 	// queued to be published again, unless the queue is full. AuditDropped counts the audit
 	// events given up (the queue was full, or the executor stopped before it could store them).
@@ -113,12 +118,16 @@ type Stats struct {
 	AuditDropped int64
 }
 
-type stats struct{ handled, answered, dispatched, refused atomic.Int64 }
+type stats struct {
+	handled, answered, dispatched, refused, failed, toolErrors atomic.Int64
+	nanos                                                      atomic.Int64
+}
 
 // Stats returns the process's counters.
 func (e *Executor) Stats() Stats {
 	return Stats{Handled: e.stats.handled.Load(), Answered: e.stats.answered.Load(),
-		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load(),
+		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load(), Failed: e.stats.failed.Load(),
+		ToolErrors: e.stats.toolErrors.Load(), Seconds: float64(e.stats.nanos.Load()) / 1e9,
 		AuditFailed: e.audit.failed.Load(), AuditDropped: e.audit.dropped.Load()}
 }
 

@@ -168,6 +168,10 @@ func TestCallDirect(t *testing.T) {
 		t.Fatalf("custom inbox: got %+v, %v; want ok", res, err)
 	}
 
+	// Counted: the calls above (a resend is not run again), the refusal among them.
+	if st := r.ex.Stats(); st.Answered != 4 || st.Refused != 1 || st.Failed != 0 || st.Seconds <= 0 || st.Handled < 4 {
+		t.Errorf("stats %+v, want 4 answers, 1 refused, 0 failed and some time", st)
+	}
 	if err := r.env.JS.DeleteStream(ctx, subjects.CallsStream); err != nil {
 		t.Fatal(err)
 	}

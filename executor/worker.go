@@ -380,10 +380,17 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 		return fmt.Errorf("%w: %w", errRetry, err)
 	}
 	e.stats.answered.Add(1)
-	if res.Status == subjects.CallRefused {
+	e.stats.nanos.Add(int64(time.Since(c.started)))
+	switch res.Status {
+	case subjects.CallRefused:
 		e.stats.refused.Add(1)
+	case subjects.CallFailed:
+		e.stats.failed.Add(1)
 	}
 	ev := subjects.AuditEvent{Decision: res.Status, IsError: isToolError(res.Result)}
+	if ev.IsError {
+		e.stats.toolErrors.Add(1)
+	}
 	if res.Error != nil {
 		ev.Code, ev.Message = res.Error.Code, res.Error.Message
 	}

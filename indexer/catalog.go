@@ -60,6 +60,14 @@ type Catalog struct {
 	noFastPath bool
 	following  atomic.Bool
 	closeOnce  sync.Once
+	// served counts the catalog service's requests per endpoint (fixed keys, set at Open).
+	served map[string]*endpointCounters
+}
+
+// endpointCounters count one endpoint's requests.
+type endpointCounters struct {
+	requests, errors atomic.Uint64
+	nanos            atomic.Int64
 }
 
 // entry is one tool in memory: what search, labels and policy need. Schemas stay in Badger.
@@ -103,7 +111,8 @@ func Open(cfg Config) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1)}
+	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1),
+		served: map[string]*endpointCounters{"search": {}, "details": {}, "servers": {}}}
 	c.reset()
 	if err := c.load(); err != nil {
 		db.Close()
@@ -159,7 +168,13 @@ func (c *Catalog) Stats() Stats {
 	pending := len(c.vecWant)
 	c.mu.RUnlock()
 	vectors, _ := c.index.Vectors()
+	endpoints := make(map[string]EndpointStats, len(c.served))
+	for name, ec := range c.served {
+		endpoints[name] = EndpointStats{Requests: ec.requests.Load(), Errors: ec.errors.Load(),
+			Seconds: float64(ec.nanos.Load()) / 1e9}
+	}
 	return Stats{
+		Endpoints: endpoints,
 		Seq: c.Seq(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
 		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
 		Vectors: vectors, VectorsPending: pending, EmbedErrors: c.embedErrors.Load(), BadVectors: c.badVectors.Load(),

@@ -94,4 +94,14 @@ type Stats struct {
 	VectorsPending int    // tools waiting for one
 	EmbedErrors    uint64 // failed embedder calls since Open (tools in batches, and requests)
 	BadVectors     uint64 // vectors the index refused (zero, non-finite, another dimension)
+
+	// Endpoints counts the catalog service's requests by endpoint: search, details, servers.
+	Endpoints map[string]EndpointStats
+}
+
+// EndpointStats counts the requests one catalog endpoint answered since Open.
+type EndpointStats struct {
+	Requests uint64  // answered
+	Errors   uint64  // answered with an error (its code in the reply)
+	Seconds  float64 // total time from taking a request to publishing its reply
 }

@@ -87,6 +87,21 @@ func TestServiceMalformedRequests(t *testing.T) {
 	if err := json.Unmarshal(request(t, nc, subjects.CatalogSearch("local"), []byte(`{"v":1,"query":"knowledge base"}`)).Data, &rep); err != nil || rep.Error != nil || len(rep.Tools) == 0 {
 		t.Fatalf("after malformed requests: %v %+v", err, rep)
 	}
+	// Every request is counted by endpoint, the refusals as errors.
+	wantErrs := map[string]uint64{}
+	for _, tt := range tests {
+		wantErrs[strings.SplitN(tt.name, " ", 2)[0]]++
+	}
+	eps := r.Stats().Endpoints
+	if s := eps["search"]; s.Errors != wantErrs["search"] || s.Requests < wantErrs["search"]+1 || s.Seconds <= 0 {
+		t.Errorf("search counted %+v, want %d errors among at least %d requests", s, wantErrs["search"], wantErrs["search"]+1)
+	}
+	if d := eps["details"]; d.Errors != wantErrs["details"] || d.Requests != wantErrs["details"] {
+		t.Errorf("details counted %+v, want %d errors of %d", d, wantErrs["details"], wantErrs["details"])
+	}
+	if sv := eps["servers"]; sv.Errors != wantErrs["servers"] || sv.Requests < wantErrs["servers"]+1 {
+		t.Errorf("servers counted %+v, want %d errors among more requests", sv, wantErrs["servers"])
+	}
 }
 
 // TestServiceQueueGroup: replicas share the service in one queue group; Client works against it.

@@ -163,6 +163,8 @@ func TestCallCommand(t *testing.T) {
 		regexp.MustCompile(`(?m)^mcpstream_executor_calls_answered_total ([1-9][0-9]*)$`),
 		regexp.MustCompile(`(?m)^mcpstream_executor_calls_refused_total ([1-9][0-9]*)$`),
 		regexp.MustCompile(`(?m)^mcpstream_executor_ready 1$`),
+		regexp.MustCompile(`(?m)^mcpstream_executor_tool_errors_total ([1-9][0-9]*)$`),
+		regexp.MustCompile(`(?m)^mcpstream_executor_call_seconds_total [0-9.e-]+$`),
 		regexp.MustCompile(`(?m)^mcpstream_catalog_tools\{replica="0"\} ([1-9][0-9]*)$`),
 		regexp.MustCompile(`(?m)^mcpstream_catalog_ready\{replica="0"\} 1$`),
 		regexp.MustCompile(`(?m)^mcpstream_server_status\{server="kb",status="ready"\} 1$`),

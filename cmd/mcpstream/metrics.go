@@ -62,6 +62,9 @@ var (
 	execHandled    = desc("mcpstream_executor_calls_handled_total", "Call messages taken from the calls stream by this process.")
 	execAnswered   = desc("mcpstream_executor_calls_answered_total", "Terminal answers stored by this process.")
 	execRefused    = desc("mcpstream_executor_calls_refused_total", "Answers with status refused (refused before dispatch).")
+	execFailed     = desc("mcpstream_executor_calls_failed_total", "Answers with status failed (protocol or transport failure, outcome unknown).")
+	execToolErrors = desc("mcpstream_executor_tool_errors_total", "Answers with status ok whose result says isError: true.")
+	execSeconds    = desc("mcpstream_executor_call_seconds_total", "Total time from a worker taking a call to its answer stored, approval waits included (divide by calls_answered_total).")
 	execDispatched = desc("mcpstream_executor_dispatches_total", "tools/call attempts sent to a connector.")
 	auditFailed    = desc("mcpstream_executor_audit_publish_failures_total", "Audit publishes that failed or were not acknowledged in time (each is published again).")
 	auditDropped   = desc("mcpstream_executor_audit_events_dropped_total", "Audit events given up (retry queue full, or not stored before the executor stopped).")
@@ -75,6 +78,9 @@ func executorMetrics(ex *executor.Executor) collectFunc {
 		counter(ch, execHandled, float64(st.Handled))
 		counter(ch, execAnswered, float64(st.Answered))
 		counter(ch, execRefused, float64(st.Refused))
+		counter(ch, execFailed, float64(st.Failed))
+		counter(ch, execToolErrors, float64(st.ToolErrors))
+		counter(ch, execSeconds, st.Seconds)
 		counter(ch, execDispatched, float64(st.Dispatched))
 		counter(ch, auditFailed, float64(st.AuditFailed))
 		counter(ch, auditDropped, float64(st.AuditDropped))
@@ -94,6 +100,9 @@ var (
 	catVectorsPending = desc("mcpstream_catalog_vectors_pending", "Tools waiting for an embedding.", "replica")
 	catEmbedErrors    = desc("mcpstream_catalog_embed_errors_total", "Failed embeddings endpoint calls.", "replica")
 	catBadVectors     = desc("mcpstream_catalog_bad_vectors_total", "Embeddings the index refused (zero, non-finite, another dimension).", "replica")
+	catRequests       = desc("mcpstream_catalog_requests_total", "Catalog service requests answered, by endpoint (search, details, servers).", "replica", "endpoint")
+	catErrors         = desc("mcpstream_catalog_request_errors_total", "Catalog service requests answered with an error code, by endpoint.", "replica", "endpoint")
+	catSeconds        = desc("mcpstream_catalog_request_seconds_total", "Total time from taking a request to publishing its reply, by endpoint (divide by requests_total).", "replica", "endpoint")
 )
 
 // catalogMetrics are the counters of a catalog replica.
@@ -112,6 +121,11 @@ func catalogMetrics(cat *indexer.Catalog, replica string) collectFunc {
 		gauge(ch, catVectorsPending, float64(st.VectorsPending), replica)
 		counter(ch, catEmbedErrors, float64(st.EmbedErrors), replica)
 		counter(ch, catBadVectors, float64(st.BadVectors), replica)
+		for name, ep := range st.Endpoints {
+			counter(ch, catRequests, float64(ep.Requests), replica, name)
+			counter(ch, catErrors, float64(ep.Errors), replica, name)
+			counter(ch, catSeconds, ep.Seconds, replica, name)
+		}
 	}
 }
 
