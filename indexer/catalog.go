@@ -174,10 +174,10 @@ func (c *Catalog) Stats() Stats {
 			Seconds: float64(ec.nanos.Load()) / 1e9}
 	}
 	return Stats{
-		Endpoints: endpoints,
-		Seq:       c.Seq(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
+		Seq: c.Seq(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
 		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
 		Vectors: vectors, VectorsPending: pending, EmbedErrors: c.embedErrors.Load(), BadVectors: c.badVectors.Load(),
+		Endpoints: endpoints,
 	}
 }
 
