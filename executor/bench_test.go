@@ -95,26 +95,37 @@ const benchRounds = 5
 
 // driveRounds runs n calls of every path over c goroutines in benchRounds rounds, the paths in a
 // rotating order within each round, so that a change in the machine's load during the run
-// weighs on every path alike. It returns each path's latencies and calls per second.
-func driveRounds(b *testing.B, n, c int, paths ...func() error) ([]*latencies, []float64) {
+// weighs on every path alike. It returns each path's latencies, calls per second and CPU time
+// per call of this process and its children (0 where that cannot be read; see processTreeCPU).
+func driveRounds(b *testing.B, n, c int, paths ...func() error) ([]*latencies, []float64, []time.Duration) {
 	b.Helper()
 	lats := make([]*latencies, len(paths))
 	took := make([]time.Duration, len(paths))
+	cpu := make([]time.Duration, len(paths))
 	for i := range lats {
 		lats[i] = &latencies{}
 	}
 	per := max(n/benchRounds, c)
+	cpuOK := true
 	for r := range benchRounds {
 		for k := range paths {
 			i := (r + k) % len(paths)
+			c0, ok0 := processTreeCPU()
 			took[i] += driveInto(b, lats[i], per, c, paths[i])
+			c1, ok1 := processTreeCPU()
+			cpu[i] += c1 - c0
+			cpuOK = cpuOK && ok0 && ok1
 		}
 	}
 	rates := make([]float64, len(paths))
+	perCall := make([]time.Duration, len(paths))
 	for i := range rates {
 		rates[i] = float64(per*benchRounds) / took[i].Seconds()
+		if cpuOK {
+			perCall[i] = cpu[i] / time.Duration(per*benchRounds)
+		}
 	}
-	return lats, rates
+	return lats, rates, perCall
 }
 
 // BenchmarkCall compares, in one run, a direct mcp-go client call to a demo server (stdio child,
@@ -128,7 +139,9 @@ func driveRounds(b *testing.B, n, c int, paths ...func() error) ([]*latencies, [
 // MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the connector to that protocol
 // version (mcp-go's per-request work on 2026-07-28 halves the direct baseline's calls/s here).
 // The paths run interleaved, in rounds with a rotating order (driveRounds), so that the
-// machine's load changing during the run weighs on each of them alike.
+// machine's load changing during the run weighs on each of them alike; on Linux each path also
+// reports the CPU time per call of this process and its MCP server children (*-cpu-µs/call), a
+// figure other processes on the machine do not inflate.
 func BenchmarkCall(b *testing.B) {
 	r := startRig(b, rigOptions{servers: []string{benchServer}, protocol: benchProtocol})
 	exe, err := os.Executable()
@@ -215,9 +228,17 @@ func BenchmarkCall(b *testing.B) {
 	}
 	for _, c := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("callers=%d", c), func(b *testing.B) {
-			lats, rates := driveRounds(b, max(b.N, c), c, directCall, viaConnector, viaExecutor, viaCalls)
+			lats, rates, cpu := driveRounds(b, max(b.N, c), c, directCall, viaConnector, viaExecutor, viaCalls)
 			dLat, cLat, eLat, sLat := lats[0], lats[1], lats[2], lats[3]
 			dRate, cRate, eRate, sRate := rates[0], rates[1], rates[2], rates[3]
+			if cpu[0] > 0 {
+				// CPU per call of the whole machine's share of each path (this process, which runs
+				// NATS, the executor and the connector, plus the MCP server children).
+				b.ReportMetric(float64(cpu[0].Microseconds()), "direct-cpu-µs/call")
+				b.ReportMetric(float64(cpu[2].Microseconds()), "exec-cpu-µs/call")
+				b.ReportMetric(float64(cpu[3].Microseconds()), "calls-cpu-µs/call")
+				b.ReportMetric(float64(cpu[3])/float64(cpu[0]), "calls-cpu-ratio")
+			}
 			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			b.ReportMetric(ms(dLat.quantile(0.5)), "direct-p50-ms")
 			b.ReportMetric(ms(dLat.quantile(0.99)), "direct-p99-ms")
