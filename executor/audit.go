@@ -41,15 +41,41 @@ type redactor struct{ redact.Values }
 func newRedactor(secrets []string) redactor { return redactor{redact.New(secrets...)} }
 
 // clean reports whether raw holds neither a sensitive key name nor a known secret value: then
-// it needs no redaction (the common case, checked without decoding).
+// it needs no redaction (the common case, checked without decoding). It never misses a key
+// that sensitiveKey would flag once decoded: text that could spell an ASCII letter otherwise
+// than as itself (a \u escape of one, or İ and K, which lower-case to i and k) is not clean.
 func (r redactor) clean(raw []byte) bool {
-	lower := bytes.ToLower(raw)
+	if mayHideLetters(raw) {
+		return false
+	}
+	lower := make([]byte, len(raw))
+	for i, c := range raw {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
 	for _, k := range sensitiveKeys {
 		if bytes.Contains(lower, []byte(k)) {
 			return false
 		}
 	}
 	return !r.In(raw)
+}
+
+// mayHideLetters reports whether JSON text may spell an ASCII letter otherwise than as the
+// letter itself: an escape of one (see redact.EscapesASCII), or a character that lower-cases to
+// one (U+0130 İ, U+212A Kelvin sign), as is or escaped.
+func mayHideLetters(raw []byte) bool {
+	if redact.EscapesASCII(raw) {
+		return true
+	}
+	for _, s := range []string{"\u0130", "\u212a", `\u0130`, `\u212a`, `\u212A`} {
+		if bytes.Contains(raw, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 // JSON returns raw with sensitive keys' values and secret values replaced, capped to max bytes.

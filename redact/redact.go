@@ -88,14 +88,65 @@ func (v Values) Err(err error) string {
 	return v.String(err.Error())
 }
 
-// In reports whether raw (text or JSON text) holds a value, as is or JSON-escaped.
+// In reports whether raw (text or JSON text) may hold a value: as is, JSON-escaped as
+// encoding/json escapes it, or possibly in another JSON spelling (an escape of a printable ASCII
+// character that encoding/json does not write, such as \u0068 for h, or \/): such text is
+// then checked decoded (see JSON). False means it holds none.
 func (v Values) In(raw []byte) bool {
+	if v.r == nil {
+		return false
+	}
 	for _, f := range v.forms {
 		if bytes.Contains(raw, f) {
 			return true
 		}
 	}
-	return false
+	return EscapesASCII(raw)
+}
+
+// EscapesASCII reports whether JSON text spells a printable ASCII character with an escape
+// that encoding/json does not write: \/, or \u00XX for a character other than <, > and &
+// (which it escapes for HTML). Text that does may hide a value or a key name from a search
+// of its bytes.
+func EscapesASCII(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`\/`)) {
+		return true
+	}
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`\u00`))
+		if j < 0 {
+			return false
+		}
+		i += j + 4
+		if i+2 > len(raw) {
+			return true // a cut escape: not worth the risk
+		}
+		c, ok := hexByte(raw[i], raw[i+1])
+		if !ok {
+			continue
+		}
+		if c >= 0x20 && c < 0x7f && c != '<' && c != '>' && c != '&' {
+			return true
+		}
+	}
+}
+
+func hexByte(hi, lo byte) (byte, bool) {
+	h, ok1 := hexDigit(hi)
+	l, ok2 := hexDigit(lo)
+	return h<<4 | l, ok1 && ok2
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // JSON returns raw (a JSON document) with every value in its strings and keys replaced; raw
@@ -108,11 +159,16 @@ func (v Values) JSON(raw []byte) (out []byte, changed bool) {
 	}
 	doc, err := Decode(raw)
 	if err != nil {
-		return []byte(v.String(string(raw))), true
+		text := v.String(string(raw))
+		return []byte(text), text != string(raw)
 	}
-	b, err := Encode(v.Walk(doc, nil))
+	replaced := false
+	b, err := Encode(v.walk(doc, nil, &replaced))
 	if err != nil {
 		return []byte(v.String(string(raw))), true
+	}
+	if !replaced {
+		return raw, false // In said "may": decoded, it holds none
 	}
 	return b, true
 }
@@ -121,26 +177,40 @@ func (v Values) JSON(raw []byte) (out []byte, changed bool) {
 // when sensitiveKey is not nil, the value of every key it matches (unless an object) replaced
 // by Placeholder.
 func (v Values) Walk(doc any, sensitiveKey func(string) bool) any {
+	var replaced bool
+	return v.walk(doc, sensitiveKey, &replaced)
+}
+
+// walk is Walk, setting *replaced when it replaced anything.
+func (v Values) walk(doc any, sensitiveKey func(string) bool, replaced *bool) any {
+	str := func(s string) string {
+		r := v.String(s)
+		if r != s {
+			*replaced = true
+		}
+		return r
+	}
 	switch x := doc.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, val := range x {
 			if sensitiveKey != nil && sensitiveKey(k) {
 				if _, isObj := val.(map[string]any); !isObj {
-					out[v.String(k)] = Placeholder
+					out[str(k)] = Placeholder
+					*replaced = true
 					continue
 				}
 			}
-			out[v.String(k)] = v.Walk(val, sensitiveKey)
+			out[str(k)] = v.walk(val, sensitiveKey, replaced)
 		}
 		return out
 	case []any:
 		for i := range x {
-			x[i] = v.Walk(x[i], sensitiveKey)
+			x[i] = v.walk(x[i], sensitiveKey, replaced)
 		}
 		return x
 	case string:
-		return v.String(x)
+		return str(x)
 	}
 	return doc
 }

@@ -57,3 +57,46 @@ func ExampleValues_JSON() {
 	fmt.Println(string(out), changed)
 	// Output: {"content":[{"text":"key [redacted]","type":"text"}]} true
 }
+
+// A value spelled with JSON escapes that encoding/json does not write is still found: such text
+// is checked decoded; text whose escapes hide nothing is returned unchanged.
+func TestJSONEscapedSpellings(t *testing.T) {
+	v := New("hunter22", "a/b/c")
+	for _, tc := range []struct{ in, want string }{
+		{`{"msg":"pw \u0068unter22"}`, `{"msg":"pw [redacted]"}`},
+		{`{"msg":"pw hunter\u00322"}`, `{"msg":"pw [redacted]"}`},
+		{`{"path":"a\/b\/c"}`, `{"path":"[redacted]"}`},
+		{`{"\u0068unter22":1}`, `{"[redacted]":1}`},
+	} {
+		out, changed := v.JSON([]byte(tc.in))
+		if !changed || string(out) != tc.want {
+			t.Errorf("%s: got %s %v, want %s", tc.in, out, changed, tc.want)
+		}
+	}
+	for _, in := range []string{`{"msg":"\u0041BC \u4e2d \/ \u003c"}`, `{"n":1.50,"z":"\u0068i"}`} {
+		if out, changed := v.JSON([]byte(in)); changed || string(out) != in {
+			t.Errorf("%s: got %s %v, want it unchanged", in, out, changed)
+		}
+	}
+	if (Values{}).In([]byte(`"\u0068"`)) {
+		t.Error("no values: In reported one")
+	}
+}
+
+func TestEscapesASCII(t *testing.T) {
+	for in, want := range map[string]bool{
+		`plain`:              false,
+		`\u4e2d\u6587`:       false,
+		`\u003c\u003e\u0026`: false,
+		`\n\t\"\\`:           false,
+		`\u0041`:             true,
+		`\u007e`:             true,
+		`a\/b`:               true,
+		`cut \u00`:           true,
+		`\u00zz`:             false,
+	} {
+		if got := EscapesASCII([]byte(in)); got != want {
+			t.Errorf("EscapesASCII(%s) = %v, want %v", in, got, want)
+		}
+	}
+}
