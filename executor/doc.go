@@ -95,6 +95,16 @@
 // the heartbeats, deleted at the end; the bucket's TTL (SlotLease, 30 s) frees the slots of a
 // crashed worker.
 //
+// # Clients
+//
+// Client.Call is a request/reply on mcpstream.v1.exec.<tenant>: it fails fast (ErrNoExecutor)
+// when no front end runs. Client.CallDirect persists the request straight on the calls stream
+// with Mcpstream-Reply-To set to an inbox of a per-connection answer mux, skipping the front
+// end's hop (for in-process callers such as a gateway); a request made while no executor runs
+// waits in the stream. Submit and Await are the fire-and-forget pair. Stats counts what a
+// process did (calls by outcome, total call time, audit publish failures and drops); the
+// binary serves them as Prometheus metrics.
+//
 // # State
 //
 // In memory per process: the registry view (rebuilt by replay at start; workers start once it
