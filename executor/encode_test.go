@@ -49,3 +49,19 @@ func TestEncodeAudit(t *testing.T) {
 		}
 	}
 }
+
+func TestIsToolError(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"content":[],"isError":true}`:      true,
+		`{"content":[],"isError":false}`:     false,
+		`{"content":[]}`:                     false,
+		`{"content":[],"\u0069sError":true}`: true,
+		`{"content":[{"text":"\u0041"}]}`:    false,
+		`{"content":[],"isError":"yes"}`:     false,
+		``:                                   false,
+	} {
+		if got := isToolError([]byte(in)); got != want {
+			t.Errorf("isToolError(%s) = %v, want %v", in, got, want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/staleness"
+	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -693,8 +694,8 @@ func isJSONObject(b []byte) bool {
 
 // isToolError reports whether an MCP result says isError: true.
 func isToolError(result []byte) bool {
-	if len(result) == 0 || !bytes.Contains(result, []byte(`"isError"`)) {
-		return false
+	if len(result) == 0 || !bytes.Contains(result, []byte(`"isError"`)) && !redact.EscapesASCII(result) {
+		return false // not even spelled with escapes ("\u0069sError")
 	}
 	var r struct {
 		IsError bool `json:"isError"`
