@@ -16,8 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/policy"
-	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/redact"
+	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
