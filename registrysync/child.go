@@ -60,6 +60,8 @@ const (
 type child struct {
 	cmd    *exec.Cmd
 	stdin  *os.File       // our end of the child's stdin
+	in     *frameWriter   // stdin for every writer: mcp-go's transport and fastCall
+	fast   fastRouter     // responses to fastCall requests, routed by forward
 	stdout *os.File       // our end of the child's stdout
 	stderr *os.File       // our end of the child's stderr
 	fwdR   *io.PipeReader // valid JSON lines, read by the transport
@@ -132,7 +134,7 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, onMalformed f
 
 	fwdR, fwdW := io.Pipe()
 	c := &child{
-		cmd: cmd, stdin: inW, stdout: outR, stderr: errR,
+		cmd: cmd, stdin: inW, in: &frameWriter{w: inW}, stdout: outR, stderr: errR,
 		fwdR: fwdR, fwdW: fwdW,
 		exited: make(chan struct{}),
 	}
@@ -149,7 +151,7 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, onMalformed f
 func (c *child) Pid() int { return c.cmd.Process.Pid }
 
 // forward copies the child's stdout to the transport line by line, dropping (and reporting)
-// lines that are not JSON.
+// lines that are not JSON; answers to fastCall requests go straight to their calls.
 func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(string)) {
 	defer func() { _ = c.fwdW.Close() }()
 	br := bufio.NewReaderSize(c.stdout, 64<<10)
@@ -176,6 +178,8 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 		msg := bytes.TrimSpace(line)
 		switch {
 		case len(msg) == 0:
+		case c.fast.route(msg):
+			// The answer to a fastCall request, handed to it directly.
 		case json.Valid(msg):
 			if _, werr := c.fwdW.Write(append(msg, '\n')); werr != nil {
 				return

@@ -79,8 +79,12 @@
 // other servers' credentials never reach them (ServerConfig.InheritEnv passes everything).
 // Their stderr is drained and logged at debug level, redacted. A stdout line that is broken
 // JSON fails the lists in flight with malformed_response at once (mcp-go would skip it and let
-// the request time out); plain text on stdout is logged and ignored. Stopping a child closes
-// its stdin, then sends SIGTERM and SIGKILL to its group after grace periods.
+// the request time out); plain text on stdout is logged and ignored. tools/call on stdio skips
+// mcp-go: the request frame is written straight to stdin (frames from mcp-go and from the
+// connector are serialized whole), and the reader hands the response, recognized by its id
+// ("mcpstream-N"), straight to the waiting call; every other line goes to mcp-go's transport.
+// Stopping a child closes its stdin, then sends SIGTERM and SIGKILL to its group after grace
+// periods.
 //
 // A connect or handshake failure, a stdio child that exits (noticed at once: the connector
 // starts the process itself), a lost SSE stream, a failed list whose liveness probe also fails,

@@ -118,7 +118,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return nil, err
 		}
 		s.child = ch
-		st := transport.NewIO(ch.fwdR, ch.stdin, nil)
+		st := transport.NewIO(ch.fwdR, ch.in, nil)
 		s.stdio = &stdioWrap{base: base{inner: st}, stdio: st}
 		tr = s.stdio
 		go func() {
@@ -480,11 +480,11 @@ func (s *session) ping(ctx context.Context) error {
 	return err
 }
 
-// fastCall sends tools/call on a stdio session straight to the transport, with the request's
-// JSON built once and the raw result kept as is: mcp-go's CallTool encodes and decodes the
-// params three more times for its 2026-07-28 _meta and HTTP headers (which stdio ignores) and
-// decodes the whole result into types the connector never uses (about a fifth of the
-// connector's CPU per call: "conn" in executor BenchmarkCall). The _meta is the one mcp-go
+// fastCall sends tools/call on a stdio session straight to the child's stdin, with the request's
+// JSON built once, and takes the raw result straight from the child's reader: mcp-go's CallTool
+// encodes and decodes the params three more times for its 2026-07-28 _meta and HTTP headers
+// (which stdio ignores), its reader decodes every response twice, and CallTool decodes the
+// whole result into types the connector never uses. The _meta is the one mcp-go
 // declared on this session's own requests. It reports false, sending nothing, when it does not
 // apply: not stdio, or a 2026-07-28 session whose _meta is not known yet.
 func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessage) (callResult, bool) {
@@ -515,27 +515,40 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 		params = append(params, meta...)
 	}
 	params = append(params, '}')
-	id := mcp.NewRequestId("mcpstream-" + strconv.FormatUint(s.fastID.Add(1), 10))
+	idText := fastIDPrefix + strconv.FormatUint(s.fastID.Add(1), 10)
+	id := mcp.NewRequestId(idText)
 	if err := ctx.Err(); err != nil {
 		return callResult{err: err}, true
 	}
-	resp, err := s.stdio.inner.SendRequest(ctx, transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION, ID: id, Method: string(mcp.MethodToolsCall), Params: json.RawMessage(params),
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			// As mcp-go does: over stdio the only way to stop the server's work.
-			n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
-				Method: string(mcp.MethodNotificationCancelled),
-				Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
-			}}
-			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			_ = s.stdio.inner.SendNotification(nctx, n)
-			cancel()
-		}
-		return callResult{sent: true, err: err}, true
+	frame := make([]byte, 0, len(params)+len(idText)+64)
+	frame = append(frame, `{"jsonrpc":"2.0","id":"`...)
+	frame = append(frame, idText...) // digits and a dash: nothing to escape
+	frame = append(frame, `","method":"tools/call","params":`...)
+	frame = append(frame, params...)
+	frame = append(frame, "}\n"...)
+	// The child's reader hands the response straight to this call (fastRouter): it does not go
+	// through mcp-go's reader, which would decode it twice more.
+	answer := s.child.fast.register(idText)
+	defer s.child.fast.forget(idText)
+	if n, err := s.child.in.Write(frame); err != nil {
+		return callResult{sent: n > 0, err: err}, true
 	}
-	return callResult{raw: resp.Result, rpcErr: resp.Error, sent: true}, true
+	select {
+	case r := <-answer:
+		return callResult{raw: r.result, rpcErr: r.rpcErr, sent: true}, true
+	case <-s.lost:
+		return callResult{sent: true, err: s.lostErr}, true
+	case <-ctx.Done():
+		// As mcp-go does: over stdio the only way to stop the server's work.
+		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+			Method: string(mcp.MethodNotificationCancelled),
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
+		}}
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		_ = s.stdio.inner.SendNotification(nctx, n)
+		cancel()
+		return callResult{sent: true, err: ctx.Err()}, true
+	}
 }
 
 // callResult is the outcome of one tools/call at the transport level.
