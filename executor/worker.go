@@ -52,7 +52,7 @@ func (e *Executor) recoverer(h handler) handler {
 				if tenant, terr := subjects.TenantOf(m.Subject()); terr == nil {
 					if req, _ := decodeCall(m.Data()); req.ID != "" {
 						res := refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "the executor failed on this call"})
-						if e.answer(context.WithoutCancel(ctx), res, e.replyTo(m)) == nil {
+						if e.answer(context.WithoutCancel(ctx), res, e.replyTo(m), nil) == nil {
 							err = nil
 						}
 					}
@@ -377,21 +377,25 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 	if res.FinishedAt.IsZero() || res.FinishedAt.Before(res.StartedAt) {
 		res.FinishedAt = time.Now().UTC()
 	}
-	if err := e.answer(ctx, res, c.replyTo); err != nil {
+	toolError := isToolError(res.Result)
+	// Counted once stored and before the caller can see the answer.
+	count := func() {
+		e.stats.answered.Add(1)
+		e.stats.nanos.Add(int64(time.Since(c.started)))
+		switch res.Status {
+		case subjects.CallRefused:
+			e.stats.refused.Add(1)
+		case subjects.CallFailed:
+			e.stats.failed.Add(1)
+		}
+		if toolError {
+			e.stats.toolErrors.Add(1)
+		}
+	}
+	if err := e.answer(ctx, res, c.replyTo, count); err != nil {
 		return fmt.Errorf("%w: %w", errRetry, err)
 	}
-	e.stats.answered.Add(1)
-	e.stats.nanos.Add(int64(time.Since(c.started)))
-	switch res.Status {
-	case subjects.CallRefused:
-		e.stats.refused.Add(1)
-	case subjects.CallFailed:
-		e.stats.failed.Add(1)
-	}
-	ev := subjects.AuditEvent{Decision: res.Status, IsError: isToolError(res.Result)}
-	if ev.IsError {
-		e.stats.toolErrors.Add(1)
-	}
+	ev := subjects.AuditEvent{Decision: res.Status, IsError: toolError}
 	if res.Error != nil {
 		ev.Code, ev.Message = res.Error.Code, res.Error.Message
 	}
@@ -451,7 +455,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			}
 			if found {
 				prev.Duplicate = true
-				if err := e.answer(ctx, prev, c.replyTo); err != nil {
+				if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
 					return fmt.Errorf("%w: %w", errRetry, err)
 				}
 				return nil
@@ -616,15 +620,19 @@ func (e *Executor) validReply(s string) string {
 	return ""
 }
 
-// answer stores the one terminal answer, then publishes the same bytes to the caller's reply
-// subject (if any): a caller never sees an answer that is not stored.
-func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo string) error {
+// answer stores the one terminal answer, calls stored (if not nil), then publishes the same
+// bytes to the caller's reply subject (if any): a caller never sees an answer that is not
+// stored, nor one its executor's counters do not hold yet.
+func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo string, stored func()) error {
 	data, err := encodeResult(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
 	if err := e.storeResult(ctx, res, data); err != nil {
 		return err
+	}
+	if stored != nil {
+		stored()
 	}
 	if replyTo != "" {
 		if err := e.nc.Publish(replyTo, data); err != nil {

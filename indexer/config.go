@@ -103,5 +103,5 @@ type Stats struct {
 type EndpointStats struct {
 	Requests uint64  // answered
 	Errors   uint64  // answered with an error (its code in the reply)
-	Seconds  float64 // total time from taking a request to publishing its reply
+	Seconds  float64 // total time from taking a request to its reply being ready to send
 }

@@ -126,18 +126,7 @@ func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handl
 // respond answers one request on m.Reply.
 func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, m *nats.Msg) {
 	t0 := time.Now()
-	var apiErr *subjects.Error
-	if ec := c.served[name]; ec != nil {
-		defer func() {
-			ec.nanos.Add(int64(time.Since(t0)))
-			ec.requests.Add(1)
-			if apiErr != nil {
-				ec.errors.Add(1)
-			}
-		}()
-	}
-	var reply any
-	reply, apiErr = c.serveOne(ctx, name, h, m.Subject, m.Data)
+	reply, apiErr := c.serveOne(ctx, name, h, m.Subject, m.Data)
 	body, err := json.Marshal(reply)
 	if err != nil {
 		apiErr = apiError(subjects.CodeInternal, "marshal reply: %v", err)
@@ -145,6 +134,14 @@ func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h han
 			V     int             `json:"v"`
 			Error *subjects.Error `json:"error"`
 		}{subjects.Version, apiErr})
+	}
+	// Counted before the reply goes out: a client that got it finds it counted.
+	if ec := c.served[name]; ec != nil {
+		ec.nanos.Add(int64(time.Since(t0)))
+		ec.requests.Add(1)
+		if apiErr != nil {
+			ec.errors.Add(1)
+		}
 	}
 	if m.Reply == "" {
 		return

@@ -102,7 +102,7 @@ var (
 	catBadVectors     = desc("mcpstream_catalog_bad_vectors_total", "Embeddings the index refused (zero, non-finite, another dimension).", "replica")
 	catRequests       = desc("mcpstream_catalog_requests_total", "Catalog service requests answered, by endpoint (search, details, servers).", "replica", "endpoint")
 	catErrors         = desc("mcpstream_catalog_request_errors_total", "Catalog service requests answered with an error code, by endpoint.", "replica", "endpoint")
-	catSeconds        = desc("mcpstream_catalog_request_seconds_total", "Total time from taking a request to publishing its reply, by endpoint (divide by requests_total).", "replica", "endpoint")
+	catSeconds        = desc("mcpstream_catalog_request_seconds_total", "Total time from taking a request to its reply being ready to send, by endpoint (divide by requests_total).", "replica", "endpoint")
 )
 
 // catalogMetrics are the counters of a catalog replica.
