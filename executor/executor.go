@@ -185,11 +185,9 @@ func (e *Executor) Run(ctx context.Context) error {
 			return fmt.Errorf("consume %s: %w", subjects.CallsStream, err)
 		}
 		bg.Go(func() { e.heartbeats(bgCtx) })
-		jobs := make(chan jetstream.Msg)
 		for range e.cfg.Workers {
-			workers.Go(func() { e.work(jobs) })
+			workers.Go(func() { e.work(iter) })
 		}
-		bg.Go(func() { e.pull(iter, jobs) })
 	}
 	e.ready.Store(true)
 	e.cfg.Log.Info().Int("workers", e.cfg.Workers).Bool("frontEnd", *e.cfg.FrontEnd).Msg("executor serving")
@@ -219,25 +217,11 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// work runs the calls pull hands over until it stops or the process stops.
-func (e *Executor) work(jobs <-chan jetstream.Msg) {
-	for {
-		select {
-		case m, ok := <-jobs:
-			if !ok {
-				return
-			}
-			e.handle(m)
-		case <-e.stopping:
-			return
-		}
-	}
-}
-
-// pull takes calls from the consumer and hands each to one of Workers long-lived worker
-// goroutines (their stacks stay grown: no per-call goroutine start and stack copying).
-func (e *Executor) pull(iter jetstream.MessagesContext, jobs chan<- jetstream.Msg) {
-	defer close(jobs)
+// work takes calls from the consumer and handles them, one at a time, until the iterator is
+// closed. Workers take messages from the iterator themselves (its Next serializes them): no
+// hand-over between goroutines on the way to a call. Once stopping, a call taken is handed back
+// at once (nak) rather than after AckWait.
+func (e *Executor) work(iter jetstream.MessagesContext) {
 	for {
 		m, err := iter.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
@@ -249,16 +233,11 @@ func (e *Executor) pull(iter jetstream.MessagesContext, jobs chan<- jetstream.Ms
 		}
 		select {
 		case <-e.stopping:
-			// Stopping: hand the call back at once rather than after AckWait.
 			m.Nak()
 			continue
 		default:
 		}
-		select {
-		case jobs <- m:
-		case <-e.stopping:
-			m.Nak()
-		}
+		e.handle(m)
 	}
 }
 
