@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/demoservers"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -134,7 +135,8 @@ func driveRounds(b *testing.B, n, c int, paths ...func() error) ([]*latencies, [
 // registrysync manager with the same kind of stdio child). Ratios are executor / direct; "conn"
 // is the connector alone (registrysync's Dispatch in-process), the part of the path that is not
 // the executor's; "calls" is the executor path without the front end (Client.CallDirect: the
-// request persisted straight on the calls stream). MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the
+// request persisted straight on the calls stream); "bare" is the floor of any durable broker here:
+// the same NATS work around the same connector call and nothing else (bareDurableBroker). MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the
 // executor path at 64 callers (=calls: the direct one), for profiles (-cpuprofile).
 // MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the connector to that protocol
 // version (mcp-go's per-request work on 2026-07-28 halves the direct baseline's calls/s here).
@@ -199,9 +201,19 @@ func BenchmarkCall(b *testing.B) {
 		}
 		return err
 	}
+	viaBare := bareDurableBroker(b, r, func() ([]byte, error) {
+		rep := r.mgr.Dispatch(ctx, benchServer, subjects.DispatchRequest{V: 1, CallID: "bench", Tool: benchTool, Arguments: json.RawMessage(benchArgs)})
+		if rep.Error != nil {
+			return nil, rep.Error
+		}
+		return rep.Result, nil
+	})
 	// Warm both paths (sessions, schema compilation, consumers).
 	for range 50 {
 		if err := viaCalls(); err != nil {
+			b.Fatal(err)
+		}
+		if err := viaBare(); err != nil {
 			b.Fatal(err)
 		}
 		if err := directCall(); err != nil {
@@ -228,9 +240,9 @@ func BenchmarkCall(b *testing.B) {
 	}
 	for _, c := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("callers=%d", c), func(b *testing.B) {
-			lats, rates, cpu := driveRounds(b, max(b.N, c), c, directCall, viaConnector, viaExecutor, viaCalls)
-			dLat, cLat, eLat, sLat := lats[0], lats[1], lats[2], lats[3]
-			dRate, cRate, eRate, sRate := rates[0], rates[1], rates[2], rates[3]
+			lats, rates, cpu := driveRounds(b, max(b.N, c), c, directCall, viaConnector, viaExecutor, viaCalls, viaBare)
+			dLat, cLat, eLat, sLat, bLat := lats[0], lats[1], lats[2], lats[3], lats[4]
+			dRate, cRate, eRate, sRate, bRate := rates[0], rates[1], rates[2], rates[3], rates[4]
 			if cpu[0] > 0 {
 				// CPU per call of the whole machine's share of each path (this process, which runs
 				// NATS, the executor and the connector, plus the MCP server children).
@@ -238,6 +250,7 @@ func BenchmarkCall(b *testing.B) {
 				b.ReportMetric(float64(cpu[2].Microseconds()), "exec-cpu-µs/call")
 				b.ReportMetric(float64(cpu[3].Microseconds()), "calls-cpu-µs/call")
 				b.ReportMetric(float64(cpu[3])/float64(cpu[0]), "calls-cpu-ratio")
+				b.ReportMetric(float64(cpu[4].Microseconds()), "bare-cpu-µs/call")
 			}
 			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			b.ReportMetric(ms(dLat.quantile(0.5)), "direct-p50-ms")
@@ -257,8 +270,95 @@ func BenchmarkCall(b *testing.B) {
 			b.ReportMetric(sRate, "calls-calls/s")
 			b.ReportMetric(float64(sLat.quantile(0.5))/float64(dLat.quantile(0.5)), "calls-p50-ratio")
 			b.ReportMetric(sRate/dRate, "calls-rate-ratio")
+			b.ReportMetric(ms(bLat.quantile(0.5)), "bare-p50-ms")
+			b.ReportMetric(bRate, "bare-calls/s")
+			b.ReportMetric(float64(bLat.quantile(0.5))/float64(dLat.quantile(0.5)), "bare-p50-ratio")
+			b.ReportMetric(float64(sLat.quantile(0.5))/float64(bLat.quantile(0.5)), "calls-p50-vs-bare")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// bareDurableBroker is the floor of a durable broker on this machine, for BenchmarkCall: the
+// same request and answer shapes and the same NATS work as the CallDirect path — the request
+// persisted on a work-queue stream (file storage, de-duplicated by id), taken by one of 64
+// workers, the answer stored on a results stream (waiting for its PubAck) and sent to the
+// caller's inbox, the request acked — around the same connector call, with none of the
+// executor's own work (registry, freshness, policy, schema, limits, claims, audit). It returns
+// the caller's side of one call.
+func bareDurableBroker(b *testing.B, r *rig, tool func() ([]byte, error)) func() error {
+	ctx := context.Background()
+	js := r.env.JS
+	for _, cfg := range []jetstream.StreamConfig{
+		{Name: "BENCH_REQ", Subjects: []string{"bench.req"}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute},
+		{Name: "BENCH_RES", Subjects: []string{"bench.res.>"}, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute, MaxAge: time.Hour},
+	} {
+		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, "BENCH_REQ", jetstream.ConsumerConfig{Durable: "bench", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const workers = 64
+	iter, err := cons.Messages(jetstream.PullMaxMessages(workers))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	b.Cleanup(func() { iter.Stop(); wg.Wait() })
+	for range workers {
+		wg.Go(func() {
+			for {
+				m, err := iter.Next()
+				if err != nil {
+					return
+				}
+				var req struct {
+					ID string `json:"id"`
+				}
+				result, terr := tool()
+				if json.Unmarshal(m.Data(), &req) != nil || terr != nil {
+					m.Term()
+					continue
+				}
+				res, _ := json.Marshal(subjects.CallResult{V: subjects.Version, ID: req.ID, Tenant: "local", Status: subjects.CallOK, Result: result})
+				out := &nats.Msg{Subject: "bench.res." + req.ID, Data: res, Header: nats.Header{}}
+				out.Header.Set(subjects.HeaderMsgID, "result:"+req.ID)
+				if _, err := js.PublishMsg(ctx, out); err != nil {
+					m.Nak()
+					continue
+				}
+				r.env.NC.Publish(m.Headers().Get(subjects.HeaderReplyTo), res)
+				m.Ack()
+			}
+		})
+	}
+	nc := r.env.NC
+	return func() error {
+		req, data, _ := prepare("local", subjects.CallRequest{Tool: subjects.PublicName(benchServer, benchTool), Arguments: json.RawMessage(benchArgs)})
+		inbox, answers, done, err := answerMuxFor(nc).wait()
+		if err != nil {
+			return err
+		}
+		defer done()
+		m := &nats.Msg{Subject: "bench.req", Data: data, Header: nats.Header{}}
+		m.Header.Set(subjects.HeaderMsgID, req.ID)
+		m.Header.Set(subjects.HeaderReplyTo, inbox)
+		if _, err := js.PublishMsgAsync(m); err != nil {
+			return err
+		}
+		select {
+		case a := <-answers:
+			var res subjects.CallResult
+			if err := json.Unmarshal(a.Data, &res); err != nil || res.ID != req.ID {
+				return fmt.Errorf("bare broker: bad answer %s", a.Data)
+			}
+			return nil
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("bare broker: no answer for %s", req.ID)
+		}
 	}
 }
 
