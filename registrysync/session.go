@@ -1,6 +1,7 @@
 package registrysync
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -508,6 +509,15 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 	params = append(params, name...)
 	if len(args) > 0 {
 		params = append(params, `,"arguments":`...)
+		if bytes.ContainsAny(args, "\r\n") {
+			// One frame is one line: pretty-printed arguments are compacted (their strings
+			// cannot hold a raw newline, so only whitespace goes).
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, args); err != nil {
+				return callResult{err: fmt.Errorf("arguments: %w", err)}, true
+			}
+			args = buf.Bytes()
+		}
 		params = append(params, args...)
 	}
 	if len(meta) > 0 {

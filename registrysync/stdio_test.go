@@ -292,3 +292,19 @@ func TestResultSecretsRedacted(t *testing.T) {
 		t.Errorf("echo harmless: %+v %s", r.Error, r.Result)
 	}
 }
+
+// TestDispatchFramesOneLine: arguments that arrive pretty-printed (newlines are JSON whitespace)
+// still travel as one stdio frame; a call waiting for its answer gets it.
+func TestDispatchFramesOneLine(t *testing.T) {
+	sc := stdioServer(t, "fx", "fixture")
+	sc.Kinds = []string{"tools"}
+	h := run(t, nil, fastConfig(sc))
+	var r subjects.DispatchReply
+	waitUntil(t, "fx answers", func() bool {
+		r = h.m.Dispatch(context.Background(), "fx", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: json.RawMessage("{\n  \"text\":\r\n \"multi\\nline\"\n}")})
+		return r.Error == nil || r.Error.Code != subjects.CodeUnavailable
+	})
+	if r.Error != nil || resultText(t, r.Result) != "multi\nline" {
+		t.Fatalf("got %+v %s", r.Error, r.Result)
+	}
+}
