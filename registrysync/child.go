@@ -67,8 +67,9 @@ type child struct {
 	fwdR   *io.PipeReader // valid JSON lines, read by the transport
 	fwdW   *io.PipeWriter
 
-	exited  chan struct{}
-	waitErr error // set before exited is closed
+	exited     chan struct{}
+	readerDone chan struct{} // closed when forward stops reading stdout (EOF, closed)
+	waitErr    error         // set before exited is closed
 
 	mu         sync.Mutex
 	stderrTail string // last non-empty stderr line, redacted and truncated
@@ -136,7 +137,7 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, onMalformed f
 	c := &child{
 		cmd: cmd, stdin: inW, in: &frameWriter{w: inW}, stdout: outR, stderr: errR,
 		fwdR: fwdR, fwdW: fwdW,
-		exited: make(chan struct{}),
+		exited: make(chan struct{}), readerDone: make(chan struct{}),
 	}
 	go func() {
 		c.waitErr = cmd.Wait()
@@ -153,7 +154,7 @@ func (c *child) Pid() int { return c.cmd.Process.Pid }
 // forward copies the child's stdout to the transport line by line, dropping (and reporting)
 // lines that are not JSON; answers to fastCall requests go straight to their calls.
 func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(string)) {
-	defer func() { _ = c.fwdW.Close() }()
+	defer func() { _ = c.fwdW.Close(); close(c.readerDone) }()
 	br := bufio.NewReaderSize(c.stdout, 64<<10)
 	var line []byte
 	for {

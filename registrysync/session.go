@@ -543,11 +543,32 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 	if n, err := s.child.in.Write(frame); err != nil {
 		return callResult{sent: n > 0, err: err}, true
 	}
+	got := func(r fastResponse) (callResult, bool) {
+		return callResult{raw: r.result, rpcErr: r.rpcErr, sent: true}, true
+	}
+	// An answer that came just before the end of the session or of stdout still counts.
+	answered := func() (fastResponse, bool) {
+		select {
+		case r := <-answer:
+			return r, true
+		default:
+			return fastResponse{}, false
+		}
+	}
 	select {
 	case r := <-answer:
-		return callResult{raw: r.result, rpcErr: r.rpcErr, sent: true}, true
+		return got(r)
 	case <-s.lost:
+		if r, ok := answered(); ok {
+			return got(r)
+		}
 		return callResult{sent: true, err: s.lostErr}, true
+	case <-s.child.readerDone:
+		if r, ok := answered(); ok {
+			return got(r)
+		}
+		// No answer can come any more (stdout closed); the session is lost or soon will be.
+		return callResult{sent: true, err: errors.New("the server closed its stdout")}, true
 	case <-ctx.Done():
 		// As mcp-go does: over stdio the only way to stop the server's work.
 		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
