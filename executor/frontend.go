@@ -141,14 +141,18 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	// reconnect) is still delivered long before the bound.
 	poll := time.NewTicker(resultPoll)
 	defer poll.Stop()
+	// stored reads the answer from the results stream, if it is there.
+	stored := func() (subjects.CallResult, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
+		res.Duplicate = res.Duplicate || ack.Duplicate
+		return res, err == nil && ok
+	}
 	for {
 		select {
 		case <-poll.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
-			cancel()
-			if err == nil && ok {
-				res.Duplicate = res.Duplicate || ack.Duplicate
+			if res, ok := stored(); ok {
 				return res, nil, false
 			}
 		case rm := <-results:
@@ -172,11 +176,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 			res.Duplicate = true
 			return res, nil, false
 		case <-timer.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
-			cancel()
-			if err == nil && ok {
-				res.Duplicate = res.Duplicate || ack.Duplicate
+			if res, ok := stored(); ok {
 				return res, nil, false
 			}
 			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
