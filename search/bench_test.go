@@ -166,3 +166,33 @@ func BenchmarkMemory100k(b *testing.B) {
 	runtime.KeepAlive(ix)
 	runtime.KeepAlive(docs)
 }
+
+// BenchmarkRemoveServer measures removing one large server (20k tools, each op removes all of
+// them) from an index of 40k: a removal costs the tool's own terms, not the length of the
+// postings lists it is in (splicing those made this quadratic: ~0.4 s at 20k, 6.8 s at 80k).
+func BenchmarkRemoveServer(b *testing.B) {
+	docs := replicatedDocs(b, 20_000)
+	big := make([]Doc, 20_000)
+	for i := range big {
+		big[i] = Doc{ID: fmt.Sprintf("big__tool_%05d", i), Server: "big", ServerDescription: "one large server",
+			Name: fmt.Sprintf("tool_%05d", i), Description: fmt.Sprintf("does thing number %d with a longish description", i)}
+	}
+	var took time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		ix := New(Config{})
+		for _, d := range docs {
+			ix.Upsert(d)
+		}
+		for _, d := range big {
+			ix.Upsert(d)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		for _, d := range big {
+			ix.Remove(d.ID)
+		}
+		took += time.Since(t0)
+	}
+	b.ReportMetric(took.Seconds()*1000/float64(b.N), "ms/server")
+}

@@ -21,8 +21,10 @@
 // those of the operation ("write file", in the request's verbs: "save file")
 // when the request implies a file operation (that search, the same for
 // every unfiltered query with those verbs, is cached until the next write):
-// no query scans the catalog. Removed tools leave tombstone slots that are reclaimed, along with
-// unused terms, when they outnumber the live ones.
+// no query scans the catalog. A removal costs the removed tool's own terms: its slot and its
+// postings stay as tombstones that searches skip (document frequencies count live tools only,
+// so scores are those of a fresh index) until compaction reclaims them, with unused terms,
+// once removed slots reach a quarter of the live ones.
 //
 // Index is safe for concurrent use: searches share a read lock; Upsert,
 // Remove, SetVector and ResetVectors take the write lock. Query.Allow runs

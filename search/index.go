@@ -58,14 +58,23 @@ type srvPosting struct {
 }
 
 type termRec struct {
-	post []posting    // sorted by doc slot
+	// post is sorted by doc slot. It may hold removed tools (dead slots, see docHot.dead)
+	// until the next compaction: removal does not splice every list a tool is in, which made
+	// removing a large server quadratic.
+	post []posting
+	df   uint32       // live tools with the term: its document frequency
 	srv  []srvPosting // unordered
 }
+
+// has reports whether a term is in the index as a fresh index would have it: in a live tool
+// or a server description (not only in removed tools, which compaction forgets).
+func (t *termRec) has() bool { return t.df > 0 || len(t.srv) > 0 }
 
 // docHot is what scoring reads of a tool for every posting, packed small
 // (12 bytes) for the cache: its field lengths, as length codes, and its server.
 type docHot struct {
 	lens [numFields]uint8
+	dead bool // removed: its postings wait for compaction, searches skip it
 	srv  uint32
 }
 
@@ -250,7 +259,9 @@ func (ix *Index) Upsert(d Doc) {
 	}
 	rec.terms = append([]uint32(nil), rec.terms...) // exact size: it lives as long as the tool
 	for i, id := range rec.terms {
-		ix.terms[id].post = append(ix.terms[id].post, posting{doc: slot, tf: tfs[i]})
+		t := &ix.terms[id]
+		t.post = append(t.post, posting{doc: slot, tf: tfs[i]})
+		t.df++
 	}
 	for f := range numFields {
 		ix.total[f] += int64(codeLen[lens[f]])
@@ -293,14 +304,19 @@ func (ix *Index) intern(t string) uint32 {
 	return id
 }
 
+// lookup returns the id of term t if the index has it (see termRec.has).
+func (ix *Index) lookup(t string) (uint32, bool) {
+	id, ok := ix.dict[t]
+	return id, ok && ix.terms[id].has()
+}
+
+// removeSlot removes the tool in slot. Its postings stay, marked dead through hot[slot], until
+// compaction (when dead slots reach a quarter of the live ones): a removal costs the tool's own
+// terms, not the length of their postings lists.
 func (ix *Index) removeSlot(slot uint32) {
 	rec := &ix.docs[slot]
 	for _, id := range rec.terms {
-		p := ix.terms[id].post
-		i := sort.Search(len(p), func(i int) bool { return p[i].doc >= slot })
-		if i < len(p) && p[i].doc == slot {
-			ix.terms[id].post = append(p[:i], p[i+1:]...)
-		}
+		ix.terms[id].df--
 	}
 	for f := range numFields {
 		ix.total[f] -= int64(codeLen[ix.hot[slot].lens[f]])
@@ -323,16 +339,19 @@ func (ix *Index) removeSlot(slot uint32) {
 		ix.dropVec(slot)
 	}
 	*rec = docRec{}
-	ix.hot[slot] = docHot{}
+	ix.hot[slot] = docHot{dead: true}
 	ix.live--
-	if dead := len(ix.docs) - ix.live; dead > 1024 && dead > ix.live {
+	if dead := len(ix.docs) - ix.live; dead > 1024 && dead > ix.live/4 {
 		ix.compact()
 	}
 }
 
 // compact renumbers the live slots densely, keeping their order (so postings
-// stay sorted), and the references to them.
+// stay sorted), drops the postings of removed tools, and renumbers the
+// references to the slots.
 func (ix *Index) compact() {
+	ix.gen++ // caches keyed by slot (the file operations' tools) are stale now
+	const gone = math.MaxUint32
 	remap := make([]uint32, len(ix.docs))
 	n := uint32(0)
 	for s := range ix.docs {
@@ -340,6 +359,8 @@ func (ix *Index) compact() {
 			remap[s] = n
 			ix.docs[n], ix.hot[n] = ix.docs[s], ix.hot[s]
 			n++
+		} else {
+			remap[s] = gone
 		}
 	}
 	clear(ix.docs[n:])
@@ -347,12 +368,16 @@ func (ix *Index) compact() {
 	ix.hot = append([]docHot(nil), ix.hot[:n]...)
 	for i := range ix.terms {
 		p := ix.terms[i].post
-		for j := range p {
-			p[j].doc = remap[p[j].doc]
+		kept := p[:0]
+		for _, x := range p {
+			if to := remap[x.doc]; to != gone {
+				kept = append(kept, posting{doc: to, tf: x.tf})
+			}
 		}
-		if cap(p) > 2*len(p)+8 {
-			ix.terms[i].post = append([]posting(nil), p...)
+		if cap(kept) > 2*len(kept)+8 {
+			kept = append([]posting(nil), kept...)
 		}
+		ix.terms[i].post = kept
 	}
 	for id, s := range ix.byID {
 		ix.byID[id] = remap[s]
@@ -379,7 +404,7 @@ func (ix *Index) compactTerms() {
 	remap := make([]uint32, len(ix.terms))
 	n := uint32(0)
 	for i := range ix.terms {
-		if len(ix.terms[i].post) > 0 || len(ix.terms[i].srv) > 0 {
+		if ix.terms[i].has() {
 			remap[i] = n
 			ix.terms[n] = ix.terms[i]
 			n++

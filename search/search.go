@@ -235,7 +235,7 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	queryMass := 0.0
 	for i := range pq.terms {
 		qt := &pq.terms[i]
-		id, ok := ix.dict[qt.text]
+		id, ok := ix.lookup(qt.text)
 		if !ok {
 			continue
 		}
@@ -249,8 +249,8 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	}
 	var pairs [][2]uint32
 	for _, p := range pq.pairs {
-		a, ok1 := ix.dict[p[0]]
-		b, ok2 := ix.dict[p[1]]
+		a, ok1 := ix.lookup(p[0])
+		b, ok2 := ix.lookup(p[1])
 		if ok1 && ok2 {
 			pairs = append(pairs, [2]uint32{a, b})
 		}
@@ -342,7 +342,9 @@ func (ix *Index) verdict(sc *scratch, d uint32, allow func(string) bool) uint8 {
 	if st.state == slotNew {
 		sc.touched = append(sc.touched, d)
 		st.state = slotAllowed
-		if sc.parent != nil {
+		if ix.hot[d].dead {
+			st.state = slotDenied // removed, its postings not compacted yet
+		} else if sc.parent != nil {
 			st.state = ix.verdict(sc.parent, d, allow)
 		} else if allow != nil && !allow(ix.docs[d].id) {
 			st.state = slotDenied
@@ -353,7 +355,7 @@ func (ix *Index) verdict(sc *scratch, d uint32, allow func(string) bool) uint8 {
 
 func (ix *Index) idf(term uint32) float64 {
 	n := float64(ix.live)
-	df := float64(len(ix.terms[term].post))
+	df := float64(ix.terms[term].df)
 	return math.Log(1 + (n-df+0.5)/(df+0.5))
 }
 
@@ -619,7 +621,7 @@ func (ix *Index) opNamed(op fileOp) (func(uint32) bool, bool) {
 	for _, t := range op.words {
 		var alts []uint32
 		for _, w := range append([]string{t}, related[t]...) {
-			if id, ok := ix.dict[w]; ok {
+			if id, ok := ix.lookup(w); ok {
 				alts = append(alts, id)
 			}
 		}

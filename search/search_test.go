@@ -550,3 +550,72 @@ func TestTranslationTable(t *testing.T) {
 		t.Errorf("新闻 → %v, want news", got)
 	}
 }
+
+// TestRemovalLikeFresh removes a whole server set, scattered tools, and replaces others, and
+// checks that the index answers exactly (ids and scores) like a fresh one of the tools that
+// remain, both while the removed tools' postings wait for compaction and after it.
+func TestRemovalLikeFresh(t *testing.T) {
+	docs := replicatedDocs(t, 1600)
+	queries := benchQueries(t)
+	rng := rand.New(rand.NewSource(1))
+	ix := New(Config{})
+	for _, d := range docs {
+		ix.Upsert(d)
+	}
+	// Words that only removed tools had are gone from the index too: a query using one
+	// scores like on an index that never had it.
+	for i := range 5 {
+		ix.Upsert(Doc{ID: fmt.Sprintf("gone__t%d", i), Server: "gone", Name: fmt.Sprintf("t%d", i), Description: "zyzzyva quokka issue tracker"})
+	}
+	for i := range 5 {
+		ix.Remove(fmt.Sprintf("gone__t%d", i))
+	}
+	queries = append(queries, "zyzzyva create an issue in github", "quokka issue tracker for a repository")
+	var kept []Doc
+	for i, d := range docs {
+		switch {
+		case strings.HasSuffix(d.Server, "-1"): // the first replica's servers, whole
+			ix.Remove(d.ID)
+		case rng.Intn(10) == 0:
+			ix.Remove(d.ID)
+		case rng.Intn(10) == 0:
+			d.Description = fmt.Sprintf("Replaced tool %d: %s", i, d.Description)
+			ix.Upsert(d)
+			kept = append(kept, d)
+		default:
+			kept = append(kept, d)
+		}
+	}
+	compare := func(stage string) {
+		t.Helper()
+		fresh := New(Config{})
+		for _, d := range kept {
+			fresh.Upsert(d)
+		}
+		if ix.Len() != fresh.Len() {
+			t.Fatalf("%s: Len %d, want %d", stage, ix.Len(), fresh.Len())
+		}
+		allow := func(id string) bool { return len(id)%3 != 0 }
+		for _, q := range queries {
+			for _, a := range []func(string) bool{nil, allow} {
+				got, want := ix.Search(Query{Text: q, K: 20, Allow: a}), fresh.Search(Query{Text: q, K: 20, Allow: a})
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: %q (filtered %v):\n got  %v\n want %v", stage, q, a != nil, got, want)
+					return
+				}
+			}
+		}
+	}
+	dead := len(ix.docs) - ix.Len()
+	if dead < 300 {
+		t.Fatalf("only %d removed slots pending: the test does not exercise lazy removal", dead)
+	}
+	compare("removed postings pending")
+	ix.mu.Lock()
+	ix.compact()
+	ix.mu.Unlock()
+	if len(ix.docs) != ix.Len() {
+		t.Fatalf("after compaction %d slots for %d tools", len(ix.docs), ix.Len())
+	}
+	compare("compacted")
+}
