@@ -251,17 +251,28 @@ func (v *View) ServerStatus(server string) (status, reason string) {
 }
 
 // ItemName extracts the identifying name of a raw definition: "name" for tools and prompts,
-// "uri" (or "name") for resources. It returns "" for junk.
+// "uri" (or "name") for resources. It returns "" for junk. It reads exactly those keys, as
+// the connector's validation and the catalog do (a struct decode would also take "Name" or
+// "NAME", and fail on a "uri" that is not a string): every reader of a definition agrees on
+// its name, so the catalog holds no tool this view does not know.
 func ItemName(kind subjects.Kind, raw json.RawMessage) string {
-	var d struct {
-		Name string `json:"name"`
-		URI  string `json:"uri"`
-	}
-	if json.Unmarshal(raw, &d) != nil {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
 		return ""
 	}
-	if kind == subjects.KindResources && d.URI != "" {
-		return d.URI
+	if kind == subjects.KindResources {
+		if uri := stringValue(m["uri"]); uri != "" {
+			return uri
+		}
 	}
-	return d.Name
+	return stringValue(m["name"])
+}
+
+// stringValue is the string raw holds ("" if it holds no string).
+func stringValue(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }

@@ -86,6 +86,14 @@ func TestItemName(t *testing.T) {
 		{subjects.KindResources, `{"name":"readme","uri":"file:///r"}`, "file:///r"},
 		{subjects.KindTools, `junk`, ""},
 		{subjects.KindTools, `{"name":5}`, ""},
+		// Exactly the "name" key, as the connector and the catalog read it.
+		{subjects.KindTools, `{"name":"odd","uri":5}`, "odd"},
+		{subjects.KindTools, `{"name":"x","NAME":"y"}`, "x"},
+		{subjects.KindTools, `{"Name":"x"}`, ""},
+		{subjects.KindTools, `{"n\u0061me":"esc"}`, "esc"},
+		{subjects.KindResources, `{"name":"readme","uri":5}`, "readme"},
+		{subjects.KindTools, `{"name":null}`, ""},
+		{subjects.KindTools, `["name"]`, ""},
 	}
 	for _, tt := range tests {
 		if got := ItemName(tt.kind, json.RawMessage(tt.raw)); got != tt.want {
