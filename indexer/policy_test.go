@@ -148,14 +148,19 @@ func TestPrivateScope(t *testing.T) {
 			if (det.Error == nil) != tt.salary {
 				t.Errorf("details: %+v", det.Error)
 			}
+			// Outside carol's context the server is not listed at all: its only list, its
+			// description and its use are hers.
 			count := -1
 			for _, s := range r.Servers(ctx, subjects.ServersRequest{Principal: tt.pr}).Servers {
 				if s.Name == "payroll" {
 					count = s.Tools
+					if !tt.salary {
+						t.Errorf("listed outside its authorization context: %+v", s)
+					}
 				}
 			}
-			if want := map[bool]int{true: 1, false: 0}[tt.salary]; count != want {
-				t.Errorf("payroll counts %d tools, want %d", count, want)
+			if want := map[bool]int{true: 1, false: -1}[tt.salary]; count != want {
+				t.Errorf("payroll counts %d tools, want %d (-1: not listed)", count, want)
 			}
 		})
 	}

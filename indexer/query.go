@@ -500,7 +500,9 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 }
 
 // Servers lists the servers with the counts of what the principal may see. Under a configured
-// policy a server none of whose tools the principal may call is not listed.
+// policy a server none of whose tools the principal may call is not listed; under any policy,
+// neither is a server whose every list is private to another authorization context (its
+// description and its very use there are that context's).
 func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subjects.ServersReply {
 	reply := subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}}
 	pr, apiErr := c.resolve(req.V, req.Principal)
@@ -523,7 +525,7 @@ func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subj
 				sum.Tools++
 			}
 		}
-		if sum.Tools == 0 && !c.pol.IsOpen() {
+		if sum.Tools == 0 && (!c.pol.IsOpen() || !mayUseAList(c.pol, pr, s)) {
 			continue
 		}
 		for k, n := range map[subjects.Kind]*int{subjects.KindPrompts: &sum.Prompts, subjects.KindResources: &sum.Resources} {
@@ -550,4 +552,18 @@ func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subj
 		reply.Servers = append(reply.Servers, sum)
 	}
 	return reply
+}
+
+// mayUseAList reports whether pr may see at least one of the lists s holds, or s holds none yet
+// (a configured server still connecting: its status is the operator's to show).
+func mayUseAList(pol *policy.Policy, pr subjects.Principal, s *serverMem) bool {
+	if len(s.kinds) == 0 {
+		return true
+	}
+	for _, km := range s.kinds {
+		if pol.MayUseScope(pr, km.CacheScope, km.AuthContext) {
+			return true
+		}
+	}
+	return false
 }
