@@ -82,6 +82,11 @@ func mayHideLetters(raw []byte) bool {
 // A capped document becomes a JSON string holding the start of the redacted text, and
 // truncated is true. Invalid JSON is kept as a (redacted, capped) JSON string.
 func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool) {
+	return r.json(raw, max, false)
+}
+
+// json is JSON; valid says raw is known to be valid JSON already (not checked again).
+func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, truncated bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, false
 	}
@@ -92,7 +97,7 @@ func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool
 		s, _ := json.Marshal(truncateBytes(r.String(text), max))
 		return s, true
 	}
-	if r.clean(raw) && json.Valid(raw) {
+	if r.clean(raw) && (valid || json.Valid(raw)) {
 		return raw, false
 	}
 	var text []byte
@@ -312,5 +317,12 @@ func encodeAudit(ev subjects.AuditEvent) ([]byte, error) {
 // payload fills the capped, redacted arguments or result of an event.
 func (a *auditor) payload(raw []byte) (json.RawMessage, int, bool) {
 	out, trunc := a.redact.JSON(raw, a.max)
+	return out, len(raw), trunc
+}
+
+// resultPayload is payload for a tools/call result, which the worker checked is a valid JSON
+// object (isJSONObject) before it became the call's result: not validated again.
+func (a *auditor) resultPayload(raw []byte) (json.RawMessage, int, bool) {
+	out, trunc := a.redact.json(raw, a.max, true)
 	return out, len(raw), trunc
 }

@@ -137,7 +137,8 @@ func driveRounds(b *testing.B, n, c int, paths ...func() error) ([]*latencies, [
 // the executor's; "calls" is the executor path without the front end (Client.CallDirect: the
 // request persisted straight on the calls stream); "bare" is the floor of any durable broker here:
 // the same NATS work around the same connector call and nothing else (bareDurableBroker). MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the
-// executor path at 64 callers (=calls: the direct one), for profiles (-cpuprofile).
+// executor path at 64 callers (=calls: the CallDirect one, =bare: the bare broker), for profiles
+// (-cpuprofile).
 // MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the connector to that protocol
 // version (mcp-go's per-request work on 2026-07-28 halves the direct baseline's calls/s here).
 // The paths run interleaved, in rounds with a rotating order (driveRounds), so that the
@@ -228,13 +229,22 @@ func BenchmarkCall(b *testing.B) {
 	}
 	if only := os.Getenv("MCPSTREAM_BENCH_EXEC_ONLY"); only != "" {
 		path := viaExecutor
-		if only == "calls" {
+		switch only {
+		case "calls":
 			path = viaCalls
+		case "bare":
+			path = viaBare
 		}
 		b.Run("exec-only", func(b *testing.B) {
-			lat, rate := drive(b, max(b.N, 64), 64, path)
+			n := max(b.N, 64)
+			c0, ok0 := processTreeCPU()
+			lat, rate := drive(b, n, 64, path)
+			c1, ok1 := processTreeCPU()
 			b.ReportMetric(float64(lat.quantile(0.5).Microseconds())/1000, "exec-p50-ms")
 			b.ReportMetric(rate, "exec-calls/s")
+			if ok0 && ok1 {
+				b.ReportMetric(float64((c1-c0).Microseconds())/float64(n), "exec-cpu-µs/call")
+			}
 		})
 		return
 	}

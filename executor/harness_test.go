@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,14 @@ func TestMain(m *testing.M) {
 func serveChild(mode string) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
+	// MCPSTREAM_TEST_CHILD_CPUPROFILE=PREFIX: each child writes a CPU profile to PREFIX.PID, for
+	// BenchmarkCall's MCP server share.
+	if prefix := os.Getenv("MCPSTREAM_TEST_CHILD_CPUPROFILE"); prefix != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", prefix, os.Getpid())); err == nil {
+			pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
 	var err error
 	switch {
 	case mode == "fixture":
@@ -199,9 +208,13 @@ func serverConfig(t testing.TB, dir, name string) (registrysync.ServerConfig, st
 	if name == "fixture" {
 		mode = "fixture"
 	}
+	env := map[string]string{childEnv: mode, "MCPSTREAM_TEST_CONTROL": control}
+	if p := os.Getenv("MCPSTREAM_TEST_CHILD_CPUPROFILE"); p != "" {
+		env["MCPSTREAM_TEST_CHILD_CPUPROFILE"] = p
+	}
 	return registrysync.ServerConfig{
 		Name: name, Transport: registrysync.TransportStdio, Command: exe,
-		Env:         map[string]string{childEnv: mode, "MCPSTREAM_TEST_CONTROL": control},
+		Env:         env,
 		Kinds:       []string{"tools"},
 		CallTimeout: 20 * time.Second,
 	}, control

@@ -400,7 +400,7 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 		ev.Code, ev.Message = res.Error.Code, res.Error.Message
 	}
 	if len(res.Result) > 0 {
-		ev.Result, ev.ResBytes, ev.Truncated = e.audit.payload(res.Result)
+		ev.Result, ev.ResBytes, ev.Truncated = e.audit.resultPayload(res.Result)
 	}
 	e.audit.emit(subjects.AuditResult, c.audit(ev))
 	return nil
