@@ -178,14 +178,27 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 
 	var workers sync.WaitGroup
-	var iter jetstream.MessagesContext
+	var iters []jetstream.MessagesContext
 	if !e.cfg.NoWorkers {
-		iter, err = st.calls.Messages(jetstream.PullMaxMessages(e.cfg.Workers))
-		if err != nil {
-			return fmt.Errorf("consume %s: %w", subjects.CallsStream, err)
+		// Each worker has its own iterator asking for one call at a time, from inside Next
+		// (where the iterator pulls): a call is delivered only to a worker waiting for it. One
+		// iterator shared by all workers with a batch of Workers delivered calls into its
+		// buffer while every worker was busy, where no progress heartbeat kept them: after
+		// AckWait JetStream redelivered them to another executor and both copies ran
+		// (at-most-once broken, two answers). A shared iterator of batch 1 serialized the
+		// pulls (half the throughput at 64 callers).
+		for range e.cfg.Workers {
+			iter, err := st.calls.Messages(jetstream.PullMaxMessages(1))
+			if err != nil {
+				for _, it := range iters {
+					it.Stop()
+				}
+				return fmt.Errorf("consume %s: %w", subjects.CallsStream, err)
+			}
+			iters = append(iters, iter)
 		}
 		bg.Go(func() { e.heartbeats(bgCtx) })
-		for range e.cfg.Workers {
+		for _, iter := range iters {
 			workers.Go(func() { e.work(iter) })
 		}
 	}
@@ -198,7 +211,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if execSub != nil {
 		execSub.Unsubscribe()
 	}
-	if iter != nil {
+	for _, iter := range iters {
 		iter.Drain()
 	}
 	stopped := make(chan struct{})
@@ -217,10 +230,9 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// work takes calls from the consumer and handles them, one at a time, until the iterator is
-// closed. Workers take messages from the iterator themselves (its Next serializes them): no
-// hand-over between goroutines on the way to a call. Once stopping, a call taken is handed back
-// at once (nak) rather than after AckWait.
+// work takes calls from its own iterator and handles them, one at a time, until the iterator is
+// closed: no hand-over between goroutines on the way to a call. Once stopping, a call taken is
+// handed back at once (nak) rather than after AckWait.
 func (e *Executor) work(iter jetstream.MessagesContext) {
 	for {
 		m, err := iter.Next()

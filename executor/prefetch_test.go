@@ -1,0 +1,66 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// TestNoCallWaitsUnheartbeated: while every worker is busy, a new call stays in the stream. It
+// used to be delivered into the consumer iterator's buffer, where no heartbeat kept it: after
+// AckWait JetStream redelivered it to another executor and both copies ran.
+func TestNoCallWaitsUnheartbeated(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(Config{Workers: 2}, r.env.Connect(t))
+	r.waitTool("fixture__slow")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	submit := func(id string, ms int) {
+		t.Helper()
+		if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "fixture__slow",
+			Arguments: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, ms)), Principal: subjects.Principal{User: "local"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := r.env.JS.Consumer(ctx, subjects.CallsStream, subjects.ExecutorConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := func() (ackPending, pending int) {
+		t.Helper()
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.NumAckPending, int(info.NumPending)
+	}
+	// One worker frees up while the other is busy: it asks for calls again, and the second
+	// call it is sent must not arrive before it can take it.
+	submit("short", 100)
+	submit("busy-1", 2000)
+	if _, err := r.client.Await(ctx, "local", "short"); err != nil {
+		t.Fatal(err)
+	}
+	submit("busy-2", 2000)
+	waitFor(t, "both workers busy", func() bool { a, _ := delivered(); return a == 2 })
+	submit("waiting", 10)
+	waitFor(t, "the third call counted", func() bool { a, p := delivered(); return a+p == 3 })
+	// It must stay in the stream while both workers are busy (a bounded look: 50 × 10 ms,
+	// well inside the 2 s calls).
+	for i := range 50 {
+		if a, p := delivered(); a != 2 || p != 1 {
+			t.Fatalf("look %d: %d calls delivered (want 2: one per busy worker), %d pending in the stream (want 1)", i, a, p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, id := range []string{"busy-1", "busy-2", "waiting"} {
+		res, err := r.client.Await(ctx, "local", id)
+		if err != nil || res.Status != subjects.CallOK {
+			t.Fatalf("%s: %v %s", id, err, fmt.Sprint(res.Error))
+		}
+	}
+}
