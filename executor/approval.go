@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -11,10 +12,73 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
+// The states of a call waiting in needs_approval. It leaves approvalWaiting once, by a
+// CompareAndSwap: to approvalDecided when an approval message wins (its approver is then told
+// OK, and the call takes that decision whatever happens next), or to approvalExpired
+// (the timeout passed) or approvalHandedBack (the executor stops, or ctx is done) when the
+// waiting call gives up first (approvers are then told the call no longer waits).
+const (
+	approvalWaiting int32 = iota
+	approvalDecided
+	approvalExpired
+	approvalHandedBack
+)
+
+// approvalWait is the state shared by a call waiting in needs_approval and the handler of its
+// approvals subject.
+type approvalWait struct {
+	id, tenant string
+	state      atomic.Int32
+	decided    chan subjects.Approval // the decision: sent once, by the handler that won waiting → decided
+}
+
+func newApprovalWait(c *call) *approvalWait {
+	return &approvalWait{id: c.req.ID, tenant: c.tenant, decided: make(chan subjects.Approval, 1)}
+}
+
+// answer handles the data of one approval message and returns the reply to its sender; false
+// when the message gets no reply (another tenant's approval). The reply is OK only when this
+// approval decided the call.
+func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
+	var a subjects.Approval
+	if err := json.Unmarshal(data, &a); err != nil {
+		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "approval is not a valid Approval JSON object"}}, true
+	}
+	switch {
+	case a.ID != "" && a.ID != w.id:
+		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("approval id %q does not match the subject's call id", a.ID)}}, true
+	case a.Tenant != "" && a.Tenant != w.tenant:
+		// Another tenant's call with the same id may be waiting: not this one's business.
+		return subjects.ApprovalReply{}, false
+	}
+	if !w.state.CompareAndSwap(approvalWaiting, approvalDecided) {
+		switch w.state.Load() {
+		case approvalExpired:
+			return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeApprovalTimeout, Message: "call " + w.id + " no longer waits for approval: it timed out"}}, true
+		case approvalHandedBack:
+			return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: "call " + w.id + " no longer waits for approval here: its executor is stopping and hands it to another (decide again once it waits again)"}}, true
+		default:
+			return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "call " + w.id + " was already decided"}}, true
+		}
+	}
+	w.decided <- a // never blocks: only the winner of the CompareAndSwap sends, once
+	return subjects.ApprovalReply{OK: true}, true
+}
+
+// giveUp ends the wait (to approvalExpired or approvalHandedBack) unless an approval decided the
+// call first: it then returns that decision, true, and the call must take it (its approver was
+// told OK).
+func (w *approvalWait) giveUp(to int32) (subjects.Approval, bool) {
+	if w.state.CompareAndSwap(approvalWaiting, to) {
+		return subjects.Approval{}, false
+	}
+	return <-w.decided, true // the winner sends right after its CompareAndSwap
+}
+
 // approval holds a call in needs_approval until an Approval arrives on
 // subjects.Approvals(tenant, id),
 // the timeout passes, or the executor stops (the call is then handed to another worker). It
-// returns nil when approved.
+// returns nil when approved. An approver is told OK only if the call takes its decision.
 func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	wait := e.cfg.ApprovalTimeout
 	switch ms := c.req.ApprovalTimeoutMs; {
@@ -24,34 +88,15 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 		wait = min(time.Duration(ms)*time.Millisecond, e.cfg.MaxApprovalTimeout)
 	}
 
-	decided := make(chan subjects.Approval, 1)
+	w := newApprovalWait(c)
 	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {
-		reply := func(r subjects.ApprovalReply) {
-			r.V = subjects.Version
-			if m.Reply != "" {
-				data, _ := json.Marshal(r)
-				m.Respond(data)
-			}
-		}
-		var a subjects.Approval
-		if err := json.Unmarshal(m.Data, &a); err != nil {
-			reply(subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "approval is not a valid Approval JSON object"}})
+		r, ok := w.answer(m.Data)
+		if !ok || m.Reply == "" {
 			return
 		}
-		switch {
-		case a.ID != "" && a.ID != c.req.ID:
-			reply(subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("approval id %q does not match the subject's call id", a.ID)}})
-			return
-		case a.Tenant != "" && a.Tenant != c.tenant:
-			// Another tenant's call with the same id may be waiting: not this one's business.
-			return
-		}
-		select {
-		case decided <- a:
-			reply(subjects.ApprovalReply{OK: true})
-		default:
-			reply(subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "call " + c.req.ID + " was already decided"}})
-		}
+		r.V = subjects.Version
+		data, _ := json.Marshal(r)
+		m.Respond(data)
 	})
 	if err != nil {
 		return &stop{err: fmt.Errorf("%w: subscribe approvals: %w", errRetry, err)}
@@ -64,29 +109,43 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case a := <-decided:
-		by := a.By
-		if by == "" {
-			by = "an approver"
+	case a := <-w.decided:
+		return e.approvalDecision(c, a)
+	case <-timer.C:
+		if a, ok := w.giveUp(approvalExpired); ok {
+			return e.approvalDecision(c, a)
 		}
-		if !a.Approve {
-			msg := "denied by " + by
-			if a.Reason != "" {
-				msg += ": " + a.Reason
-			}
-			return refused(subjects.CodeDenied, msg)
+		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
+	case <-e.stopping:
+		if a, ok := w.giveUp(approvalHandedBack); ok {
+			return e.approvalDecision(c, a)
 		}
-		msg := "approved by " + by
+		return &stop{err: errStopping}
+	case <-ctx.Done():
+		if a, ok := w.giveUp(approvalHandedBack); ok {
+			return e.approvalDecision(c, a)
+		}
+		return &stop{err: errStopping}
+	}
+}
+
+// approvalDecision is the outcome of a call decided by a: nil when approved.
+func (e *Executor) approvalDecision(c *call, a subjects.Approval) *stop {
+	by := a.By
+	if by == "" {
+		by = "an approver"
+	}
+	if !a.Approve {
+		msg := "denied by " + by
 		if a.Reason != "" {
 			msg += ": " + a.Reason
 		}
-		e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionApproved, Message: msg}))
-		return nil
-	case <-timer.C:
-		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
-	case <-e.stopping:
-		return &stop{err: errStopping}
-	case <-ctx.Done():
-		return &stop{err: errStopping}
+		return refused(subjects.CodeDenied, msg)
 	}
+	msg := "approved by " + by
+	if a.Reason != "" {
+		msg += ": " + a.Reason
+	}
+	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionApproved, Message: msg}))
+	return nil
 }
