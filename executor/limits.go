@@ -32,7 +32,12 @@ const (
 	concurrencyRetryAfter = 250 * time.Millisecond
 )
 
-// window returns the sliding window of a rate: n calls per w.
+// window returns the sliding window of a rate: n calls per w, with n = Burst (or
+// max(1, ceil(PerSecond))) and w = n/PerSecond clamped to [minWindow, maxWindow]. n is not
+// scaled when w is clamped, so a clamped rate does not average PerSecond: a window stretched to
+// minWindow allows fewer calls ({PerSecond: 1000, Burst: 1} is 1 per 100 ms, 10/s: Burst must be
+// at least PerSecond/10 for the average to be PerSecond), and a window shortened to maxWindow
+// allows more ({PerSecond: 0.0001, Burst: 10} is 10 per 10 min).
 func (r Rate) window() (n int64, w time.Duration) {
 	if r.PerSecond <= 0 {
 		return 0, 0
@@ -124,9 +129,10 @@ type prevWindow struct {
 
 // lease is what a call holds while it runs.
 type lease struct {
-	l     *limiter
-	mu    sync.Mutex
-	slots []slotLease
+	l       *limiter
+	mu      sync.Mutex
+	slots   []slotLease
+	counted []string // rate counter subjects this call added 1 to (for refund)
 }
 
 type slotLease struct {
@@ -135,15 +141,18 @@ type slotLease struct {
 }
 
 // acquire checks every rate and takes every concurrency slot of lim. It returns a refusal
-// (rate_limited with RetryAfterMs) or the lease to release when the call ends.
+// (rate_limited with RetryAfterMs) or the lease to release when the call ends. A call that is
+// refused or fails here counts against no rate: what it added to the counters is given back
+// (a call refused by a concurrency cap and retried must not use up the rate budget).
 func (l *limiter) acquire(ctx context.Context, callID string, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	if len(lim) == 0 {
 		return &lease{l: l}, nil, nil
 	}
-	if refusal, err := l.checkRates(ctx, lim); refusal != nil || err != nil {
-		return nil, refusal, err
+	counted, refusal, err := l.checkRates(ctx, lim)
+	if refusal != nil || err != nil {
+		return nil, refusal, err // checkRates gave its counts back
 	}
-	ls := &lease{l: l}
+	ls := &lease{l: l, counted: counted}
 	for _, s := range lim {
 		if s.rate.Concurrency <= 0 {
 			continue
@@ -151,6 +160,7 @@ func (l *limiter) acquire(ctx context.Context, callID string, lim []scopeLimit) 
 		sl, ok, err := l.takeSlot(ctx, s, callID)
 		if err != nil || !ok {
 			ls.release(context.WithoutCancel(ctx))
+			ls.refund()
 			if err != nil {
 				return nil, nil, err
 			}
@@ -167,17 +177,22 @@ func counterSubject(s scopeLimit, idx int64) string {
 	return subjects.LimitWindow(s.scope, s.key, idx)
 }
 
-func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) (*subjects.Error, error) {
-	type pending struct {
-		s    scopeLimit
-		n    int64
-		w    time.Duration
-		idx  int64
-		frac float64
-		fut  jetstream.PubAckFuture
-	}
+// rateCount is one increment of a rate counter by a call, awaiting its acknowledgement.
+type rateCount struct {
+	s    scopeLimit
+	n    int64
+	w    time.Duration
+	idx  int64
+	frac float64
+	fut  jetstream.PubAckFuture
+}
+
+// checkRates adds 1 to the current window's counter of every rate of lim and checks the
+// estimates. It returns the counter subjects it added to (the caller gives them back if the call
+// does not run after all), or a refusal or error, in which case it gave back every count itself.
+func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]string, *subjects.Error, error) {
 	now := l.now()
-	var ps []pending
+	var ps []rateCount
 	for _, s := range lim {
 		n, w := s.rate.window()
 		if n == 0 {
@@ -188,11 +203,13 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) (*subjects.E
 		msg := &nats.Msg{Subject: counterSubject(s, idx), Header: nats.Header{"Nats-Incr": []string{"1"}}}
 		fut, err := l.js.PublishMsgAsync(msg)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrLimits, err)
+			l.giveBackWhenAcked(ps)
+			return nil, nil, fmt.Errorf("%w: %w", ErrLimits, err)
 		}
-		ps = append(ps, pending{s: s, n: n, w: w, idx: idx, frac: frac, fut: fut})
+		ps = append(ps, rateCount{s: s, n: n, w: w, idx: idx, frac: frac, fut: fut})
 	}
 	var counted []string
+	var late []rateCount // not acknowledged before ctx ended: may have counted
 	var worst time.Duration
 	var why string
 	var firstErr error
@@ -209,6 +226,7 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) (*subjects.E
 			if firstErr == nil {
 				firstErr = fmt.Errorf("%w: %w", ErrLimits, ctx.Err())
 			}
+			late = append(late, p)
 			continue
 		}
 		counted = append(counted, p.fut.Msg().Subject)
@@ -226,6 +244,9 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) (*subjects.E
 			}
 			continue
 		}
+		// A counter never holds fewer than the calls it counted (this one included); guard the
+		// estimate anyway, so a counter that went below 0 cannot let extra calls through.
+		cur, prev = max(cur, 1), max(prev, 0)
 		if wait := rateWait(p.n, p.w, p.frac, prev, cur); wait > 0 {
 			if wait > worst {
 				worst = wait
@@ -235,15 +256,16 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) (*subjects.E
 	}
 	if firstErr != nil || worst > 0 {
 		l.giveBack(counted)
+		l.giveBackWhenAcked(late)
 	}
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, nil, firstErr
 	}
 	if worst > 0 {
-		return &subjects.Error{Code: subjects.CodeRateLimited, Message: why,
+		return nil, &subjects.Error{Code: subjects.CodeRateLimited, Message: why,
 			RetryAfterMs: max(1, int64(math.Ceil(float64(worst)/float64(time.Millisecond))))}, nil
 	}
-	return nil, nil
+	return counted, nil, nil
 }
 
 // rateWait says how long a call that made the current window's counter cur must wait (0: it
@@ -302,12 +324,50 @@ func (l *limiter) previous(ctx context.Context, s scopeLimit, idx int64) (int64,
 	return val, nil
 }
 
-// giveBack subtracts the counts of a refused call.
+// giveBack subtracts the counts of a refused call: -1 on each counter subject it added 1 to
+// (acknowledged increments only, each given back once, so a counter never goes below the calls
+// it counted). The counters live in JetStream: every worker sees the give-back.
 func (l *limiter) giveBack(subs []string) {
 	for _, s := range subs {
 		msg := &nats.Msg{Subject: s, Header: nats.Header{"Nats-Incr": []string{"-1"}}}
 		l.js.PublishMsgAsync(msg)
 	}
+}
+
+// giveBackWhenAcked gives back, in the background, the increments whose acknowledgement was
+// not awaited (the call's context ended first) once they turn out to have counted. An increment
+// whose publish failed or timed out is not given back: it may or may not have counted, and a
+// spurious give-back could take the counter below its calls.
+func (l *limiter) giveBackWhenAcked(ps []rateCount) {
+	if len(ps) == 0 {
+		return
+	}
+	go func() {
+		timeout := time.NewTimer(auditAckWait)
+		defer timeout.Stop()
+		for _, p := range ps {
+			select {
+			case <-p.fut.Ok():
+				l.giveBack([]string{p.fut.Msg().Subject})
+			case <-p.fut.Err():
+			case <-timeout.C:
+				return
+			}
+		}
+	}()
+}
+
+// refund gives back the rate counts of a call that took its limits but does not run after all;
+// only the first refund of a lease gives anything back.
+func (ls *lease) refund() {
+	if ls == nil {
+		return
+	}
+	ls.mu.Lock()
+	counted := ls.counted
+	ls.counted = nil
+	ls.mu.Unlock()
+	ls.l.giveBack(counted)
 }
 
 // kvToken makes any string a valid KV key token, injectively (EncodeToken with '=' for '~').
