@@ -2,10 +2,15 @@ package executor
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -25,21 +30,177 @@ var (
 // schemaURL is the base URL tool schemas are compiled under ($id inside a schema may change it).
 const schemaURL = "https://mcpstream.invalid/tool/inputSchema.json"
 
+// meterVocabURL names the executor's own vocabulary: it has no keyword, it only puts the step
+// meter on every schema object (see meteredSchema).
+const meterVocabURL = "https://mcpstream.invalid/vocab/meter"
+
 // maxMessageIssues bounds how many validation issues one invalid_arguments message lists.
 const maxMessageIssues = 5
 
-// compiledSchema is a tool's compiled inputSchema, built once per tool definition.
-type compiledSchema struct {
-	once sync.Once
-	sch  *jsonschema.Schema
-	err  error
+// maxArgumentDepth bounds how deeply arguments nest (the arguments object is level 1): deeper
+// arguments are refused, from their raw bytes, before anything else looks at them.
+const maxArgumentDepth = 64
+
+// Guarding validation against a hostile inputSchema.
+//
+// The inputSchema comes from an MCP server, which the executor does not trust, and the
+// validator (santhosh-tekuri/jsonschema/v6) neither memoizes nor bounds its work: a schema whose
+// $refs reach the same instance location along several paths makes it re-evaluate that location
+// once per path, so the work can grow exponentially with the nesting of the arguments (a 110
+// byte call against a 100 byte schema: hours) or with the schema alone (a chain of $defs each
+// referring twice to the next). The library has no context, no step limit and no abort; the
+// guard is built from what it offers:
+//
+//  1. maxArgumentDepth, checked on the raw bytes: no legitimate tool call nests 64 levels, and
+//     it bounds the recursion of everything after it.
+//  2. A step budget, exact and independent of machine load: every schema object of a compiled
+//     copy carries the executor's meter as an extension (a vocabulary with no keyword,
+//     meteredSchema), which the library calls once per evaluation of that schema object. Past
+//     limit.steps + limit.stepsPerNode per JSON value of the arguments the meter panics out of
+//     the library (it holds no lock and no shared state while validating), the call is refused
+//     with invalid_schema and the definition is remembered as unusable: later calls against it
+//     are refused at once. The meter is per copy, so each validation runs on a copy of its own
+//     (copies are compiled on demand, one per concurrent validation of the definition, and
+//     reused).
+//  3. A wall-clock backstop, for what the meter cannot see: the library calls extensions after
+//     the keywords of a schema object, and skips them for an evaluation that fails while only
+//     a yes/no answer is wanted (inside "not", "if", and the branches of "oneOf" after a match)
+//     or that fails on an early keyword (type, const, enum, format). A runaway made only of such
+//     failing evaluations (an exponential $defs chain of failing anyOf under a "not") takes no
+//     step. Validation therefore runs in a goroutine of its own, the worker waits at most
+//     limit.wall (+ limit.wallPerMiB per MiB of arguments), and on overrun the call is refused
+//     with invalid_schema and the definition is remembered as unusable, as for the step budget.
+//
+// Residual cost, stated plainly: Go cannot stop a goroutine from outside. A validation the
+// meter stopped is over. One abandoned at the backstop is stopped by the meter at its next step
+// (the definition being unusable), at once if it was still taking steps (a slow machine, large
+// arguments); if it is inside such an unmetered failing subtree, its goroutine burns one CPU
+// until that subtree ends, which for the worst schemas is never before the process exits. That
+// is one goroutine per definition (plus the calls of it that were validating at that moment);
+// a server that lists new definitions over and over can add one per definition. No worker is
+// held past the backstop.
+//
+// Not chosen: detecting such schemas when compiling them. Reaching a location along several
+// paths is common and harmless ($defs shared by allOf branches); telling the exponential cases
+// apart means re-deriving the library's evaluation order for every draft, and a miss is a hang.
+type validationLimits struct {
+	steps, stepsPerNode int           // evaluation budget: steps + stepsPerNode × JSON values of the arguments
+	wall, wallPerMiB    time.Duration // wall-clock backstop: wall + wallPerMiB × MiB of arguments
 }
 
-// schemaOf compiles t's raw inputSchema once per definition (a new snapshot makes new tools).
-func schemaOf(t *tool) (*jsonschema.Schema, error) {
-	c := &t.schema
-	c.once.Do(func() { c.sch, c.err = compileSchema(t.InputSchema) })
-	return c.sch, c.err
+// defaultValidationLimits: legitimate calls take a few evaluations per argument value (tens for
+// a large oneOf) and a microsecond or two each; 4 MiB of arguments (MaxCallBytes) of a simple
+// schema validate in about 2 s on one core.
+var defaultValidationLimits = validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: 3 * time.Second, wallPerMiB: 2 * time.Second}
+
+// compiledSchema is a tool's compiled inputSchema, built once per tool definition, with the
+// compiled copies validation runs on (see meteredSchema).
+type compiledSchema struct {
+	once sync.Once
+	err  error // the schema does not compile
+
+	mu   sync.Mutex
+	idle []*meteredSchema // compiled copies not validating now
+
+	// unusable is why calls against this definition are refused from now on (validation
+	// overran its budget once), nil while it is usable.
+	unusable atomic.Pointer[string]
+}
+
+// meteredSchema is one compiled copy of a definition, used by one validation at a time. It is
+// also the extension on every schema object of its copy: the library calls Validate once per
+// evaluation of a schema object, which counts a step and stops the validation (panicking out
+// of the library with a stopValidation) past the limit, or once the definition is unusable.
+type meteredSchema struct {
+	owner *compiledSchema
+	sch   *jsonschema.Schema
+	steps int // only the goroutine validating with the copy touches steps and limit
+	limit int
+}
+
+// stopValidation is the panic value with which the meter stops a validation.
+type stopValidation struct{ overBudget bool }
+
+// Validate implements jsonschema.SchemaExt: one step.
+func (m *meteredSchema) Validate(*jsonschema.ValidatorContext, any) {
+	m.steps++
+	if m.steps > m.limit {
+		panic(stopValidation{overBudget: true})
+	}
+	if m.owner.unusable.Load() != nil {
+		panic(stopValidation{})
+	}
+}
+
+// validationOutcome is the outcome of one metered validation.
+type validationOutcome struct {
+	err     error
+	stopped *stopValidation
+	panic   any // any other panic, with its stack, to panic again on the caller's goroutine
+}
+
+// run validates inst and sends the outcome: the goroutine of one validation.
+func (m *meteredSchema) run(inst any, out chan<- validationOutcome) {
+	var res validationOutcome
+	defer func() {
+		if p := recover(); p != nil {
+			if s, ok := p.(stopValidation); ok {
+				res.stopped = &s
+			} else {
+				res.panic = fmt.Sprintf("%v\n%s", p, debug.Stack())
+			}
+		}
+		out <- res
+	}()
+	res.err = m.sch.Validate(inst)
+}
+
+// check compiles the definition once (the first copy); the error says it does not compile.
+func (c *compiledSchema) check(raw []byte) error {
+	c.once.Do(func() {
+		m, err := c.compileCopy(raw)
+		if err != nil {
+			c.err = err
+			return
+		}
+		c.release(m)
+	})
+	return c.err
+}
+
+func (c *compiledSchema) compileCopy(raw []byte) (*meteredSchema, error) {
+	m := &meteredSchema{owner: c}
+	sch, err := compileSchema(raw, m)
+	if err != nil {
+		return nil, err
+	}
+	m.sch = sch
+	return m, nil
+}
+
+// acquire takes an idle copy, or compiles one more.
+func (c *compiledSchema) acquire(raw []byte) (*meteredSchema, error) {
+	c.mu.Lock()
+	if n := len(c.idle); n > 0 {
+		m := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		return m, nil
+	}
+	c.mu.Unlock()
+	return c.compileCopy(raw)
+}
+
+func (c *compiledSchema) release(m *meteredSchema) {
+	c.mu.Lock()
+	c.idle = append(c.idle, m)
+	c.mu.Unlock()
+}
+
+// refuse remembers the definition as unusable, and returns why (the first reason given).
+func (c *compiledSchema) refuse(why string) string {
+	c.unusable.CompareAndSwap(nil, &why)
+	return *c.unusable.Load()
 }
 
 // noLoader refuses every URL that is not a meta-schema (those are built in).
@@ -48,8 +209,9 @@ type noLoader struct{}
 func (noLoader) Load(url string) (any, error) { return nil, fmt.Errorf("%w: %s", ErrRemoteRef, url) }
 
 // compileSchema compiles a raw schema as is: $schema picks the draft (default 2020-12); $ref,
-// $defs, oneOf, anyOf and the rest keep their meaning. A missing schema means any object.
-func compileSchema(raw []byte) (*jsonschema.Schema, error) {
+// $defs, oneOf, anyOf and the rest keep their meaning. A missing schema means any object. A
+// non-nil meter is put on every schema object as an extension (it adds no keyword).
+func compileSchema(raw []byte, meter jsonschema.SchemaExt) (*jsonschema.Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		raw = []byte(`{"type":"object"}`)
 	}
@@ -60,6 +222,11 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	if meter != nil {
+		c.RegisterVocabulary(&jsonschema.Vocabulary{URL: meterVocabURL,
+			Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return meter, nil }})
+		c.AssertVocabs() // else draft 2019+ schemas would enable it only through $vocabulary
+	}
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
 	}
@@ -72,12 +239,19 @@ func compileSchema(raw []byte) (*jsonschema.Schema, error) {
 
 // validateArguments checks args (raw JSON, nil = {}) against t's input schema. It returns nil
 // or the refusal: invalid_arguments with the JSON pointer of the first failure in Path, or
-// invalid_schema when the server's schema does not compile.
+// invalid_schema when the server's schema does not compile or validation against it overran
+// its budget (then every later call of this definition is refused at once).
 func validateArguments(t *tool, args []byte) *subjects.Error {
-	sch, err := schemaOf(t)
-	if err != nil {
-		return &subjects.Error{Code: subjects.CodeInvalidSchema,
-			Message: "the server's inputSchema of " + t.Public + " cannot be used: " + firstLine(err.Error())}
+	return validateArgumentsWithin(t, args, defaultValidationLimits)
+}
+
+func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjects.Error {
+	c := &t.schema
+	if err := c.check(t.InputSchema); err != nil {
+		return unusableSchema(t, firstLine(err.Error()))
+	}
+	if why := c.unusable.Load(); why != nil {
+		return unusableSchema(t, *why)
 	}
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
@@ -86,19 +260,106 @@ func validateArguments(t *tool, args []byte) *subjects.Error {
 	if trimmed[0] != '{' {
 		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "arguments must be a JSON object", Path: ""}
 	}
+	if nestsDeeper(trimmed, maxArgumentDepth) {
+		return &subjects.Error{Code: subjects.CodeInvalidArguments,
+			Message: fmt.Sprintf("arguments nest more than %d levels deep", maxArgumentDepth)}
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
 	if err != nil {
-		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "arguments are not valid JSON: " + err.Error()}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: fmt.Sprintf("arguments are not valid JSON (at byte %d)", se.Offset)}
+		}
+		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "arguments are not valid JSON"}
 	}
-	err = sch.Validate(inst)
-	if err == nil {
+
+	m, err := c.acquire(t.InputSchema)
+	if err != nil { // it compiled once: it does again
+		return unusableSchema(t, firstLine(err.Error()))
+	}
+	m.steps, m.limit = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst)
+	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(len(trimmed))>>20)
+	out := make(chan validationOutcome, 1)
+	go m.run(inst, out)
+	timer := time.NewTimer(wall)
+	defer timer.Stop()
+	var res validationOutcome
+	select {
+	case res = <-out:
+	case <-timer.C:
+		// m stays with its goroutine, which the meter stops at its next step (see above).
+		return unusableSchema(t, c.refuse(fmt.Sprintf("validating arguments against it took longer than %v", wall)))
+	}
+	if res.panic != nil {
+		panic(res.panic) // on the worker's goroutine, whose recoverer answers the call
+	}
+	limit := m.limit
+	c.release(m)
+	if res.stopped != nil {
+		if res.stopped.overBudget {
+			return unusableSchema(t, c.refuse(fmt.Sprintf("validating arguments against it took more than %d steps (its $refs make the work explode)", limit)))
+		}
+		return unusableSchema(t, *c.unusable.Load()) // another call found it unusable meanwhile
+	}
+	if res.err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: err.Error()}
+	if !errors.As(res.err, &ve) {
+		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "arguments do not match the inputSchema"}
 	}
 	return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: failurePath(ve), Message: failureMessage(ve)}
+}
+
+// unusableSchema is the invalid_schema refusal of a call of t.
+func unusableSchema(t *tool, why string) *subjects.Error {
+	return &subjects.Error{Code: subjects.CodeInvalidSchema,
+		Message: "the server's inputSchema of " + t.Public + " cannot be used: " + why}
+}
+
+// nestsDeeper reports whether the JSON text raw nests arrays and objects more than limit levels
+// deep (text that is not JSON is refused later; any answer will do for it).
+func nestsDeeper(raw []byte, limit int) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > limit {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// countJSONValues is the number of JSON values in v (v itself and everything inside it).
+func countJSONValues(v any) int {
+	n := 1
+	switch v := v.(type) {
+	case map[string]any:
+		for _, e := range v {
+			n += countJSONValues(e)
+		}
+	case []any:
+		for _, e := range v {
+			n += countJSONValues(e)
+		}
+	}
+	return n
 }
 
 // failurePath is the JSON pointer of the first failure: the first cause, followed through
@@ -128,7 +389,7 @@ func failurePath(ve *jsonschema.ValidationError) string {
 }
 
 // failureMessage lists the failures, at most maxMessageIssues: "at '/title': got object, want
-// string; at ”: missing property 'body'".
+// string; at ”: missing property 'body'". It never quotes the value that failed (see issueText).
 func failureMessage(ve *jsonschema.ValidationError) string {
 	out := ve.BasicOutput()
 	var parts []string
@@ -137,7 +398,7 @@ func failureMessage(ve *jsonschema.ValidationError) string {
 		if u.Error == nil {
 			continue
 		}
-		msg := u.Error.String()
+		msg := issueText(u.Error)
 		if strings.HasSuffix(msg, "validation failed") && strings.Contains(u.KeywordLocation, "$ref") {
 			continue
 		}
@@ -148,13 +409,61 @@ func failureMessage(ve *jsonschema.ValidationError) string {
 		parts = append(parts, fmt.Sprintf("at '%s': %s", u.InstanceLocation, msg))
 	}
 	if len(parts) == 0 {
-		return firstLine(ve.Error())
+		return fmt.Sprintf("at '%s': does not match the inputSchema", failurePath(ve))
 	}
 	s := strings.Join(parts, "; ")
 	if more > 0 {
 		s += fmt.Sprintf(" (and %d more)", more)
 	}
 	return s
+}
+
+// issueText says which rule failed, from the schema's side only: never the instance value, which
+// may be a secret (a password that misses a pattern) and which the message would carry into the
+// audit stream past its redaction. The caller knows what it sent; the path says where. Kinds
+// whose text names only the schema, types, counts, indices or property names keep the
+// library's text; the ones whose text quotes the value (pattern, format, the numeric bounds,
+// content) are described here; a kind this code does not know gets its keyword only.
+func issueText(e *jsonschema.OutputError) string {
+	switch k := e.Kind.(type) {
+	case *kind.Pattern:
+		return "does not match pattern " + singleQuoted(k.Want)
+	case *kind.Format:
+		return "is not a valid " + singleQuoted(k.Want)
+	case *kind.Minimum:
+		return "must be >= " + ratText(k.Want)
+	case *kind.Maximum:
+		return "must be <= " + ratText(k.Want)
+	case *kind.ExclusiveMinimum:
+		return "must be > " + ratText(k.Want)
+	case *kind.ExclusiveMaximum:
+		return "must be < " + ratText(k.Want)
+	case *kind.MultipleOf:
+		return "must be a multiple of " + ratText(k.Want)
+	case *kind.ContentEncoding:
+		return "is not " + singleQuoted(k.Want) + " encoded"
+	case *kind.ContentMediaType:
+		return "is not of media type " + singleQuoted(k.Want)
+	case *kind.Schema, *kind.Group, *kind.Reference, *kind.Not, *kind.AllOf, *kind.AnyOf, *kind.OneOf,
+		*kind.FalseSchema, *kind.RefCycle, *kind.Type, *kind.Enum, *kind.Const, *kind.InvalidJsonValue,
+		*kind.MinProperties, *kind.MaxProperties, *kind.MinItems, *kind.MaxItems, *kind.AdditionalItems,
+		*kind.Required, *kind.Dependency, *kind.DependentRequired, *kind.AdditionalProperties,
+		*kind.PropertyNames, *kind.UniqueItems, *kind.Contains, *kind.MinContains, *kind.MaxContains,
+		*kind.MinLength, *kind.MaxLength, *kind.ContentSchema:
+		// Enum and Const print the allowed values, not the one given.
+		return e.String()
+	}
+	return singleQuoted(strings.Join(e.Kind.KeywordPath(), "/")) + " failed"
+}
+
+func singleQuoted(s string) string { return "'" + s + "'" }
+
+func ratText(r *big.Rat) string {
+	if r == nil {
+		return "?"
+	}
+	f, _ := r.Float64()
+	return fmt.Sprint(f)
 }
 
 func pointer(tokens []string) string {
