@@ -86,30 +86,38 @@ func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool
 }
 
 // json is JSON; valid says raw is known to be valid JSON already (not checked again).
+//
+// Text that may hold something to redact is decoded, walked and encoded again whenever it is
+// JSON, whatever its size, and only then capped: redacting just the kept start as text missed
+// sensitive keys with array values, keys and values spelled with escapes, and secrets that
+// JSON escapes. Text that is not JSON is redacted as text (redactText).
 func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, truncated bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, false
 	}
-	if len(raw) > max {
-		// Too large to keep whole: redact only the start that is kept, as text, instead of
-		// decoding and re-encoding all of it.
-		text := redactKeysText(string(raw[:cutRune(raw, max)]))
-		s, _ := json.Marshal(truncateBytes(r.String(text), max))
-		return s, true
-	}
-	if r.clean(raw) && (valid || json.Valid(raw)) {
-		return raw, false
-	}
-	var text []byte
-	if v, err := redact.Decode(raw); err != nil {
-		text = []byte(r.String(string(raw)))
-	} else {
-		text, err = redact.Encode(r.Walk(v, sensitiveKey))
-		if err != nil {
-			text = []byte(r.String(string(raw)))
-		} else if len(text) <= max {
-			return text, false
+	clean := r.clean(raw)
+	isJSON := valid || json.Valid(raw)
+	text := raw
+	switch {
+	case clean && isJSON:
+		if len(raw) <= max {
+			return raw, false
 		}
+	case isJSON:
+		text = nil
+		if doc, err := redact.Decode(raw); err == nil {
+			if enc, err := redact.Encode(r.Walk(doc, sensitiveKey)); err == nil {
+				if len(enc) <= max {
+					return enc, false
+				}
+				text = enc
+			}
+		}
+		if text == nil {
+			text = r.redactText(raw)
+		}
+	case !clean:
+		text = r.redactText(raw)
 	}
 	if len(text) > max {
 		text = text[:cutRune(text, max)]
@@ -117,6 +125,16 @@ func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, tr
 	}
 	s, _ := json.Marshal(string(text))
 	return s, truncated
+}
+
+// redactText redacts text that cannot be decoded as JSON: the values of sensitive keys, and
+// secret values in every spelling encoding/json gives them. Text that may spell a letter
+// otherwise (see mayHideLetters) could hide either from that search: none of it is kept.
+func (r redactor) redactText(raw []byte) []byte {
+	if mayHideLetters(raw) {
+		return []byte(redact.Placeholder + " (text that could spell a secret with escapes)")
+	}
+	return []byte(r.Text(redactKeysText(string(raw))))
 }
 
 // keyValueRe matches "key": value pairs in JSON text, the value possibly cut at the end.
@@ -197,6 +215,11 @@ func newAuditor(nc *nats.Conn, redact redactor, max int, log zerolog.Logger) (*a
 
 // emit publishes ev on subjects.Audit(tenant, name), redacting its message.
 func (a *auditor) emit(name string, ev subjects.AuditEvent) {
+	a.emitOn(subjects.Audit(ev.Tenant, name), name, ev)
+}
+
+// emitOn is emit on subject.
+func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 	ev.V = subjects.Version
 	ev.Type = "audit." + name
 	if ev.At.IsZero() {
@@ -208,7 +231,7 @@ func (a *auditor) emit(name string, ev subjects.AuditEvent) {
 		a.log.Error().Err(err).Str("call", ev.CallID).Msg("encode audit event")
 		return
 	}
-	msg := &nats.Msg{Subject: subjects.Audit(ev.Tenant, name), Data: data, Header: nats.Header{}}
+	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 	msg.Header.Set(subjects.HeaderEventType, ev.Type)
 	if _, err := a.js.PublishMsgAsync(msg); err != nil {
 		a.requeue(msg, err)

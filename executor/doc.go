@@ -75,7 +75,8 @@
 //
 // One wrapper settles every call message: ack once the terminal answer is stored; nak with a
 // delay when JetStream failed transiently (storing the answer, looking up a claim); term for a
-// message that can never be answered (no call id: the audit stream keeps it). A panic is
+// message that can never be answered (no call id, or a subject with no valid tenant token, whose
+// events go under the tenant token "~~": mcpstream.v1.audit.~~.<event>; the audit stream keeps it). A panic is
 // recovered (answer internal, the worker goes on). Rate limits never nak (a nak counts as a
 // delivery): they answer rate_limited. AckWait (30 s) only detects crashed workers: long calls
 // and approval waits send progress heartbeats. A call delivered MaxDeliver (5) times is answered

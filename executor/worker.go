@@ -142,6 +142,9 @@ type call struct {
 	pr      subjects.Principal
 	started time.Time
 	attempt int
+	// looked: the results stream was searched for an earlier answer of this call id (a
+	// redelivery, or a call whose re-run would not be harmless): there was none.
+	looked bool
 }
 
 func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
@@ -160,6 +163,14 @@ func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
 func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	tenant, err := subjects.TenantOf(m.Subject())
 	if err != nil {
+		// Nobody can be answered (the results subject needs the tenant): the audit stream keeps
+		// the evidence, under the token no tenant has.
+		req, _ := decodeCall(m.Data())
+		c := &call{req: req, started: time.Now().UTC()}
+		args, n, trunc := e.audit.payload(m.Data())
+		msg := "no valid tenant token in the subject " + truncateString(m.Subject(), 300)
+		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditRequest), subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc, Message: msg}))
+		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditDecision), subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.CodeBadRequest, Code: subjects.CodeBadRequest, Message: msg}))
 		return fmt.Errorf("%w: %w", errTerminate, err)
 	}
 	md, err := m.Metadata()
@@ -184,12 +195,8 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	// the calls stream de-duplicates resends by id for its window, and after it the claim of a
 	// side-effecting call still finds the earlier answer (see execute).
 	if md.NumDelivered > 1 {
-		if prev, ok, err := e.lookupResult(ctx, tenant, req.ID); err != nil {
-			return fmt.Errorf("%w: look up result: %w", errRetry, err)
-		} else if ok {
-			// The caller may still wait for it (the worker that stored it died before replying).
-			e.reply(c.replyTo, prev)
-			return nil
+		if done, err := e.answered(ctx, c); done || err != nil {
+			return err
 		}
 	}
 
@@ -204,7 +211,7 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		if errors.Is(rerr.err, errStopping) {
 			return errStopping
 		}
-		if rerr.err != nil {
+		if rerr.err != nil || rerr.done {
 			return rerr.err
 		}
 		return e.refuse(ctx, c, rerr.status, rerr.e)
@@ -212,11 +219,36 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	return e.execute(ctx, c)
 }
 
+// answered looks for an earlier answer of c's call id in the results stream and, if there is
+// one, sends it to c's caller (who may still wait for it: the worker that stored it died before
+// replying, or this is a resend after the calls stream's de-duplication window) and reports
+// true: that is the call's one answer, it never runs again.
+func (e *Executor) answered(ctx context.Context, c *call) (bool, error) {
+	if c.looked {
+		return false, nil
+	}
+	prev, ok, err := e.lookupResult(ctx, c.tenant, c.req.ID)
+	if err != nil {
+		return false, fmt.Errorf("%w: look up result: %w", errRetry, err)
+	}
+	c.looked = true
+	if ok {
+		// Published on its results subject again too (not stored twice), for callers that
+		// watch it rather than wait.
+		prev.Duplicate = true
+		if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
+			return false, fmt.Errorf("%w: %w", errRetry, err)
+		}
+	}
+	return ok, nil
+}
+
 // stop is why the pipeline stopped a call: a refusal to answer, or an error for settle.
 type stop struct {
 	status string
 	e      *subjects.Error
 	err    error
+	done   bool // answered already (see answered): nothing more to do
 }
 
 func refused(code, msg string) *stop {
@@ -274,18 +306,30 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		return &stop{status: subjects.CallRefused, e: verr}
 	}
 
-	// 5. Approval.
+	// 5. Approval. A resend of an answered call after the calls stream's de-duplication window
+	// gets that answer; nobody is asked to approve it again.
 	if d.NeedsApproval || e.configuredApproval(t) {
+		if done, err := e.answered(ctx, c); done || err != nil {
+			return &stop{err: err, done: done}
+		}
 		if s := e.approval(ctx, c); s != nil {
 			return s
 		}
-		_, nt, s := e.fresh(ctx, t)
+		nv, nt, s := e.fresh(ctx, t)
 		if s != nil {
 			return s
 		}
 		if nt != t {
-			// Re-listed while waiting, with another definition: check the arguments again.
+			// Re-listed while waiting, with another definition: the policy, the cache scope and
+			// the arguments are checked again against it, and its annotations decide from now
+			// on (a tool that is no longer read-only is claimed before dispatch).
 			c.tool = nt
+			if d := e.cfg.Policy.Decide(rp, policy.Tool{Server: nt.Server, Name: nt.Name, Destructive: nt.Destructive}); !d.Allowed {
+				return refused(subjects.CodeForbidden, fmt.Sprintf("%s may not call %s as re-listed while it waited for approval (%s)", rp.User, nt.Public, d.Why))
+			}
+			if !e.cfg.Policy.MayUseScope(rp, nv.CacheScope, nv.AuthContext) {
+				return refused(subjects.CodeForbidden, fmt.Sprintf("%s lists %s privately for another authorization context", nt.Server, nt.Public))
+			}
 			if verr := validateArguments(nt, c.req.Arguments); verr != nil {
 				return &stop{status: subjects.CallRefused, e: verr}
 			}
@@ -312,9 +356,11 @@ func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool
 	v := e.reg.view.Tool(t.Server, t.Name)
 	if v.State == staleness.Expired {
 		v = e.revalidate(ctx, t)
-		if nt := e.reg.lookup(t.Public); nt != nil {
-			t = nt
-		}
+	}
+	// The definition held now: a re-list (for the TTL, or by the server while the call waited
+	// for approval) may have replaced it.
+	if nt := e.reg.lookup(t.Public); nt != nil {
+		t = nt
 	}
 	switch v.State {
 	case staleness.Fresh:
@@ -422,6 +468,14 @@ func (e *Executor) lastDelivery(ctx context.Context, c *call, n uint64) error {
 // execute takes the limits, claims a side-effecting call, dispatches it and answers.
 func (e *Executor) execute(ctx context.Context, c *call) error {
 	t := c.tool
+	if !t.retrySafe() {
+		// A resend after the calls stream's de-duplication window of a call answered without
+		// being dispatched (refused, say) has no claim to find: it gets that answer, it does not
+		// run now.
+		if done, err := e.answered(ctx, c); done || err != nil {
+			return err
+		}
+	}
 	ls, limited, err := e.lim.acquire(ctx, c.req.ID, e.cfg.Limits.limitsFor(c.tenant, t))
 	if err != nil {
 		return e.refuse(ctx, c, subjects.CallRefused, &subjects.Error{Code: subjects.CodeUnavailable, Message: "limits cannot be checked: " + err.Error()})
@@ -443,9 +497,11 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	if !t.retrySafe() {
 		ok, err := e.claim(ctx, c)
 		if err != nil {
+			ls.refund() // it does not run now
 			return fmt.Errorf("%w: claim: %w", errRetry, err)
 		}
 		if !ok {
+			ls.refund() // it does not run again
 			// Claimed before: answered already (a resend after the de-duplication window gets
 			// that answer again), or claimed by a worker that died without answering: it may
 			// have run.
@@ -475,6 +531,12 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			Message: fmt.Sprintf("tools/call %s on %s (timeout %s)", t.Name, t.Server, timeout)}))
 	}
 	rep := e.dispatch(ctx, c, timeout)
+	// The concurrency slots are for dispatches: free them now, not once the answer is out (a
+	// caller's next call could find its own finished call still holding the slot).
+	ls.release(context.WithoutCancel(ctx))
+	if in != nil {
+		in.setLease(nil)
+	}
 
 	res := subjects.CallResult{V: subjects.Version, ID: c.req.ID, Tenant: c.tenant, Tool: c.req.Tool,
 		Attempts: c.attempt, StartedAt: c.started}
@@ -628,10 +690,23 @@ func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo 
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	if err := e.storeResult(ctx, res, data); err != nil {
+	dup, err := e.storeResult(ctx, res, data)
+	if err != nil {
 		return err
 	}
-	if stored != nil {
+	switch {
+	case dup && !res.Duplicate: // (a Duplicate is the stored answer already)
+		// An answer of this call id was stored before (the results stream de-duplicated this
+		// one): that one is the call's answer, and the one the caller gets.
+		if prev, ok, err := e.lookupResult(ctx, res.Tenant, res.ID); err != nil {
+			return fmt.Errorf("look up the stored answer: %w", err)
+		} else if ok {
+			prev.Duplicate = true
+			if data, err = encodeResult(prev); err != nil {
+				return fmt.Errorf("encode result: %w", err)
+			}
+		}
+	case stored != nil:
 		stored()
 	}
 	if replyTo != "" {
@@ -657,21 +732,28 @@ func (e *Executor) reply(replyTo string, res subjects.CallResult) {
 }
 
 // storeResult stores the one terminal answer (de-duplicated by ResultMsgID), retrying a
-// failing JetStream for a few seconds.
-func (e *Executor) storeResult(ctx context.Context, res subjects.CallResult, data []byte) error {
+// failing JetStream for a few seconds. It reports whether an answer was stored before (the
+// results stream dropped this one as a duplicate).
+func (e *Executor) storeResult(ctx context.Context, res subjects.CallResult, data []byte) (bool, error) {
 	msg := &nats.Msg{Subject: subjects.Result(res.Tenant, res.ID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(subjects.HeaderMsgID, subjects.ResultMsgID(res.Tenant, res.ID))
 	bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
 		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 2 * time.Second,
 		Stop: backoff.Stop, Clock: backoff.SystemClock,
 	}, 6), ctx)
-	return backoff.Retry(func() error {
-		_, err := e.js.PublishMsg(ctx, msg)
+	dup, attempts := false, 0
+	err := backoff.Retry(func() error {
+		attempts++
+		ack, err := e.js.PublishMsg(ctx, msg)
 		if errors.Is(err, nats.ErrConnectionClosed) {
 			return backoff.Permanent(err)
 		}
+		// A retry found a duplicate: most likely this very answer, stored by an attempt whose
+		// PubAck was lost.
+		dup = err == nil && ack.Duplicate && attempts == 1
 		return err
 	}, bo)
+	return dup, err
 }
 
 // encodeResult encodes res like json.Marshal, without re-validating its raw MCP result (checked

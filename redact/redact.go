@@ -16,6 +16,8 @@ const MinLen = 3
 // Values redacts a set of secret values. The zero value redacts nothing.
 type Values struct {
 	r *strings.Replacer // nil: no values
+	// text replaces every form (see forms), for JSON text that cannot be decoded.
+	text *strings.Replacer
 	// forms are the byte sequences that reveal a value in JSON text: as is, and as JSON
 	// escapes it (with and without HTML escaping).
 	forms [][]byte
@@ -49,7 +51,28 @@ func New(values ...string) Values {
 			}
 		}
 	}
+	forms := make([]string, 0, len(out.forms))
+	for _, f := range out.forms {
+		forms = append(forms, string(f))
+	}
+	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	pairs = pairs[:0]
+	for _, f := range forms {
+		pairs = append(pairs, f, Placeholder)
+	}
+	out.text = strings.NewReplacer(pairs...)
 	return out
+}
+
+// Text returns s, text that may be JSON or a piece of it, with every value replaced as is and
+// in the spellings encoding/json gives it in a string (see In): for text that cannot be decoded
+// and walked (JSON cut short, not JSON at all). A value spelled with other escapes is not found
+// by it: check EscapesASCII.
+func (v Values) Text(s string) string {
+	if v.text == nil {
+		return s
+	}
+	return v.text.Replace(s)
 }
 
 // escapedForms returns v as JSON string content, escaped by encoding/json with and without

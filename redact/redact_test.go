@@ -100,3 +100,21 @@ func TestEscapesASCII(t *testing.T) {
 		}
 	}
 }
+
+func TestText(t *testing.T) {
+	v := New(`pa"ss<word>`, "hunter22")
+	for in, want := range map[string]string{
+		`x hunter22 y`:                         `x ` + Placeholder + ` y`,
+		`{"a":"pa\"ss\u003cword\u003e"`:        `{"a":"` + Placeholder + `"`,
+		`{"a":"pa\"ss<word>"}`:                 `{"a":"` + Placeholder + `"}`,
+		`raw pa"ss<word> and hunter22 cut {"b`: `raw ` + Placeholder + ` and ` + Placeholder + ` cut {"b`,
+		`nothing here`:                         `nothing here`,
+	} {
+		if got := v.Text(in); got != want {
+			t.Errorf("Text(%s) = %s, want %s", in, got, want)
+		}
+	}
+	if got := (Values{}).Text("hunter22"); got != "hunter22" {
+		t.Errorf("zero Values changed %q", got)
+	}
+}

@@ -111,6 +111,7 @@ func TestSubjects(t *testing.T) {
 		{Exec("acme corp"), "mcpstream.v1.exec.acme~20corp"},
 		{Result("acme", "c.1"), "mcpstream.v1.results.acme.c~2E1"},
 		{Audit("acme", "result"), "mcpstream.v1.audit.acme.result"},
+		{AuditNoTenant("decision"), "mcpstream.v1.audit.~~.decision"},
 		{Approvals("acme", "c-1"), "mcpstream.v1.approvals.acme.c-1"},
 		{Relist("kb"), "mcpstream.v1.control.relist.kb"},
 		{Dispatch("kb"), "mcpstream.v1.dispatch.kb"},
@@ -122,6 +123,9 @@ func TestSubjects(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
+	}
+	if tenant, err := DecodeToken(NoTenantToken); err == nil {
+		t.Errorf("NoTenantToken decodes (to %q): a tenant could have it", tenant)
 	}
 	rs, err := ParseRegistry(RegistrySnapshot("a.b c", KindResources))
 	if err != nil || rs.Server != "a.b c" || rs.Event != EventSnapshot || rs.Kind != KindResources {

@@ -154,6 +154,17 @@ func Audit(tenant, event string) string {
 	return Root + ".audit." + EncodeToken(tenant) + "." + EncodeToken(event)
 }
 
+// NoTenantToken is the tenant token of the audit events of a call message whose subject holds
+// no valid tenant token: "~~", which EncodeToken never produces, so no tenant's events mix with
+// them.
+const NoTenantToken = "~~"
+
+// AuditNoTenant is the subject of an audit event of a call message published on a subject with
+// no valid tenant token (the event's message names that subject).
+func AuditNoTenant(event string) string {
+	return Root + ".audit." + NoTenantToken + "." + EncodeToken(event)
+}
+
 // Approvals is the request/reply subject that approves or denies a call waiting in needs_approval.
 // The tenant is a token so NATS permissions can pin who may approve which tenant's calls.
 func Approvals(tenant, callID string) string {
