@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -178,7 +179,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 
 	var workers sync.WaitGroup
-	var iters []jetstream.MessagesContext
+	var iters []*workerIter
 	if !e.cfg.NoWorkers {
 		// Each worker has its own iterator asking for one call at a time, from inside Next
 		// (where the iterator pulls): a call is delivered only to a worker waiting for it. One
@@ -190,16 +191,16 @@ func (e *Executor) Run(ctx context.Context) error {
 		for range e.cfg.Workers {
 			iter, err := st.calls.Messages(jetstream.PullMaxMessages(1))
 			if err != nil {
-				for _, it := range iters {
-					it.Stop()
+				for _, w := range iters {
+					w.it.Stop()
 				}
 				return fmt.Errorf("consume %s: %w", subjects.CallsStream, err)
 			}
-			iters = append(iters, iter)
+			iters = append(iters, &workerIter{it: iter})
 		}
 		bg.Go(func() { e.heartbeats(bgCtx) })
-		for _, iter := range iters {
-			workers.Go(func() { e.work(iter) })
+		for _, w := range iters {
+			workers.Go(func() { e.work(w) })
 		}
 	}
 	e.ready.Store(true)
@@ -211,8 +212,8 @@ func (e *Executor) Run(ctx context.Context) error {
 	if execSub != nil {
 		execSub.Unsubscribe()
 	}
-	for _, iter := range iters {
-		iter.Drain()
+	for _, w := range iters {
+		w.drain()
 	}
 	stopped := make(chan struct{})
 	go func() { workers.Wait(); close(stopped) }()
@@ -230,14 +231,40 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// work takes calls from its own iterator and handles them, one at a time, until the iterator is
-// closed: no hand-over between goroutines on the way to a call. Once stopping, a call taken is
-// handed back at once (nak) rather than after AckWait.
-func (e *Executor) work(iter jetstream.MessagesContext) {
+// workerIter is a worker's consumer iterator: replaced when the consumer is gone (see work),
+// drained when the executor stops.
+type workerIter struct {
+	mu      sync.Mutex
+	it      jetstream.MessagesContext
+	drained bool
+}
+
+func (w *workerIter) current() jetstream.MessagesContext {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.it
+}
+
+func (w *workerIter) drain() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drained = true
+	w.it.Drain()
+}
+
+// work takes calls from its own iterator and handles them, one at a time, until the executor
+// stops: no hand-over between goroutines on the way to a call. Once stopping, a call taken is
+// handed back at once (nak) rather than after AckWait. An iterator closed while the executor
+// runs (its consumer was deleted, say) is replaced, the consumer declared again: workers never
+// stop silently while the executor says it is ready.
+func (e *Executor) work(w *workerIter) {
 	for {
-		m, err := iter.Next()
+		m, err := w.current().Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			return
+			if !e.reopen(w) {
+				return
+			}
+			continue
 		}
 		if err != nil {
 			e.cfg.Log.Debug().Err(err).Msg("calls consumer")
@@ -250,6 +277,46 @@ func (e *Executor) work(iter jetstream.MessagesContext) {
 		default:
 		}
 		e.handle(m)
+	}
+}
+
+// reopen replaces a worker's closed iterator, declaring the consumer again, with backoff until
+// it succeeds or the executor stops (false).
+func (e *Executor) reopen(w *workerIter) bool {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	for {
+		w.mu.Lock()
+		if w.drained {
+			w.mu.Unlock()
+			return false
+		}
+		w.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		cons, err := e.js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, ConsumerConfig(e.cfg))
+		cancel()
+		var it jetstream.MessagesContext
+		if err == nil {
+			it, err = cons.Messages(jetstream.PullMaxMessages(1))
+		}
+		if err == nil {
+			w.mu.Lock()
+			if w.drained {
+				w.mu.Unlock()
+				it.Stop()
+				return false
+			}
+			w.it = it
+			w.mu.Unlock()
+			e.cfg.Log.Warn().Msg("calls consumer iterator closed while serving: consumer declared again, consuming again")
+			return true
+		}
+		e.cfg.Log.Error().Err(err).Msg("calls consumer gone; declaring it again")
+		select {
+		case <-e.stopping:
+			return false
+		case <-time.After(bo.NextBackOff()):
+		}
 	}
 }
 

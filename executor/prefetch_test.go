@@ -64,3 +64,23 @@ func TestNoCallWaitsUnheartbeated(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerDeletedWhileServing: workers whose consumer is deleted under them declare it again
+// and go on taking calls; they used to stop silently while the executor still said it was ready.
+func TestConsumerDeletedWhileServing(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"fixture"}})
+	if res := r.call("local", "fixture__echo", `{"text":"before"}`); res.Status != subjects.CallOK {
+		t.Fatalf("before: %s %+v", res.Status, res.Error)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := r.env.JS.DeleteConsumer(ctx, subjects.CallsStream, subjects.ExecutorConsumer); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.call("local", "fixture__echo", `{"text":"after"}`); res.Status != subjects.CallOK {
+		t.Fatalf("after: %s %+v", res.Status, res.Error)
+	}
+	if !r.ex.Ready() {
+		t.Error("executor not ready")
+	}
+}
