@@ -80,7 +80,9 @@
 // recovered (answer internal, the worker goes on). Rate limits never nak (a nak counts as a
 // delivery): they answer rate_limited. AckWait (30 s) only detects crashed workers: long calls
 // and approval waits send progress heartbeats. A call delivered MaxDeliver (5) times is answered
-// without running again (outcome_unknown if claimed, else internal).
+// without running again (outcome_unknown if claimed, else internal); the consumer delivers up to
+// five more times, so that answer is retried when storing it fails. A call handed back while it
+// waits for approval (its executor stopping) counts a delivery too.
 //
 // If a worker dies after dispatching a side-effecting call and before storing its answer, the
 // redelivered call finds the claim and answers outcome_unknown: never a second execution.

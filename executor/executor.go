@@ -336,10 +336,11 @@ func (e *Executor) waitAsync(d time.Duration) error {
 
 // inflight is a call message being handled: kept alive by heartbeats.
 type inflight struct {
-	m     jetstream.Msg
-	start time.Time
-	mu    sync.Mutex
-	lease *lease
+	m          jetstream.Msg
+	start      time.Time
+	mu         sync.Mutex
+	lease      *lease
+	dispatched atomic.Bool // tools/call was sent (or may have been): its outcome may be unknown
 }
 
 type flight struct {

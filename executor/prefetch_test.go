@@ -84,3 +84,16 @@ func TestConsumerDeletedWhileServing(t *testing.T) {
 		t.Error("executor not ready")
 	}
 }
+
+// TestConsumerOutlastsLastDelivery: the consumer delivers a call more times than the workers'
+// MaxDeliver, at which they answer it without running it: a nak of that answer (storing it
+// failed) must not be the consumer's last delivery, or the call is dropped unanswered.
+func TestConsumerOutlastsLastDelivery(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 12} {
+		cfg := Config{MaxDeliver: n}
+		cc := ConsumerConfig(cfg)
+		if want := cfg.withDefaults().MaxDeliver; cc.MaxDeliver <= want {
+			t.Errorf("MaxDeliver %d: the consumer delivers %d times, not more than the workers' %d", n, cc.MaxDeliver, want)
+		}
+	}
+}

@@ -60,6 +60,10 @@ func SlotsConfig(lease time.Duration, replicas int) jetstream.KeyValueConfig {
 	}
 }
 
+// lastDeliveryRetries is how many more deliveries the consumer makes after MaxDeliver, for the
+// answer given at MaxDeliver (see ConsumerConfig).
+const lastDeliveryRetries = 5
+
 // ConsumerConfig is the durable pull consumer every executor worker shares on the calls stream.
 func ConsumerConfig(cfg Config) jetstream.ConsumerConfig {
 	cfg = cfg.withDefaults()
@@ -70,7 +74,10 @@ func ConsumerConfig(cfg Config) jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
-		MaxDeliver:    cfg.MaxDeliver,
+		// The workers answer a call at its MaxDeliver-th delivery without running it; the
+		// consumer delivers a few more times, so that answer is not lost when storing it fails
+		// transiently (a nak at the consumer's last delivery would drop the call unanswered).
+		MaxDeliver:    cfg.MaxDeliver + lastDeliveryRetries,
 		MaxAckPending: cfg.MaxAckPending,
 	}
 }

@@ -42,7 +42,9 @@ const (
 
 type handler func(ctx context.Context, m jetstream.Msg) error
 
-// recoverer turns a panic in h into an internal error answer; the worker goes on.
+// recoverer turns a panic in h into an answer, the worker goes on: internal, or outcome_unknown
+// once tools/call was sent (the call may have run). When that answer cannot be stored the call
+// is delivered again (its claim, if any, then answers outcome_unknown), not dropped.
 func (e *Executor) recoverer(h handler) handler {
 	return func(ctx context.Context, m jetstream.Msg) (err error) {
 		defer func() {
@@ -51,9 +53,15 @@ func (e *Executor) recoverer(h handler) handler {
 				err = fmt.Errorf("%w: panic: %v", errTerminate, p)
 				if tenant, terr := subjects.TenantOf(m.Subject()); terr == nil {
 					if req, _ := decodeCall(m.Data()); req.ID != "" {
-						res := refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "the executor failed on this call"})
-						if e.answer(context.WithoutCancel(ctx), res, e.replyTo(m), nil) == nil {
+						fail := &subjects.Error{Code: subjects.CodeInternal, Message: "the executor failed on this call"}
+						if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil && in.dispatched.Load() {
+							fail = &subjects.Error{Code: subjects.CodeOutcomeUnknown, Message: "the executor failed after sending the call to its server: it may have run"}
+						}
+						res := refusal(tenant, req, subjects.CallFailed, fail)
+						if aerr := e.answer(context.WithoutCancel(ctx), res, e.replyTo(m), nil); aerr == nil {
 							err = nil
+						} else {
+							err = fmt.Errorf("%w: panic: %v; answer: %w", errRetry, p, aerr)
 						}
 					}
 				}
@@ -579,6 +587,9 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 	deadline, _ := ctx.Deadline()
 	for {
 		c.attempt++
+		if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil {
+			in.dispatched.Store(true)
+		}
 		e.stats.dispatched.Add(1)
 		rep := e.disp.Dispatch(ctx, c.tool.Server, subjects.DispatchRequest{
 			V: subjects.Version, CallID: c.req.ID, Tool: c.tool.Name, Arguments: c.req.Arguments,
