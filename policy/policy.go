@@ -138,7 +138,6 @@ type Decision struct {
 // Decide says whether principal pr (already resolved) may call t. It is the one code path for
 // search filtering, details and execution.
 func (p *Policy) Decide(pr subjects.Principal, t Tool) Decision {
-	subject := t.Server + "__" + t.Name
 	if p.open {
 		return Decision{Allowed: true, NeedsApproval: p.approveDestructive && t.Destructive, Why: "open policy"}
 	}
@@ -151,13 +150,13 @@ func (p *Policy) Decide(pr subjects.Principal, t Tool) Decision {
 		if name == "" {
 			name = fmt.Sprintf("rule %d", i+1)
 		}
-		if matchAny(r.Deny, subject) {
+		if matchTool(r.Deny, t) {
 			return Decision{Why: "denied by " + name}
 		}
-		if matchAny(r.Allow, subject) && !d.Allowed {
+		if matchTool(r.Allow, t) && !d.Allowed {
 			d.Allowed, d.Why = true, "allowed by "+name
 		}
-		if matchAny(r.Approve, subject) {
+		if matchTool(r.Approve, t) {
 			d.NeedsApproval = true
 		}
 	}
@@ -184,9 +183,15 @@ func (r Rule) applies(pr subjects.Principal) bool {
 	return true
 }
 
-func matchAny(patterns []string, s string) bool {
+// matchTool reports whether a server__tool pattern matches t: the part before the pattern's first
+// "__" matches the server name, the rest the tool name, so "kb__*" never matches a tool of a
+// server "kb__admin", and "a__b__*" matches the tools "b__..." of server "a" (tool names, which
+// servers choose, may hold "__"; configured server names may not). A pattern without "__"
+// matches server + "__" + tool as a whole ("*").
+func matchTool(patterns []string, t Tool) bool {
 	for _, pat := range patterns {
-		if Match(pat, s) {
+		sp, tp, ok := strings.Cut(pat, "__")
+		if ok && Match(sp, t.Server) && Match(tp, t.Name) || !ok && Match(pat, t.Server+"__"+t.Name) {
 			return true
 		}
 	}

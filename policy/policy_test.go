@@ -61,6 +61,11 @@ func TestDecide(t *testing.T) {
 		{"support glob", bob, Tool{Server: "ticketing", Name: "listIssues"}, true, false},
 		{"support not allowed", bob, Tool{Server: "ticketing", Name: "createIssue"}, false, false},
 		{"slash in names", bob, Tool{Server: "Ant Design/x", Name: "getDocs"}, true, false},
+		// The pattern's first "__" separates server from tool: "kb__*" is server kb's tools only.
+		{"server holding __", bob, Tool{Server: "kb__admin", Name: "drop"}, false, false},
+		{"tool holding __", bob, Tool{Server: "kb", Name: "admin__drop"}, true, false},
+		{"deny of a tool holding __", alice, Tool{Server: "payments", Name: "x__y"}, false, false},
+		{"deny is not of a server holding __", alice, Tool{Server: "payments__sandbox", Name: "x"}, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

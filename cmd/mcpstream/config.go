@@ -336,6 +336,8 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		bad("name", "longer than 64 bytes")
 	case strings.IndexFunc(s.Name, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
 		bad("name", "must not hold spaces or control characters")
+	case strings.Contains(s.Name, "__"):
+		bad("name", `must not hold "__": it separates the server from the tool in public names and policy patterns`)
 	default:
 		if j, dup := seen[s.Name]; dup {
 			bad("name", "duplicate: servers[%d] has the same name", j)

@@ -144,6 +144,11 @@ func TestLoadConfigErrors(t *testing.T) {
 			want: []string{": servers[2] (a): field name: duplicate: servers[0] has the same name"},
 		},
 		{
+			name: "server name holding __",
+			yaml: "servers:\n  - {name: kb__admin, command: x}\n",
+			want: []string{`: servers[0] (kb__admin): field name: must not hold "__": it separates the server from the tool in public names and policy patterns`},
+		},
+		{
 			name: "bad transport",
 			yaml: "servers:\n  - {name: a, transport: websocket, url: 'https://x'}\n",
 			want: []string{`: servers[0] (a): field transport: "websocket" is not one of stdio, http, sse`},
