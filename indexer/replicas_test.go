@@ -238,3 +238,34 @@ func TestStreamRecreated(t *testing.T) {
 		t.Error("old stream's tool survived")
 	}
 }
+
+// TestStreamPurged: a replica restarted after the registry stream was purged drops what it built
+// from the purged events, as a replica built now would not have it (it kept them, and replicas
+// disagreed).
+func TestStreamPurged(t *testing.T) {
+	env := natstest.Start(t)
+	dir := filepath.Join(t.TempDir(), "r")
+	seq := publish(t, env.JS, demoEvents(t)...)
+	r := startReplica(t, env, dir, nil, nil)
+	waitSeq(t, r.Catalog, seq)
+	r.stop(t)
+
+	ctx := context.Background()
+	s, err := env.JS.Stream(ctx, subjects.RegistryStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r2 := startReplica(t, env, dir, nil, nil)
+	waitFor(t, "the purged catalog dropped", func() bool { return r2.Ready() && r2.Stats().Tools == 0 })
+	if _, _, ok := r2.Lookup("kb__get_document"); ok {
+		t.Error("a purged stream's tool survived")
+	}
+	seq = publish(t, env.JS, status("solo", subjects.StatusReady), snapshot("solo", "", tool("only_tool", "the only tool")))
+	waitSeq(t, r2.Catalog, seq)
+	if _, _, ok := r2.Lookup("solo__only_tool"); !ok {
+		t.Error("the tool published after the purge is missing")
+	}
+}
