@@ -139,6 +139,8 @@ func driveRounds(b *testing.B, n, c int, paths ...func() error) ([]*latencies, [
 // the same NATS work around the same connector call and nothing else (bareDurableBroker). MCPSTREAM_BENCH_EXEC_ONLY=1 runs only the
 // executor path at 64 callers (=calls: the CallDirect one, =bare: the bare broker), for profiles
 // (-cpuprofile).
+// MCPSTREAM_TEST_NATS=inprocess connects everything to the embedded server in-process, as the
+// roles of mcpstream up are (default: loopback TCP, as separate role processes are).
 // MCPSTREAM_BENCH_PROTOCOL=2025-11-25 pins the direct client and the connector to that protocol
 // version (mcp-go's per-request work on 2026-07-28 halves the direct baseline's calls/s here).
 // The paths run interleaved, in rounds with a rotating order (driveRounds), so that the

@@ -2,6 +2,7 @@ package natstest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -30,11 +31,8 @@ func Start(t testing.TB) *Env {
 		t.Fatalf("start nats: %v", err)
 	}
 	t.Cleanup(srv.Shutdown)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatalf("connect nats: %v", err)
-	}
-	t.Cleanup(nc.Close)
+	e := &Env{Server: srv, URL: srv.ClientURL(), Dir: dir}
+	nc := e.Connect(t)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatalf("jetstream: %v", err)
@@ -44,13 +42,25 @@ func Start(t testing.TB) *Env {
 	if err := subjects.EnsureStreams(ctx, js, subjects.StreamOptions{}); err != nil {
 		t.Fatalf("streams: %v", err)
 	}
-	return &Env{Server: srv, URL: srv.ClientURL(), NC: nc, JS: js, Dir: dir}
+	e.NC, e.JS = nc, js
+	return e
 }
 
-// Connect opens another client connection to the test server, closed at cleanup.
+// InProcess is MCPSTREAM_TEST_NATS=inprocess: Connect (and Start's connection) use in-process
+// connections to the embedded server, as the roles of mcpstream up do, instead of loopback TCP
+// (a separate process's view). For benchmarks of either deployment.
+var InProcess = os.Getenv("MCPSTREAM_TEST_NATS") == "inprocess"
+
+// Connect opens another client connection to the test server (see InProcess), closed at cleanup.
 func (e *Env) Connect(t testing.TB) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(e.URL)
+	var nc *nats.Conn
+	var err error
+	if InProcess {
+		nc, err = e.Server.Connect()
+	} else {
+		nc, err = nats.Connect(e.URL)
+	}
 	if err != nil {
 		t.Fatalf("connect nats: %v", err)
 	}

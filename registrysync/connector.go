@@ -196,9 +196,6 @@ func (c *connector) loop(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		s, err := c.connect(ctx)
-		c.mu.Lock()
-		c.attempted = true
-		c.mu.Unlock()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -213,6 +210,7 @@ func (c *connector) loop(ctx context.Context) {
 			}
 			ev.Str("reason", st.Reason).Int("attempt", attempt).Dur("retryIn", wait).Msg("connect failed")
 			c.setStatus(ctx, st)
+			c.settle()
 			sleepCtx(ctx, wait)
 			continue
 		}
@@ -236,6 +234,7 @@ func (c *connector) loop(ctx context.Context) {
 		st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
 		c.log.Warn().Str("reason", st.Reason).Dur("retryIn", wait).Msg("connection lost")
 		c.setStatus(ctx, st)
+		c.settle()
 		sleepCtx(ctx, wait)
 	}
 }
@@ -259,6 +258,14 @@ func (c *connector) skip(kind subjects.Kind) bool {
 	}
 	c.skipped[kind]++
 	return true
+}
+
+// settle records that the first connection attempt has its outcome published: the lists and
+// the ready status of a session, or the status of a failure (see Manager.Ready).
+func (c *connector) settle() {
+	c.mu.Lock()
+	c.attempted = true
+	c.mu.Unlock()
 }
 
 func (c *connector) isLoaded() bool {
@@ -332,6 +339,7 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 	if _, err := relist(c.kinds); err != nil {
 		return err
 	}
+	c.settle() // its first lists and status are published
 
 	var resync, ping <-chan time.Time
 	if cfg.ResyncEvery > 0 {

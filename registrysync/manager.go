@@ -213,8 +213,10 @@ func (m *Manager) Statuses() map[string]subjects.Status {
 	return out
 }
 
-// Ready reports whether Run has its endpoints up and every server has finished its first
-// connection attempt, whatever its outcome (Statuses tells which servers are ready).
+// Ready reports whether Run has its endpoints up and every server has the outcome of its first
+// connection attempt published, whatever it is: its lists and ready status, or the status of
+// the failure (Statuses tells which servers are ready). A caller that sees Ready finds every
+// server that connected listed and ready, not listed with its status still connecting.
 func (m *Manager) Ready() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
