@@ -101,7 +101,9 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	if err != nil {
 		return &stop{err: fmt.Errorf("%w: subscribe approvals: %w", errRetry, err)}
 	}
-	defer sub.Unsubscribe()
+	// Drained, not just unsubscribed: an approval already on its way when the wait ends is still
+	// answered (no longer waiting, and why) instead of leaving its sender to its timeout.
+	defer sub.Drain()
 
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.CodeNeedsApproval, Code: subjects.CodeNeedsApproval,
 		Message: fmt.Sprintf("%s needs approval: mcpstream approve %s (or deny) within %s", c.tool.Public, c.req.ID, wait)}))
