@@ -497,8 +497,14 @@ func (c *Catalog) plan(ev subjects.RegistryEvent) ([]write, func(), error) {
 		return c.planOtherKind(ev.Snapshot)
 	case ev.ListChanged != nil:
 		lc := ev.ListChanged
+		s := c.servers[lc.Server]
+		if s == nil {
+			// A server the registry never announced (no status, no list): nothing of it is
+			// listed, so nothing turns stale, and no phantom server appears in servers.
+			return nil, nil, nil
+		}
 		km := kindRec{Count: 0}
-		if s := c.servers[lc.Server]; s != nil && s.kinds[lc.Kind] != nil {
+		if s.kinds[lc.Kind] != nil {
 			km = *s.kinds[lc.Kind]
 		}
 		km.Stale = true

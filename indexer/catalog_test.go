@@ -510,3 +510,24 @@ func TestRemovedRecordsBounded(t *testing.T) {
 		t.Errorf("remembers %d removed tools, limit %d", len(got), limit)
 	}
 }
+
+// TestListChangedOfUnknownServer: a list_changed of a server the registry never announced makes
+// no phantom server (it was listed by servers, status unknown, under the open policy).
+func TestListChangedOfUnknownServer(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, append(demoEvents(t), changed("ghost"))...)
+	r := startReplica(t, env, "", nil, nil)
+	waitSeq(t, r.Catalog, seq)
+	for _, s := range r.Servers(context.Background(), subjects.ServersRequest{V: 1}).Servers {
+		if s.Name == "ghost" {
+			t.Errorf("phantom server listed: %+v", s)
+		}
+	}
+	// A known server's list_changed still makes its tools stale.
+	seq = publish(t, env.JS, changed("kb"))
+	waitSeq(t, r.Catalog, seq)
+	det := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{"kb__get_document"}})
+	if len(det.Tools) != 1 || det.Tools[0].State != subjects.StateStale {
+		t.Errorf("kb__get_document after list_changed: %+v %+v", det.Tools, det.Error)
+	}
+}
