@@ -3,6 +3,7 @@ package registrysync
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 )
 
@@ -135,7 +137,7 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, onMalformed f
 
 	fwdR, fwdW := io.Pipe()
 	c := &child{
-		cmd: cmd, stdin: inW, in: &frameWriter{w: inW}, stdout: outR, stderr: errR,
+		cmd: cmd, stdin: inW, in: newFrameWriter(inW), stdout: outR, stderr: errR,
 		fwdR: fwdR, fwdW: fwdW,
 		exited: make(chan struct{}), readerDone: make(chan struct{}),
 	}
@@ -181,6 +183,8 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 		case len(msg) == 0:
 		case c.fast.route(msg):
 			// The answer to a fastCall request, handed to it directly.
+		case c.answerRequest(msg):
+			// A request of the server's, answered here (see answerRequest).
 		case json.Valid(msg):
 			if _, werr := c.fwdW.Write(append(msg, '\n')); werr != nil {
 				return
@@ -194,6 +198,37 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 		}
 		line = line[:0]
 	}
+}
+
+// serverRequestWait bounds the write of the answer to a server's request: a server that does
+// not read its stdin stalls no more than this (the session is lost if a frame is cut short).
+const serverRequestWait = 2 * time.Second
+
+// answerRequest answers msg, when it is a request from the server (ping, sampling, roots...),
+// here on the reader's goroutine: ping with an empty result, anything else with "method not
+// found" (the connector declares no client capability, as mcp-go answers without handlers). It
+// reports whether msg was a request. mcp-go would answer each on a goroutine of its own, and a
+// server flooding requests while not reading its stdin grew them without bound; answered here,
+// a stalled stdin stalls the reader (and so the server's stdout) instead.
+func (c *child) answerRequest(msg []byte) bool {
+	if !bytes.Contains(msg, []byte(`"method"`)) || !bytes.Contains(msg, []byte(`"id"`)) {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(msg, &m) != nil || m.Method == nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return false // a notification, a response, or not a request mcp-go could answer either
+	}
+	answer := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{}}` + "\n"
+	if *m.Method != string(mcp.MethodPing) {
+		answer = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"method not supported by this client"}}` + "\n"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), serverRequestWait)
+	_, _ = c.in.WriteCtx(ctx, []byte(answer))
+	cancel()
+	return true
 }
 
 // noteNoise logs text a server wrote on stdout, at warn level once, then at debug.

@@ -526,6 +526,7 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 	defer cancel()
 	acc := newAccumulator(kind, cfg.MaxDefinitionBytes)
 	acc.redact = c.red.JSON
+	acc.redactText = c.red.Text
 	acc.l.Auth = c.sc.AuthContext
 	limit := c.m.payloadLimit()
 	total := 0
@@ -685,7 +686,10 @@ func (c *connector) notifier(ctx context.Context) {
 		c.mu.Unlock()
 		for _, k := range kinds {
 			c.pubMu.Lock()
-			err := c.publishChanged(ctx, k)
+			var err error
+			if st := c.kind(k); !st.needsConfirm() {
+				err = c.publishChanged(ctx, k)
+			}
 			c.pubMu.Unlock()
 			if err != nil {
 				if ctx.Err() != nil {

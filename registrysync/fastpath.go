@@ -2,11 +2,14 @@ package registrysync
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"io"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -16,17 +19,56 @@ import (
 // going through mcp-go's transport.
 const fastIDPrefix = "mcpstream-"
 
+// stdinStall is how long a write to a child's stdin may block before the child is deemed hung.
+const stdinStall = 10 * time.Second
+
 // frameWriter serializes whole JSON-RPC frames on a child's stdin: mcp-go writes each frame
-// with one Write, and so does fastCall, so frames from both never interleave.
+// with one Write, and so does fastCall, so frames from both never interleave. No write blocks
+// for more than stdinStall (or its context): a frame cut short breaks the stream for good and
+// onBroken reports it (the session is then lost).
 type frameWriter struct {
-	mu sync.Mutex
-	w  io.WriteCloser
+	sem      chan struct{} // the lock, 1 slot
+	w        *os.File
+	stall    time.Duration
+	broken   error
+	onBroken func(error)
 }
 
-func (f *frameWriter) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.w.Write(p)
+func newFrameWriter(w *os.File) *frameWriter {
+	return &frameWriter{sem: make(chan struct{}, 1), w: w, stall: stdinStall}
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) { return f.WriteCtx(context.Background(), p) }
+
+// WriteCtx writes p whole, giving up when ctx ends; n > 0 with an error means a partial frame.
+func (f *frameWriter) WriteCtx(ctx context.Context, p []byte) (int, error) {
+	stall := time.NewTimer(f.stall)
+	defer stall.Stop()
+	select {
+	case f.sem <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-stall.C:
+		return 0, fmt.Errorf("stdin busy for %s", f.stall)
+	}
+	defer func() { <-f.sem }()
+	if f.broken != nil {
+		return 0, f.broken
+	}
+	limit := time.Now().Add(f.stall)
+	if d, ok := ctx.Deadline(); ok && d.Before(limit) {
+		_ = f.w.SetWriteDeadline(d)
+	} else {
+		_ = f.w.SetWriteDeadline(limit)
+	}
+	n, err := f.w.Write(p)
+	if err != nil && (n > 0 || !time.Now().Before(limit)) {
+		f.broken = fmt.Errorf("writing to the server's stdin: %w", err)
+		if f.onBroken != nil {
+			f.onBroken(f.broken)
+		}
+	}
+	return n, err
 }
 
 func (f *frameWriter) Close() error { return f.w.Close() }
@@ -73,12 +115,12 @@ func (r *fastRouter) route(msg []byte) bool {
 		return false
 	}
 	var m struct {
-		ID     json.RawMessage          `json:"id"`
-		Method string                   `json:"method"`
-		Result json.RawMessage          `json:"result"` // a copy: msg's buffer is reused
-		Error  *mcp.JSONRPCErrorDetails `json:"error"`
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result json.RawMessage `json:"result"` // a copy: msg's buffer is reused
+		Error  json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(msg, &m) != nil || m.Method != "" {
+	if json.Unmarshal(msg, &m) != nil || len(m.Method) > 0 {
 		return false
 	}
 	var id string
@@ -93,6 +135,20 @@ func (r *fastRouter) route(msg []byte) bool {
 	if ch == nil {
 		return false
 	}
-	ch <- fastResponse{result: m.Result, rpcErr: m.Error}
+	// The answer to a waiting call always ends it, malformed or not (mcp-go would drop a
+	// malformed one, and the call would wait out its timeout).
+	resp := fastResponse{result: m.Result}
+	switch {
+	case len(m.Error) > 0 && string(m.Error) != "null":
+		resp.result = nil
+		resp.rpcErr = &mcp.JSONRPCErrorDetails{}
+		if json.Unmarshal(m.Error, resp.rpcErr) != nil {
+			resp.rpcErr = &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "malformed error member in the answer"}
+		}
+	case len(m.Result) == 0 || string(m.Result) == "null":
+		resp.result = nil
+		resp.rpcErr = &mcp.JSONRPCErrorDetails{Code: mcp.INTERNAL_ERROR, Message: "the answer holds neither a result nor an error"}
+	}
+	ch <- resp
 	return true
 }

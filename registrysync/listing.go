@@ -85,6 +85,18 @@ type accumulator struct {
 	seen     map[string]bool
 	// redact removes secret values from an item (nil: none configured).
 	redact func([]byte) ([]byte, bool)
+	// redactText removes secret values from the name and message of a rejected item (nil:
+	// none configured): names and messages quote what the server sent.
+	redactText func(string) string
+}
+
+// reject records a rejected item, redacted, then cut to size.
+func (a *accumulator) reject(r subjects.Rejected) {
+	if a.redactText != nil {
+		r.Name, r.Message = a.redactText(r.Name), a.redactText(r.Message)
+	}
+	r.Name = truncate(r.Name, 200)
+	a.l.Rejected = append(a.l.Rejected, r)
 }
 
 func newAccumulator(kind subjects.Kind, maxBytes int) *accumulator {
@@ -115,7 +127,7 @@ func (a *accumulator) addPage(p page) {
 func (a *accumulator) addItem(item json.RawMessage) {
 	name, key, rej := validateItem(a.l.Kind, item, a.maxBytes)
 	if rej != nil {
-		a.l.Rejected = append(a.l.Rejected, *rej)
+		a.reject(*rej)
 		return
 	}
 	if a.seen[key] {
@@ -123,7 +135,7 @@ func (a *accumulator) addItem(item json.RawMessage) {
 		if a.l.Kind == subjects.KindResources {
 			what = "uri"
 		}
-		a.l.Rejected = append(a.l.Rejected, subjects.Rejected{
+		a.reject(subjects.Rejected{
 			Name: name, Code: subjects.CodeDuplicateName,
 			Message: fmt.Sprintf("a %s with this %s was listed before; the first one is kept", singular(a.l.Kind), what),
 		})
@@ -132,7 +144,7 @@ func (a *accumulator) addItem(item json.RawMessage) {
 	a.seen[key] = true
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, item); err != nil { // validated above; cannot happen
-		a.l.Rejected = append(a.l.Rejected, subjects.Rejected{Name: name, Code: subjects.CodeInvalidDefinition, Message: err.Error()})
+		a.reject(subjects.Rejected{Name: name, Code: subjects.CodeInvalidDefinition, Message: err.Error()})
 		return
 	}
 	item = buf.Bytes()
@@ -151,7 +163,7 @@ func singular(k subjects.Kind) string { return strings.TrimSuffix(string(k), "s"
 // or the uri for resources) and a rejection when the item is refused.
 func validateItem(kind subjects.Kind, item json.RawMessage, maxBytes int) (name, key string, rej *subjects.Rejected) {
 	reject := func(code, format string, args ...any) (string, string, *subjects.Rejected) {
-		return name, "", &subjects.Rejected{Name: truncate(name, 200), Code: code, Message: fmt.Sprintf(format, args...)}
+		return name, "", &subjects.Rejected{Name: name, Code: code, Message: fmt.Sprintf(format, args...)}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(item, &fields); err != nil || fields == nil {

@@ -22,6 +22,7 @@ import (
 //
 //	fixture           the fixture server below (exit and pid tools included)
 //	hostile:<mode>    demoservers.ServeHostileStdio
+//	raw:<mode>        serveRawChild (hostile_raw_test.go)
 //	demo:<name>       demoservers.ServeStdio, control file in MCPSTREAM_TEST_CONTROL
 const childEnv = "MCPSTREAM_TEST_SERVER"
 
@@ -41,6 +42,8 @@ func serveChild(mode string) int {
 		pageSize, _ := strconv.Atoi(os.Getenv("MCPSTREAM_TEST_PAGE"))
 		srv := newFixture(fixtureOptions{pageSize: pageSize, child: true})
 		err = server.NewStdioServer(srv).Listen(ctx, os.Stdin, os.Stdout)
+	case strings.HasPrefix(mode, "raw:"):
+		return serveRawChild(strings.TrimPrefix(mode, "raw:"))
 	case strings.HasPrefix(mode, "hostile:"):
 		err = demoservers.ServeHostileStdio(ctx, strings.TrimPrefix(mode, "hostile:"), os.Stdin, os.Stdout)
 	case strings.HasPrefix(mode, "demo:"):

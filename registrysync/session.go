@@ -39,13 +39,19 @@ var (
 )
 
 // newHTTPClient returns a client with its own connection pool, so that closing a session
-// closes its connections only. Requests are bounded by their contexts.
-func newHTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		return &http.Client{Transport: t.Clone()}
+// closes its connections only. Requests are bounded by their contexts, responses by limit (see
+// cappedTransport).
+func newHTTPClient(limit int) *http.Client {
+	next := http.DefaultTransport
+	if t, ok := next.(*http.Transport); ok {
+		next = t.Clone()
 	}
-	return &http.Client{}
+	return &http.Client{Transport: &cappedTransport{next: next, limit: int64(limit)}}
 }
+
+// responseRoom is what an HTTP response may hold besides the largest list or result an event
+// takes (the JSON-RPC envelope, SSE framing).
+const responseRoom = 1 << 20
 
 // lostError marks a failure of the connection itself: the session is closed and reconnected.
 type lostError struct{ err error }
@@ -119,6 +125,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return nil, err
 		}
 		s.child = ch
+		ch.in.onBroken = func(err error) { s.markLost(err) }
 		st := transport.NewIO(ch.fwdR, ch.in, nil)
 		s.stdio = &stdioWrap{base: base{inner: st}, stdio: st}
 		tr = s.stdio
@@ -130,7 +137,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			}
 		}()
 	case TransportHTTP:
-		s.hc = newHTTPClient()
+		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
 		opts := []transport.StreamableHTTPCOption{
 			transport.WithHTTPHeaders(sc.Headers),
 			transport.WithHTTPBasicClient(s.hc),
@@ -146,7 +153,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		}
 		tr = &httpWrap{base: base{inner: h}, http: h}
 	case TransportSSE:
-		s.hc = newHTTPClient()
+		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
 		h, err := transport.NewSSE(sc.URL,
 			transport.WithHeaders(sc.Headers),
 			transport.WithHTTPClient(s.hc),
@@ -189,7 +196,19 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		return nil, err
 	}
 	// Start's context is the life of the connection (SSE stream, GET stream, stdio handlers).
-	if err := s.cl.Start(sctx); err != nil {
+	// Start (the SSE GET, say) must not outlive ConnectTimeout nor the connector.
+	startTimer := time.AfterFunc(cfg.ConnectTimeout, cancel)
+	stopStart := context.AfterFunc(ctx, cancel)
+	err := s.cl.Start(sctx)
+	startTimer.Stop()
+	stopStart()
+	if err == nil && sctx.Err() != nil {
+		err = fmt.Errorf("no answer within %s", cfg.ConnectTimeout)
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
 		return fail(fmt.Errorf("start: %w", err))
 	}
 	ictx, icancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
@@ -540,7 +559,7 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 	// through mcp-go's reader, which would decode it twice more.
 	answer := s.child.fast.register(idText)
 	defer s.child.fast.forget(idText)
-	if n, err := s.child.in.Write(frame); err != nil {
+	if n, err := s.child.in.WriteCtx(ctx, frame); err != nil {
 		return callResult{sent: n > 0, err: err}, true
 	}
 	got := func(r fastResponse) (callResult, bool) {
@@ -575,9 +594,11 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 			Method: string(mcp.MethodNotificationCancelled),
 			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": ctx.Err().Error()}},
 		}}
-		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		_ = s.stdio.inner.SendNotification(nctx, n)
-		cancel()
+		if data, err := json.Marshal(n); err == nil {
+			nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			_, _ = s.child.in.WriteCtx(nctx, append(data, '\n'))
+			cancel()
+		}
 		return callResult{sent: true, err: ctx.Err()}, true
 	}
 }

@@ -1,0 +1,337 @@
+package registrysync
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// serveRawChild is the child of childEnv=raw:<mode>: a hand-written 2025-11-25 stdio server
+// that misbehaves in ways mcp-go's server cannot be made to:
+//
+//	stuck     stops reading stdin for good on its first tools/call (a hung single-threaded server)
+//	flood     declares tools.listChanged and floods notifications/tools/list_changed
+//	reqflood  floods ping requests at the client and never reads stdin again
+//	badtypes  answers tools/call with an "error" member of the wrong shape
+
+func serveRawChild(mode string) int {
+	var mu sync.Mutex
+	out := bufio.NewWriter(os.Stdout)
+	write := func(s string) {
+		mu.Lock()
+		out.WriteString(s + "\n")
+		out.Flush()
+		mu.Unlock()
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Method == "" {
+			continue
+		}
+		id := string(m.ID)
+		switch m.Method {
+		case "initialize":
+			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"review","version":"1"}}}`)
+		case "notifications/initialized":
+			switch mode {
+			case "flood":
+				go func() {
+					for {
+						write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+					}
+				}()
+			case "reqflood":
+				go func() {
+					for i := 0; ; i++ {
+						write(fmt.Sprintf(`{"jsonrpc":"2.0","id":"srv-%d","method":"ping"}`, i))
+					}
+				}()
+				select {} // never reads stdin again
+			}
+		case "ping":
+			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+		case "tools/list":
+			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`)
+		case "tools/call":
+			switch mode {
+			case "stuck":
+				select {}
+			case "badtypes":
+				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
+			default:
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+			}
+		default:
+			if len(m.ID) > 0 {
+				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"no"}}`)
+			}
+		}
+	}
+	return 0
+}
+
+func rawServer(t *testing.T, name, mode string) ServerConfig {
+	return stdioServer(t, name, "raw:"+mode)
+}
+
+// TestCallTimeoutOnStalledStdin: a tools/call frame that does not fit in the stdin pipe of a
+// child that stopped reading used to block in Write, past the call's timeout, holding the
+// writer (so every later request of the session too).
+func TestCallTimeoutOnStalledStdin(t *testing.T) {
+	h := run(t, nil, fastConfig(rawServer(t, "stuck", "stuck")))
+	rec := record(t, h.env, subjects.RegistryServer("stuck"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	if r := h.m.Dispatch(context.Background(), "stuck", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 300}); r.Error == nil || r.Error.Code != subjects.CodeTimeout {
+		t.Fatalf("first call: %+v, want timeout", r.Error)
+	}
+	big := json.RawMessage(`{"x":"` + strings.Repeat("a", 256<<10) + `"}`)
+	done := make(chan subjects.DispatchReply, 1)
+	go func() {
+		done <- h.m.Dispatch(context.Background(), "stuck", subjects.DispatchRequest{V: 1, Tool: "t", Arguments: big, TimeoutMs: 300})
+	}()
+	select {
+	case r := <-done:
+		if r.Error == nil {
+			t.Errorf("second call answered %s", r.Result)
+		}
+	case <-time.After(waitLimit): // a hang, not a slow answer: the call's own bound is 300 ms
+		t.Fatal("a call with a 300ms timeout did not return (blocked writing the child's stdin)")
+	}
+}
+
+// TestStalledStdinMakesServerUnavailable: a child that stopped reading its stdin stalled the
+// liveness probe behind the blocked writer, so the hung server stayed ready for good.
+func TestStalledStdinMakesServerUnavailable(t *testing.T) {
+	cfg := fastConfig(rawServer(t, "stuck", "stuck"))
+	cfg.PingEvery = 200 * time.Millisecond
+	cfg.PingTimeout = 500 * time.Millisecond
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("stuck"))
+	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	go h.m.Dispatch(context.Background(), "stuck", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 60000})
+	waitUntil(t, "the call in flight", func() bool { return h.m.Statuses()["stuck"].Status == subjects.StatusReady })
+	big := json.RawMessage(`{"x":"` + strings.Repeat("a", 256<<10) + `"}`)
+	go h.m.Dispatch(context.Background(), "stuck", subjects.DispatchRequest{V: 1, Tool: "t", Arguments: big, TimeoutMs: 300})
+	rec.wait(ready.seq, "unavailable", isStatus(subjects.StatusUnavailable, "*"))
+}
+
+// TestSSEStartBounded: an SSE server that accepts the connection and never answers the GET
+// left the connector connecting for good (Start had no deadline) and Run could not stop.
+func TestSSEStartBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	closeAll := func() {
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); closeAll() })
+	cfg := fastConfig(ServerConfig{Name: "hung", Transport: TransportSSE, URL: "http://" + ln.Addr().String() + "/sse"})
+	cfg.ConnectTimeout = 500 * time.Millisecond
+	h := run(t, nil, cfg)
+	waitUntil(t, "unavailable", func() bool { return h.m.Statuses()["hung"].Status == subjects.StatusUnavailable })
+	h.cancel()
+	select {
+	case <-h.done:
+		h.done <- nil
+	case <-time.After(waitLimit):
+		t.Errorf("Run did not return after its context ended")
+		closeAll()
+	}
+}
+
+// TestListChangedFloodNotAmplified: a server flooding list_changed stored one ListChanged event
+// per notifier cycle (~500/s), although the kind stays stale until the next snapshot.
+func TestListChangedFloodNotAmplified(t *testing.T) {
+	h := run(t, nil, fastConfig(rawServer(t, "flood", "flood")))
+	rec := record(t, h.env, subjects.RegistryServer("flood"))
+	rec.wait(0, "first ListChanged", isChanged(subjects.KindTools))
+	time.Sleep(2 * time.Second)
+	n, snaps := 0, 0
+	for _, e := range rec.all() {
+		if e.ev.ListChanged != nil {
+			n++
+		}
+		if e.ev.Snapshot != nil {
+			snaps++
+		}
+	}
+	if n > snaps+2 {
+		t.Errorf("%d ListChanged events for %d snapshots from one flooding server: one per stale period expected", n, snaps)
+	}
+}
+
+// TestServerRequestFloodBounded: a server flooding requests (ping) while not reading its stdin
+// made mcp-go answer each on a goroutine of its own, all blocked on the stalled stdin.
+func TestServerRequestFloodBounded(t *testing.T) {
+	cfg := fastConfig(rawServer(t, "rf", "reqflood"))
+	cfg.ListTimeout = 60 * time.Second
+	run(t, nil, cfg)
+	base := runtime.NumGoroutine()
+	time.Sleep(2 * time.Second)
+	if n := runtime.NumGoroutine(); n > base+500 {
+		t.Errorf("%d goroutines (%d before) after 2s of a server flooding requests", n, base)
+	}
+}
+
+// TestHTTPResponseBounded: an HTTP server answering tools/list with a 64 MiB body cost
+// several times that in heap before the list was rejected as too large (no bound on bodies).
+func TestHTTPResponseBounded(t *testing.T) {
+	ts := httptest.NewServer(&hugeList{next: server.NewStreamableHTTPServer(newFixture(fixtureOptions{})), n: 64 << 20})
+	t.Cleanup(ts.Close)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+		}
+	}()
+	h := run(t, nil, fastConfig(ServerConfig{Name: "huge", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	waitUntil(t, "a verdict", func() bool { return h.m.Statuses()["huge"].Status != subjects.StatusConnecting })
+	close(stop)
+	if grew := int64(peak.Load()) - int64(base); grew > 48<<20 {
+		t.Errorf("the heap grew %d MiB for one hostile 64 MiB list (status %+v)", grew>>20, h.m.Statuses()["huge"])
+	}
+}
+
+type hugeList struct {
+	next http.Handler
+	n    int
+}
+
+func (hl *hugeList) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			var m struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(body, &m)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"},"description":"`)
+			chunk := bytes.Repeat([]byte("x"), 1<<20)
+			for i := 0; i < hl.n>>20; i++ {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			_, _ = io.WriteString(w, `"}]}}`)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	hl.next.ServeHTTP(w, r)
+}
+
+// TestMalformedErrorAnswer: an answer to a call whose "error" has the wrong shape went to
+// mcp-go, which dropped it: the call waited out its whole timeout and reported timeout.
+func TestMalformedErrorAnswer(t *testing.T) {
+	h := run(t, nil, fastConfig(rawServer(t, "bt", "badtypes")))
+	rec := record(t, h.env, subjects.RegistryServer("bt"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	r := h.m.Dispatch(context.Background(), "bt", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000})
+	if r.Error == nil || r.Error.Code != subjects.CodeProtocolError {
+		t.Errorf("got %+v, want protocol_error", r.Error)
+	}
+}
+
+// TestRejectedRedacted: the names and messages of rejected definitions were published without
+// redaction.
+func TestRejectedRedacted(t *testing.T) {
+	r := newRedactor(ServerConfig{Secrets: []string{"plain-secret-42"}})
+	a := newAccumulator(subjects.KindTools, 1<<12)
+	a.redact = r.JSON
+	a.redactText = r.Text
+	a.addPage(page{items: []json.RawMessage{
+		json.RawMessage(`{"name":"leak-plain-secret-42","inputSchema":{"type":42}}`),
+		json.RawMessage(`{"name":"dup-plain-secret-42","inputSchema":{"type":"object"}}`),
+		json.RawMessage(`{"name":"dup-plain-secret-42","inputSchema":{"type":"object"}}`),
+		json.RawMessage(`{"name":"p","inputSchema":{"type":"object","properties":{"plain-secret-42":7}}}`),
+	}})
+	data, _ := encodeJSON(a.l.Rejected)
+	if bytes.Contains(data, []byte("plain-secret-42")) {
+		t.Errorf("a configured secret reaches the published Rejected list: %s", data)
+	}
+	if len(a.l.Rejected) < 3 {
+		t.Errorf("want the rejections kept (redacted): %s", data)
+	}
+}
+
+func TestCappedReaders(t *testing.T) {
+	read := func(r io.Reader) (int, error) {
+		b, err := io.ReadAll(r)
+		return len(b), err
+	}
+	if n, err := read(&cappedBody{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", 100))), left: 100}); err != nil || n != 100 {
+		t.Errorf("body at the limit: %d %v", n, err)
+	}
+	if _, err := read(&cappedBody{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", 101))), left: 100}); !errors.Is(err, errResponseTooLarge) {
+		t.Errorf("body over the limit: %v", err)
+	}
+	// Events may add up to anything; one event may not pass the limit.
+	stream := strings.Repeat("event: message\ndata: "+strings.Repeat("y", 50)+"\n\n", 100)
+	if n, err := read(&cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(stream)), limit: 100}); err != nil || n != len(stream) {
+		t.Errorf("small events: %d %v", n, err)
+	}
+	crlf := strings.Repeat("data: "+strings.Repeat("y", 50)+"\r\n\r\n", 100)
+	if _, err := read(&cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(crlf)), limit: 100}); err != nil {
+		t.Errorf("small CRLF events: %v", err)
+	}
+	big := "data: " + strings.Repeat("z", 60) + "\ndata: " + strings.Repeat("z", 60) + "\n\n"
+	if _, err := read(&cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(big)), limit: 100}); !errors.Is(err, errResponseTooLarge) {
+		t.Errorf("an event over the limit: %v", err)
+	}
+}
