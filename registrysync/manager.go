@@ -280,6 +280,13 @@ func (m *Manager) Relist(ctx context.Context, server string, req subjects.Relist
 	return c.relistNow(ctx, kinds)
 }
 
+// Validate checks a server configuration as Run and Add will: a configuration file can be
+// refused before anything starts.
+func Validate(sc ServerConfig) error {
+	_, err := normalize(sc)
+	return err
+}
+
 // normalize checks a server configuration and fills in what can be inferred.
 func normalize(sc ServerConfig) (ServerConfig, error) {
 	bad := func(format string, args ...any) (ServerConfig, error) {

@@ -14,7 +14,13 @@ import (
 // environment variables, and the password and credential-like query parameters of its URL.
 type redactor struct{ redact.Values }
 
-func newRedactor(sc ServerConfig) redactor {
+func newRedactor(sc ServerConfig) redactor { return redactor{redact.New(SecretValues(sc)...)} }
+
+// SecretValues returns the secret values of a server's configuration, as its connector redacts
+// them: ServerConfig.Secrets, the values of credential-looking headers (and the credential of
+// "Bearer TOKEN") and environment variables, the password and credential-like query parameters
+// of its URL (raw and decoded). The executor redacts the same values from audit events.
+func SecretValues(sc ServerConfig) []string {
 	var secrets []string // redact.New drops values too short to redact
 	add := func(s string) { secrets = append(secrets, s) }
 	for _, s := range sc.Secrets {
@@ -55,7 +61,7 @@ func newRedactor(sc ServerConfig) redactor {
 			}
 		}
 	}
-	return redactor{redact.New(secrets...)}
+	return secrets
 }
 
 func sensitiveName(name string) bool {

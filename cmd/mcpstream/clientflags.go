@@ -66,6 +66,7 @@ func (n *natsFlags) connect(name string) (*nats.Conn, jetstream.JetStream, error
 	}
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
+		err = &scrubbedError{msg: scrubCredentials(err.Error(), n.URL), err: err} // a url.Error quotes the URL
 		return nil, nil, fmt.Errorf("connect to NATS at %s: %w (is `mcpstream up` running? set --nats or $%s)", redactURL(n.URL), err, envNATS)
 	}
 	js, err := jetstream.New(nc)
@@ -76,7 +77,8 @@ func (n *natsFlags) connect(name string) (*nats.Conn, jetstream.JetStream, error
 	return nc, js, nil
 }
 
-// redactURL hides a password in nats://user:pass@host URLs.
+// redactURL hides the credentials of NATS URLs: the password of nats://user:pass@host, the
+// token of nats://token@host (all of the user part when it has no password).
 func redactURL(u string) string {
 	parts := strings.Split(u, ",")
 	for i, p := range parts {
@@ -85,12 +87,40 @@ func redactURL(u string) string {
 			continue
 		}
 		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-			user, _, _ := strings.Cut(rest[:at], ":")
-			parts[i] = scheme + "://" + user + ":***@" + rest[at+1:]
+			user, _, hasPass := strings.Cut(rest[:at], ":")
+			if !hasPass {
+				user = "***" // a token
+			} else {
+				user += ":***"
+			}
+			parts[i] = scheme + "://" + user + "@" + rest[at+1:]
 		}
 	}
 	return strings.Join(parts, ",")
 }
+
+// scrubCredentials replaces, in text (an error's, say), the credentials of the URLs in urls.
+func scrubCredentials(text, urls string) string {
+	for _, p := range strings.Split(urls, ",") {
+		_, rest, ok := strings.Cut(p, "://")
+		if !ok {
+			continue
+		}
+		if at := strings.LastIndexByte(rest, '@'); at > 0 {
+			text = strings.ReplaceAll(text, rest[:at], "***")
+		}
+	}
+	return text
+}
+
+// scrubbedError is err with its text scrubbed of credentials (see scrubCredentials).
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
 
 // clientFlags are the flags shared by the client commands: --nats, --nats-creds, --principal,
 // --roles, --json.

@@ -301,11 +301,22 @@ func (c *fileConfig) validate(lookup func(string) (string, bool)) error {
 	c.resolved = make([]registrysync.ServerConfig, 0, len(c.Servers))
 	for i := range c.Servers {
 		sc, err := c.Servers[i].resolve(c.Path, i, seen, lookup)
+		if err == nil {
+			// As the connectors will check it, with ${ENV} references resolved (a command
+			// that expands to nothing, say).
+			if verr := registrysync.Validate(sc); verr != nil {
+				err = &configError{File: c.Path, Where: fmt.Sprintf("servers[%d] (%s)", i, sc.Name),
+					Msg: strings.TrimPrefix(verr.Error(), registrysync.ErrInvalidConfig.Error()+": ")}
+			}
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		c.resolved = append(c.resolved, sc)
+	}
+	if _, err := c.Limits.executorLimits(); err != nil {
+		errs = append(errs, &configError{File: c.Path, Where: "limits", Msg: strings.ReplaceAll(err.Error(), ErrLimits.Error()+": ", "")})
 	}
 	if _, err := policy.New(c.Policy); err != nil {
 		errs = append(errs, &configError{File: c.Path, Where: "policy", Msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": ")})
@@ -476,7 +487,9 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 	if len(errs) > 0 {
 		return registrysync.ServerConfig{}, errors.Join(errs...)
 	}
-	sc.Secrets = dedupSecrets(secrets)
+	// Whatever the connector redacts (credential-looking env and header names, URL passwords
+	// and query parameters): the executor's audit redaction gets the same values.
+	sc.Secrets = dedupSecrets(append(secrets, registrysync.SecretValues(sc)...))
 	return sc, nil
 }
 

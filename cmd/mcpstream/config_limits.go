@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 
 	"github.com/mcpstream/mcpstream/executor"
@@ -73,6 +74,10 @@ func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 		for _, k := range keys {
 			if k == "" {
 				errs = append(errs, fmt.Errorf("%w: %s: empty name", ErrLimits, section))
+				continue
+			}
+			if _, err := path.Match(k, ""); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s: %q is not a valid glob pattern", ErrLimits, section, k))
 				continue
 			}
 			r, err := in[k].rate(section + "." + k)

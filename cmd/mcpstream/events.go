@@ -273,6 +273,13 @@ func (p *eventPrinter) print(msg jetstream.Msg) error {
 
 // summary is the readable one-line form of an event.
 func (p *eventPrinter) summary(subject string, data []byte) string {
+	// Every part of a summary may be text from outside (a server's name in a subject token, a
+	// payload's fields): the line as a whole never carries a control or format character to the
+	// terminal, whichever part forgot to.
+	return oneLine(p.summarize(subject, data))
+}
+
+func (p *eventPrinter) summarize(subject string, data []byte) string {
 	if strings.HasPrefix(subject, subjects.Root+".registry.") {
 		return p.registrySummary(subject, data)
 	}
@@ -480,7 +487,9 @@ func firstNonEmpty(v ...string) string {
 // become one space and control characters (escape sequences) become '?'.
 func oneLine(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
+		// Control characters (terminal escapes) and format characters (bidirectional
+		// overrides that reorder what the terminal shows).
+		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' || unicode.Is(unicode.Cf, r) {
 			return '?'
 		}
 		return r

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// TestEventsHostileServerAndType: registry server names (decoded from a subject token) and the
+// type of audit and results payloads are text from outside; they used to reach the terminal
+// with their escape sequences.
+func TestEventsHostileServerAndType(t *testing.T) {
+	const evil = "\x1b[31mEVIL\u202e"
+	p := &eventPrinter{prev: map[string][]string{}}
+	enc := func(v any) []byte { b, _ := json.Marshal(v); return b }
+	cases := map[string]string{
+		"changed": p.summary(subjects.RegistryChanged(evil, subjects.KindTools),
+			enc(subjects.ListChanged{V: 1, Type: subjects.EventChanged, Server: evil, Kind: subjects.KindTools})),
+		"status": p.summary(subjects.RegistryStatus(evil),
+			enc(subjects.Status{V: 1, Type: subjects.EventStatus, Server: evil, Status: "ready"})),
+		"snapshot": p.summary(subjects.RegistrySnapshot(evil, subjects.KindTools),
+			enc(subjects.Snapshot{V: 1, Type: subjects.EventSnapshot, Server: evil, Kind: subjects.KindTools})),
+		"revoked": p.summary(subjects.Root+".registry."+subjects.EncodeToken(evil)+".revoked",
+			enc(subjects.Revocation{V: 1, Type: subjects.EventRevoked, Server: evil})),
+		"audit type":  p.summary(subjects.Root+".audit.local.decision", []byte(`{"type":"\u001b]0;pwned\u0007","id":"x"}`)),
+		"raw subject": p.summary(subjects.Root+".audit.local.\x1b[35mX", []byte(`not json`)),
+	}
+	for name, got := range cases {
+		if strings.ContainsAny(got, "\x1b\x07\u202e") {
+			t.Errorf("%s: control or format characters reach the terminal: %q", name, got)
+		}
+		if got == "" {
+			t.Errorf("%s: empty summary", name)
+		}
+	}
+}
+
+// TestRedactNATSURL: the token of nats://TOKEN@host was printed (only a password was hidden),
+// and a URL that does not parse came back whole in the connection error.
+func TestRedactNATSURL(t *testing.T) {
+	for u, want := range map[string]string{
+		"nats://s3cr3ttoken@127.0.0.1:4222":                 "nats://***@127.0.0.1:4222",
+		"nats://bob:pw@127.0.0.1:1,nats://tok456@h:2":       "nats://bob:***@127.0.0.1:1,nats://***@h:2",
+		"nats://127.0.0.1:4222":                             "nats://127.0.0.1:4222",
+		"tls://alice:p%40ss@example.com:4443,nats://x:4222": "tls://alice:***@example.com:4443,nats://x:4222",
+	} {
+		if got := redactURL(u); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", u, got, want)
+		}
+	}
+	raw := "nats://bob:hunter22@[::1"
+	_, perr := url.Parse(raw)
+	err := &scrubbedError{msg: scrubCredentials(perr.Error(), raw), err: perr}
+	if strings.Contains(err.Error(), "hunter22") || !errors.As(error(err), new(*url.Error)) {
+		t.Errorf("scrubbed error %q (still wraps the url.Error: %v)", err, errors.As(error(err), new(*url.Error)))
+	}
+}
+
+// TestConfigValidatedUpFront: invalid configuration is refused before anything starts; limits,
+// protocol versions and values that become empty after ${ENV} expansion used to pass and fail
+// only once NATS, the streams and the MCP children had started.
+func TestConfigValidatedUpFront(t *testing.T) {
+	lookup := func(k string) (string, bool) {
+		if k == "EMPTY" {
+			return "", true
+		}
+		return "", false
+	}
+	for name, y := range map[string]string{
+		"negative limit": "servers: []\nlimits:\n  tenant: {perSecond: -1}\n",
+		"bad tool glob":  "servers: []\nlimits:\n  tools:\n    \"[x\": {perSecond: 1}\n",
+		"protocol":       "servers:\n  - name: a\n    command: x\n    protocolVersion: 9999-99-99\n",
+		"empty command":  "servers:\n  - name: a\n    command: ${EMPTY}\n",
+		"empty url":      "servers:\n  - name: a\n    transport: http\n    url: ${EMPTY}\n",
+	} {
+		if _, err := parseConfig("c.yaml", []byte(y), lookup); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if !strings.Contains(err.Error(), "c.yaml") {
+			t.Errorf("%s: %v: want the file named", name, err)
+		}
+	}
+}
+
+// TestSecretValuesAsConnectorRedacts: the executor's audit redaction knows every value the
+// connector treats as secret (*KEY*, *AUTH*, URL query parameters); literal PRIVATE_KEY and
+// X_AUTH values used to reach audit events in clear.
+func TestSecretValuesAsConnectorRedacts(t *testing.T) {
+	cfg, err := parseConfig("c.yaml", []byte("servers:\n  - name: a\n    command: x\n    env:\n      PRIVATE_KEY: literalprivkey123\n      X_AUTH: literalauth123\n"+
+		"  - name: b\n    url: https://example.com/mcp?api_key=querysecret9\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sc := range cfg.ServerConfigs() {
+		got = append(got, sc.Secrets...)
+	}
+	for _, s := range []string{"literalprivkey123", "literalauth123", "querysecret9"} {
+		if !strings.Contains(strings.Join(got, ","), s) {
+			t.Errorf("%s not among the secrets the executor redacts (%q)", s, got)
+		}
+	}
+}
