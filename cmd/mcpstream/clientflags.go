@@ -48,13 +48,14 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 }
 
 // connect opens a connection named "mcpstream NAME" that reconnects forever.
-func (n *natsFlags) connect(name string) (*nats.Conn, jetstream.JetStream, error) {
+func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	opts := []nats.Option{
 		nats.Name("mcpstream " + name),
 		nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(false),
 	}
+	opts = append(opts, extra...)
 	if n.Creds != "" {
 		opts = append(opts, nats.UserCredentials(n.Creds))
 	}

@@ -54,14 +54,14 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	cs, err := openCatalog(&cf, "inspect", *timeout)
 	if err != nil {
-		return err
+		return requestFailure(stdout, cf.JSON, err)
 	}
 	defer cs.nc.Close()
 	rep, err := cs.cl.Details(ctx, cs.tenant, subjects.DetailsRequest{
 		V: subjects.Version, Names: []string{strings.TrimSpace(rest[0])}, Principal: cs.pr,
 	})
 	if err != nil {
-		return err
+		return requestFailure(stdout, cf.JSON, err)
 	}
 	if rep.Error != nil || len(rep.Tools) == 0 {
 		e := rep.Error

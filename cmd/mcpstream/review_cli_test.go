@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -102,5 +104,34 @@ func TestSecretValuesAsConnectorRedacts(t *testing.T) {
 		if !strings.Contains(strings.Join(got, ","), s) {
 			t.Errorf("%s not among the secrets the executor redacts (%q)", s, got)
 		}
+	}
+}
+
+// TestSearchJSONWithoutCatalog: search --json and inspect --json promise {"error":{...}} on
+// stdout on an error; with no catalog replica running they printed nothing there.
+func TestSearchJSONWithoutCatalog(t *testing.T) {
+	env := natstest.Start(t)
+	for _, args := range [][]string{{"search", "logs"}, {"inspect", "kb__get_document"}} {
+		out, _, err := catRun(t, append(args, "--json", "--timeout", "2s", "--nats", env.URL)...)
+		var v struct {
+			Error *subjects.Error `json:"error"`
+		}
+		if err == nil || json.Unmarshal([]byte(out), &v) != nil || v.Error == nil || v.Error.Code != subjects.CodeUnavailable {
+			t.Errorf("%v: stdout %q, err %v: want {\"error\":{\"code\":\"unavailable\",...}} and a failure", args, out, err)
+		}
+	}
+}
+
+// TestUpInterruptedWhileStarting: a signal while up starts is a clean stop, as once it serves (it
+// failed with "context canceled" and exit status 1).
+func TestUpInterruptedWhileStarting(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the signal arrived while the embedded server was starting
+	var stdout, stderr syncBuffer
+	if err := run(ctx, []string{"up", "--data", t.TempDir(), "--nats-listen", "none", "--http-listen", ""}, &stdout, &stderr); err != nil {
+		t.Errorf("err %v, want a clean stop\n%s", err, stderr.String())
+	}
+	if err := run(context.Background(), []string{"up", "--data", t.TempDir(), "--stop-timeout", "0s"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--stop-timeout") {
+		t.Errorf("--stop-timeout 0s: %v", err)
 	}
 }

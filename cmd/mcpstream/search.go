@@ -85,7 +85,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	cs, err := openCatalog(&cf, "search", *timeout)
 	if err != nil {
-		return err
+		return requestFailure(stdout, cf.JSON, err)
 	}
 	defer cs.nc.Close()
 	req := subjects.SearchRequest{
@@ -94,7 +94,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	rep, err := cs.cl.Search(ctx, cs.tenant, req)
 	if err != nil {
-		return err
+		return requestFailure(stdout, cf.JSON, err)
 	}
 	if rep.Error != nil {
 		return catalogFailure(stdout, cf.JSON, rep.Error)
@@ -145,7 +145,7 @@ type catalogSession struct {
 func openCatalog(cf *clientFlags, name string, timeout time.Duration) (*catalogSession, error) {
 	pr, err := catalogPrincipal(cf)
 	if err != nil {
-		return nil, err
+		return nil, &badRequestError{err}
 	}
 	nc, _, err := cf.connect(name)
 	if err != nil {
@@ -187,6 +187,28 @@ func catalogFailure(stdout io.Writer, asJSON bool, e *subjects.Error) error {
 		msg += " (" + e.Reason + ")"
 	}
 	return errors.New(msg)
+}
+
+// badRequestError is an error in the command's own arguments (a malformed --principal, say).
+type badRequestError struct{ error }
+
+func (e *badRequestError) Unwrap() error { return e.error }
+
+// requestFailure reports a request that got no answer (no NATS, no catalog replica, no answer
+// in time): with --json as {"error":{"code","message"}} on stdout, as an answered error is.
+func requestFailure(stdout io.Writer, asJSON bool, err error) error {
+	if !asJSON {
+		return err
+	}
+	code := subjects.CodeUnavailable
+	var bad *badRequestError
+	switch {
+	case errors.As(err, &bad):
+		code = subjects.CodeBadRequest
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		code = subjects.CodeTimeout
+	}
+	return catalogFailure(stdout, true, &subjects.Error{Code: code, Message: err.Error()})
 }
 
 func printJSON(w io.Writer, v any) error {

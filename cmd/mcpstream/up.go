@@ -48,9 +48,10 @@ GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before and while
 GET /metrics: Prometheus text format: Go runtime and process metrics, and per role
 mcpstream_executor_*, mcpstream_catalog_* (label replica) and mcpstream_server_* (label server).
 
-Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: HTTP first, then the roles in reverse start
-order (in-flight work finishes, bounded by --stop-timeout), then NATS is drained and the
-embedded server flushes its store.
+Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: /healthz answers 503 at once, the roles stop
+in reverse start order (in-flight work finishes, bounded by --stop-timeout: past it the others
+are stopped all the same and the exit status is 1), then HTTP, then NATS is drained and the
+embedded server flushes its store. A signal while starting stops just as cleanly.
 
 Examples:
   mcpstream up
@@ -233,6 +234,15 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		return err
 	}
 	log = log.With().Str("process", o.Name).Logger()
+	// A signal while starting is a clean stop, as it is once serving: the step it interrupted
+	// fails with the cancelled context.
+	starting := true
+	defer func() {
+		if err != nil && starting && ctx.Err() != nil {
+			log.Info().Err(err).Msg("interrupted while starting; stopped")
+			err = nil
+		}
+	}()
 	var selected []role
 	for _, n := range names {
 		r, ok := findRole(n)
@@ -243,6 +253,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	}
 	if o.DataDir == "" {
 		return errors.New("--data must not be empty")
+	}
+	if o.StopTimeout <= 0 {
+		return fmt.Errorf("--stop-timeout %s: must be positive", o.StopTimeout)
 	}
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {
@@ -331,7 +344,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		}
 	} else {
 		n := o.NATS
-		nc, _, err = n.connect(o.Name)
+		// The same handlers as on the embedded server's connection: disconnections and
+		// reconnections of a real cluster are logged (the name option given twice: the last wins).
+		nc, _, err = n.connect(o.Name, connOpts...)
 		if err != nil {
 			return err
 		}
@@ -393,14 +408,15 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	failed := make(chan string, len(selected))
 	var started []role
 	defer func() {
+		// /healthz answers 503 while the roles stop; HTTP stops last.
 		h.stopping.Store(true)
+		if stopErr := h.stopRoles(started, o.StopTimeout); stopErr != nil && err == nil {
+			err = stopErr
+		}
 		if hs != nil {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			hs.Shutdown(sctx)
 			cancel()
-		}
-		if stopErr := h.stopRoles(started, o.StopTimeout); stopErr != nil && err == nil {
-			err = stopErr
 		}
 	}()
 	for _, r := range selected {
@@ -439,6 +455,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		rlog.Info().Msg("role started")
 	}
 
+	starting = false
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("stopping")
@@ -465,6 +482,18 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 		case <-st.done:
 			h.log.Info().Str("role", name).Msg("role stopped")
 		case <-deadline:
+			// The others are stopped all the same (their stores closed, their sessions
+			// ended), each given a moment.
+			for j := i - 1; j >= 0; j-- {
+				h.mu.Lock()
+				other := h.state[started[j].name]
+				h.mu.Unlock()
+				other.cancel()
+				select {
+				case <-other.done:
+				case <-time.After(2 * time.Second):
+				}
+			}
 			return fmt.Errorf("role %s did not stop within %s", name, timeout)
 		}
 	}
