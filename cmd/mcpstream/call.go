@@ -59,12 +59,13 @@ Examples:
 func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cf clientFlags
 	var id string
-	var timeout, approval, wait time.Duration
+	var timeout, wait time.Duration
+	var approval approvalWait
 	fs := newFlagSet("call", "call NAME [ARGS_JSON] [flags]", callHelp)
 	cf.register(fs, true)
 	fs.StringVar(&id, "id", "", "call id (the de-duplication key); default: a new random id")
 	fs.DurationVar(&timeout, "timeout", 0, "bound of the tools/call itself (0 = the executor's default, 60s)")
-	fs.DurationVar(&approval, "approval-timeout", 0, "how long a call may wait for approval (0 = the executor's default, 5m; -1ns = do not wait)")
+	fs.Var(&approval, "approval-timeout", "how long a call may wait for approval, e.g. 10m (0 = the executor's default, 5m; -1 = do not wait)")
 	fs.DurationVar(&wait, "wait", 0, "how long to wait for the answer (0 = timeout + approval timeout + 15s)")
 	rest, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
@@ -99,16 +100,22 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if tenant == "" {
 		tenant = "local"
 	}
+	if id == "" {
+		// Chosen here, not by the client library: the messages below name it (to look for its
+		// answer, to approve it, to ask again without running it twice).
+		id = executor.NewCallID()
+	}
 	req := subjects.CallRequest{ID: id, Tool: name, Arguments: json.RawMessage(arguments), Principal: pr,
 		TimeoutMs: timeout.Milliseconds()}
+	appr := time.Duration(approval)
 	switch {
-	case approval < 0:
+	case appr < 0:
 		req.ApprovalTimeoutMs = -1
-	case approval > 0:
-		req.ApprovalTimeoutMs = max(1, approval.Milliseconds())
+	case appr > 0:
+		req.ApprovalTimeoutMs = max(1, appr.Milliseconds())
 	}
 	if wait <= 0 {
-		wait = cmpOr(timeout, executor.DefaultCallTimeout) + cmpOr(max(approval, 0), executor.DefaultApprovalTimeout) + 15*time.Second
+		wait = cmpOr(timeout, executor.DefaultCallTimeout) + cmpOr(max(appr, 0), executor.DefaultApprovalTimeout) + 15*time.Second
 	}
 
 	nc, _, err := cf.connect("call")
@@ -219,4 +226,27 @@ func structuredOnly(texts []string) bool {
 		return true
 	}
 	return len(texts) == 1 && json.Valid([]byte(texts[0])) && strings.HasPrefix(strings.TrimSpace(texts[0]), "{")
+}
+
+// approvalWait is --approval-timeout: a duration, or -1 (do not wait).
+type approvalWait time.Duration
+
+func (a *approvalWait) String() string {
+	if *a < 0 {
+		return "-1"
+	}
+	return time.Duration(*a).String()
+}
+
+func (a *approvalWait) Set(s string) error {
+	if s == "-1" {
+		*a = -1
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration (10m) or -1")
+	}
+	*a = approvalWait(d)
+	return nil
 }

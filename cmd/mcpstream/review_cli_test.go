@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -133,5 +136,28 @@ func TestUpInterruptedWhileStarting(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"up", "--data", t.TempDir(), "--stop-timeout", "0s"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--stop-timeout") {
 		t.Errorf("--stop-timeout 0s: %v", err)
+	}
+}
+
+// TestCallNamesItsID: without --id the timeout hint named no call id (the library chose it):
+// the user could neither find the answer nor ask again without running the call twice.
+// --approval-timeout -1, as documented, was refused as a duration.
+func TestCallNamesItsID(t *testing.T) {
+	env := natstest.Start(t)
+	// A front end that never answers.
+	if _, err := env.NC.Subscribe(subjects.ExecAll, func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, errOut, _ := runCmd(t, ctx, "call", "kb__x", "--json", "--wait", "300ms", "--approval-timeout", "-1", "--nats", env.URL)
+	var v struct {
+		Error *subjects.Error `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Error == nil {
+		t.Fatalf("stdout %q stderr %q", out, errOut)
+	}
+	if strings.Contains(v.Error.Message, "--id  ") || strings.Contains(v.Error.Message, "results.local.~'") || !strings.Contains(v.Error.Message, "--id c-") {
+		t.Errorf("the hint names no call id: %s", v.Error.Message)
 	}
 }
