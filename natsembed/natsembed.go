@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -65,6 +67,11 @@ func Start(cfg Config) (*Server, error) {
 		}
 		opts.Host, opts.Port = host, p
 	}
+	// nats-server reports a store it cannot use only in its log, and then never gets ready:
+	// the cause is found here, at once.
+	if err := probeStore(cfg.StoreDir); err != nil {
+		return nil, err
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
@@ -79,9 +86,31 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if !ns.ReadyForConnections(wait) {
 		ns.Shutdown()
+		if cfg.Listen == "none" {
+			return nil, fmt.Errorf("%w after %s", ErrNotReady, wait)
+		}
 		return nil, fmt.Errorf("%w after %s (is %s in use?)", ErrNotReady, wait, cfg.Listen)
 	}
 	return &Server{ns: ns}, nil
+}
+
+// probeStore checks that JetStream can keep its store under dir: the directory exists or can be
+// made, and a file can be written in it.
+func probeStore(dir string) error {
+	if dir == "" {
+		return nil // nats-server picks a temporary directory
+	}
+	js := filepath.Join(dir, "jetstream")
+	if err := os.MkdirAll(js, 0o755); err != nil {
+		return fmt.Errorf("JetStream store %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(js, ".probe-*")
+	if err != nil {
+		return fmt.Errorf("JetStream store %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 // ClientURL is the nats:// URL of the TCP listener ("" without one).
