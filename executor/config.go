@@ -91,7 +91,8 @@ type Limits struct {
 	// Servers maps a server name to its limit; "*" applies to every server without its own entry.
 	Servers map[string]Rate
 	// Tools maps a public-name glob pattern (policy.Match) to a limit applied to each matching
-	// tool separately; the first pattern in sorted order that matches applies.
+	// tool separately; of the patterns that match, the most specific applies: an exact name,
+	// else the longest pattern.
 	Tools map[string]Rate
 }
 

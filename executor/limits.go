@@ -73,7 +73,18 @@ func (l Limits) limitsFor(tenant string, t *tool) []scopeLimit {
 		for p := range l.Tools {
 			pats = append(pats, p)
 		}
-		sort.Strings(pats)
+		// The most specific pattern wins: an exact name, then the longest pattern ("*" sorted
+		// first used to override every more specific one).
+		sort.Slice(pats, func(i, j int) bool {
+			wi, wj := strings.ContainsAny(pats[i], "*?["), strings.ContainsAny(pats[j], "*?[")
+			switch {
+			case wi != wj:
+				return !wi
+			case len(pats[i]) != len(pats[j]):
+				return len(pats[i]) > len(pats[j])
+			}
+			return pats[i] < pats[j]
+		})
 		for _, p := range pats {
 			if policy.Match(p, t.Public) {
 				out = append(out, scopeLimit{subjects.LimitScopeTool, t.Public, l.Tools[p]})

@@ -83,6 +83,14 @@ func TestLimitsFor(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+	// The most specific pattern applies, not the first in sorted order ("*" sorts first).
+	l.Tools = map[string]Rate{"*": {PerSecond: 50}, "kb__*": {PerSecond: 10}, "kb__get_*": {PerSecond: 3}, "kb__get_document": {PerSecond: 1}}
+	for public, want := range map[string]float64{"kb__get_document": 1, "kb__get_other": 3, "kb__search": 10, "logging__tail": 50} {
+		got := l.limitsFor("acme", &tool{Public: public, Server: "x"})
+		if r := got[len(got)-1]; r.scope != subjects.LimitScopeTool || r.rate.PerSecond != want {
+			t.Errorf("%s: got %+v, want the tool limit %v/s", public, r, want)
+		}
+	}
 }
 
 // newTestLimiter is a limiter on a real JetStream.

@@ -76,7 +76,7 @@ func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 				errs = append(errs, fmt.Errorf("%w: %s: empty name", ErrLimits, section))
 				continue
 			}
-			if _, err := path.Match(k, ""); err != nil {
+			if _, err := path.Match(k, ""); err != nil && section == "limits.tools" {
 				errs = append(errs, fmt.Errorf("%w: %s: %q is not a valid glob pattern", ErrLimits, section, k))
 				continue
 			}
