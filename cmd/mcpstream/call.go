@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/mcpstream/mcpstream/executor"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -161,7 +162,7 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 			b, _ := json.MarshalIndent(map[string]any{"error": e}, "", "  ")
 			fmt.Fprintf(stdout, "%s\n", b)
 		} else {
-			fmt.Fprintf(stderr, "%s: %s\n", e.Code, e.Message)
+			fmt.Fprintf(stderr, "%s: %s\n", terminalText(e.Code), terminalText(e.Message))
 			if e.Path != "" {
 				fmt.Fprintf(stderr, "  path: %s\n", e.Path)
 			}
@@ -207,7 +208,8 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 				fmt.Fprintf(stdout, "%s\n", r.StructuredContent)
 			}
 		case len(texts) > 0:
-			fmt.Fprintln(stdout, strings.Join(texts, "\n"))
+			// The server's text, for a terminal: no escape sequence of its own reaches it.
+			fmt.Fprintln(stdout, terminalText(strings.Join(texts, "\n")))
 		case len(r.Content) > 0:
 			fmt.Fprintf(stdout, "(%d non-text content block(s); use --json to see them)\n", len(r.Content))
 		}
@@ -249,4 +251,15 @@ func (a *approvalWait) Set(s string) error {
 	}
 	*a = approvalWait(d)
 	return nil
+}
+
+// terminalText is s with control and format characters (terminal escapes, bidirectional
+// overrides) replaced by '?', lines and tabs kept: text from a server shown on a terminal.
+func terminalText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && r != '\n' && r != '\t' || unicode.Is(unicode.Cf, r) {
+			return '?'
+		}
+		return r
+	}, s)
 }

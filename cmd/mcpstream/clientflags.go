@@ -141,7 +141,7 @@ func (c *clientFlags) register(fs *flag.FlagSet, withPrincipal bool) {
 		if def == "" {
 			def = "local/local"
 		}
-		fs.StringVar(&c.Principal, "principal", def, "who the request acts for: [TENANT/]USER (env "+envPrincipal+")")
+		fs.StringVar(&c.Principal, "principal", def, "who the request acts for: [TENANT/]USER[:ROLE,ROLE] (env "+envPrincipal+")")
 		fs.StringVar(&c.Roles, "roles", "", "comma-separated roles of the principal (used when the policy lists no principals)")
 	}
 }
@@ -150,8 +150,14 @@ func (c *clientFlags) register(fs *flag.FlagSet, withPrincipal bool) {
 var ErrBadPrincipal = errors.New("bad principal")
 
 // principal parses --principal and --roles.
+// principal parses --principal [TENANT/]USER[:ROLE,ROLE] and --roles, the same for every
+// command (call read "alice:support" as the user name, search and inspect as alice with a role).
 func (c *clientFlags) principal() (subjects.Principal, error) {
-	return parsePrincipal(c.Principal, c.Roles)
+	p, roles, _ := strings.Cut(c.Principal, ":")
+	if c.Roles != "" {
+		roles = strings.Trim(roles+","+c.Roles, ",")
+	}
+	return parsePrincipal(p, roles)
 }
 
 func parsePrincipal(s, roles string) (subjects.Principal, error) {

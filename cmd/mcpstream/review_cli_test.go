@@ -161,3 +161,32 @@ func TestCallNamesItsID(t *testing.T) {
 		t.Errorf("the hint names no call id: %s", v.Error.Message)
 	}
 }
+
+// TestCallTextForTerminal: call's text output held the server's text as is, escape sequences
+// included (search and inspect removed them).
+func TestCallTextForTerminal(t *testing.T) {
+	var out, errOut strings.Builder
+	res := subjects.CallResult{Status: subjects.CallOK, Result: json.RawMessage(`{"content":[{"type":"text","text":"line 1\n\u001b[2Jline\t2\u202e"}]}`)}
+	if err := printCallResult(&out, &errOut, res, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); strings.ContainsAny(got, "\x1b\u202e") || !strings.Contains(got, "line 1\n") || !strings.Contains(got, "line\t2") {
+		t.Errorf("got %q", got)
+	}
+	out.Reset()
+	res = subjects.CallResult{Status: subjects.CallFailed, Error: &subjects.Error{Code: "protocol_error", Message: "server said \u001b]0;pwned\u0007"}}
+	_ = printCallResult(&out, &errOut, res, false)
+	if strings.ContainsAny(errOut.String(), "\x1b\x07") {
+		t.Errorf("error message reaches the terminal raw: %q", errOut.String())
+	}
+}
+
+// TestPrincipalRolesEverywhere: --principal acme/alice:support is alice with the support role
+// for call as for search (call took "alice:support" as the user name).
+func TestPrincipalRolesEverywhere(t *testing.T) {
+	cf := clientFlags{Principal: "acme/alice:support,ops", Roles: "audit"}
+	pr, err := cf.principal()
+	if err != nil || pr.Tenant != "acme" || pr.User != "alice" || strings.Join(pr.Roles, ",") != "support,ops,audit" {
+		t.Errorf("got %+v %v", pr, err)
+	}
+}

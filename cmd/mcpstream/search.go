@@ -155,13 +155,7 @@ func openCatalog(cf *clientFlags, name string, timeout time.Duration) (*catalogS
 }
 
 // catalogPrincipal parses --principal [TENANT/]USER[:ROLE,ROLE] and --roles.
-func catalogPrincipal(cf *clientFlags) (subjects.Principal, error) {
-	p, roles, _ := strings.Cut(cf.Principal, ":")
-	if cf.Roles != "" {
-		roles = strings.Trim(roles+","+cf.Roles, ",")
-	}
-	return parsePrincipal(p, roles)
-}
+func catalogPrincipal(cf *clientFlags) (subjects.Principal, error) { return cf.principal() }
 
 func splitList(s string) []string {
 	var out []string
