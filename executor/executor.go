@@ -181,14 +181,16 @@ func (e *Executor) Run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	var iters []*workerIter
 	if !e.cfg.NoWorkers {
-		// Each worker has its own iterator asking for one call at a time, from inside Next
-		// (where the iterator pulls): a call is delivered only to a worker waiting for it. One
+		// Iterators asking for one call at a time, from inside Next (where an iterator pulls,
+		// one caller at a time): a call is delivered only to a worker waiting for it. One
 		// iterator shared by all workers with a batch of Workers delivered calls into its
 		// buffer while every worker was busy, where no progress heartbeat kept them: after
 		// AckWait JetStream redelivered them to another executor and both copies ran
-		// (at-most-once broken, two answers). A shared iterator of batch 1 serialized the
-		// pulls (half the throughput at 64 callers).
-		for range e.cfg.Workers {
+		// (at-most-once broken, two answers). A single iterator of batch 1 serialized the
+		// pulls (half the throughput at 64 callers); one per worker kept a pull request open
+		// per worker, and a consumer keeps at most 512 waiting (MaxWaiting) over every
+		// process: workers beyond were left idle. maxIterators per process shares them.
+		for range min(e.cfg.Workers, maxIterators) {
 			iter, err := st.calls.Messages(jetstream.PullMaxMessages(1))
 			if err != nil {
 				for _, w := range iters {
@@ -199,7 +201,8 @@ func (e *Executor) Run(ctx context.Context) error {
 			iters = append(iters, &workerIter{it: iter})
 		}
 		bg.Go(func() { e.heartbeats(bgCtx) })
-		for _, w := range iters {
+		for i := range e.cfg.Workers {
+			w := iters[i%len(iters)]
 			workers.Go(func() { e.work(w) })
 		}
 	}
@@ -231,12 +234,17 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// workerIter is a worker's consumer iterator: replaced when the consumer is gone (see work),
-// drained when the executor stops.
+// maxIterators bounds the consumer iterators (so the pull requests waiting on the consumer) of
+// one executor process: 32 executors of any size stay within the consumer's 512.
+const maxIterators = 16
+
+// workerIter is a consumer iterator shared by some workers: replaced when the consumer is gone
+// (see work), drained when the executor stops.
 type workerIter struct {
-	mu      sync.Mutex
-	it      jetstream.MessagesContext
-	drained bool
+	mu         sync.Mutex
+	it         jetstream.MessagesContext
+	drained    bool
+	reopenedAt time.Time
 }
 
 func (w *workerIter) current() jetstream.MessagesContext {
@@ -259,9 +267,10 @@ func (w *workerIter) drain() {
 // stop silently while the executor says it is ready.
 func (e *Executor) work(w *workerIter) {
 	for {
-		m, err := w.current().Next()
+		it := w.current()
+		m, err := it.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-			if !e.reopen(w) {
+			if !e.reopen(w, it) {
 				return
 			}
 			continue
@@ -280,9 +289,25 @@ func (e *Executor) work(w *workerIter) {
 	}
 }
 
-// reopen replaces a worker's closed iterator, declaring the consumer again, with backoff until
-// it succeeds or the executor stops (false).
-func (e *Executor) reopen(w *workerIter) bool {
+// reopen replaces the closed iterator it of w (unless another of its workers did already),
+// declaring the consumer again, with backoff until it succeeds or the executor stops (false).
+// An iterator that closes again at once is not reopened more than once a second.
+func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
+	w.mu.Lock()
+	if w.it != it || w.drained {
+		drained := w.drained
+		w.mu.Unlock()
+		return !drained
+	}
+	wait := time.Until(w.reopenedAt.Add(time.Second))
+	w.mu.Unlock()
+	if wait > 0 {
+		select {
+		case <-e.stopping:
+			return false
+		case <-time.After(wait):
+		}
+	}
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
 	for {
@@ -291,22 +316,27 @@ func (e *Executor) reopen(w *workerIter) bool {
 			w.mu.Unlock()
 			return false
 		}
+		if w.it != it { // another worker on it replaced it meanwhile
+			w.mu.Unlock()
+			return true
+		}
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		cons, err := e.js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, ConsumerConfig(e.cfg))
 		cancel()
-		var it jetstream.MessagesContext
+		var next jetstream.MessagesContext
 		if err == nil {
-			it, err = cons.Messages(jetstream.PullMaxMessages(1))
+			next, err = cons.Messages(jetstream.PullMaxMessages(1))
 		}
 		if err == nil {
 			w.mu.Lock()
-			if w.drained {
+			if w.drained || w.it != it {
+				done := w.drained
 				w.mu.Unlock()
-				it.Stop()
-				return false
+				next.Stop()
+				return !done
 			}
-			w.it = it
+			w.it, w.reopenedAt = next, time.Now()
 			w.mu.Unlock()
 			e.cfg.Log.Warn().Msg("calls consumer iterator closed while serving: consumer declared again, consuming again")
 			return true

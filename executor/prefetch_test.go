@@ -97,3 +97,34 @@ func TestConsumerOutlastsLastDelivery(t *testing.T) {
 		}
 	}
 }
+
+// TestPullRequestsBounded: an executor keeps at most maxIterators pull requests waiting on the
+// consumer, however many workers it runs: the consumer keeps 512 waiting over every process,
+// and a pull request per worker left the workers beyond idle.
+func TestPullRequestsBounded(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(Config{Workers: 100}, r.env.Connect(t))
+	r.startExecutor(Config{Workers: 3}, r.env.Connect(t))
+	r.waitTool("fixture__echo")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	cons, err := r.env.JS.Consumer(ctx, subjects.CallsStream, subjects.ExecutorConsumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := maxIterators + 3
+	waitFor(t, "the pull requests", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumWaiting == want
+	})
+	// And calls still flow through all of them.
+	for i := range 20 {
+		if res := r.call("local", "fixture__echo", fmt.Sprintf(`{"text":"%d"}`, i)); res.Status != subjects.CallOK {
+			t.Fatalf("call %d: %s %+v", i, res.Status, res.Error)
+		}
+	}
+	info, err := cons.Info(ctx)
+	if err != nil || info.NumWaiting > want {
+		t.Errorf("%d pull requests waiting, want at most %d (%v)", info.NumWaiting, want, err)
+	}
+}
