@@ -142,12 +142,11 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 		why = "the registry stream was recreated"
 	case seq > info.State.LastSeq:
 		why = "the catalog is ahead of the registry stream"
-	case seq > 0 && info.State.Msgs > 0 && seq+1 < info.State.FirstSeq:
-		why = "the registry stream no longer holds the messages after the catalog's position"
-	case seq > 0 && info.State.Msgs == 0:
-		// The registry stream keeps every event (no limits): it was purged. A replica built now
-		// would be empty, so this one drops what it built from the purged events.
-		why = "the registry stream was purged"
+	case seq > 0 && seq < info.State.FirstSeq:
+		// The registry stream keeps every event (no limits): events the catalog applied are
+		// gone only if it was purged (whole, or up to a sequence), whatever was published since.
+		// A replica built now would not have them, so this one drops what it built from them.
+		why = "the registry stream no longer holds the events the catalog was built from (purged)"
 	}
 	if why != "" {
 		c.log.Warn().Str("why", why).Uint64("seq", seq).Uint64("stream_first", info.State.FirstSeq).

@@ -268,4 +268,17 @@ func TestStreamPurged(t *testing.T) {
 	if _, _, ok := r2.Lookup("solo__only_tool"); !ok {
 		t.Error("the tool published after the purge is missing")
 	}
+	r2.stop(t)
+
+	// Purged, then events published before the replica restarts: the stream is not empty, and
+	// the catalog still drops what it built from the purged events.
+	if err := s.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seq = publish(t, env.JS, status("other", subjects.StatusReady), snapshot("other", "", tool("new_tool", "a new tool")))
+	r3 := startReplica(t, env, dir, nil, nil)
+	waitSeq(t, r3.Catalog, seq)
+	if _, _, ok := r3.Lookup("solo__only_tool"); ok || r3.Stats().Tools != 1 {
+		t.Errorf("purged tools survived a purge followed by new events: %d tools", r3.Stats().Tools)
+	}
 }
