@@ -23,8 +23,8 @@ type Config struct {
 	// Secrets are values (passwords, tokens) to redact from audit events, e.g. every
 	// registrysync.ServerConfig.Secrets value.
 	Secrets []string
-	// Approve lists public-name glob patterns of tools that need approval besides what the policy
-	// says (tools "configured destructive").
+	// Approve lists server__tool glob patterns (policy.MatchTool, as in policy rules) of tools
+	// that need approval besides what the policy says (tools "configured destructive").
 	Approve []string
 
 	// Workers is how many calls this process handles at once; 0 → 64.
@@ -90,10 +90,12 @@ type Limits struct {
 	Tenant Rate
 	// Servers maps a server name to its limit; "*" applies to every server without its own entry.
 	Servers map[string]Rate
-	// Tools maps a public-name glob pattern (policy.Match) to a limit applied to each matching
-	// tool separately; of the patterns that match, the most specific applies: an exact name,
-	// else the longest pattern.
+	// Tools maps a server__tool glob pattern (policy.MatchTool, as in policy rules) to a limit
+	// applied to each matching tool separately; of the patterns that match, the most specific
+	// applies: an exact name, else the longest pattern.
 	Tools map[string]Rate
+
+	order []string // Tools' patterns, most specific first (set by New; nil: sorted per call)
 }
 
 // Rate is one limit: a sliding-window rate and a cap on calls in flight. Zero fields are off.

@@ -55,6 +55,7 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("%w: no NATS connection", ErrConfig)
 	}
 	cfg = cfg.withDefaults()
+	cfg.Limits.order = specificFirst(cfg.Limits.Tools)
 	if cfg.Name == "" {
 		host, _ := os.Hostname()
 		cfg.Name = host + ":" + strconv.Itoa(os.Getpid())

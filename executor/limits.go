@@ -69,30 +69,38 @@ func (l Limits) limitsFor(tenant string, t *tool) []scopeLimit {
 		out = append(out, scopeLimit{subjects.LimitScopeServer, t.Server, r})
 	}
 	if len(l.Tools) > 0 {
-		pats := make([]string, 0, len(l.Tools))
-		for p := range l.Tools {
-			pats = append(pats, p)
+		pats := l.order
+		if pats == nil {
+			pats = specificFirst(l.Tools)
 		}
-		// The most specific pattern wins: an exact name, then the longest pattern ("*" sorted
-		// first used to override every more specific one).
-		sort.Slice(pats, func(i, j int) bool {
-			wi, wj := strings.ContainsAny(pats[i], "*?["), strings.ContainsAny(pats[j], "*?[")
-			switch {
-			case wi != wj:
-				return !wi
-			case len(pats[i]) != len(pats[j]):
-				return len(pats[i]) > len(pats[j])
-			}
-			return pats[i] < pats[j]
-		})
 		for _, p := range pats {
-			if policy.Match(p, t.Public) {
+			if policy.MatchTool(p, t.Server, t.Name) {
 				out = append(out, scopeLimit{subjects.LimitScopeTool, t.Public, l.Tools[p]})
 				break
 			}
 		}
 	}
 	return out
+}
+
+// specificFirst returns the patterns of tools, the most specific first: exact names, then the
+// longest patterns ("*" sorted first used to override every more specific one).
+func specificFirst(tools map[string]Rate) []string {
+	pats := make([]string, 0, len(tools))
+	for p := range tools {
+		pats = append(pats, p)
+	}
+	sort.Slice(pats, func(i, j int) bool {
+		wi, wj := strings.ContainsAny(pats[i], "*?["), strings.ContainsAny(pats[j], "*?[")
+		switch {
+		case wi != wj:
+			return !wi
+		case len(pats[i]) != len(pats[j]):
+			return len(pats[i]) > len(pats[j])
+		}
+		return pats[i] < pats[j]
+	})
+	return pats
 }
 
 // maxWindowOf is the longest rate window of the limits (the counters' retention follows it).

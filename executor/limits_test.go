@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestLimitsFor(t *testing.T) {
 		Servers: map[string]Rate{"*": {Concurrency: 8}, "kb": {PerSecond: 5}},
 		Tools:   map[string]Rate{"ticketing__create*": {PerSecond: 1}, "*__get*": {PerSecond: 2}},
 	}
-	got := l.limitsFor("acme", &tool{Public: "ticketing__createIssue", Server: "ticketing"})
+	got := l.limitsFor("acme", &tool{Public: "ticketing__createIssue", Server: "ticketing", Name: "createIssue"})
 	want := []scopeLimit{
 		{subjects.LimitScopeTenant, "acme", Rate{PerSecond: 100}},
 		{subjects.LimitScopeServer, "ticketing", Rate{Concurrency: 8}},
@@ -74,7 +75,7 @@ func TestLimitsFor(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
-	got = l.limitsFor("acme", &tool{Public: "kb__get_document", Server: "kb"})
+	got = l.limitsFor("acme", &tool{Public: "kb__get_document", Server: "kb", Name: "get_document"})
 	want = []scopeLimit{
 		{subjects.LimitScopeTenant, "acme", Rate{PerSecond: 100}},
 		{subjects.LimitScopeServer, "kb", Rate{PerSecond: 5}},
@@ -83,10 +84,19 @@ func TestLimitsFor(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
+	// A pattern matches like a policy rule's: server part, then tool part.
+	if got := l.limitsFor("acme", &tool{Public: "github__issues__create_comment", Server: "github", Name: "issues__create_comment"}); len(got) != 2 {
+		t.Errorf("ticketing__create* and *__get* applied to github's issues__create_comment: %v", got)
+	}
+	l2 := Limits{Tools: map[string]Rate{"github*__create*": {PerSecond: 1}}}
+	if got := l2.limitsFor("acme", &tool{Public: "github__issues__create_comment", Server: "github", Name: "issues__create_comment"}); len(got) != 0 {
+		t.Errorf("github*__create* matched github's issues__create_comment (the policy does not): %v", got)
+	}
 	// The most specific pattern applies, not the first in sorted order ("*" sorts first).
 	l.Tools = map[string]Rate{"*": {PerSecond: 50}, "kb__*": {PerSecond: 10}, "kb__get_*": {PerSecond: 3}, "kb__get_document": {PerSecond: 1}}
 	for public, want := range map[string]float64{"kb__get_document": 1, "kb__get_other": 3, "kb__search": 10, "logging__tail": 50} {
-		got := l.limitsFor("acme", &tool{Public: public, Server: "x"})
+		server, name, _ := strings.Cut(public, "__")
+		got := l.limitsFor("acme", &tool{Public: public, Server: server, Name: name})
 		if r := got[len(got)-1]; r.scope != subjects.LimitScopeTool || r.rate.PerSecond != want {
 			t.Errorf("%s: got %+v, want the tool limit %v/s", public, r, want)
 		}

@@ -350,7 +350,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 
 func (e *Executor) configuredApproval(t *tool) bool {
 	for _, p := range e.cfg.Approve {
-		if policy.Match(p, t.Public) {
+		if policy.MatchTool(p, t.Server, t.Name) {
 			return true
 		}
 	}

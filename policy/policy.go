@@ -190,12 +190,23 @@ func (r Rule) applies(pr subjects.Principal) bool {
 // matches server + "__" + tool as a whole ("*").
 func matchTool(patterns []string, t Tool) bool {
 	for _, pat := range patterns {
-		sp, tp, ok := strings.Cut(pat, "__")
-		if ok && Match(sp, t.Server) && Match(tp, t.Name) || !ok && Match(pat, t.Server+"__"+t.Name) {
+		if MatchTool(pat, t.Server, t.Name) {
 			return true
 		}
 	}
 	return false
+}
+
+// MatchTool reports whether the server__tool glob pattern pat matches the tool named name on
+// server (original names): the part before pat's first "__" matches the server, the rest the
+// tool; a pattern without "__" matches server + "__" + name as a whole. Policy rules, the
+// executor's limits and its approval patterns all match this way.
+func MatchTool(pat, server, name string) bool {
+	sp, tp, ok := strings.Cut(pat, "__")
+	if !ok {
+		return Match(pat, server+"__"+name)
+	}
+	return Match(sp, server) && Match(tp, name)
 }
 
 // Match reports whether glob pattern pat ('*' any run, '?' one character, [..] a class)
