@@ -164,7 +164,7 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 		} else {
 			fmt.Fprintf(stderr, "%s: %s\n", terminalText(e.Code), terminalText(e.Message))
 			if e.Path != "" {
-				fmt.Fprintf(stderr, "  path: %s\n", e.Path)
+				fmt.Fprintf(stderr, "  path: %s\n", terminalText(e.Path))
 			}
 			if e.RetryAfterMs > 0 {
 				fmt.Fprintf(stderr, "  retry after %s\n", time.Duration(e.RetryAfterMs)*time.Millisecond)
@@ -202,11 +202,11 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 		switch {
 		case len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) && structuredOnly(texts):
 			var buf bytes.Buffer
-			if json.Indent(&buf, r.StructuredContent, "", "  ") == nil {
-				fmt.Fprintf(stdout, "%s\n", buf.Bytes())
-			} else {
-				fmt.Fprintf(stdout, "%s\n", r.StructuredContent)
+			if json.Indent(&buf, r.StructuredContent, "", "  ") != nil {
+				buf.Reset()
+				buf.Write(r.StructuredContent)
 			}
+			fmt.Fprintf(stdout, "%s\n", terminalText(buf.String()))
 		case len(texts) > 0:
 			// The server's text, for a terminal: no escape sequence of its own reaches it.
 			fmt.Fprintln(stdout, terminalText(strings.Join(texts, "\n")))

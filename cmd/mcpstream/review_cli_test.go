@@ -190,3 +190,22 @@ func TestPrincipalRolesEverywhere(t *testing.T) {
 		t.Errorf("got %+v %v", pr, err)
 	}
 }
+
+// TestCallStructuredForTerminal: structured content and a validation path were printed as the
+// server sent them (JSON text may hold raw format characters; keys may hold ESC).
+func TestCallStructuredForTerminal(t *testing.T) {
+	sc := `{"name":"invoice` + "\u202e" + `fdp.exe"}`
+	txt, _ := json.Marshal(sc)
+	res := subjects.CallResult{ID: "x", Status: subjects.CallOK, Result: json.RawMessage(
+		`{"content":[{"type":"text","text":` + string(txt) + `}],"structuredContent":` + sc + `}`)}
+	var out, errOut strings.Builder
+	_ = printCallResult(&out, &errOut, res, false)
+	if strings.ContainsRune(out.String(), '\u202e') {
+		t.Errorf("a format character reached the terminal: %q", out.String())
+	}
+	res = subjects.CallResult{Status: subjects.CallRefused, Error: &subjects.Error{Code: "invalid_arguments", Message: "m", Path: "/a\x1b[2J"}}
+	_ = printCallResult(&out, &errOut, res, false)
+	if strings.Contains(errOut.String(), "\x1b") {
+		t.Errorf("the path reached the terminal raw: %q", errOut.String())
+	}
+}
