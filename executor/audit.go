@@ -87,24 +87,28 @@ func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool
 
 // json is JSON; valid says raw is known to be valid JSON already (not checked again).
 //
-// Text that may hold something to redact is decoded, walked and encoded again whenever it is
-// JSON, whatever its size, and only then capped: redacting just the kept start as text missed
-// sensitive keys with array values, keys and values spelled with escapes, and secrets that
-// JSON escapes. Text that is not JSON is redacted as text (redactText).
+// A payload over max is redacted as it is read, only as far as the kept start needs
+// (redactPrefix): its cost follows max, not the payload's size (decoding, walking and encoding
+// a 4 MiB result whole cost ~180 ms and ~100 MB). Redacting just the kept start as text missed
+// sensitive keys with array values, keys and values spelled with escapes, and secrets that JSON
+// escapes. A payload within max that may hold something to redact is decoded, walked and
+// encoded again. Text that is not JSON is redacted as text (redactText).
 func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, truncated bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, false
 	}
-	clean := r.clean(raw)
-	isJSON := valid || json.Valid(raw)
-	text := raw
+	var text []byte
 	switch {
-	case clean && isJSON:
-		if len(raw) <= max {
-			return raw, false
+	case len(raw) > max:
+		var ok bool
+		if text, ok = r.redactPrefix(raw, max); !ok {
+			// Not JSON from its start: as text, from a bounded start.
+			text = r.redactText(raw[:cutRune(raw, min(len(raw), 4*max))])
 		}
-	case isJSON:
-		text = nil
+		truncated = true
+	case r.clean(raw) && (valid || json.Valid(raw)):
+		return raw, false
+	default:
 		if doc, err := redact.Decode(raw); err == nil {
 			if enc, err := redact.Encode(r.Walk(doc, sensitiveKey)); err == nil {
 				if len(enc) <= max {
@@ -116,8 +120,6 @@ func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, tr
 		if text == nil {
 			text = r.redactText(raw)
 		}
-	case !clean:
-		text = r.redactText(raw)
 	}
 	if len(text) > max {
 		text = text[:cutRune(text, max)]
@@ -125,6 +127,124 @@ func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, tr
 	}
 	s, _ := json.Marshal(string(text))
 	return s, truncated
+}
+
+// redactPrefix returns the start of the JSON document raw, redacted as Walk redacts a decoded
+// document (the values of sensitive keys replaced, unless objects; configured secrets replaced
+// in strings and keys) and encoded compactly in the document's own order, once more than max
+// bytes of it are written or raw ends (a document cut short, or invalid past some point, gives
+// what came before). It decodes at most the first 8×max bytes of raw: a token that goes on past
+// them (one huge string, typically) is shown as text, redacted as text, unless a sensitive key's.
+// ok is false when raw is not JSON from its start.
+func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
+	in := raw[:cutRune(raw, min(len(raw), 8*max))]
+	dec := json.NewDecoder(bytes.NewReader(in))
+	dec.UseNumber()
+	var b bytes.Buffer
+	str := func(s string) {
+		enc, _ := redact.Encode(r.String(s))
+		b.Write(enc)
+	}
+	type frame struct {
+		obj     bool
+		n       int  // members or elements written
+		wantKey bool // in an object: the next string is a key
+		hide    bool // the value coming is a sensitive key's
+	}
+	var stack []frame
+	tokens := 0
+	for b.Len() <= max {
+		tok, err := dec.Token()
+		if err != nil {
+			if tokens > 0 && len(in) < len(raw) && (len(stack) == 0 || !stack[len(stack)-1].hide) {
+				// The bytes decoded stop inside a token: the rest of them, as text (as much as
+				// the cap can keep, and as much again, so that a secret starting in what is
+				// kept is replaced whole).
+				// It is inside one token (the text of a string, typically), so there is no key
+				// to look for in it, as Walk looks for none inside a string: secrets only.
+				rest := in[dec.InputOffset():]
+				rest = rest[:cutRune(rest, min(len(rest), 2*max))]
+				if mayHideLetters(rest) {
+					str(redact.Placeholder)
+				} else {
+					b.WriteString(r.Text(string(rest)))
+				}
+			}
+			break
+		}
+		tokens++
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if d, isDelim := tok.(json.Delim); isDelim && (d == '}' || d == ']') {
+			b.WriteByte(byte(d))
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				p := &stack[len(stack)-1]
+				p.n++
+				p.wantKey = p.obj
+			}
+			continue
+		}
+		if top != nil && top.obj && top.wantKey {
+			key, _ := tok.(string)
+			if top.n > 0 {
+				b.WriteByte(',')
+			}
+			str(key)
+			b.WriteByte(':')
+			top.wantKey, top.hide = false, sensitiveKey(key)
+			continue
+		}
+		if top != nil && !top.obj && top.n > 0 {
+			b.WriteByte(',')
+		}
+		hide := top != nil && top.hide
+		if top != nil {
+			top.hide = false
+		}
+		switch v := tok.(type) {
+		case json.Delim: // '{' or '['
+			if v == '[' && hide {
+				// A sensitive key's array goes whole, as Walk replaces it.
+				for depth := 1; depth > 0; {
+					t, err := dec.Token()
+					if err != nil {
+						break
+					}
+					if d, ok := t.(json.Delim); ok {
+						depth += map[json.Delim]int{'[': 1, '{': 1, ']': -1, '}': -1}[d]
+					}
+				}
+				str(redact.Placeholder)
+				break
+			}
+			b.WriteByte(byte(v))
+			stack = append(stack, frame{obj: v == '{', wantKey: v == '{'})
+			continue
+		case string:
+			if hide {
+				v = redact.Placeholder
+			}
+			str(v)
+		default: // json.Number, bool, nil
+			if hide {
+				str(redact.Placeholder)
+				break
+			}
+			enc, _ := json.Marshal(v)
+			b.Write(enc)
+		}
+		if top != nil {
+			top.n++
+			top.wantKey = top.obj
+		}
+	}
+	if tokens == 0 {
+		return nil, false
+	}
+	return b.Bytes(), true
 }
 
 // redactText redacts text that cannot be decoded as JSON: the values of sensitive keys, and

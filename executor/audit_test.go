@@ -33,8 +33,10 @@ func TestRedactJSON(t *testing.T) {
 		{"capped: a JSON string", `{"text":"aaaaaaaaaaaaaaaaaaaa"}`, `"{\"text\":\"aaaaaaa"`, 16, true},
 		{"not JSON: a redacted string", `hunter22 {`, `"[redacted] {"`, 4096, true},
 		{"empty", ``, ``, 4096, false},
-		{"large: the kept start is redacted as text", `{"token":"t0k","note":"hunter22","password":"cut-here-and-more` + strings.Repeat(" ", 300),
-			`"{\"token\":\"[redacted]\",\"note\":\"[redacted]\",\"password\":\"[redac"`, 60, true},
+		// Read only as far as needed; a value cut short is not shown at all.
+		{"large: the kept start is redacted as it is read", `{"token":"t0k","note":"hunter22","password":"cut-here-and-more` + strings.Repeat(" ", 300),
+			`"{\"token\":\"[redacted]\",\"note\":\"[redacted]\",\"password\":"`, 60, true},
+		{"large: cut at the cap", `{"a":"` + strings.Repeat("x", 100) + `","token":"t0k"}`, `"{\"a\":\"` + strings.Repeat("x", 44) + `"`, 50, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

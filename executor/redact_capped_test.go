@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,46 @@ func TestRedactCapped(t *testing.T) {
 			out, _ := r.JSON([]byte(tc.in), 4096)
 			if strings.Contains(string(out), tc.secret) {
 				t.Errorf("%s kept: %.200s", tc.secret, out)
+			}
+		})
+	}
+}
+
+// BenchmarkAuditLargeResult: the audit payload of a large result costs what the cap needs,
+// not the result's size (decoding, walking and encoding 4 MiB whole: ~180 ms, ~100 MB).
+func BenchmarkAuditLargeResult(b *testing.B) {
+	r := newRedactor([]string{"hunter22"})
+	text, _ := json.Marshal(strings.Repeat("a token in prose, ", 4<<20/18))
+	raw := []byte(`{"content":[{"type":"text","text":` + string(text) + `}]}`)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		out, trunc := r.json(raw, 4096, true)
+		if !trunc || len(out) > 4200 {
+			b.Fatalf("%d bytes, truncated %v", len(out), trunc)
+		}
+	}
+}
+
+// TestRedactLargeResult: a result far over the cap is read only as far as the cap needs; what
+// is kept is redacted all the same: a secret in the kept start of one huge text, and a
+// sensitive key's huge value.
+func TestRedactLargeResult(t *testing.T) {
+	r := newRedactor([]string{"hunter22"})
+	huge := strings.Repeat("lorem ipsum ", 100_000)
+	for name, tc := range map[string]struct{ in, secret string }{
+		"secret in a huge text":       {`{"content":[{"type":"text","text":"see hunter22 then ` + huge + `"}]}`, "hunter22"},
+		"escaped secret in huge text": {`{"content":[{"type":"text","text":"see hunt\u0065r22 then ` + huge + `"}]}`, "hunt"},
+		"sensitive key, huge value":   {`{"apiKey":"sk-live-777 ` + huge + `","n":1}`, "sk-live-777"},
+		"sensitive key, huge array":   {`{"tokens":["sk-live-888",` + strings.Repeat(`"x",`, 50_000) + `"y"],"n":1}`, "sk-live-888"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, trunc := r.JSON([]byte(tc.in), 4096)
+			if !trunc || len(out) > 4096+64 || !json.Valid(out) {
+				t.Fatalf("%d bytes, truncated %v, valid %v", len(out), trunc, json.Valid(out))
+			}
+			if strings.Contains(string(out), tc.secret) {
+				t.Errorf("%s kept: %.300s", tc.secret, out)
 			}
 		})
 	}
