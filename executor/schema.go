@@ -69,16 +69,18 @@ const maxArgumentDepth = 64
 //     failing evaluations (an exponential $defs chain of failing anyOf under a "not") takes no
 //     step. Validation therefore runs in a goroutine of its own, the worker waits at most
 //     limit.wall (+ limit.wallPerMiB per MiB of arguments), and on overrun the call is refused
-//     with invalid_schema and the definition is remembered as unusable, as for the step budget.
+//     unavailable (elapsed time also measures the machine's load: a harmless definition must
+//     not be disabled by many large calls at once); the definition is remembered as unusable if
+//     that validation still runs limit.grace later, as for the step budget.
 //
 // Residual cost, stated plainly: Go cannot stop a goroutine from outside. A validation the
-// meter stopped is over. One abandoned at the backstop is stopped by the meter at its next step
-// (the definition being unusable), at once if it was still taking steps (a slow machine, large
-// arguments); if it is inside such an unmetered failing subtree, its goroutine burns one CPU
-// until that subtree ends, which for the worst schemas is never before the process exits. That
-// is one goroutine per definition (plus the calls of it that were validating at that moment);
-// a server that lists new definitions over and over can add one per definition. No worker is
-// held past the backstop.
+// meter stopped is over. One abandoned at the backstop runs on: if it ends within limit.grace
+// nothing more happens; if not, the definition is unusable and the meter stops it at its next
+// step; if it is inside such an unmetered failing subtree, its goroutine burns one CPU until
+// that subtree ends, which for the worst schemas is never before the process exits. Calls of
+// the definition made before it is found unusable (within limit.grace) can each add one; then
+// it is one per definition, and a server that lists new definitions over and over can add one
+// per definition. No worker is held past the backstop.
 //
 // Not chosen: detecting such schemas when compiling them. Reaching a location along several
 // paths is common and harmless ($defs shared by allOf branches); telling the exponential cases
@@ -86,12 +88,13 @@ const maxArgumentDepth = 64
 type validationLimits struct {
 	steps, stepsPerNode int           // evaluation budget: steps + stepsPerNode × JSON values of the arguments
 	wall, wallPerMiB    time.Duration // wall-clock backstop: wall + wallPerMiB × MiB of arguments
+	grace               time.Duration // after the backstop, how long before the definition is unusable
 }
 
 // defaultValidationLimits: legitimate calls take a few evaluations per argument value (tens for
 // a large oneOf) and a microsecond or two each; 4 MiB of arguments (MaxCallBytes) of a simple
 // schema validate in about 2 s on one core.
-var defaultValidationLimits = validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: 3 * time.Second, wallPerMiB: 2 * time.Second}
+var defaultValidationLimits = validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: 3 * time.Second, wallPerMiB: 2 * time.Second, grace: time.Minute}
 
 // compiledSchema is a tool's compiled inputSchema, built once per tool definition, with the
 // compiled copies validation runs on (see meteredSchema).
@@ -191,9 +194,15 @@ func (c *compiledSchema) acquire(raw []byte) (*meteredSchema, error) {
 	return c.compileCopy(raw)
 }
 
+// maxIdleCopies bounds the compiled copies a definition keeps between validations (a burst of
+// concurrent calls compiles more; those beyond are dropped when given back).
+const maxIdleCopies = 4
+
 func (c *compiledSchema) release(m *meteredSchema) {
 	c.mu.Lock()
-	c.idle = append(c.idle, m)
+	if len(c.idle) < maxIdleCopies {
+		c.idle = append(c.idle, m)
+	}
 	c.mu.Unlock()
 }
 
@@ -287,8 +296,27 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 	select {
 	case res = <-out:
 	case <-timer.C:
-		// m stays with its goroutine, which the meter stops at its next step (see above).
-		return unusableSchema(t, c.refuse(fmt.Sprintf("validating arguments against it took longer than %v", wall)))
+		// Only this call is refused: elapsed time also measures the machine's load (many large
+		// calls at once), which must not disable a harmless definition for everyone. The
+		// definition is remembered unusable only if the validation is still running after
+		// lim.grace more (a runaway the meter cannot see); the meter then stops it at its next
+		// step. A late finish gives the copy back.
+		go func() {
+			grace := time.NewTimer(lim.grace)
+			defer grace.Stop()
+			select {
+			case res := <-out:
+				if res.stopped != nil && res.stopped.overBudget {
+					c.refuse(fmt.Sprintf("validating arguments against it took more than %d steps (its $refs make the work explode)", m.limit))
+				} else if res.stopped == nil && res.panic == nil {
+					c.release(m)
+				}
+			case <-grace.C:
+				c.refuse(fmt.Sprintf("validating arguments against it ran for more than %v", wall+lim.grace))
+			}
+		}()
+		return &subjects.Error{Code: subjects.CodeUnavailable,
+			Message: fmt.Sprintf("validating the arguments took longer than %v (a busy executor, or a costly schema); nothing was run", wall)}
 	}
 	if res.panic != nil {
 		panic(res.panic) // on the worker's goroutine, whose recoverer answers the call

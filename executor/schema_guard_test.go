@@ -117,13 +117,54 @@ func TestSchemaGuardWallClockBackstop(t *testing.T) {
 	}
 	defs = append(defs, `"a40":false`)
 	tl := &tool{Public: "evil__not", InputSchema: []byte(`{"not":{"$ref":"#/$defs/a0"},"$defs":{` + strings.Join(defs, ",") + `}}`)}
-	lim := validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: 100 * time.Millisecond}
+	lim := validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: 100 * time.Millisecond, grace: 100 * time.Millisecond}
 	got := validateWithin(t, tl, `{}`, lim)
-	wantCode(t, got, subjects.CodeInvalidSchema, "took longer than 100ms")
+	wantCode(t, got, subjects.CodeUnavailable, "took longer than 100ms")
+	// Still running after the grace: the definition is unusable, later calls refused at once.
+	waitUntilTrue(t, "the definition unusable", func() bool { return tl.schema.unusable.Load() != nil })
 	again := validateWithin(t, tl, `{}`, lim)
-	if again == nil || again.Message != got.Message {
-		t.Fatalf("second call: got %+v, want %q", again, got.Message)
+	wantCode(t, again, subjects.CodeInvalidSchema, "ran for more than 200ms")
+}
+
+// TestSchemaGuardBackstopSparesBusyDefinitions: a harmless definition whose validations overran
+// the wall-clock backstop because the machine was busy stays usable (the backstop used to
+// disable it for every later call: any caller could, with many large calls at once).
+func TestSchemaGuardBackstopSparesBusyDefinitions(t *testing.T) {
+	tl := &tool{Public: "s__t", InputSchema: []byte(`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z]+$"}}}}}}`)}
+	var b strings.Builder
+	b.WriteString(`{"rows":[`)
+	for i := range 20_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"a":"abcdefgh"}`)
 	}
+	b.WriteString(`]}`)
+	// A backstop no validation of these arguments can meet, a grace any can.
+	lim := validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: time.Nanosecond, grace: time.Minute}
+	wantCode(t, validateWithin(t, tl, b.String(), lim), subjects.CodeUnavailable, "took longer than")
+	waitUntilTrue(t, "the copy given back", func() bool {
+		tl.schema.mu.Lock()
+		defer tl.schema.mu.Unlock()
+		return len(tl.schema.idle) > 0
+	})
+	if why := tl.schema.unusable.Load(); why != nil {
+		t.Fatalf("harmless definition disabled: %s", *why)
+	}
+	if e := validateArguments(tl, []byte(`{"rows":[]}`)); e != nil {
+		t.Fatalf("next call: %+v", e)
+	}
+}
+
+func waitUntilTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for range 3000 { // bounded: 30 s
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s did not happen", what)
 }
 
 // Arguments nesting deeper than maxArgumentDepth are refused from their bytes; brackets inside
