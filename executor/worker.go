@@ -241,8 +241,9 @@ func (e *Executor) answered(ctx context.Context, c *call) (bool, error) {
 	}
 	c.looked = true
 	if ok {
-		// Published on its results subject again too (not stored twice), for callers that
-		// watch it rather than wait.
+		// Published on its results subject again too, for callers that watch it rather than
+		// wait (stored again only once the results stream's de-duplication window is past: the
+		// same answer).
 		prev.Duplicate = true
 		if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
 			return false, fmt.Errorf("%w: %w", errRetry, err)

@@ -31,7 +31,7 @@ type frameWriter struct {
 	w        *os.File
 	stall    time.Duration
 	broken   error
-	onBroken func(error)
+	onBroken atomic.Pointer[func(error)] // set once the session exists, while the reader may write
 }
 
 func newFrameWriter(w *os.File) *frameWriter {
@@ -64,8 +64,8 @@ func (f *frameWriter) WriteCtx(ctx context.Context, p []byte) (int, error) {
 	n, err := f.w.Write(p)
 	if err != nil && (n > 0 || !time.Now().Before(limit)) {
 		f.broken = fmt.Errorf("writing to the server's stdin: %w", err)
-		if f.onBroken != nil {
-			f.onBroken(f.broken)
+		if fn := f.onBroken.Load(); fn != nil {
+			(*fn)(f.broken)
 		}
 	}
 	return n, err

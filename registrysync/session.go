@@ -125,7 +125,8 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return nil, err
 		}
 		s.child = ch
-		ch.in.onBroken = func(err error) { s.markLost(err) }
+		onBroken := func(err error) { s.markLost(err) }
+		ch.in.onBroken.Store(&onBroken)
 		st := transport.NewIO(ch.fwdR, ch.in, nil)
 		s.stdio = &stdioWrap{base: base{inner: st}, stdio: st}
 		tr = s.stdio

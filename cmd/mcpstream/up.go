@@ -238,7 +238,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	// fails with the cancelled context.
 	starting := true
 	defer func() {
-		if err != nil && starting && ctx.Err() != nil {
+		if err != nil && starting && ctx.Err() != nil && !errors.Is(err, errStopTimeout) {
 			log.Info().Err(err).Msg("interrupted while starting; stopped")
 			err = nil
 		}
@@ -468,6 +468,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	}
 }
 
+// errStopTimeout is wrapped by the error of roles that did not stop within --stop-timeout.
+var errStopTimeout = errors.New("stop timeout")
+
 // stopRoles cancels the roles in reverse start order, each after the later ones stopped, all
 // within timeout.
 func (h *host) stopRoles(started []role, timeout time.Duration) error {
@@ -494,7 +497,7 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 				case <-time.After(2 * time.Second):
 				}
 			}
-			return fmt.Errorf("role %s did not stop within %s", name, timeout)
+			return fmt.Errorf("%w: role %s did not stop within %s", errStopTimeout, name, timeout)
 		}
 	}
 	return nil
