@@ -182,16 +182,16 @@ func (e *Executor) Run(ctx context.Context) error {
 	var workers sync.WaitGroup
 	var iters []*workerIter
 	if !e.cfg.NoWorkers {
-		// Iterators asking for one call at a time, from inside Next (where an iterator pulls,
-		// one caller at a time): a call is delivered only to a worker waiting for it. One
+		// Each worker has its own iterator asking for one call at a time, from inside Next
+		// (where an iterator pulls): a call is delivered only to a worker waiting for it. One
 		// iterator shared by all workers with a batch of Workers delivered calls into its
 		// buffer while every worker was busy, where no progress heartbeat kept them: after
 		// AckWait JetStream redelivered them to another executor and both copies ran
-		// (at-most-once broken, two answers). A single iterator of batch 1 serialized the
-		// pulls (half the throughput at 64 callers); one per worker kept a pull request open
-		// per worker, and a consumer keeps at most 512 waiting (MaxWaiting) over every
-		// process: workers beyond were left idle. maxIterators per process shares them.
-		for range min(e.cfg.Workers, maxIterators) {
+		// (at-most-once broken, two answers). A shared iterator of batch 1 serialized the
+		// pulls (half the throughput at 64 callers), and shared by a few workers each it lost
+		// pull requests now and then (30 s stalls until the missing heartbeats were noticed).
+		// A pull request waits per worker: the consumer takes maxWaiting.
+		for range e.cfg.Workers {
 			iter, err := st.calls.Messages(jetstream.PullMaxMessages(1))
 			if err != nil {
 				for _, w := range iters {
@@ -202,8 +202,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			iters = append(iters, &workerIter{it: iter})
 		}
 		bg.Go(func() { e.heartbeats(bgCtx) })
-		for i := range e.cfg.Workers {
-			w := iters[i%len(iters)]
+		for _, w := range iters {
 			workers.Go(func() { e.work(w) })
 		}
 	}
@@ -235,12 +234,8 @@ func (e *Executor) Run(ctx context.Context) error {
 	return nil
 }
 
-// maxIterators bounds the consumer iterators (so the pull requests waiting on the consumer) of
-// one executor process: 32 executors of any size stay within the consumer's 512.
-const maxIterators = 16
-
-// workerIter is a consumer iterator shared by some workers: replaced when the consumer is gone
-// (see work), drained when the executor stops.
+// workerIter is a worker's consumer iterator: replaced when the consumer is gone (see work),
+// drained when the executor stops.
 type workerIter struct {
 	mu         sync.Mutex
 	it         jetstream.MessagesContext
@@ -323,7 +318,7 @@ func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
 		}
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		cons, err := e.js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, ConsumerConfig(e.cfg))
+		cons, err := e.js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, consumerConfigFor(ctx, e.js, e.cfg))
 		cancel()
 		var next jetstream.MessagesContext
 		if err == nil {

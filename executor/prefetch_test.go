@@ -98,33 +98,43 @@ func TestConsumerOutlastsLastDelivery(t *testing.T) {
 	}
 }
 
-// TestPullRequestsBounded: an executor keeps at most maxIterators pull requests waiting on the
-// consumer, however many workers it runs: the consumer keeps 512 waiting over every process,
-// and a pull request per worker left the workers beyond idle.
-func TestPullRequestsBounded(t *testing.T) {
+// TestPullRequestsPerWorker: every worker keeps a pull request waiting, and the consumer takes
+// more than the server's default 512 (a shared pull of one call at a time serialized the
+// workers; shared by a few workers, pull requests got lost now and then; and past 512 waiting
+// the workers beyond were left idle). A consumer declared before keeps its MaxWaiting (JetStream
+// cannot change it): declaring the state again does not fail on it.
+func TestPullRequestsPerWorker(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	r.startExecutor(Config{Workers: 100}, r.env.Connect(t))
-	r.startExecutor(Config{Workers: 3}, r.env.Connect(t))
-	r.waitTool("fixture__echo")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	// A consumer as an older version declared it (MaxWaiting: the server's default).
+	old := ConsumerConfig(Config{})
+	old.MaxWaiting = 0
+	if _, err := r.env.JS.CreateOrUpdateConsumer(ctx, subjects.CallsStream, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureState(ctx, r.env.JS, Config{}); err != nil {
+		t.Fatalf("declaring the state over an older consumer: %v", err)
+	}
+	if err := r.env.JS.DeleteConsumer(ctx, subjects.CallsStream, subjects.ExecutorConsumer); err != nil {
+		t.Fatal(err)
+	}
+	r.startExecutor(Config{Workers: 600}, r.env.Connect(t))
+	r.waitTool("fixture__echo")
 	cons, err := r.env.JS.Consumer(ctx, subjects.CallsStream, subjects.ExecutorConsumer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := maxIterators + 3
-	waitFor(t, "the pull requests", func() bool {
+	if got := cons.CachedInfo().Config.MaxWaiting; got != maxWaiting {
+		t.Errorf("MaxWaiting %d, want %d", got, maxWaiting)
+	}
+	waitFor(t, "a pull request per worker", func() bool {
 		info, err := cons.Info(ctx)
-		return err == nil && info.NumWaiting == want
+		return err == nil && info.NumWaiting == 600
 	})
-	// And calls still flow through all of them.
 	for i := range 20 {
 		if res := r.call("local", "fixture__echo", fmt.Sprintf(`{"text":"%d"}`, i)); res.Status != subjects.CallOK {
 			t.Fatalf("call %d: %s %+v", i, res.Status, res.Error)
 		}
-	}
-	info, err := cons.Info(ctx)
-	if err != nil || info.NumWaiting > want {
-		t.Errorf("%d pull requests waiting, want at most %d (%v)", info.NumWaiting, want, err)
 	}
 }

@@ -60,6 +60,10 @@ func SlotsConfig(lease time.Duration, replicas int) jetstream.KeyValueConfig {
 	}
 }
 
+// maxWaiting is the calls consumer's MaxWaiting: how many pull requests may wait on it, one per
+// executor worker.
+const maxWaiting = 4096
+
 // lastDeliveryRetries is how many more deliveries the consumer makes after MaxDeliver, for the
 // answer given at MaxDeliver (see ConsumerConfig).
 const lastDeliveryRetries = 5
@@ -77,7 +81,10 @@ func ConsumerConfig(cfg Config) jetstream.ConsumerConfig {
 		// The workers answer a call at its MaxDeliver-th delivery without running it; the
 		// consumer delivers a few more times, so that answer is not lost when storing it fails
 		// transiently (a nak at the consumer's last delivery would drop the call unanswered).
-		MaxDeliver:    cfg.MaxDeliver + lastDeliveryRetries,
+		MaxDeliver: cfg.MaxDeliver + lastDeliveryRetries,
+		// Every worker keeps a pull request waiting (see Executor.Run): room for 4096 workers
+		// over every executor (the server's default is 512).
+		MaxWaiting:    maxWaiting,
 		MaxAckPending: cfg.MaxAckPending,
 	}
 }
@@ -125,7 +132,7 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 		return nil, err
 	}
 	if consumer {
-		if st.calls, err = js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, ConsumerConfig(cfg)); err != nil {
+		if st.calls, err = js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, consumerConfigFor(ctx, js, cfg)); err != nil {
 			return nil, fmt.Errorf("calls consumer: %w", err)
 		}
 	}
@@ -146,4 +153,15 @@ func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
 	}
 	return kv, nil
+}
+
+// consumerConfigFor is ConsumerConfig, keeping the MaxWaiting of a consumer that exists already:
+// JetStream cannot change it (a consumer declared by an older version keeps 512: delete it while
+// no call is in flight to get maxWaiting).
+func consumerConfigFor(ctx context.Context, js jetstream.JetStream, cfg Config) jetstream.ConsumerConfig {
+	cc := ConsumerConfig(cfg)
+	if c, err := js.Consumer(ctx, subjects.CallsStream, cc.Durable); err == nil {
+		cc.MaxWaiting = c.CachedInfo().Config.MaxWaiting
+	}
+	return cc
 }
