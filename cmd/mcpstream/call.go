@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/mcpstream/mcpstream/executor"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -162,9 +161,9 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 			b, _ := json.MarshalIndent(map[string]any{"error": e}, "", "  ")
 			fmt.Fprintf(stdout, "%s\n", b)
 		} else {
-			fmt.Fprintf(stderr, "%s: %s\n", terminalText(e.Code), terminalText(e.Message))
+			fmt.Fprintf(stderr, "%s: %s\n", termBlock(e.Code), termBlock(e.Message))
 			if e.Path != "" {
-				fmt.Fprintf(stderr, "  path: %s\n", terminalText(e.Path))
+				fmt.Fprintf(stderr, "  path: %s\n", termBlock(e.Path))
 			}
 			if e.RetryAfterMs > 0 {
 				fmt.Fprintf(stderr, "  retry after %s\n", time.Duration(e.RetryAfterMs)*time.Millisecond)
@@ -206,10 +205,10 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 				buf.Reset()
 				buf.Write(r.StructuredContent)
 			}
-			fmt.Fprintf(stdout, "%s\n", terminalText(buf.String()))
+			fmt.Fprintf(stdout, "%s\n", termBlock(buf.String()))
 		case len(texts) > 0:
 			// The server's text, for a terminal: no escape sequence of its own reaches it.
-			fmt.Fprintln(stdout, terminalText(strings.Join(texts, "\n")))
+			fmt.Fprintln(stdout, termBlock(strings.Join(texts, "\n")))
 		case len(r.Content) > 0:
 			fmt.Fprintf(stdout, "(%d non-text content block(s); use --json to see them)\n", len(r.Content))
 		}
@@ -251,15 +250,4 @@ func (a *approvalWait) Set(s string) error {
 	}
 	*a = approvalWait(d)
 	return nil
-}
-
-// terminalText is s with control and format characters (terminal escapes, bidirectional
-// overrides) replaced by '?', lines and tabs kept: text from a server shown on a terminal.
-func terminalText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' || unicode.Is(unicode.Cf, r) {
-			return '?'
-		}
-		return r
-	}, s)
 }

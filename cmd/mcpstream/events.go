@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -487,9 +486,7 @@ func firstNonEmpty(v ...string) string {
 // become one space and control characters (escape sequences) become '?'.
 func oneLine(s string) string {
 	s = strings.Map(func(r rune) rune {
-		// Control characters (terminal escapes) and format characters (bidirectional
-		// overrides that reorder what the terminal shows).
-		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' || unicode.Is(unicode.Cf, r) {
+		if termUnsafe(r) && r != '\t' && r != '\n' && r != '\r' {
 			return '?'
 		}
 		return r

@@ -272,11 +272,17 @@ func printToolFull(w io.Writer, t subjects.ToolInfo) {
 	}
 }
 
+// termUnsafe reports whether r must not reach a terminal as is: a control character (escape
+// sequences start with one) or a format character (bidirectional overrides reorder what the
+// terminal shows). Text from servers and from NATS messages is shown through termLine,
+// termBlock or oneLine, which all ask it.
+func termUnsafe(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
+
 // termLine makes text from servers safe for one terminal line (no control characters, no
 // escape sequences, one space between words).
 func termLine(s string) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if termUnsafe(r) {
 			return ' '
 		}
 		return r
@@ -296,10 +302,10 @@ func termClip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// termBlock keeps newlines but drops other control characters.
+// termBlock keeps newlines and tabs but drops other control and format characters (termUnsafe).
 func termBlock(s string) string {
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' {
+		if termUnsafe(r) && r != '\n' && r != '\t' {
 			return ' '
 		}
 		return r
