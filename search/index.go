@@ -106,8 +106,7 @@ type docRec struct {
 	nameKey string   // key in Index.byName, "" if not registered
 	terms   []uint32 // distinct terms, the name field's first
 	nName   uint16   // how many of terms are name terms
-	alive   bool
-	vec     uint32 // 1 + its row in Index.vecs, 0: no vector
+	vec     uint32   // 1 + its row in Index.vecs, 0: no vector
 }
 
 type serverRec struct {
@@ -232,7 +231,7 @@ func (ix *Index) Upsert(d Doc) {
 		ix.removeSlot(old)
 	}
 	slot := uint32(len(ix.docs))
-	rec := docRec{id: d.ID, alive: true, terms: make([]uint32, 0, 64)}
+	rec := docRec{id: d.ID, terms: make([]uint32, 0, 64)}
 
 	// Count terms per field, name terms first in the distinct list.
 	at := make(map[uint32]int, 64) // term → index in rec.terms and tfs
@@ -304,6 +303,9 @@ func (ix *Index) intern(t string) uint32 {
 	return id
 }
 
+// alive reports whether slot s holds a tool (not one removed: see docHot.dead).
+func (ix *Index) alive(s uint32) bool { return !ix.hot[s].dead }
+
 // lookup returns the id of term t if the index has it (see termRec.has).
 func (ix *Index) lookup(t string) (uint32, bool) {
 	id, ok := ix.dict[t]
@@ -355,7 +357,7 @@ func (ix *Index) compact() {
 	remap := make([]uint32, len(ix.docs))
 	n := uint32(0)
 	for s := range ix.docs {
-		if ix.docs[s].alive {
+		if ix.alive(uint32(s)) {
 			remap[s] = n
 			ix.docs[n], ix.hot[n] = ix.docs[s], ix.hot[s]
 			n++

@@ -192,7 +192,7 @@ func (ix *Index) vectorTop(sc *scratch, qv []float32, allow func(string) bool) [
 		if len(h) == n && !ix.vecBetter(x, h[0]) {
 			continue
 		}
-		if !ix.docs[s].alive || ix.verdict(sc, s, allow) != slotAllowed {
+		if !ix.alive(s) || ix.verdict(sc, s, allow) != slotAllowed {
 			continue
 		}
 		if len(h) < n {

@@ -65,13 +65,13 @@ func checkVectors(t *testing.T, ix *Index, want map[string][]float32) {
 		t.Errorf("%d rows, want %d", len(vs.slots), len(want))
 	}
 	for r, s := range vs.slots {
-		if int(s) >= len(ix.docs) || !ix.docs[s].alive || ix.docs[s].vec != uint32(r+1) {
+		if int(s) >= len(ix.docs) || !ix.alive(s) || ix.docs[s].vec != uint32(r+1) {
 			t.Fatalf("row %d: slot %d misaligned", r, s)
 		}
 	}
 	for slot, rec := range ix.docs {
 		w, ok := want[rec.id]
-		if !rec.alive {
+		if !ix.alive(uint32(slot)) {
 			if rec.vec != 0 {
 				t.Errorf("dead slot %d has a vector", slot)
 			}
