@@ -166,8 +166,8 @@ func (c *Catalog) Stats() Stats {
 	}
 	tools := len(c.byPublic)
 	pending := len(c.vecWant)
+	vectors, _ := c.index.Vectors() // under c.mu: a rebuild replaces the index
 	c.mu.RUnlock()
-	vectors, _ := c.index.Vectors()
 	endpoints := make(map[string]EndpointStats, len(c.served))
 	for name, ec := range c.served {
 		endpoints[name] = EndpointStats{Requests: ec.requests.Load(), Errors: ec.errors.Load(),
@@ -616,6 +616,7 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 		}
 	})
 	var ups []upsert
+	var restored []string // listed again: their removed records go
 	for i := range items {
 		it := &items[i]
 		if it.skipped {
@@ -623,9 +624,12 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 		}
 		if it.write {
 			ws = append(ws, write{Key: toolKey(server, it.d.Name), Value: it.rec})
-			if _, was := c.removed[it.pub]; was {
-				ws = append(ws, write{Key: removedKey(it.pub)})
-			}
+		}
+		// Whether or not the tool is written: after a crash inside a split commit (see
+		// commit), the tool may be stored already and its removed record not deleted yet.
+		if _, was := c.removed[it.pub]; was {
+			ws = append(ws, write{Key: removedKey(it.pub)})
+			restored = append(restored, it.pub)
 		}
 		if it.index {
 			ups = append(ups, it.up)
@@ -645,7 +649,9 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			if oldKM != nil {
 				rr.CacheScope, rr.AuthContext = oldKM.CacheScope, oldKM.AuthContext
 			}
-			ws = append(ws, write{Key: toolKey(server, name)}, putJSON(removedKey(e.public), rr))
+			// The removed record first: a crash between the two (a split commit) leaves the
+			// tool stored, so that applying the message again removes it again.
+			ws = append(ws, putJSON(removedKey(e.public), rr), write{Key: toolKey(server, name)})
 			gone, goneRecs = append(gone, e), append(goneRecs, rr)
 		}
 	}
@@ -655,6 +661,9 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 		s.rec = rec
 		s.setKind(subjects.KindTools, km)
 		c.removeEntries(s, gone, goneRecs)
+		for _, pub := range restored {
+			delete(c.removed, pub)
+		}
 		for _, u := range ups {
 			u.e.srv = s
 			s.tools[u.e.tool] = u.e
@@ -762,7 +771,8 @@ func (c *Catalog) planStatus(st *subjects.Status) ([]write, func(), error) {
 				if km != nil {
 					rr.CacheScope, rr.AuthContext = km.CacheScope, km.AuthContext
 				}
-				ws = append(ws, write{Key: toolKey(server, name)}, putJSON(removedKey(e.public), rr))
+				// The removed record first (see planTools).
+				ws = append(ws, putJSON(removedKey(e.public), rr), write{Key: toolKey(server, name)})
 				gone, recs = append(gone, e), append(recs, rr)
 			}
 			for k := range s.kinds {

@@ -555,15 +555,18 @@ func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subj
 }
 
 // mayUseAList reports whether pr may see at least one of the lists s holds, or s holds none yet
-// (a configured server still connecting: its status is the operator's to show).
+// (a configured server still connecting: its status is the operator's to show). A kind only
+// announced as changed (list_changed), never listed, is no list: it has no scope of its own.
 func mayUseAList(pol *policy.Policy, pr subjects.Principal, s *serverMem) bool {
-	if len(s.kinds) == 0 {
-		return true
-	}
+	listed := false
 	for _, km := range s.kinds {
+		if !km.Listed {
+			continue
+		}
+		listed = true
 		if pol.MayUseScope(pr, km.CacheScope, km.AuthContext) {
 			return true
 		}
 	}
-	return false
+	return !listed
 }

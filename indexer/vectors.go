@@ -255,7 +255,10 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	if c.cfg.Embedder == nil {
 		return nil
 	}
-	if n, _ := c.index.Vectors(); n == 0 {
+	c.mu.RLock()
+	ix := c.index // a rebuild replaces it (under c.mu)
+	c.mu.RUnlock()
+	if n, _ := ix.Vectors(); n == 0 {
 		return nil
 	}
 	timeout := c.cfg.EmbedTimeout

@@ -89,7 +89,9 @@
 // A score floor drops tools whose matched query words are too common (their
 // IDF sum is under Config.MinIDF): gibberish, stop words or a word found in
 // most tools return nothing (translations count toward it as the words they
-// translate). Ties are broken by ID, so results are deterministic.
+// translate; a character of a longer CJK word of the query does not count
+// alone: 汽车, car, is not found in 火车, train, through 车). Ties are broken
+// by ID, so results are deterministic.
 //
 // Query.Allow filters before ranking: a rejected tool is never scored, never
 // returned, and never takes one of the K places. Collection statistics (IDF,

@@ -19,6 +19,11 @@ type queryTerm struct {
 	w       float64
 	main    bool // a word of the query, not a related word
 	implied bool // implied by the query: a file operation, or a translation of one of its words
+	// part is a single CJK character found only inside longer CJK runs of
+	// the query (汽 and 车 of 汽车): it is scored, but a tool must match
+	// more than such characters to clear the score floor, since a
+	// character shared with another word (车 of 火车) is not the word.
+	part bool
 }
 
 type parsedQuery struct {
@@ -84,6 +89,8 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 	}
 	var words []clauseWord
 	prev := ""
+	// CJK characters seen only as parts of longer runs, and those seen alone.
+	cjkPart, cjkAlone := map[string]bool{}, map[string]bool{}
 	for _, clause := range splitClauses(text) {
 		textPaths, otherPaths := 0, 0
 		words = words[:0]
@@ -97,8 +104,34 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 				}
 				w = c.pathTokW
 			}
+			// A run of CJK characters is emitted as unigram, bigram,
+			// unigram...: a unigram next to a bigram is part of a run.
+			lastUni, afterBigram := "", false
 			tokenize(word, maxQueryBytes, func(t string, joined bool) {
 				add(t, w, true)
+				switch r, n := utf8.DecodeRuneInString(t); {
+				case isCJK(r) && n == len(t): // a unigram
+					if lastUni != "" {
+						cjkAlone[lastUni] = true // no bigram followed it
+					}
+					lastUni = ""
+					if afterBigram {
+						cjkPart[t] = true
+					} else {
+						lastUni = t
+					}
+					afterBigram = false
+				case isCJK(r): // a bigram
+					if lastUni != "" {
+						cjkPart[lastUni] = true
+					}
+					lastUni, afterBigram = "", true
+				default:
+					if lastUni != "" {
+						cjkAlone[lastUni] = true
+					}
+					lastUni, afterBigram = "", false
+				}
 				words = append(words, clauseWord{t, w == 1 && !joined})
 				if joined {
 					return
@@ -108,6 +141,9 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 				}
 				prev = t
 			})
+			if lastUni != "" {
+				cjkAlone[lastUni] = true
+			}
 		}
 		served := false // the clause implies an operation that will be taken out
 		var verbOf map[string]bool
@@ -165,6 +201,10 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 			terms = append(terms, t)
 		}
 		pq.terms = terms
+	}
+
+	for i := range pq.terms {
+		pq.terms[i].part = cjkPart[pq.terms[i].text] && !cjkAlone[pq.terms[i].text]
 	}
 
 	// Translations and related words of the query's words.

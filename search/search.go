@@ -369,7 +369,7 @@ func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string
 	slots, hot := sc.slots, ix.hot
 	for ti, t := range terms {
 		wIDF := t.w * t.idf * (k1 + 1)
-		counts := t.qt.main || t.qt.implied // toward the floor
+		counts := (t.qt.main || t.qt.implied) && !t.qt.part // toward the floor
 		var bit uint32
 		if ti < 32 {
 			bit = 1 << ti

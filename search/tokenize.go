@@ -13,16 +13,18 @@ const (
 	maxFieldBytes = 64 << 10
 	// maxQueryBytes bounds the bytes of a query that are tokenized.
 	maxQueryBytes = 8 << 10
-	// maxTokenBytes drops longer alphanumeric runs (hashes, base64 blobs).
+	// maxTokenBytes bounds a term: a longer alphanumeric run is split into its
+	// words (see emitWord) or, a blob (hashes, base64), dropped.
 	maxTokenBytes = 48
 )
 
 // Tokenize returns the index terms of text, in order, as both documents and
 // queries see them: lower-cased; split on anything that is not a letter or
 // digit, on camelCase and on letter/digit boundaries (getLogs → get, log;
-// search_knowledge_base → search, knowledg, base); English stop words and
-// one-character Latin tokens dropped; a conservative suffix stemmer (Porter
-// step 1: plurals, -ed, -ing) applied to ASCII words; runs of CJK characters
+// search_knowledge_base → search, knowledg, base); fullwidth forms of ASCII
+// (ＰＤＦ) read as ASCII; English stop words and one-character Latin tokens
+// dropped; a conservative suffix stemmer (Porter step 1: plurals, -ed, -ing)
+// applied to ASCII words; runs of CJK characters
 // (Han, Hiragana, Katakana, Hangul) emitted as unigrams plus overlapping
 // bigrams. An alphanumeric run that was split also yields its joined form
 // (getLogs → get, log, getlog) so a query that spells it as one word matches.
@@ -58,6 +60,9 @@ func tokenize(text string, limit int, emit func(tok string, joined bool)) {
 		runKind = kindOther
 	}
 	for _, r := range text {
+		if r >= 0xFF01 && r <= 0xFF5E {
+			r -= 0xFEE0 // fullwidth ASCII (ＰＤＦ, ３, typed by CJK input methods) is ASCII
+		}
 		k := classify(r)
 		if k == kindMark {
 			// Combining marks continue a word (é spelled e + U+0301).
@@ -140,8 +145,28 @@ func emitCJK(run []rune, emit func(string, bool)) {
 
 // emitWord splits one alphanumeric run at camelCase and letter/digit
 // boundaries and emits the parts, then the joined form when it was split.
+// A run too long to be one term is an identifier
+// (getRepositoryContributorStatisticsForOrganization) when its parts are
+// words, whose parts are emitted without the joined form, or a blob (a hash,
+// base64) when they are mostly a character or two, and then emits nothing.
 func emitWord(run []rune, emit func(string, bool)) {
 	if len(run) > maxTokenBytes {
+		parts := 1
+		for i := 1; i < len(run); i++ {
+			if isBoundary(run, i) {
+				parts++
+			}
+		}
+		if 3*parts > len(run) {
+			return // a blob
+		}
+		start := 0
+		for i := 1; i <= len(run); i++ {
+			if i == len(run) || isBoundary(run, i) {
+				emitPart(acronymSingular(run[start:i]), emit)
+				start = i
+			}
+		}
 		return
 	}
 	start, parts := 0, 0

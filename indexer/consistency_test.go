@@ -1,0 +1,211 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// direct is an in-memory catalog that applies registry events without NATS, in order, from
+// sequence 1 (tests of the catalog's state, not of the consumer).
+type direct struct {
+	*Catalog
+	t   testing.TB
+	seq uint64
+}
+
+func openDirect(t testing.TB, pol *policy.Policy) *direct {
+	t.Helper()
+	c, err := Open(Config{InMemory: true, Policy: pol, Now: func() time.Time { return t0.Add(time.Minute) }})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.markReady()
+	return &direct{Catalog: c, t: t}
+}
+
+// eventMsg returns the subject and payload of a registry event.
+func eventMsg(t testing.TB, ev any) (string, []byte) {
+	t.Helper()
+	var subject string
+	switch e := ev.(type) {
+	case *subjects.Snapshot:
+		subject = subjects.RegistrySnapshot(e.Server, e.Kind)
+	case *subjects.ListChanged:
+		subject = subjects.RegistryChanged(e.Server, e.Kind)
+	case *subjects.Status:
+		subject = subjects.RegistryStatus(e.Server)
+	case *subjects.Revocation:
+		subject = subjects.RegistryRevoked(e.Server)
+	default:
+		t.Fatalf("unknown event %T", ev)
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	return subject, data
+}
+
+func (d *direct) apply(evs ...any) {
+	d.t.Helper()
+	for _, ev := range evs {
+		subject, data := eventMsg(d.t, ev)
+		d.seq++
+		if err := d.applyMsg(d.seq, subject, data); err != nil {
+			d.t.Fatalf("apply %d: %v", d.seq, err)
+		}
+	}
+}
+
+func (d *direct) digest() string {
+	d.t.Helper()
+	s, err := d.Digest()
+	if err != nil {
+		d.t.Fatalf("digest: %v", err)
+	}
+	return s
+}
+
+// TestCrashInSplitCommitReplaysToSameState: a message whose writes are split over several
+// Badger transactions (a snapshot too large for one) may be cut by a crash after any of them;
+// the replica then reloads what was committed and applies the message again. The package doc
+// promises the same result: the same content (Digest) as a replica that applied it whole, and
+// the same "removed" answers.
+func TestCrashInSplitCommitReplaysToSameState(t *testing.T) {
+	a, b, c := tool("alpha", "first tool"), tool("beta", "second tool"), tool("gamma", "third tool")
+	scenarios := map[string]struct{ before, last []any }{
+		"removal":     {[]any{status("s", subjects.StatusReady), snapshot("s", "d", a, b, c)}, []any{snapshot("s", "d", a)}},
+		"restoration": {[]any{status("s", subjects.StatusReady), snapshot("s", "d", a, b, c), snapshot("s", "d", a)}, []any{snapshot("s", "d", a, b, c)}},
+		"server gone": {[]any{status("s", subjects.StatusReady), snapshot("s", "d", a, b, c)}, []any{status("s", subjects.StatusRemoved)}},
+	}
+	for name, sc := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			ref := openDirect(t, nil)
+			ref.apply(sc.before...)
+			ref.apply(sc.last...)
+			want := ref.digest()
+
+			// The writes of the last message, as commit would split them.
+			probe := openDirect(t, nil)
+			probe.apply(sc.before...)
+			subject, data := eventMsg(t, sc.last[0])
+			ev, err := decodeEvent(subject, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			probe.applying = probe.seq + 1
+			ws, _, err := probe.plan(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws, _ = probe.forgetRemoved(ws, nil)
+
+			for cut := 1; cut < len(ws); cut++ {
+				r := openDirect(t, nil)
+				r.apply(sc.before...)
+				// A crash after a first transaction holding ws[:cut] (without the sequence).
+				txn := r.db.NewTransaction(true)
+				for _, w := range ws[:cut] {
+					if w.Value == nil {
+						err = txn.Delete(w.Key)
+					} else {
+						err = txn.Set(w.Key, w.Value)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := txn.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				// Restart: the in-memory state is rebuilt from the store, then the message
+				// is applied again.
+				r.mu.Lock()
+				r.reset()
+				if err := r.load(); err != nil {
+					t.Fatal(err)
+				}
+				r.mu.Unlock()
+				r.apply(sc.last...)
+				if got := r.digest(); got != want {
+					t.Errorf("crash after %d of %d writes: digest differs from a replica that applied the message whole", cut, len(ws))
+				}
+				for _, n := range []string{"s__alpha", "s__beta", "s__gamma"} {
+					g := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{n}})
+					w := ref.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{n}})
+					if (g.Error == nil) != (w.Error == nil) || g.Error != nil && (g.Error.Reason != w.Error.Reason || g.Error.Message != w.Error.Message) {
+						t.Errorf("crash after %d of %d writes: details %s = %+v, want %+v", cut, len(ws), n, g.Error, w.Error)
+					}
+				}
+			}
+		})
+	}
+}
+
+var _ = badger.ErrKeyNotFound
+
+// TestPrivateServerNotListedAfterListChanged: a server whose only list is private to one
+// authorization context is not listed to anyone else (TestPrivateScope); a list_changed of
+// another kind, of which no list was ever received, does not make it (and its description)
+// visible to everyone.
+func TestPrivateServerNotListedAfterListChanged(t *testing.T) {
+	d := openDirect(t, nil)
+	priv := snapshot("payroll", "Payroll of acme", tool("get_salary", "Read the salary of an employee"))
+	priv.CacheScope, priv.AuthContext = subjects.ScopePrivate, "tenant:acme/user:carol"
+	d.apply(status("payroll", subjects.StatusReady), priv,
+		&subjects.ListChanged{V: subjects.Version, Type: subjects.EventChanged, Server: "payroll", Kind: subjects.KindPrompts, At: t0})
+	ctx := context.Background()
+	for _, s := range d.Servers(ctx, subjects.ServersRequest{Principal: subjects.Principal{Tenant: "acme", User: "dave"}}).Servers {
+		if s.Name == "payroll" {
+			t.Errorf("listed outside its authorization context: %+v", s)
+		}
+	}
+	found := false
+	for _, s := range d.Servers(ctx, subjects.ServersRequest{Principal: subjects.Principal{Tenant: "acme", User: "carol"}}).Servers {
+		found = found || s.Name == "payroll" && s.Tools == 1
+	}
+	if !found {
+		t.Errorf("not listed (with its tool) in its own authorization context")
+	}
+}
+
+// TestStatsDuringRebuild: Stats (metrics, the CLI) may run while Follow drops the catalog to
+// rebuild it (the registry stream was recreated): no data race (go test -race).
+func TestStatsDuringRebuild(t *testing.T) {
+	d := openDirect(t, nil)
+	d.apply(status("s", subjects.StatusReady), snapshot("s", "d", tool("alpha", "first tool")))
+	info := func(created time.Time) *jetstream.StreamInfo {
+		return &jetstream.StreamInfo{Created: created, State: jetstream.StreamState{FirstSeq: 1, LastSeq: d.seq, Msgs: d.seq}}
+	}
+	if err := d.checkOrigin(info(t0)); err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 100_000 { // until stopped
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d.Stats()
+		}
+	}()
+	for i := range 50 {
+		if err := d.checkOrigin(info(t0.Add(time.Duration(i+1) * time.Second))); err != nil { // recreated
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	<-done
+}
