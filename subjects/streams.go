@@ -16,7 +16,7 @@ type StreamOptions struct {
 	DedupWin time.Duration // 0 → 10 minutes: how long a call id or fingerprint de-duplicates
 	// How long and how much of the results and audit streams is kept: 0 → 24 hours and 7 days,
 	// no size bound. At the bound the oldest go first. Each stored result costs the server about
-	// 125 bytes of memory on top of its storage (a subject per call id).
+	// 210 bytes of memory on top of its storage (a subject per call id).
 	ResultsMaxAge, AuditMaxAge     time.Duration
 	ResultsMaxBytes, AuditMaxBytes int64
 }
