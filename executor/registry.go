@@ -56,9 +56,10 @@ func (r *registry) lookup(public string) *tool {
 	return t
 }
 
-// apply folds one registry message into the view and the tool table.
-func (r *registry) apply(data []byte, seq uint64) {
-	ev, err := subjects.DecodeRegistry(data)
+// apply folds one registry message into the view and the tool table. A message whose payload
+// does not match its subject (another server's, say) is ignored, as the catalog ignores it.
+func (r *registry) apply(subject string, data []byte, seq uint64) {
+	ev, err := subjects.DecodeRegistryMsg(subject, data)
 	if err != nil {
 		r.log.Warn().Err(err).Uint64("seq", seq).Msg("registry event ignored")
 		r.advance(seq)
@@ -175,7 +176,7 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 		if err != nil {
 			return
 		}
-		r.apply(m.Data(), md.Sequence.Stream)
+		r.apply(m.Subject(), m.Data(), md.Sequence.Stream)
 		if md.Sequence.Stream >= last || md.NumPending == 0 {
 			markReady()
 		}

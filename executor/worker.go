@@ -577,7 +577,8 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 
 // dispatch sends tools/call, retrying what is safe to retry: a failure before sending
 // (unavailable) for any tool; transport failures and unknown outcomes only for read-only or
-// idempotent tools. Never a protocol error, never past the call's deadline.
+// idempotent tools. Never a protocol error, never past the call's deadline. Each attempt first
+// checks the freshness view: a tool revoked, removed or stale since admission is not sent.
 func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration) subjects.DispatchReply {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -586,7 +587,17 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 	bo.MaxInterval = time.Second
 	bo.MaxElapsedTime = 0
 	deadline, _ := ctx.Deadline()
+	var last *subjects.DispatchReply // the previous attempt's answer
 	for {
+		// A tool revoked, removed or made stale since it was admitted (or since the previous
+		// attempt) is not dispatched (again): a revoked tool never executes, retry or not.
+		if v := e.reg.view.Tool(c.tool.Server, c.tool.Name); v.State == staleness.Revoked || v.State == staleness.Removed || v.State == staleness.Stale {
+			if last != nil && !notSent(last.Error.Code) {
+				return *last // what the earlier attempt did stands; it is not retried
+			}
+			return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: subjects.CodeStale,
+				Message: c.tool.Public + " is " + string(v.State) + ": " + v.Reason + "; nothing was sent", Reason: v.Reason}}
+		}
 		c.attempt++
 		if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil {
 			in.dispatched.Store(true)
@@ -611,6 +622,7 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		if !safe || c.attempt >= e.cfg.RetryMax {
 			return rep
 		}
+		last = &rep
 		wait := bo.NextBackOff()
 		if time.Until(deadline) <= wait {
 			return rep
@@ -786,7 +798,8 @@ func encodeResult(res subjects.CallResult) ([]byte, error) {
 
 // notSent reports whether a dispatch error code means the call never reached the server.
 func notSent(code string) bool {
-	return code == subjects.CodeUnavailable || code == subjects.CodeNotFound || code == subjects.CodeBadRequest
+	return code == subjects.CodeUnavailable || code == subjects.CodeNotFound || code == subjects.CodeBadRequest ||
+		code == subjects.CodeStale // refused by dispatch itself (revoked since admission)
 }
 
 func isJSONObject(b []byte) bool {

@@ -368,31 +368,7 @@ func itemKey(k subjects.Kind) string {
 // decodeEvent decodes a registry message and checks that its payload matches its subject (a
 // payload naming another server than its subject is refused: NATS permissions pin subjects).
 func decodeEvent(subject string, data []byte) (subjects.RegistryEvent, error) {
-	rs, err := subjects.ParseRegistry(subject)
-	if err != nil {
-		return subjects.RegistryEvent{}, err
-	}
-	ev, err := subjects.DecodeRegistry(data)
-	if err != nil {
-		return subjects.RegistryEvent{}, err
-	}
-	var server, event string
-	var kind subjects.Kind
-	switch {
-	case ev.Snapshot != nil:
-		server, event, kind = ev.Snapshot.Server, subjects.EventSnapshot, ev.Snapshot.Kind
-	case ev.ListChanged != nil:
-		server, event, kind = ev.ListChanged.Server, subjects.EventChanged, ev.ListChanged.Kind
-	case ev.Status != nil:
-		server, event = ev.Status.Server, subjects.EventStatus
-	case ev.Revocation != nil:
-		server, event = ev.Revocation.Server, subjects.EventRevoked
-	}
-	if server != rs.Server || event != rs.Event || kind != rs.Kind {
-		return subjects.RegistryEvent{}, fmt.Errorf("%w: payload (%s %s %s) does not match subject %q",
-			subjects.ErrBadPayload, server, event, kind, subject)
-	}
-	return ev, nil
+	return subjects.DecodeRegistryMsg(subject, data)
 }
 
 // applyMsg applies one stream message: Badger first (with the sequence, atomically), then the

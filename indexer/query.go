@@ -239,7 +239,7 @@ func (c *Catalog) uniformVerdict(e *entry) *staleness.Verdict {
 	cv := &cachedVerdict{version: c.version, v: v}
 	if km := e.srv.tools0; v.State == staleness.Fresh && km != nil && km.TTLMs != nil {
 		// The view turns expired once now - listedAt > ttl; recompute from then on.
-		cv.until = v.ListedAt.Add(time.Duration(*km.TTLMs) * time.Millisecond)
+		cv.until = v.ListedAt.Add(staleness.TTL(*km.TTLMs))
 	}
 	e.srv.verdict.Store(cv)
 	return &cv.v

@@ -72,7 +72,7 @@ func New(cfg *Config) (*Policy, error) {
 	for i, r := range cfg.Rules {
 		for _, list := range [][]string{r.Allow, r.Deny, r.Approve} {
 			for _, pat := range list {
-				if _, err := path.Match(strings.ReplaceAll(pat, "/", "\x00"), ""); err != nil || pat == "" {
+				if !ValidPattern(pat) {
 					return nil, fmt.Errorf("%w: rule %d (%s): bad pattern %q", ErrInvalid, i+1, r.Name, pat)
 				}
 			}
@@ -207,6 +207,25 @@ func MatchTool(pat, server, name string) bool {
 		return Match(pat, server+"__"+name)
 	}
 	return Match(sp, server) && Match(tp, name)
+}
+
+// ValidPattern reports whether pat is a server__tool pattern MatchTool can use: not empty, and
+// a valid glob both as a whole and in each part MatchTool matches on its own (the parts before
+// and after the first "__"), so that it never silently matches nothing ("[a__b]", `x\__y`).
+func ValidPattern(pat string) bool {
+	if pat == "" {
+		return false
+	}
+	parts := []string{pat}
+	if sp, tp, ok := strings.Cut(pat, "__"); ok {
+		parts = append(parts, sp, tp)
+	}
+	for _, p := range parts {
+		if _, err := path.Match(strings.ReplaceAll(p, "/", "\x00"), ""); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Match reports whether glob pattern pat ('*' any run, '?' one character, [..] a class)

@@ -3,6 +3,8 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"sort"
 	"strings"
 )
@@ -21,6 +23,14 @@ type Values struct {
 	// forms are the byte sequences that reveal a value in JSON text: as is, and as JSON
 	// escapes it (with and without HTML escaping).
 	forms [][]byte
+	// vals and textForms are the strings r and text replace, longest first: String and Text
+	// replace every occurrence, overlapping ones together (see replace).
+	vals, textForms []string
+	// escRunes are the characters of the values that another JSON encoder may spell with a
+	// \u escape encoding/json does not write (non-ASCII, control, '<', '>', '&': "\u00E4",
+	// "\u003C"); astral says a value holds a character beyond U+FFFF (a surrogate pair).
+	escRunes map[rune]bool
+	astral   bool
 }
 
 // New returns the redactor of values (duplicates and values shorter than MinLen are dropped;
@@ -42,8 +52,19 @@ func New(values ...string) Values {
 	for _, v := range vals {
 		pairs = append(pairs, v, Placeholder)
 	}
-	out := Values{r: strings.NewReplacer(pairs...)}
+	out := Values{r: strings.NewReplacer(pairs...), vals: vals}
 	for _, v := range vals {
+		for _, c := range v {
+			switch {
+			case c > 0xFFFF:
+				out.astral = true
+			case c >= 0x80 || c < 0x20 || c == '<' || c == '>' || c == '&':
+				if out.escRunes == nil {
+					out.escRunes = map[rune]bool{}
+				}
+				out.escRunes[c] = true
+			}
+		}
 		out.forms = append(out.forms, []byte(v))
 		for _, esc := range escapedForms(v) {
 			if !bytes.Equal(esc, []byte(v)) {
@@ -56,6 +77,7 @@ func New(values ...string) Values {
 		forms = append(forms, string(f))
 	}
 	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	out.textForms = forms
 	pairs = pairs[:0]
 	for _, f := range forms {
 		pairs = append(pairs, f, Placeholder)
@@ -72,7 +94,47 @@ func (v Values) Text(s string) string {
 	if v.text == nil {
 		return s
 	}
-	return v.text.Replace(s)
+	return replace(s, v.text, v.textForms)
+}
+
+// replace returns s with every occurrence of olds replaced by Placeholder. Occurrences that
+// overlap (the end of one value is the start of another) go together under one Placeholder:
+// strings.Replacer, which replaces the first match it finds and goes on after it, would leave
+// the rest of the other value in the text. r (a Replacer of olds) finds the common case, no
+// value at all, quickly.
+func replace(s string, r *strings.Replacer, olds []string) string {
+	if r.Replace(s) == s {
+		return s
+	}
+	type span struct{ i, j int }
+	var spans []span
+	for _, o := range olds {
+		for off := 0; off < len(s); {
+			k := strings.Index(s[off:], o)
+			if k < 0 {
+				break
+			}
+			spans = append(spans, span{off + k, off + k + len(o)})
+			off += k + 1
+		}
+	}
+	sort.Slice(spans, func(a, b int) bool {
+		return spans[a].i < spans[b].i || spans[a].i == spans[b].i && spans[a].j > spans[b].j
+	})
+	var b strings.Builder
+	b.Grow(len(s))
+	at := 0 // s[:at] is written
+	for n := 0; n < len(spans); {
+		i, j := spans[n].i, spans[n].j
+		for n++; n < len(spans) && spans[n].i < j; n++ {
+			j = max(j, spans[n].j)
+		}
+		b.WriteString(s[at:i])
+		b.WriteString(Placeholder)
+		at = j
+	}
+	b.WriteString(s[at:])
+	return b.String()
 }
 
 // escapedForms returns v as JSON string content, escaped by encoding/json with and without
@@ -100,7 +162,7 @@ func (v Values) String(s string) string {
 	if v.r == nil {
 		return s
 	}
-	return v.r.Replace(s)
+	return replace(s, v.r, v.vals)
 }
 
 // Err returns an error's text redacted ("" for nil).
@@ -113,8 +175,9 @@ func (v Values) Err(err error) string {
 
 // In reports whether raw (text or JSON text) may hold a value: as is, JSON-escaped as
 // encoding/json escapes it, or possibly in another JSON spelling (an escape of a printable ASCII
-// character that encoding/json does not write, such as \u0068 for h, or \/): such text is
-// then checked decoded (see JSON). False means it holds none.
+// character that encoding/json does not write, such as \u0068 for h, or \/; or an escape of
+// another character of a value, as other encoders write them: "\u00E4", "\u003C", a surrogate
+// pair): such text is then checked decoded (see JSON). False means it holds none.
 func (v Values) In(raw []byte) bool {
 	if v.r == nil {
 		return false
@@ -124,7 +187,35 @@ func (v Values) In(raw []byte) bool {
 			return true
 		}
 	}
-	return EscapesASCII(raw)
+	return EscapesASCII(raw) || v.escapesValueRune(raw)
+}
+
+// escapesValueRune reports whether JSON text holds a \u escape (in either case) of a character
+// of a value that EscapesASCII does not look for, or half of a surrogate pair when a value has
+// a character beyond U+FFFF.
+func (v Values) escapesValueRune(raw []byte) bool {
+	if v.escRunes == nil && !v.astral {
+		return false
+	}
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`\u`))
+		if j < 0 {
+			return false
+		}
+		i += j + 2
+		if i+4 > len(raw) {
+			return true // a cut escape: not worth the risk
+		}
+		hi, ok1 := hexByte(raw[i], raw[i+1])
+		lo, ok2 := hexByte(raw[i+2], raw[i+3])
+		if !ok1 || !ok2 {
+			continue
+		}
+		c := rune(hi)<<8 | rune(lo)
+		if c >= 0xD800 && c <= 0xDFFF && v.astral || v.escRunes[c] {
+			return true
+		}
+	}
 }
 
 // EscapesASCII reports whether JSON text spells a printable ASCII character with an escape
@@ -182,13 +273,14 @@ func (v Values) JSON(raw []byte) (out []byte, changed bool) {
 	}
 	doc, err := Decode(raw)
 	if err != nil {
-		text := v.String(string(raw))
+		// As Text: the value in its escaped spellings too (JSON cut short, say).
+		text := v.Text(string(raw))
 		return []byte(text), text != string(raw)
 	}
 	replaced := false
 	b, err := Encode(v.walk(doc, nil, &replaced))
 	if err != nil {
-		return []byte(v.String(string(raw))), true
+		return []byte(v.Text(string(raw))), true
 	}
 	if !replaced {
 		return raw, false // In said "may": decoded, it holds none
@@ -234,17 +326,29 @@ func (v Values) walk(doc any, sensitiveKey func(string) bool, replaced *bool) an
 		return x
 	case string:
 		return str(x)
+	case json.Number:
+		// A value made of digits may be spelled as a number: the number goes whole.
+		if str(string(x)) != string(x) {
+			return Placeholder
+		}
 	}
 	return doc
 }
 
-// Decode decodes one JSON document keeping numbers as written (json.Number).
+// errTrailing is Decode's error for text after the document.
+var errTrailing = errors.New("redact: text after the JSON document")
+
+// Decode decodes one JSON document keeping numbers as written (json.Number). Text after the
+// document (but white space) is an error: it would be neither decoded nor redacted.
 func Decode(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
 		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errTrailing
 	}
 	return doc, nil
 }

@@ -13,7 +13,8 @@
 //
 // Precedence, strongest first: revoked, removed, unknown, unavailable, stale, expired, fresh. A
 // list_changed makes the whole list of that kind stale at once, whatever its TTL said; only a new
-// snapshot (or a re-list that confirms the same content) makes it fresh again.
+// snapshot makes it fresh again (a re-list that confirms the same content restarts the TTL of
+// a list, but does not lift a list_changed).
 //
 // A View holds no I/O and no goroutines: its state lives in memory and is rebuilt by replaying
 // the registry stream. It is safe for concurrent use.

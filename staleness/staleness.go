@@ -2,6 +2,7 @@ package staleness
 
 import (
 	"encoding/json"
+	"math"
 	"sync"
 	"time"
 
@@ -126,7 +127,7 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		ks.listedAt = sn.ListedAt
 		ks.ttl = nil
 		if sn.TTLMs != nil {
-			d := time.Duration(*sn.TTLMs) * time.Millisecond
+			d := TTL(*sn.TTLMs)
 			ks.ttl = &d
 		}
 		ks.cacheScope, ks.authContext, ks.fingerprint = sn.CacheScope, sn.AuthContext, sn.Fingerprint
@@ -158,9 +159,23 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 	}
 }
 
+// TTL is the duration of a ttlMs: negative values are 0, and values past what a
+// time.Duration holds (about 292 years) are the longest one, never wrapped around.
+func TTL(ms int64) time.Duration {
+	switch {
+	case ms <= 0:
+		return 0
+	case ms > math.MaxInt64/int64(time.Millisecond):
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 // Confirm records that a re-list at listedAt found the list of kind unchanged (fingerprint),
-// making it fresh again without a new snapshot. A confirmation of another fingerprint is ignored:
-// the snapshot that changed it is on its way.
+// restarting its TTL without a new snapshot. A confirmation of another fingerprint is ignored:
+// the snapshot that changed it is on its way. A confirmation does not lift a list_changed:
+// it may come from a re-list made before the change (its answer and the list_changed travel
+// apart); only the snapshot the connector publishes after the list_changed does.
 func (v *View) Confirm(server string, kind subjects.Kind, fingerprint string, listedAt time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -173,7 +188,6 @@ func (v *View) Confirm(server string, kind subjects.Kind, fingerprint string, li
 		return
 	}
 	ks.listedAt = listedAt
-	ks.stale = false
 }
 
 // Tool is the verdict for a tool.

@@ -188,3 +188,35 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 	}
 	return ev, nil
 }
+
+// DecodeRegistryMsg decodes a registry message and checks that its payload matches its subject:
+// the same server, event and kind. A payload naming another server than its subject is refused
+// (ErrBadPayload), so NATS permissions that pin a publisher to some servers' subjects pin what
+// it can say; every consumer of the registry stream decodes its messages with it.
+func DecodeRegistryMsg(subject string, data []byte) (RegistryEvent, error) {
+	rs, err := ParseRegistry(subject)
+	if err != nil {
+		return RegistryEvent{}, err
+	}
+	ev, err := DecodeRegistry(data)
+	if err != nil {
+		return RegistryEvent{}, err
+	}
+	var server, event string
+	var kind Kind
+	switch {
+	case ev.Snapshot != nil:
+		server, event, kind = ev.Snapshot.Server, EventSnapshot, ev.Snapshot.Kind
+	case ev.ListChanged != nil:
+		server, event, kind = ev.ListChanged.Server, EventChanged, ev.ListChanged.Kind
+	case ev.Status != nil:
+		server, event = ev.Status.Server, EventStatus
+	case ev.Revocation != nil:
+		server, event = ev.Revocation.Server, EventRevoked
+	}
+	if server != rs.Server || event != rs.Event || kind != rs.Kind {
+		return RegistryEvent{}, fmt.Errorf("%w: payload (%s %s %s) does not match subject %q",
+			ErrBadPayload, server, event, kind, subject)
+	}
+	return ev, nil
+}

@@ -1,0 +1,62 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/staleness"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// revokingDispatcher answers its first dispatch "unavailable" (nothing was sent: the server is
+// reconnecting, say) after an operator revoked the tool meanwhile; later dispatches answer ok.
+type revokingDispatcher struct {
+	revoke func()
+	mu     sync.Mutex
+	n      int
+}
+
+func (d *revokingDispatcher) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
+	d.mu.Lock()
+	d.n++
+	n := d.n
+	d.mu.Unlock()
+	if n == 1 {
+		d.revoke()
+		return subjects.DispatchReply{V: 1, Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: "not connected; nothing was sent"}}
+	}
+	return subjects.DispatchReply{V: 1, Result: json.RawMessage(`{"content":[]}`)}
+}
+
+// A call whose dispatch is retried (a failure before sending, retried for any tool) is not
+// dispatched again once its tool is revoked: a revoked tool never executes, retry or not.
+func TestRetryAfterRevocationNotDispatched(t *testing.T) {
+	disp := &revokingDispatcher{}
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Dispatcher: disp}})
+	disp.revoke = func() {
+		r.publishRegistry(subjects.RegistryRevoked("vault"), subjects.Revocation{V: 1, Type: subjects.EventRevoked,
+			Server: "vault", Tools: []string{"move"}, Reason: "incident"})
+		waitFor(t, "revoked in the executor's view", func() bool {
+			return r.ex.reg.view.Tool("vault", "move").State == staleness.Revoked
+		})
+	}
+	r.publishRegistry(subjects.RegistryStatus("vault"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "vault", Status: subjects.StatusReady})
+	r.publishRegistry(subjects.RegistrySnapshot("vault", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot,
+		Server: "vault", Kind: subjects.KindTools, Fingerprint: "f1", ListedAt: time.Now(),
+		Items: []json.RawMessage{json.RawMessage(`{"name":"move","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`)}})
+	r.waitTool("vault__move")
+
+	res := r.call("local", "vault__move", `{}`)
+	disp.mu.Lock()
+	n := disp.n
+	disp.mu.Unlock()
+	if n != 1 || res.Status == subjects.CallOK {
+		t.Errorf("dispatched %d times, answer %s %+v: want one dispatch and no ok after the revocation", n, res.Status, res.Error)
+	}
+	if res.Error == nil || res.Error.Code != subjects.CodeStale || res.Status != subjects.CallRefused {
+		t.Errorf("answer %s %+v, want refused stale (nothing ran)", res.Status, res.Error)
+	}
+}

@@ -1,0 +1,79 @@
+package subjects
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A registry message decodes only when its payload matches its subject: server, event and kind.
+func TestDecodeRegistryMsg(t *testing.T) {
+	status := []byte(`{"v":1,"type":"status","server":"kb","status":"ready"}`)
+	if ev, err := DecodeRegistryMsg(RegistryStatus("kb"), status); err != nil || ev.Status == nil {
+		t.Fatalf("matching message: %+v, %v", ev, err)
+	}
+	snap := []byte(`{"v":1,"type":"snapshot","server":"a.b","kind":"tools","items":[]}`)
+	if ev, err := DecodeRegistryMsg(RegistrySnapshot("a.b", KindTools), snap); err != nil || ev.Snapshot == nil {
+		t.Fatalf("matching snapshot: %+v, %v", ev, err)
+	}
+	for _, tc := range []struct {
+		subject string
+		data    []byte
+	}{
+		{RegistryStatus("other"), status},                                          // another server
+		{RegistryRevoked("kb"), status},                                            // another event
+		{RegistrySnapshot("a.b", KindPrompts), snap},                               // another kind
+		{RegistryChanged("a.b", KindTools), snap},                                  // another event
+		{Root + ".registry.kb.status.x", status},                                   // not a registry subject
+		{RegistryStatus("kb"), []byte(`{"v":2,"type":"status","server":"kb"}`)},    // another version
+		{RegistryRevoked("kb"), []byte(`{"v":1,"type":"revoked","server":"KB"}`)},  // names differ in case
+		{RegistryStatus("kb"), []byte(`{"v":1,"type":"status","server":"kb"} {}`)}, // trailing data
+	} {
+		if _, err := DecodeRegistryMsg(tc.subject, tc.data); !errors.Is(err, ErrBadPayload) && !errors.Is(err, ErrBadSubject) {
+			t.Errorf("DecodeRegistryMsg(%s, %s) error = %v, want ErrBadPayload or ErrBadSubject", tc.subject, tc.data, err)
+		}
+	}
+}
+
+// The payloads of the request/reply subjects beside the catalog and call ones (approvals,
+// re-list, dispatch, details, servers) are public API too: pinned like the others.
+func TestGoldenMorePayloads(t *testing.T) {
+	payloads := map[string]any{
+		"approval":       Approval{V: Version, ID: "c-1", Approve: true, Tenant: "acme", By: "bob", Reason: "looks right"},
+		"approval_reply": ApprovalReply{V: Version, OK: false, Error: &Error{Code: CodeApprovalTimeout, Message: "call c-1 no longer waits for approval: it timed out"}},
+		"relist_request": RelistRequest{V: Version, Kind: KindTools, Why: "ttl expired before a call of ticketing__createIssue"},
+		"relist_reply":   RelistReply{V: Version, Fingerprint: "9f86d081884c7d65", Sequence: 42, ListedAt: at},
+		"dispatch_request": DispatchRequest{V: Version, CallID: "c-1", Tool: "createIssue",
+			Arguments: json.RawMessage(`{"title":"Disk full"}`), TimeoutMs: 30000},
+		"dispatch_reply":  DispatchReply{V: Version, Error: &Error{Code: CodeOutcomeUnknown, Message: "the connection failed after the call was sent; it may have run"}},
+		"details_request": DetailsRequest{V: Version, Names: []string{"ticketing__createIssue"}, Principal: Principal{Tenant: "acme", User: "alice"}},
+		"details_reply":   DetailsReply{V: Version, Tools: []ToolInfo{{Name: "ticketing__createIssue", Server: "ticketing", Tool: "createIssue", State: StateFresh, InputSchema: json.RawMessage(`{"type":"object"}`), CacheScope: ScopePublic, TTLMs: ttl(60000), ListedAt: "2026-11-30T12:00:00Z"}}},
+		"servers_request": ServersRequest{V: Version, Principal: Principal{User: "alice"}},
+		"servers_reply":   ServersReply{V: Version, Servers: []ServerSummary{{Name: "ticketing", Description: "Issue tracker", Status: StatusReady, Tools: 3, Transport: "stdio", Protocol: "2025-11-25"}}},
+	}
+	for name, p := range payloads {
+		t.Run(name, func(t *testing.T) {
+			got, err := json.MarshalIndent(p, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", name+".golden.json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./subjects -update to create)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s changed:\ngot:\n%s\nwant:\n%s", path, got, want)
+			}
+		})
+	}
+}
