@@ -20,3 +20,21 @@ func TestNewRejectsPatternsBadOnceSplit(t *testing.T) {
 		}
 	}
 }
+
+// A rule's tenants, users and roles are exact names (or "*"): a glob there never matched, so a
+// deny for "contractor-*" silently denied nothing. It is refused when the policy is compiled.
+func TestNewRejectsGlobNames(t *testing.T) {
+	for _, r := range []Rule{
+		{Users: []string{"contractor-*"}, Deny: []string{"*"}},
+		{Tenants: []string{"acme?"}, Deny: []string{"*"}},
+		{Roles: []string{"[ab]dmin"}, Allow: []string{"*"}},
+		{Users: []string{""}, Allow: []string{"*"}},
+	} {
+		if _, err := New(&Config{Rules: []Rule{r}}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("rule %+v: error = %v, want ErrInvalid", r, err)
+		}
+	}
+	if _, err := New(&Config{Rules: []Rule{{Users: []string{"*"}, Tenants: []string{"acme"}, Roles: []string{"admin"}, Allow: []string{"*"}}}}); err != nil {
+		t.Errorf("exact names and \"*\": %v", err)
+	}
+}

@@ -70,6 +70,19 @@ func New(cfg *Config) (*Policy, error) {
 		p.approveDestructive = *cfg.ApproveDestructive
 	}
 	for i, r := range cfg.Rules {
+		for _, who := range []struct {
+			field string
+			names []string
+		}{{"tenants", r.Tenants}, {"users", r.Users}, {"roles", r.Roles}} {
+			for _, n := range who.names {
+				// Names are matched exactly: a glob here ("contractor-*") would never match,
+				// and a deny written with one would silently fail open.
+				if n == "" || n != "*" && strings.ContainsAny(n, "*?[\\") {
+					return nil, fmt.Errorf("%w: rule %d (%s): %s entry %q: names are exact, or \"*\" for any (globs are for tools)",
+						ErrInvalid, i+1, r.Name, who.field, n)
+				}
+			}
+		}
 		for _, list := range [][]string{r.Allow, r.Deny, r.Approve} {
 			for _, pat := range list {
 				if !ValidPattern(pat) {

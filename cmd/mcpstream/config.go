@@ -152,6 +152,15 @@ func parseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 		return nil, cerr(root.Line, "", "", "the document must be a mapping with servers:, policy: and limits:")
 	}
 
+	// A policy: key with nothing under it (every rule commented out, say) would decode to no
+	// policy, the open one: everything allowed. Refused, so it never fails open.
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k, v := root.Content[i], root.Content[i+1]; k.Value == "policy" && v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+			return nil, cerr(k.Line, "policy", "", "empty, which would allow everything: remove the key for the open policy "+
+				"(one local principal may use every tool), or give principals and rules (policy: {rules: []} denies everything)")
+		}
+	}
+
 	// Unknown fields are errors, reported with their exact place.
 	w := &shapeWalker{file: path, where: map[int]string{}}
 	w.walk(root, reflect.TypeFor[fileConfig](), "")

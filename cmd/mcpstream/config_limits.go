@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 
 	"github.com/mcpstream/mcpstream/executor"
+	"github.com/mcpstream/mcpstream/policy"
 )
 
 // limitsConfig is the limits section of the configuration file: rate limits and concurrency caps
@@ -76,7 +76,7 @@ func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 				errs = append(errs, fmt.Errorf("%w: %s: empty name", ErrLimits, section))
 				continue
 			}
-			if _, err := path.Match(k, ""); err != nil && section == "limits.tools" {
+			if section == "limits.tools" && !policy.ValidPattern(k) {
 				errs = append(errs, fmt.Errorf("%w: %s: %q is not a valid glob pattern", ErrLimits, section, k))
 				continue
 			}

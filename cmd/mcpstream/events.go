@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -359,7 +360,7 @@ func (p *eventPrinter) registrySummary(subject string, data []byte) string {
 			fmt.Fprintf(&b, " pages=%d", s.Pages)
 		}
 		if s.TTLMs != nil {
-			fmt.Fprintf(&b, " ttl=%s", time.Duration(*s.TTLMs)*time.Millisecond)
+			fmt.Fprintf(&b, " ttl=%s", staleness.TTL(*s.TTLMs))
 		}
 		if s.CacheScope != "" {
 			b.WriteString(" scope=" + oneLine(s.CacheScope))

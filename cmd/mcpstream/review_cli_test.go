@@ -78,9 +78,12 @@ func TestConfigValidatedUpFront(t *testing.T) {
 	for name, y := range map[string]string{
 		"negative limit": "servers: []\nlimits:\n  tenant: {perSecond: -1}\n",
 		"bad tool glob":  "servers: []\nlimits:\n  tools:\n    \"[x\": {perSecond: 1}\n",
-		"protocol":       "servers:\n  - name: a\n    command: x\n    protocolVersion: 9999-99-99\n",
-		"empty command":  "servers:\n  - name: a\n    command: ${EMPTY}\n",
-		"empty url":      "servers:\n  - name: a\n    transport: http\n    url: ${EMPTY}\n",
+		// Valid as a whole, not once split at __ as MatchTool matches it: it never applied.
+		"split tool glob": "servers: []\nlimits:\n  tools:\n    \"[a__b]*\": {perSecond: 1}\n",
+		"empty policy":    "servers: []\npolicy:\n#  rules: []\n",
+		"protocol":        "servers:\n  - name: a\n    command: x\n    protocolVersion: 9999-99-99\n",
+		"empty command":   "servers:\n  - name: a\n    command: ${EMPTY}\n",
+		"empty url":       "servers:\n  - name: a\n    transport: http\n    url: ${EMPTY}\n",
 	} {
 		if _, err := parseConfig("c.yaml", []byte(y), lookup); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -207,5 +210,16 @@ func TestCallStructuredForTerminal(t *testing.T) {
 	_ = printCallResult(&out, &errOut, res, false)
 	if strings.Contains(errOut.String(), "\x1b") {
 		t.Errorf("the path reached the terminal raw: %q", errOut.String())
+	}
+}
+
+// TestPrintToolFullLongTTL: a ttlMs past what a time.Duration holds is shown capped, not wrapped
+// around to a negative duration.
+func TestPrintToolFullLongTTL(t *testing.T) {
+	ms := int64(1e13)
+	var b strings.Builder
+	printToolFull(&b, subjects.ToolInfo{TTLMs: &ms})
+	if strings.Contains(b.String(), "ttl -") {
+		t.Errorf("printed %q", b.String())
 	}
 }

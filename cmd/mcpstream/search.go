@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -249,7 +250,7 @@ func printToolFull(w io.Writer, t subjects.ToolInfo) {
 		fmt.Fprintf(w, ", cache scope %s", t.CacheScope)
 	}
 	if t.TTLMs != nil {
-		fmt.Fprintf(w, ", ttl %s", time.Duration(*t.TTLMs)*time.Millisecond)
+		fmt.Fprintf(w, ", ttl %s", staleness.TTL(*t.TTLMs))
 	}
 	if t.ListedAt != "" {
 		fmt.Fprintf(w, ", listed %s", t.ListedAt)
