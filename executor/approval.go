@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -45,6 +46,8 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "approval is not a valid Approval JSON object"}}, true
 	}
 	switch {
+	case a.V != 0 && a.V != subjects.Version:
+		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("unsupported version v=%d (this executor speaks v=%d)", a.V, subjects.Version)}}, true
 	case a.ID != "" && a.ID != w.id:
 		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("approval id %q does not match the subject's call id", a.ID)}}, true
 	case a.Tenant != "" && a.Tenant != w.tenant:
@@ -63,6 +66,15 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 	}
 	w.decided <- a // never blocks: only the winner of the CompareAndSwap sends, once
 	return subjects.ApprovalReply{OK: true}, true
+}
+
+// approvalHint is the message of the needs_approval audit event: what an approver runs.
+func approvalHint(c *call, wait time.Duration) string {
+	tenant := ""
+	if c.tenant != policy.Local.Tenant {
+		tenant = " --tenant " + c.tenant
+	}
+	return fmt.Sprintf("%s needs approval: mcpstream approve %s%s (or deny) within %s", c.tool.Public, c.req.ID, tenant, wait)
 }
 
 // giveUp ends the wait (to approvalExpired or approvalHandedBack) unless an approval decided the
@@ -106,7 +118,7 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	defer sub.Drain()
 
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.CodeNeedsApproval, Code: subjects.CodeNeedsApproval,
-		Message: fmt.Sprintf("%s needs approval: mcpstream approve %s (or deny) within %s", c.tool.Public, c.req.ID, wait)}))
+		Message: approvalHint(c, wait)}))
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()

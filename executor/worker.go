@@ -611,8 +611,9 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			return rep
 		}
 		if ctx.Err() != nil && !notSent(rep.Error.Code) {
+			already := rep.Error.Code == subjects.CodeTimeout // the connector's own timeout says so
 			rep.Error.Code = subjects.CodeTimeout
-			if !strings.Contains(rep.Error.Message, "timeout") {
+			if !already && !strings.Contains(rep.Error.Message, "timeout") {
 				rep.Error.Message = fmt.Sprintf("no answer within %s: %s", timeout, rep.Error.Message)
 			}
 			return rep

@@ -127,8 +127,10 @@ func (s *session) beginCall() bool {
 	return true
 }
 
-// startService adds the micro service with the relist and dispatch endpoints (queue group
-// mcpstream-registrysync).
+// startService adds the micro service (queue group mcpstream-registrysync). Its relist and
+// dispatch endpoints are added per server (serveServer): several registrysync processes, each
+// with its own servers, share one NATS, and a request must reach the one that runs its server
+// (a wildcard subscription in one queue group sent it to any of them).
 func (m *Manager) startService() (micro.Service, error) {
 	svc, err := micro.AddService(m.nc, micro.Config{
 		Name:        ServiceName,
@@ -139,17 +141,27 @@ func (m *Manager) startService() (micro.Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registrysync service: %w", err)
 	}
-	if err := svc.AddEndpoint("relist", micro.HandlerFunc(m.handleRelist),
-		micro.WithEndpointSubject(subjects.RelistAll)); err != nil {
-		_ = svc.Stop()
-		return nil, fmt.Errorf("relist endpoint: %w", err)
-	}
-	if err := svc.AddEndpoint("dispatch", micro.HandlerFunc(m.handleDispatch),
-		micro.WithEndpointSubject(subjects.DispatchAll)); err != nil {
-		_ = svc.Stop()
-		return nil, fmt.Errorf("dispatch endpoint: %w", err)
-	}
 	return svc, nil
+}
+
+// serveServer adds the relist and dispatch endpoints of one server to svc, once per server
+// name. The caller holds m.mu.
+func (m *Manager) serveServer(svc micro.Service, name string) error {
+	if m.served[name] {
+		return nil
+	}
+	m.endpoints++
+	n := strconv.Itoa(m.endpoints)
+	if err := svc.AddEndpoint("relist-"+n, micro.HandlerFunc(m.handleRelist),
+		micro.WithEndpointSubject(subjects.Relist(name))); err != nil {
+		return fmt.Errorf("relist endpoint of %q: %w", name, err)
+	}
+	if err := svc.AddEndpoint("dispatch-"+n, micro.HandlerFunc(m.handleDispatch),
+		micro.WithEndpointSubject(subjects.Dispatch(name))); err != nil {
+		return fmt.Errorf("dispatch endpoint of %q: %w", name, err)
+	}
+	m.served[name] = true
+	return nil
 }
 
 // respond sends data, or a too_large error if it does not fit in a message.

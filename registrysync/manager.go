@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -49,6 +50,10 @@ type Manager struct {
 
 	calls    chan struct{} // semaphore of NATS dispatches in flight
 	handlers sync.WaitGroup
+
+	svc       micro.Service   // while running
+	served    map[string]bool // servers with relist and dispatch endpoints on svc
+	endpoints int             // endpoints added (names them)
 }
 
 // New returns a Manager for cfg.Servers. Configuration errors are reported by Run.
@@ -94,6 +99,14 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.mu.Unlock()
 		return err
 	}
+	m.svc, m.served = svc, map[string]bool{}
+	for name := range m.conns {
+		if err := m.serveServer(svc, name); err != nil {
+			_ = svc.Stop()
+			m.mu.Unlock()
+			return err
+		}
+	}
 	m.running, m.runCtx, m.ready = true, ctx, true
 	for _, c := range m.conns {
 		c.start(ctx)
@@ -137,6 +150,11 @@ func (m *Manager) Add(ctx context.Context, sc ServerConfig) error {
 	defer m.mu.Unlock()
 	if m.conns[sc.Name] != nil {
 		return fmt.Errorf("%w: %q", ErrExists, sc.Name)
+	}
+	if m.running {
+		if err := m.serveServer(m.svc, sc.Name); err != nil {
+			return err
+		}
 	}
 	c := newConnector(m, sc)
 	m.conns[sc.Name] = c
@@ -245,6 +263,10 @@ func (m *Manager) Servers() []string {
 	sort.Strings(names)
 	return names
 }
+
+// Serves reports whether name is one of this manager's servers (its Dispatch and Relist
+// answer for it; other servers are some other registrysync process's).
+func (m *Manager) Serves(name string) bool { return m.connector(name) != nil }
 
 func (m *Manager) connector(name string) *connector {
 	m.mu.Lock()

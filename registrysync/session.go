@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -99,6 +100,9 @@ type session struct {
 	closeOnce  sync.Once
 }
 
+// sseNoResponseTimeout is the SSE transport's response timeout: in effect none (see openSession).
+const sseNoResponseTimeout = time.Duration(math.MaxInt64)
+
 // openSession connects, negotiates the protocol and, on 2026-07-28, opens the
 // subscriptions/listen stream. listening asks for a legacy streamable HTTP transport with the
 // standalone GET stream.
@@ -160,6 +164,11 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			transport.WithHTTPClient(s.hc),
 			transport.WithSSELogger(slogger),
 			transport.WithEndpointTimeout(cfg.ConnectTimeout),
+			// No transport-wide response timeout (mcp-go's default is 60 s): every request
+			// carries its own deadline (connect, list, call, ping), and subscriptions/listen
+			// stays open for the life of the session; with the default it timed out after a
+			// minute and the server flapped to unavailable and back.
+			transport.WithResponseTimeout(sseNoResponseTimeout),
 		)
 		if err != nil {
 			cancel()

@@ -32,7 +32,7 @@ func init() {
 }
 
 const decideHelp = `
-%[1]ss one call that waits in needs_approval: a tool annotated destructive (destructiveHint: true,
+%[1]s one call that waits in needs_approval: a tool annotated destructive (destructiveHint: true,
 unless the policy sets approveDestructive: false), or one the policy's approve patterns name. The
 decision goes to the executor holding the call, on mcpstream.v1.approvals.<TENANT>.<ID> (any NATS client
 may send a subjects.Approval there); %[2]s.
@@ -47,9 +47,9 @@ Examples:
   mcpstream %[3]s c-5f2a9e0b7c1d4e3f --tenant acme --by alice`
 
 func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr io.Writer) error {
-	name, verb, effect := "approve", "Approve", "the call then runs"
+	name, verb, effect := "approve", "Approves", "the call then runs"
 	if !approve {
-		name, verb, effect = "deny", "Deny", "the call then ends with code denied and never runs"
+		name, verb, effect = "deny", "Denies", "the call then ends with code denied and never runs"
 	}
 	var cf clientFlags
 	var reason, by, tenant string
@@ -65,8 +65,7 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 		return err
 	}
 	if len(rest) != 1 || rest[0] == "" {
-		fs.SetOutput(stderr)
-		fs.Usage()
+		usageError(fs, stderr, "want one call ID", rest)
 		return exitCode(2)
 	}
 	id := rest[0]

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpstream/mcpstream/executor"
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -48,6 +49,8 @@ result_too_large, protocol_error, outcome_unknown (the call may have run: check 
 
 Tools annotated destructive (and those the policy marks) wait for a human:
   mcpstream approve ID   or   mcpstream deny ID
+(with --tenant T for another tenant than local). After 3s without an answer, call names its ID
+and these commands on stderr.
 The pending call shows in: mcpstream events --subject 'audit.>' --follow
 
 Examples:
@@ -72,8 +75,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(rest) < 1 || len(rest) > 2 {
-		fs.SetOutput(stderr)
-		fs.Usage()
+		usageError(fs, stderr, "want a tool NAME and at most one ARGS_JSON", rest)
 		return exitCode(2)
 	}
 	name := rest[0]
@@ -125,7 +127,27 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer nc.Close()
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	// A call may wait minutes for a human approval: say so, with the id the approver needs.
+	waited := make(chan struct{})
+	hinted := make(chan struct{})
+	go func() {
+		defer close(hinted)
+		t := time.NewTimer(callWaitingHint)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			flag := ""
+			if tenant != policy.Local.Tenant {
+				flag = " --tenant " + tenant
+			}
+			fmt.Fprintf(stderr, "mcpstream call: waiting for the answer of call %s (if it needs approval: mcpstream approve %s%s, or mcpstream deny %s%s)\n",
+				termBlock(id), termBlock(id), flag, termBlock(id), flag)
+		case <-waited:
+		}
+	}()
 	res, err := executor.Client{NC: nc}.Call(cctx, tenant, req)
+	close(waited)
+	<-hinted
 	switch {
 	case errors.Is(err, executor.ErrNoExecutor):
 		// Nothing was persisted: no executor front end answered.
@@ -142,6 +164,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	return printCallResult(stdout, stderr, res, cf.JSON)
 }
+
+// callWaitingHint is how long call waits for an answer before it says what it waits for.
+var callWaitingHint = 3 * time.Second
 
 func cmpOr(d, def time.Duration) time.Duration {
 	if d > 0 {

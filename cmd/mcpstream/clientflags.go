@@ -193,6 +193,17 @@ func newFlagSet(name, usage, help string) *flag.FlagSet {
 	return fs
 }
 
+// usageError prints "mcpstream NAME: MSG" (with the arguments given, if any), then the usage,
+// to stderr: a missing or extra positional argument.
+func usageError(fs *flag.FlagSet, stderr io.Writer, msg string, got []string) {
+	if len(got) > 0 {
+		msg += fmt.Sprintf(" (got %d arguments: %s)", len(got), strings.Join(got, " "))
+	}
+	fmt.Fprintf(stderr, "mcpstream %s: %s\n", fs.Name(), msg)
+	fs.SetOutput(stderr)
+	fs.Usage()
+}
+
 // parseFlags parses args, allowing flags after positional arguments (`call TOOL ARGS --json`);
 // "--" ends the flags. On -h/--help it prints the usage to stdout and returns flag.ErrHelp (which
 // run turns into a clean exit); on a bad flag it prints the error and usage to stderr and returns

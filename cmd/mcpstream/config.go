@@ -108,6 +108,15 @@ func (e *configError) Unwrap() error { return ErrConfig }
 // (os.LookupEnv in the binary). Every problem found is reported, each on its own line, as
 // "FILE[:LINE]: servers[2] (github): field url: ...".
 func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, error) {
+	return loadConfigFor(path, lookup, true)
+}
+
+// loadConfigFor is loadConfig for a process whose roles may not need the servers' secrets:
+// without serverSecrets (a process that runs neither registrysync nor the executor) a
+// ${ENV_VAR} of a server that is not set is no error, and that server is left out of
+// ServerConfigs. Secrets of the other sections (search.embeddings.apiKey) are resolved all the
+// same.
+func loadConfigFor(path string, lookup func(string) (string, bool), serverSecrets bool) (*fileConfig, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -120,11 +129,15 @@ func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, e
 	if len(data) > maxConfigBytes {
 		return nil, &configError{File: path, Msg: fmt.Sprintf("larger than %d bytes", maxConfigBytes)}
 	}
-	return parseConfig(path, data, lookup)
+	return parseConfigFor(path, data, lookup, serverSecrets)
 }
 
 // parseConfig is loadConfig on bytes already read; path is only used in messages.
 func parseConfig(path string, data []byte, lookup func(string) (string, bool)) (*fileConfig, error) {
+	return parseConfigFor(path, data, lookup, true)
+}
+
+func parseConfigFor(path string, data []byte, lookup func(string) (string, bool), serverSecrets bool) (*fileConfig, error) {
 	cerr := func(line int, where, field, msg string) error {
 		return &configError{File: path, Line: line, Where: where, Field: field, Msg: msg}
 	}
@@ -171,7 +184,7 @@ func parseConfig(path string, data []byte, lookup func(string) (string, bool)) (
 	if err := root.Decode(cfg); err != nil {
 		return nil, yamlError(path, err, w.where)
 	}
-	if err := cfg.validate(lookup); err != nil {
+	if err := cfg.validate(lookup, serverSecrets); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -304,12 +317,17 @@ var (
 )
 
 // validate checks every server, resolves ${ENV_VAR} references and compiles the policy.
-func (c *fileConfig) validate(lookup func(string) (string, bool)) error {
+// Without serverSecrets, a server whose references are not all set is checked for everything
+// else and left out of resolved.
+func (c *fileConfig) validate(lookup func(string) (string, bool), serverSecrets bool) error {
 	var errs []error
 	seen := map[string]int{}
 	c.resolved = make([]registrysync.ServerConfig, 0, len(c.Servers))
 	for i := range c.Servers {
-		sc, err := c.Servers[i].resolve(c.Path, i, seen, lookup)
+		sc, unset, err := c.Servers[i].resolve(c.Path, i, seen, lookup, !serverSecrets)
+		if err == nil && unset {
+			continue
+		}
 		if err == nil {
 			// As the connectors will check it, with ${ENV} references resolved (a command
 			// that expands to nothing, say).
@@ -339,8 +357,10 @@ func (c *fileConfig) validate(lookup func(string) (string, bool)) error {
 	return errors.Join(errs...)
 }
 
-// resolve validates one server entry and resolves its references.
-func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup func(string) (string, bool)) (registrysync.ServerConfig, error) {
+// resolve validates one server entry and resolves its references. With allowUnset, a
+// reference to a variable that is not set is no error: unset then reports it (and the
+// ServerConfig is incomplete).
+func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup func(string) (string, bool), allowUnset bool) (_ registrysync.ServerConfig, unset bool, _ error) {
 	where := fmt.Sprintf("servers[%d]", i)
 	if s.Name != "" {
 		where += " (" + s.Name + ")"
@@ -431,6 +451,11 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 	var secrets []string
 	expand := func(field, v string) string {
 		out, refs, err := expandEnv(v, lookup)
+		var notSet *envNotSetError
+		if allowUnset && errors.As(err, &notSet) {
+			unset = true
+			return ""
+		}
 		if err != nil {
 			bad(field, "%v", err)
 			return ""
@@ -494,13 +519,21 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		}
 	}
 	if len(errs) > 0 {
-		return registrysync.ServerConfig{}, errors.Join(errs...)
+		return registrysync.ServerConfig{}, false, errors.Join(errs...)
+	}
+	if unset {
+		return registrysync.ServerConfig{}, true, nil
 	}
 	// Whatever the connector redacts (credential-looking env and header names, URL passwords
 	// and query parameters): the executor's audit redaction gets the same values.
 	sc.Secrets = dedupSecrets(append(secrets, registrysync.SecretValues(sc)...))
-	return sc, nil
+	return sc, false, nil
 }
+
+// envNotSetError is a ${NAME} reference to a variable that is not set.
+type envNotSetError struct{ name string }
+
+func (e *envNotSetError) Error() string { return "environment variable " + e.name + " is not set" }
 
 // expandEnv resolves ${NAME} references in v; "$$" is a literal "$". It returns the resolved
 // values (the secrets) too. An error never holds a resolved value.
@@ -531,7 +564,7 @@ func expandEnv(v string, lookup func(string) (string, bool)) (string, []string, 
 			}
 			val, ok := lookup(name)
 			if !ok {
-				return "", nil, fmt.Errorf("environment variable %s is not set", name)
+				return "", nil, &envNotSetError{name: name}
 			}
 			if val != "" {
 				refs = append(refs, val)

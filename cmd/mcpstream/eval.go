@@ -89,6 +89,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			fmt.Fprintf(stdout, "Usage: mcpstream eval retrieval --tools FILE --queries FILE [flags]\n\n%s\n", strings.TrimSpace(evalHelp))
 			return nil
 		}
+		if len(args) > 0 {
+			fmt.Fprintf(stderr, "mcpstream eval: unknown evaluation %q (the one there is: retrieval)\n", args[0])
+		}
 		fmt.Fprintf(stderr, "Usage: mcpstream eval retrieval --tools FILE --queries FILE [flags]\n")
 		return exitCode(2)
 	}
@@ -107,18 +110,31 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(rest) > 0 || *toolsPath == "" || *queriesPath == "" {
-		fs.SetOutput(stderr)
-		fs.Usage()
+		msg := "--tools and --queries are required"
+		if len(rest) > 0 {
+			msg = fmt.Sprintf("unexpected argument %q", rest[0])
+		}
+		usageError(fs, stderr, msg, nil)
 		return exitCode(2)
 	}
 	if *k < 1 || *k > indexer.MaxK {
 		return fmt.Errorf("eval: --k %d out of range 1..%d", *k, indexer.MaxK)
 	}
-	tools, err := readJSONLines[evalTool](*toolsPath)
+	tools, err := readJSONLines(*toolsPath, func(t evalTool) error {
+		if t.Server == "" || t.Name == "" {
+			return errors.New(`a tool needs "server" and "name" (is this a --tools file?)`)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	queries, err := readJSONLines[evalQuery](*queriesPath)
+	queries, err := readJSONLines(*queriesPath, func(q evalQuery) error {
+		if strings.TrimSpace(q.Query) == "" {
+			return errors.New(`a query needs "query" (is this a --queries file?)`)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -355,8 +371,8 @@ func evalSnapshot(server string, tools []evalTool) subjects.Snapshot {
 	return sn
 }
 
-// readJSONLines reads one JSON value per non-empty line.
-func readJSONLines[T any](path string) ([]T, error) {
+// readJSONLines reads one JSON value per non-empty line, each checked by check.
+func readJSONLines[T any](path string, check func(T) error) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -371,6 +387,9 @@ func readJSONLines[T any](path string) ([]T, error) {
 		}
 		var v T
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if err := check(v); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		out = append(out, v)

@@ -55,7 +55,7 @@ func TestEvalRetrieval(t *testing.T) {
 func TestEvalRetrievalErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.jsonl")
-	os.WriteFile(bad, []byte("{\"id\":\"x\"}\nnot json\n"), 0o644)
+	os.WriteFile(bad, []byte("{\"id\":\"x\",\"server\":\"s\",\"name\":\"n\"}\nnot json\n"), 0o644)
 	badGold := filepath.Join(dir, "gold.jsonl")
 	os.WriteFile(badGold, []byte(`{"id":"q","query":"x","gold_groups":[["no-separator"]]}`+"\n"), 0o644)
 	tests := []struct {

@@ -144,8 +144,10 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 			return "", nil, fmt.Errorf("%w: --subject %q: calls is a work queue whose requests are consumed; read results or audit", ErrBadFilter, f)
 		case "*", ">":
 			return "", nil, fmt.Errorf("%w: --subject %q: a filter must stay within one stream (registry, results or audit)", ErrBadFilter, f)
-		default:
+		case "exec", "approvals", "catalog", "control", "dispatch":
 			return "", nil, fmt.Errorf("%w: --subject %q: %s subjects are request/reply, not stored (watch them with `nats sub`)", ErrBadFilter, f, toks[2])
+		default:
+			return "", nil, fmt.Errorf("%w: --subject %q: no mcpstream subjects start with %q; stored are registry.>, results.> and audit.>", ErrBadFilter, f, subjects.Root+"."+toks[2])
 		}
 		if name != "" && s != name {
 			return "", nil, fmt.Errorf("%w: --subject %q is not in stream %s", ErrBadFilter, f, name)

@@ -48,8 +48,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(rest) != 1 || strings.TrimSpace(rest[0]) == "" {
-		fs.SetOutput(stderr)
-		fs.Usage()
+		usageError(fs, stderr, "want one tool NAME (server__tool)", rest)
 		return exitCode(2)
 	}
 	cs, err := openCatalog(&cf, "inspect", *timeout)

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/mcpstream/mcpstream/executor"
+	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -91,7 +92,10 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 		cfg.FrontEnd = new(bool)
 	}
 	if env.Registry != nil {
-		cfg.Dispatcher, cfg.Relister = env.Registry, env.Registry
+		// The in-process connectors for this process's servers; over NATS for the servers
+		// another registrysync process serves (they are in the registry stream all the same).
+		lf := localFirst{local: env.Registry, remoteD: executor.NATSDispatcher{NC: env.NC}, remoteR: executor.NATSRelister{NC: env.NC}}
+		cfg.Dispatcher, cfg.Relister = lf, lf
 	}
 	for _, sc := range env.Config.ServerConfigs() {
 		cfg.Secrets = append(cfg.Secrets, sc.Secrets...)
@@ -115,4 +119,26 @@ func configName(c *fileConfig) string {
 		return "configuration"
 	}
 	return c.Path
+}
+
+// localFirst dispatches and re-lists through the in-process registrysync manager for the
+// servers it serves, and over NATS for every other server.
+type localFirst struct {
+	local   *registrysync.Manager
+	remoteD executor.NATSDispatcher
+	remoteR executor.NATSRelister
+}
+
+func (l localFirst) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
+	if l.local.Serves(server) {
+		return l.local.Dispatch(ctx, server, req)
+	}
+	return l.remoteD.Dispatch(ctx, server, req)
+}
+
+func (l localFirst) Relist(ctx context.Context, server string, req subjects.RelistRequest) subjects.RelistReply {
+	if l.local.Serves(server) {
+		return l.local.Relist(ctx, server, req)
+	}
+	return l.remoteR.Relist(ctx, server, req)
 }

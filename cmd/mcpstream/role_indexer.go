@@ -112,8 +112,9 @@ A replica with an empty directory rebuilds the catalog by replaying the stream f
 message, then follows it; a restarted replica resumes from its stored sequence. It joins the
 queue group only once it has caught up, so a rebuilding replica never answers. Several replicas
 may run side by side: give each its own --replica (or its own --data); Badger locks a directory
-to one process. --config is read only for its policy section (the same policy the executor
-enforces): without one, the local principal may use everything.
+to one process. --config is read for its policy section (the same policy the executor
+enforces; without one, the local principal may use everything) and its search section; the
+servers' ${ENV_VAR} secrets need not be set in the indexer's environment.
 
 Memory: a replica keeps the search index and a summary of each tool in memory (schemas stay in
 Badger): about 1.6 KB of live heap per tool. Go's default GC lets the heap grow to twice what

@@ -80,8 +80,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	query := strings.TrimSpace(strings.Join(rest, " "))
 	if query == "" {
-		fs.SetOutput(stderr)
-		fs.Usage()
+		usageError(fs, stderr, "want a QUERY", nil)
 		return exitCode(2)
 	}
 	cs, err := openCatalog(&cf, "search", *timeout)
@@ -178,7 +177,7 @@ func catalogFailure(stdout io.Writer, asJSON bool, e *subjects.Error) error {
 		return exitCode(1)
 	}
 	msg := e.Code + ": " + e.Message
-	if e.Reason != "" {
+	if e.Reason != "" && !strings.Contains(e.Message, "("+e.Reason+")") {
 		msg += " (" + e.Reason + ")"
 	}
 	return errors.New(msg)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,6 +258,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	if o.StopTimeout <= 0 {
 		return fmt.Errorf("--stop-timeout %s: must be positive", o.StopTimeout)
 	}
+	if o.StreamReplicas < 0 {
+		return fmt.Errorf("--stream-replicas %d: want 0 (keep existing) or a replica count", o.StreamReplicas)
+	}
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {
 		return fmt.Errorf("--data: %w", err)
@@ -267,7 +271,10 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 
 	var cfg *fileConfig
 	if o.ConfigPath != "" {
-		cfg, err = loadConfig(o.ConfigPath, os.LookupEnv)
+		// Only the connectors use the servers' secrets, and the executor redacts them from
+		// audit events: other roles start without them in their environment.
+		serverSecrets := slices.ContainsFunc(names, func(n string) bool { return n == "registrysync" || n == "executor" })
+		cfg, err = loadConfigFor(o.ConfigPath, os.LookupEnv, serverSecrets)
 	} else {
 		cfg, err = demoConfig(dataDir, demoservers.Names())
 	}
@@ -392,7 +399,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 				log.Error().Err(err).Msg("http server")
 			}
 		}()
-		httpURL = "http://" + httpLn.Addr().String()
+		httpURL = "http://" + httpLn.Addr().String() + " (GET /healthz, /metrics)"
 	}
 	source := "demo servers"
 	if cfg.Path != "" {
@@ -402,7 +409,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	for _, s := range cfg.Servers {
 		serverNames = append(serverNames, s.Name)
 	}
-	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s (GET /healthz, /metrics), data %s, roles %s, servers %s (%s)\n",
+	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s, data %s, roles %s, servers %s (%s)\n",
 		o.Name, natsURL, httpURL, dataDir, strings.Join(names, ","), strings.Join(serverNames, ","), source)
 
 	failed := make(chan string, len(selected))
