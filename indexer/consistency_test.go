@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"testing"
 	"time"
 
@@ -208,4 +209,72 @@ func TestStatsDuringRebuild(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+// TestScoreIgnoresHiddenTools: the score of a tool a principal may see does not depend on tools
+// private to another authorization context (with catalog-wide IDF and average lengths, a
+// returned score told how many hidden tools hold a word).
+func TestScoreIgnoresHiddenTools(t *testing.T) {
+	score := func(withPrivate bool) float64 {
+		d := openDirect(t, nil)
+		var evs []any
+		for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
+			evs = append(evs, status(s, subjects.StatusReady),
+				snapshot(s, "server "+s, tool("t1", "does thing one "+s), tool("t2", "another thing "+s)))
+		}
+		evs = append(evs, status("pub", subjects.StatusReady), snapshot("pub", "public", tool("pay", "compute the payroll of an employee")))
+		if withPrivate {
+			priv := snapshot("hr", "hr", tool("salary", "payroll salary"), tool("bonus", "payroll bonus"), tool("x", "payroll x"))
+			priv.CacheScope, priv.AuthContext = subjects.ScopePrivate, "user:carol"
+			evs = append(evs, status("hr", subjects.StatusReady), priv)
+		}
+		d.apply(evs...)
+		rep := find(t, d.Catalog, "payroll", as(subjects.Principal{Tenant: "acme", User: "dave"}))
+		if len(rep.Tools) != 1 {
+			t.Fatalf("dave's search: %+v", rep)
+		}
+		return rep.Tools[0].Score
+	}
+	if a, b := score(false), score(true); a != b {
+		t.Errorf("dave's score for pub__pay depends on carol's private tools: %v without, %v with", a, b)
+	}
+}
+
+// TestScoresIgnorePolicyDeniedTools: for a principal the policy restricts, the tools it may not
+// call weigh on nothing it is shown: not on a score, nor through a query word only they hold.
+func TestScoresIgnorePolicyDeniedTools(t *testing.T) {
+	pol := mustPolicy(t, &policy.Config{
+		Principals: map[string]policy.PrincipalConfig{"dave": {Tenant: "acme", Roles: []string{"staff"}}},
+		Rules:      []policy.Rule{{Name: "staff", Roles: []string{"staff"}, Allow: []string{"pub__*", "s*__*"}}},
+	})
+	dave := as(subjects.Principal{Tenant: "acme", User: "dave"})
+	scores := func(withDenied bool, query string) map[string]float64 {
+		d := openDirect(t, pol)
+		var evs []any
+		for _, s := range []string{"sa", "sb", "sc", "sd", "se", "sf"} {
+			evs = append(evs, status(s, subjects.StatusReady),
+				snapshot(s, "server "+s, tool("t1", "does thing one "+s), tool("t2", "another payroll thing "+s)))
+		}
+		evs = append(evs, status("pub", subjects.StatusReady), snapshot("pub", "public", tool("pay", "compute the payroll of an employee")))
+		if withDenied {
+			evs = append(evs, status("hr", subjects.StatusReady), snapshot("hr", "human resources",
+				tool("salary", "payroll salary"), tool("bonus", "payroll bonus"), tool("x", "payroll x employee")))
+		}
+		d.apply(evs...)
+		rep := find(t, d.Catalog, query, dave)
+		out := map[string]float64{}
+		for _, ti := range rep.Tools {
+			out[ti.Name] = ti.Score
+		}
+		return out
+	}
+	base := scores(false, "payroll employee")
+	if len(base) == 0 {
+		t.Fatal("no results for dave")
+	}
+	for _, q := range []string{"payroll employee", "payroll employee salary bonus"} {
+		if got := scores(true, q); !maps.Equal(got, base) {
+			t.Errorf("%q with hr's denied tools in the catalog: %v, want %v (as without them)", q, got, base)
+		}
+	}
 }

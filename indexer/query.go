@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -181,6 +182,21 @@ func (c *Catalog) everyToolVisible(f *filter) bool {
 	if !c.pol.IsOpen() || f.servers != nil || len(f.tags) > 0 || !f.usableOnly {
 		return false
 	}
+	ov := c.overviewNow()
+	if f.withUnavail && !ov.allListable || !f.withUnavail && !ov.allUsable {
+		return false
+	}
+	for _, s := range ov.private {
+		if !c.pol.MayUseScope(f.pr, s.tools0.CacheScope, s.tools0.AuthContext) {
+			return false
+		}
+	}
+	return true
+}
+
+// overviewNow returns the overview of the current version, computing it on first use. Callers
+// hold c.mu (read).
+func (c *Catalog) overviewNow() *overview {
 	ov := c.overview.Load()
 	if ov == nil || ov.version != c.version {
 		ov = &overview{version: c.version, allUsable: true, allListable: true}
@@ -207,15 +223,29 @@ func (c *Catalog) everyToolVisible(f *filter) bool {
 		}
 		c.overview.Store(ov)
 	}
-	if f.withUnavail && !ov.allListable || !f.withUnavail && !ov.allUsable {
+	return ov
+}
+
+// everyToolPermitted reports whether pr may see every tool of the catalog (whatever its state):
+// the open policy, and every private list visible to pr. Callers hold c.mu (read).
+func (c *Catalog) everyToolPermitted(pr subjects.Principal) bool {
+	if !c.pol.IsOpen() {
 		return false
 	}
-	for _, s := range ov.private {
-		if !c.pol.MayUseScope(f.pr, s.tools0.CacheScope, s.tools0.AuthContext) {
+	for _, s := range c.overviewNow().private {
+		if !c.pol.MayUseScope(pr, s.tools0.CacheScope, s.tools0.AuthContext) {
 			return false
 		}
 	}
 	return true
+}
+
+// visibleKey names what a principal may see while the in-memory state is at version: the tools
+// the policy and the lists' cache scopes let it see depend on nothing else.
+func visibleKey(pr subjects.Principal, version uint64) string {
+	roles := slices.Clone(pr.Roles)
+	slices.Sort(roles)
+	return strconv.FormatUint(version, 10) + "\x00" + pr.Tenant + "\x00" + pr.User + "\x00" + strings.Join(roles, "\x00")
 }
 
 // cachedVerdict is a server's freshness verdict, valid while the in-memory state is at version
@@ -344,10 +374,22 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 			e := c.byPublic[id]
 			return e != nil && vis.allow(e)
 		}
-		if !c.noFastPath && c.everyToolVisible(f) {
-			allow = nil // same answer, without a check per candidate
+		q := search.Query{Text: text, K: k, Allow: allow, Vector: qvec}
+		if c.noFastPath || !c.everyToolPermitted(pr) {
+			// Scores come from the statistics of the tools pr may see: a tool it may not
+			// see weighs on nothing it is shown (see search.Query.Visible).
+			perm := c.visibility(&filter{pr: pr})
+			defer perm.release()
+			q.Visible = func(id string) bool {
+				e := c.byPublic[id]
+				return e != nil && perm.allow(e)
+			}
+			q.VisibleKey = visibleKey(pr, c.version)
 		}
-		hits := c.index.Search(search.Query{Text: text, K: k, Allow: allow, Vector: qvec})
+		if !c.noFastPath && c.everyToolVisible(f) {
+			q.Allow = nil // same answer, without a check per candidate
+		}
+		hits := c.index.Search(q)
 		for _, h := range hits {
 			results = append(results, result{e: c.byPublic[h.ID], score: h.Score})
 		}

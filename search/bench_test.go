@@ -116,6 +116,35 @@ func BenchmarkSearch10kAllow(b *testing.B) {
 	}
 }
 
+// BenchmarkSearch10kVisible is BenchmarkSearch10kAllow with the statistics of
+// the visible tools (Query.Visible, the same half): "cached" searches an
+// unchanged index (the statistics computed once), "after-write" writes a tool
+// before each search, so every search computes them again (a pass over the
+// 10k tools), as the first search of each visibility class does after a
+// catalog change.
+func BenchmarkSearch10kVisible(b *testing.B) {
+	docs := replicatedDocs(b, 10_000)
+	ix := New(Config{})
+	for _, d := range docs {
+		ix.Upsert(d)
+	}
+	queries := benchQueries(b)
+	allow := func(id string) bool { return len(id)%2 == 0 }
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			ix.Search(Query{Text: queries[i%len(queries)], K: 10, Allow: allow, Visible: allow, VisibleKey: "half"})
+		}
+	})
+	b.Run("after-write", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			ix.Upsert(docs[i%len(docs)])
+			ix.Search(Query{Text: queries[i%len(queries)], K: 10, Allow: allow, Visible: allow, VisibleKey: "half"})
+		}
+	})
+}
+
 // BenchmarkUpsert measures index build throughput on a 100k catalog (each
 // op is one Upsert; the index is rebuilt every 100k ops).
 func BenchmarkUpsert(b *testing.B) {

@@ -95,7 +95,15 @@
 //
 // Query.Allow filters before ranking: a rejected tool is never scored, never
 // returned, and never takes one of the K places. Collection statistics (IDF,
-// average lengths) are those of the whole catalog, as in any shared index.
+// average lengths, server statistics, the score floor) are those of the
+// whole catalog, or with Query.Visible those of the tools the searcher may
+// see: the search then ranks and scores exactly as over an index holding
+// only those tools, so a tool it may not see weighs on nothing it is shown.
+// The statistics of a visibility class (Query.VisibleKey) are computed once
+// per generation of the index (a pass over every tool) and kept.
+//
+// A catalog of at most eight tools (or the part of one a searcher may see)
+// has no floor but matching a query word: there every word is in most tools.
 //
 // # Vectors
 //

@@ -163,6 +163,13 @@ type Index struct {
 	// norms caches, for the current gen, the BM25F length normalization of
 	// every field and length code (see normTable).
 	norms atomic.Pointer[normTable]
+	// global caches, for the current gen, the statistics of every tool; visStats those of
+	// the tools a class of searchers may see (see Query.Visible), by Query.VisibleKey.
+	global   atomic.Pointer[collStats]
+	visStats struct {
+		mu sync.Mutex
+		m  map[string]*collStats
+	}
 }
 
 // normTable holds w_f / (1 - b + b·len/avglen_f) for every field f and
@@ -180,20 +187,26 @@ func (ix *Index) normsFor() *normTable {
 	if t := ix.norms.Load(); t != nil && t.gen == ix.gen {
 		return t
 	}
-	cfg := &ix.cfg
-	t := &normTable{gen: ix.gen}
-	n := float64(ix.live)
-	for f := range numFields {
-		if ix.total[f] == 0 || cfg.w[f] == 0 {
-			continue // no tool has the field (or it does not count): no posting reads it
-		}
-		invAvg := n / float64(ix.total[f])
-		for c := range 256 {
-			t.n[f][c] = cfg.w[f] / (1 - cfg.b + cfg.b*float64(codeLen[c])*invAvg)
-		}
-	}
+	t := &normTable{gen: ix.gen, n: *ix.normsOver(float64(ix.live), &ix.total)}
 	ix.norms.Store(t)
 	return t
+}
+
+// normsOver returns the normalization table of n tools whose (coded) field lengths sum to
+// total.
+func (ix *Index) normsOver(n float64, total *[numFields]int64) *[numFields][256]float64 {
+	cfg := &ix.cfg
+	var t [numFields][256]float64
+	for f := range numFields {
+		if total[f] == 0 || cfg.w[f] == 0 {
+			continue // no tool has the field (or it does not count): no posting reads it
+		}
+		invAvg := n / float64(total[f])
+		for c := range 256 {
+			t[f][c] = cfg.w[f] / (1 - cfg.b + cfg.b*float64(codeLen[c])*invAvg)
+		}
+	}
+	return &t
 }
 
 // New returns an empty index.

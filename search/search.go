@@ -25,6 +25,16 @@ type Query struct {
 	// Text may be empty. Allow filters the tools found through vectors as
 	// it does the others.
 	Vector []float32
+	// Visible, when not nil, tells which tools the searcher may see at all (Allow is that and
+	// the request's own filters). Scores are then computed with the collection statistics of
+	// those tools alone (IDF, average lengths, server statistics, the score floor), so that a
+	// tool the searcher may not see weighs on nothing it is shown. VisibleKey names the
+	// searcher's visibility class: while the index is unchanged, searches with the same key
+	// must have the same Visible, whose statistics are computed once (a pass over every tool)
+	// and kept for the next searches. Visible is called under the index's read lock, like
+	// Allow. nil: the statistics of every tool.
+	Visible    func(id string) bool
+	VisibleKey string
 }
 
 // Hit is one result.
@@ -77,8 +87,9 @@ type scratch struct {
 	// scratch of the query: Allow verdicts are shared, so Allow runs once
 	// per tool and query.
 	parent *scratch
-	qv     []float32 // the query vector, normalized
-	vh     []vcand   // vector candidates
+	qv     []float32  // the query vector, normalized
+	vh     []vcand    // vector candidates
+	st     *collStats // the statistics the search scores with
 }
 
 type cand struct {
@@ -116,7 +127,7 @@ func (ix *Index) putScratch(sc *scratch) {
 	}
 	sc.touched, sc.srvTouched, sc.cands, sc.termsTouched = sc.touched[:0], sc.srvTouched[:0], sc.cands[:0], sc.termsTouched[:0]
 	sc.vh = sc.vh[:0]
-	sc.parent = nil
+	sc.parent, sc.st = nil, nil
 	ix.pool.Put(sc)
 }
 
@@ -164,6 +175,14 @@ func (ix *Index) Search(q Query) []Hit {
 	}
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
+	if q.Visible != nil {
+		sc.st = ix.statsFor(q.VisibleKey, q.Visible)
+		if sc.st.n == 0 {
+			return nil // the searcher may see no tool
+		}
+	} else {
+		sc.st = ix.globalStats()
+	}
 	var qv []float32
 	if useVec {
 		qv, useVec = unitVector(sc.qv, q.Vector)
@@ -230,20 +249,21 @@ func (ix *Index) searchLexical(sc *scratch, pq parsedQuery, q Query, k int) ([]c
 // tools are there because the query names them exactly.
 func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k int) ([]cand, int) {
 	cfg := &ix.cfg
-	n := float64(ix.live)
+	st := sc.st
+	n := st.n
 	terms := make([]resolvedTerm, 0, len(pq.terms))
 	queryMass := 0.0
 	for i := range pq.terms {
 		qt := &pq.terms[i]
 		id, ok := ix.lookup(qt.text)
-		if !ok {
+		if !ok || !ix.inStats(st, id) {
 			continue
 		}
 		if qt.main || qt.implied {
 			sc.qw[id] = float32(min(qt.w, 1))
 			sc.termsTouched = append(sc.termsTouched, id)
 		}
-		idf := ix.idf(id)
+		idf := ix.idf(st, id)
 		queryMass += qt.w * idf
 		terms = append(terms, resolvedTerm{id: id, w: qt.w, idf: idf, qt: qt})
 	}
@@ -251,7 +271,7 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	for _, p := range pq.pairs {
 		a, ok1 := ix.lookup(p[0])
 		b, ok2 := ix.lookup(p[1])
-		if ok1 && ok2 {
+		if ok1 && ok2 && ix.inStats(st, a) && ix.inStats(st, b) {
 			pairs = append(pairs, [2]uint32{a, b})
 		}
 	}
@@ -280,12 +300,19 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	// a few tools has a low IDF ("ticket" in 3 of 7 tools), so the floor is
 	// capped below the IDF of a word found in three tools (or in one, below
 	// six tools): the floor rejects words common to much of a catalog, never a
-	// word that picks out one server's handful of tools.
+	// word that picks out one server's handful of tools. A catalog of at most
+	// tinyCatalog tools (or the part of one a searcher may see) has no floor
+	// but matching a word of the query: there every word is in most tools
+	// ("knowledge" in each of a knowledge base's four), and a few results are
+	// no noise to hide.
 	few := math.Max(1, math.Min(3, math.Floor(n/2)))
 	floor := math.Min(cfg.minIDF, 0.9*math.Log(1+(n-few+0.5)/(few+0.5)))
+	if n <= tinyCatalog {
+		floor = 0
+	}
 	for _, d := range sc.touched {
 		st := &sc.slots[d]
-		if st.state == slotAllowed && st.score > 0 && float64(st.mass) >= floor {
+		if st.state == slotAllowed && st.score > 0 && st.mass > 0 && float64(st.mass) >= floor {
 			sc.cands = append(sc.cands, cand{d, ix.withServer(float64(st.score), &sc.srv[ix.hot[d].srv], terms, queryMass)})
 		}
 	}
@@ -336,6 +363,9 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	return top, nExact
 }
 
+// tinyCatalog is the size up to which a catalog has no score floor (see rank).
+const tinyCatalog = 8
+
 // verdict returns the Allow state of slot d, asking allow on first sight.
 func (ix *Index) verdict(sc *scratch, d uint32, allow func(string) bool) uint8 {
 	st := &sc.slots[d]
@@ -353,19 +383,14 @@ func (ix *Index) verdict(sc *scratch, d uint32, allow func(string) bool) uint8 {
 	return st.state
 }
 
-func (ix *Index) idf(term uint32) float64 {
-	n := float64(ix.live)
-	df := float64(ix.terms[term].df)
-	return math.Log(1 + (n-df+0.5)/(df+0.5))
-}
-
 // scoreTerms accumulates the BM25F score, the matched IDF mass and the
 // server statistics of every tool in the postings of terms. Tools that allow
 // rejects are skipped before any scoring.
 func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string) bool) {
 	cfg := &ix.cfg
 	k1, b := cfg.k1, cfg.b
-	norms := &ix.normsFor().n
+	st := sc.st
+	norms := st.norms
 	slots, hot := sc.slots, ix.hot
 	for ti, t := range terms {
 		wIDF := t.w * t.idf * (k1 + 1)
@@ -415,19 +440,25 @@ func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string
 	}
 
 	// Server descriptions, scored as documents of their own.
-	if cfg.server == 0 || ix.srvLive == 0 || ix.srvLenSum == 0 {
+	if cfg.server == 0 || st.srvN == 0 || st.srvLen == 0 {
 		return
 	}
-	ns := float64(ix.srvLive)
-	invAvgS := ns / float64(ix.srvLenSum)
+	ns := st.srvN
+	invAvgS := ns / st.srvLen
 	for _, t := range terms {
 		sp := ix.terms[t.id].srv
 		if len(sp) == 0 {
 			continue
 		}
-		df := float64(len(sp))
+		df := ix.srvDF(st, t.id)
+		if df == 0 {
+			continue
+		}
 		w := t.w * math.Log(1+(ns-df+0.5)/(df+0.5)) * (k1 + 1)
 		for _, p := range sp {
+			if st.srvVis != nil && !hasBit(st.srvVis, p.srv) {
+				continue // a server with no tool the searcher may see
+			}
 			ss := &sc.srv[p.srv]
 			if !ss.touched {
 				ss.touched = true
@@ -480,7 +511,7 @@ func (ix *Index) coverage(sc *scratch, terms []uint32) float64 {
 	for _, t := range terms {
 		idf := sc.idf[t]
 		if idf == 0 {
-			idf = float32(ix.idf(t))
+			idf = float32(ix.idf(sc.st, t))
 			sc.idf[t] = idf
 			sc.termsTouched = append(sc.termsTouched, t)
 		}
@@ -663,7 +694,8 @@ type opResult struct {
 // is cached until the next write. Callers hold ix.mu (read).
 func (ix *Index) searchOp(sc *scratch, op fileOp, named func(uint32) bool, allow func(string) bool) (cand, bool) {
 	key := op.query()
-	if allow == nil {
+	cache := allow == nil && sc.st.vis == nil // the answer depends only on the index
+	if cache {
 		ix.ops.mu.Lock()
 		r, hit := ix.ops.m[key]
 		hit = hit && ix.ops.gen == ix.gen
@@ -684,14 +716,14 @@ func (ix *Index) searchOp(sc *scratch, op fileOp, named func(uint32) bool, allow
 		}
 	}
 	osc := ix.getScratch()
-	osc.parent = sc
+	osc.parent, osc.st = sc, sc.st
 	list, _ := ix.rank(osc, &pq, allow, 1)
 	ix.putScratch(osc)
 	var r opResult
 	if i := slices.IndexFunc(list, func(c cand) bool { return named(c.slot) }); i >= 0 {
 		r = opResult{list[i], true}
 	}
-	if allow == nil {
+	if cache {
 		ix.ops.mu.Lock()
 		if ix.ops.m == nil || ix.ops.gen != ix.gen {
 			ix.ops.m, ix.ops.gen = map[string]opResult{}, ix.gen

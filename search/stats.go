@@ -1,0 +1,134 @@
+package search
+
+import (
+	"math"
+	"sync"
+)
+
+// collStats are the collection statistics a search scores with (BM25's document count,
+// document frequencies and average field lengths, and the same for server descriptions): those
+// of every tool of the index, or those of the tools one searcher may see (Query.Visible), so
+// that a tool it may not see weighs on nothing it is shown: not on a score, not on the score
+// floor, not on whether a word of its query counts.
+type collStats struct {
+	gen   uint64
+	n     float64 // tools
+	norms *[numFields][256]float64
+	// vis holds the visible tools' slots (a bit per slot); nil: every live tool (the index's
+	// own statistics, read from it directly).
+	vis    []uint64
+	srvVis []uint64 // servers with a visible tool (a bit per server slot), when vis is set
+	srvN   float64  // servers with a tool in the statistics
+	srvLen float64  // their description lengths, summed
+
+	mu sync.Mutex
+	df map[uint32]float64 // visible document frequencies found so far
+}
+
+func hasBit(set []uint64, i uint32) bool { return set[i>>6]&(1<<(i&63)) != 0 }
+
+// maxStatsKeys bounds the visibility classes whose statistics are kept.
+const maxStatsKeys = 256
+
+// globalStats returns the statistics of every tool. Callers hold ix.mu (read or write).
+func (ix *Index) globalStats() *collStats {
+	if st := ix.global.Load(); st != nil && st.gen == ix.gen {
+		return st
+	}
+	st := &collStats{gen: ix.gen, n: float64(ix.live), norms: &ix.normsFor().n,
+		srvN: float64(ix.srvLive), srvLen: float64(ix.srvLenSum)}
+	ix.global.Store(st)
+	return st
+}
+
+// statsFor returns the statistics of the tools visible says the searcher may see, computed once
+// per generation of the index for each key (see Query.VisibleKey). When every tool is visible
+// they are the index's own. Callers hold ix.mu (read).
+func (ix *Index) statsFor(key string, visible func(id string) bool) *collStats {
+	ix.visStats.mu.Lock()
+	st := ix.visStats.m[key]
+	ix.visStats.mu.Unlock()
+	if st != nil && st.gen == ix.gen {
+		return st
+	}
+	st = &collStats{gen: ix.gen, vis: make([]uint64, (len(ix.docs)+63)/64),
+		srvVis: make([]uint64, (len(ix.servers)+63)/64), df: map[uint32]float64{}}
+	var total [numFields]int64
+	for slot := range ix.docs {
+		h := &ix.hot[slot]
+		if h.dead || !visible(ix.docs[slot].id) {
+			continue
+		}
+		st.vis[slot>>6] |= 1 << (slot & 63)
+		st.n++
+		for f := range numFields {
+			total[f] += int64(codeLen[h.lens[f]])
+		}
+		if !hasBit(st.srvVis, h.srv) {
+			st.srvVis[h.srv>>6] |= 1 << (h.srv & 63)
+			st.srvN++
+			st.srvLen += float64(ix.servers[h.srv].length)
+		}
+	}
+	if int(st.n) == ix.live {
+		st = ix.globalStats() // the same numbers, without the per-term counts
+	} else {
+		st.norms = ix.normsOver(st.n, &total)
+	}
+	ix.visStats.mu.Lock()
+	if ix.visStats.m == nil || len(ix.visStats.m) >= maxStatsKeys {
+		ix.visStats.m = map[string]*collStats{}
+	}
+	ix.visStats.m[key] = st
+	ix.visStats.mu.Unlock()
+	return st
+}
+
+// df is the document frequency of term among the tools of st.
+func (ix *Index) df(st *collStats, term uint32) float64 {
+	if st.vis == nil {
+		return float64(ix.terms[term].df)
+	}
+	st.mu.Lock()
+	d, ok := st.df[term]
+	st.mu.Unlock()
+	if ok {
+		return d
+	}
+	for _, p := range ix.terms[term].post {
+		if hasBit(st.vis, p.doc) {
+			d++
+		}
+	}
+	st.mu.Lock()
+	st.df[term] = d
+	st.mu.Unlock()
+	return d
+}
+
+// idf is the IDF of term among the tools of st.
+func (ix *Index) idf(st *collStats, term uint32) float64 {
+	df := ix.df(st, term)
+	return math.Log(1 + (st.n-df+0.5)/(df+0.5))
+}
+
+// srvDF is the number of the servers of st whose description holds term.
+func (ix *Index) srvDF(st *collStats, term uint32) float64 {
+	sp := ix.terms[term].srv
+	if st.vis == nil {
+		return float64(len(sp))
+	}
+	n := 0.0
+	for _, p := range sp {
+		if hasBit(st.srvVis, p.srv) {
+			n++
+		}
+	}
+	return n
+}
+
+// inStats reports whether term is in a tool or server description of st: a word found only in
+// tools the searcher may not see is, for it, a word the catalog does not have.
+func (ix *Index) inStats(st *collStats, term uint32) bool {
+	return st.vis == nil || ix.df(st, term) > 0 || ix.srvDF(st, term) > 0
+}
