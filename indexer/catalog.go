@@ -56,6 +56,7 @@ type Catalog struct {
 	nextOrd  int    // next serverMem.ord
 	version  uint64 // applied changes of the in-memory state (guarded by mu)
 	overview atomic.Pointer[overview]
+	scopes   atomic.Pointer[scopeOverview]
 	// noFastPath makes every search check each candidate (tests compare both paths).
 	noFastPath bool
 	following  atomic.Bool

@@ -278,3 +278,41 @@ func TestScoresIgnorePolicyDeniedTools(t *testing.T) {
 		}
 	}
 }
+
+// TestScoresFollowAListTurningPrivate: a list that turns private to another user, its tools
+// unchanged, stops weighing on a principal's scores at once (the statistics kept for it are
+// not reused past a change of scopes).
+func TestScoresFollowAListTurningPrivate(t *testing.T) {
+	dave := as(subjects.Principal{Tenant: "acme", User: "dave"})
+	pub := func(d *direct) {
+		var evs []any
+		for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
+			evs = append(evs, status(s, subjects.StatusReady),
+				snapshot(s, "server "+s, tool("t1", "does thing one "+s), tool("t2", "another thing "+s)))
+		}
+		// A list private to carol from the start: dave's searches take the statistics of what
+		// he may see, kept from one search to the next.
+		cz := snapshot("cz", "carol's", tool("notes", "carol notes"))
+		cz.CacheScope, cz.AuthContext = subjects.ScopePrivate, "user:carol"
+		d.apply(append(evs, status("pub", subjects.StatusReady), snapshot("pub", "public", tool("pay", "compute the payroll of an employee")),
+			status("cz", subjects.StatusReady), cz)...)
+	}
+	hrTools := []json.RawMessage{tool("salary", "payroll salary"), tool("bonus", "payroll bonus"), tool("x", "payroll x")}
+	alone := openDirect(t, nil)
+	pub(alone)
+	want := find(t, alone.Catalog, "payroll", dave)
+
+	d := openDirect(t, nil)
+	pub(d)
+	d.apply(status("hr", subjects.StatusReady), snapshot("hr", "hr", hrTools...))
+	if rep := find(t, d.Catalog, "payroll", dave); len(rep.Tools) < 2 {
+		t.Fatalf("hr's public tools not found: %+v", rep.Tools)
+	}
+	priv := snapshot("hr", "hr", hrTools...)
+	priv.CacheScope, priv.AuthContext = subjects.ScopePrivate, "user:carol"
+	d.apply(priv)
+	got := find(t, d.Catalog, "payroll", dave)
+	if len(got.Tools) != 1 || len(want.Tools) != 1 || got.Tools[0].Score != want.Tools[0].Score {
+		t.Errorf("after hr turned private to carol: %+v, want %+v", got.Tools, want.Tools)
+	}
+}

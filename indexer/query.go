@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,12 +168,19 @@ func (vis *visibility) allow(e *entry) bool {
 }
 
 // overview says, for the current in-memory state, whether every tool passes the freshness
-// filter, and which servers hold private lists. It is computed once per version.
+// filter. It is computed once per version.
 type overview struct {
 	version     uint64
 	allUsable   bool // every tool is fresh or expired (and no server has revocations)
 	allListable bool // every tool is fresh, expired, stale or unavailable (no revocations)
-	private     []*serverMem
+}
+
+// scopeOverview says, for the current in-memory state, which servers hold private lists of
+// tools. It is computed once per version, without looking at the tools.
+type scopeOverview struct {
+	version uint64
+	private []*serverMem
+	sig     uint64 // a hash of which servers' tools are private, and to whom
 }
 
 // everyToolVisible reports whether f lets every tool of the catalog through, so that search can
@@ -186,12 +194,7 @@ func (c *Catalog) everyToolVisible(f *filter) bool {
 	if f.withUnavail && !ov.allListable || !f.withUnavail && !ov.allUsable {
 		return false
 	}
-	for _, s := range ov.private {
-		if !c.pol.MayUseScope(f.pr, s.tools0.CacheScope, s.tools0.AuthContext) {
-			return false
-		}
-	}
-	return true
+	return c.everyToolPermitted(f.pr)
 }
 
 // overviewNow returns the overview of the current version, computing it on first use. Callers
@@ -206,9 +209,6 @@ func (c *Catalog) overviewNow() *overview {
 			}
 			if len(s.rec.Revoked) > 0 {
 				ov.allUsable, ov.allListable = false, false
-			}
-			if km := s.tools0; km != nil && km.CacheScope == subjects.ScopePrivate {
-				ov.private = append(ov.private, s)
 			}
 			for _, e := range s.tools {
 				switch c.uniformVerdict(e).State {
@@ -226,13 +226,32 @@ func (c *Catalog) overviewNow() *overview {
 	return ov
 }
 
+// scopesNow returns the scope overview of the current version, computing it on first use.
+// Callers hold c.mu (read).
+func (c *Catalog) scopesNow() *scopeOverview {
+	so := c.scopes.Load()
+	if so == nil || so.version != c.version {
+		so = &scopeOverview{version: c.version}
+		for name, s := range c.servers {
+			if km := s.tools0; km != nil && km.CacheScope == subjects.ScopePrivate && len(s.tools) > 0 {
+				so.private = append(so.private, s)
+				h := fnv.New64a()
+				h.Write([]byte(name + "\x00" + km.AuthContext))
+				so.sig += h.Sum64() // a sum: the same whatever the map's order
+			}
+		}
+		c.scopes.Store(so)
+	}
+	return so
+}
+
 // everyToolPermitted reports whether pr may see every tool of the catalog (whatever its state):
 // the open policy, and every private list visible to pr. Callers hold c.mu (read).
 func (c *Catalog) everyToolPermitted(pr subjects.Principal) bool {
 	if !c.pol.IsOpen() {
 		return false
 	}
-	for _, s := range c.overviewNow().private {
+	for _, s := range c.scopesNow().private {
 		if !c.pol.MayUseScope(pr, s.tools0.CacheScope, s.tools0.AuthContext) {
 			return false
 		}
@@ -240,12 +259,14 @@ func (c *Catalog) everyToolPermitted(pr subjects.Principal) bool {
 	return true
 }
 
-// visibleKey names what a principal may see while the in-memory state is at version: the tools
-// the policy and the lists' cache scopes let it see depend on nothing else.
-func visibleKey(pr subjects.Principal, version uint64) string {
+// visibleKey names what a principal may see while the private lists are scopes (see
+// scopeOverview):
+// which tools the policy and the lists' cache scopes let it see depends on nothing else but the
+// tools themselves, which the search index follows.
+func visibleKey(pr subjects.Principal, scopes uint64) string {
 	roles := slices.Clone(pr.Roles)
 	slices.Sort(roles)
-	return strconv.FormatUint(version, 10) + "\x00" + pr.Tenant + "\x00" + pr.User + "\x00" + strings.Join(roles, "\x00")
+	return strconv.FormatUint(scopes, 16) + "\x00" + pr.Tenant + "\x00" + pr.User + "\x00" + strings.Join(roles, "\x00")
 }
 
 // cachedVerdict is a server's freshness verdict, valid while the in-memory state is at version
@@ -384,7 +405,7 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 				e := c.byPublic[id]
 				return e != nil && perm.allow(e)
 			}
-			q.VisibleKey = visibleKey(pr, c.version)
+			q.VisibleKey = visibleKey(pr, c.scopesNow().sig)
 		}
 		if !c.noFastPath && c.everyToolVisible(f) {
 			q.Allow = nil // same answer, without a check per candidate

@@ -215,6 +215,9 @@ func matchTool(patterns []string, t Tool) bool {
 // tool; a pattern without "__" matches server + "__" + name as a whole. Policy rules, the
 // executor's limits and its approval patterns all match this way.
 func MatchTool(pat, server, name string) bool {
+	if pat == "*" {
+		return true
+	}
 	sp, tp, ok := strings.Cut(pat, "__")
 	if !ok {
 		return Match(pat, server+"__"+name)
@@ -244,6 +247,22 @@ func ValidPattern(pat string) bool {
 // Match reports whether glob pattern pat ('*' any run, '?' one character, [..] a class)
 // matches s. Unlike path.Match, '*' also matches '/'.
 func Match(pat, s string) bool {
+	// The shapes nearly every policy uses, without path.Match: it runs for every tool a search
+	// or a call checks, per rule.
+	switch meta := strings.IndexAny(pat, "*?[\\"); {
+	case meta < 0:
+		return pat == s
+	case pat == "*":
+		return true
+	case meta == len(pat)-1 && pat[meta] == '*': // "prefix*"
+		return strings.HasPrefix(s, pat[:meta])
+	case meta == 0 && pat[0] == '*' && !strings.ContainsAny(pat[1:], "*?[\\"): // "*suffix"
+		return strings.HasSuffix(s, pat[1:])
+	}
+	if !strings.Contains(pat, "/") && !strings.Contains(s, "/") {
+		ok, err := path.Match(pat, s)
+		return err == nil && ok
+	}
 	ok, err := path.Match(strings.ReplaceAll(pat, "/", "\x00"), strings.ReplaceAll(s, "/", "\x00"))
 	return err == nil && ok
 }

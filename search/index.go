@@ -165,8 +165,9 @@ type Index struct {
 	norms atomic.Pointer[normTable]
 	// global caches, for the current gen, the statistics of every tool; visStats those of
 	// the tools a class of searchers may see (see Query.Visible), by Query.VisibleKey.
-	global   atomic.Pointer[collStats]
-	visStats struct {
+	global      atomic.Pointer[collStats]
+	compactions uint64 // compactions so far: they renumber slots
+	visStats    struct {
 		mu sync.Mutex
 		m  map[string]*collStats
 	}
@@ -366,6 +367,7 @@ func (ix *Index) removeSlot(slot uint32) {
 // references to the slots.
 func (ix *Index) compact() {
 	ix.gen++ // caches keyed by slot (the file operations' tools) are stale now
+	ix.compactions++
 	const gone = math.MaxUint32
 	remap := make([]uint32, len(ix.docs))
 	n := uint32(0)

@@ -12,6 +12,8 @@ import (
 // floor, not on whether a word of its query counts.
 type collStats struct {
 	gen   uint64
+	slots int     // len(ix.docs) when computed
+	epoch uint64  // ix.compactions when computed: compaction renumbers slots
 	n     float64 // tools
 	norms *[numFields][256]float64
 	// vis holds the visible tools' slots (a bit per slot); nil: every live tool (the index's
@@ -41,25 +43,48 @@ func (ix *Index) globalStats() *collStats {
 	return st
 }
 
-// statsFor returns the statistics of the tools visible says the searcher may see, computed once
-// per generation of the index for each key (see Query.VisibleKey). When every tool is visible
-// they are the index's own. Callers hold ix.mu (read).
+// statsFor returns the statistics of the tools visible says the searcher may see, for each key
+// (see Query.VisibleKey). They are computed once per generation of the index: in full (visible
+// asked of every tool) the first time, and after a compaction; else from the previous
+// generation's, asking visible only of the tools written since (a write never changes a slot:
+// an updated tool gets a new one, and its old one is dead). When every tool is visible they are
+// the index's own. Callers hold ix.mu (read).
 func (ix *Index) statsFor(key string, visible func(id string) bool) *collStats {
 	ix.visStats.mu.Lock()
-	st := ix.visStats.m[key]
+	prev := ix.visStats.m[key]
 	ix.visStats.mu.Unlock()
-	if st != nil && st.gen == ix.gen {
-		return st
+	if prev != nil && prev.gen == ix.gen {
+		return prev
 	}
-	st = &collStats{gen: ix.gen, vis: make([]uint64, (len(ix.docs)+63)/64),
-		srvVis: make([]uint64, (len(ix.servers)+63)/64), df: map[uint32]float64{}}
+	st := &collStats{gen: ix.gen, slots: len(ix.docs), epoch: ix.compactions,
+		vis: make([]uint64, (len(ix.docs)+63)/64), srvVis: make([]uint64, (len(ix.servers)+63)/64),
+		df: map[uint32]float64{}}
+	from := 0 // the first slot visible is asked of
+	if prev != nil && prev.epoch == ix.compactions && prev.vis != nil {
+		copy(st.vis, prev.vis[:(prev.slots+63)/64])
+		from = prev.slots
+	} else if prev != nil && prev.epoch == ix.compactions && prev.vis == nil {
+		// Every tool was visible then: so are they still.
+		for slot := range prev.slots {
+			st.vis[slot>>6] |= 1 << (slot & 63)
+		}
+		from = prev.slots
+	}
+	for slot := from; slot < len(ix.docs); slot++ {
+		if !ix.hot[slot].dead && visible(ix.docs[slot].id) {
+			st.vis[slot>>6] |= 1 << (slot & 63)
+		}
+	}
 	var total [numFields]int64
 	for slot := range ix.docs {
-		h := &ix.hot[slot]
-		if h.dead || !visible(ix.docs[slot].id) {
+		if !hasBit(st.vis, uint32(slot)) {
 			continue
 		}
-		st.vis[slot>>6] |= 1 << (slot & 63)
+		h := &ix.hot[slot]
+		if h.dead {
+			st.vis[slot>>6] &^= 1 << (slot & 63)
+			continue
+		}
 		st.n++
 		for f := range numFields {
 			total[f] += int64(codeLen[h.lens[f]])
@@ -71,12 +96,15 @@ func (ix *Index) statsFor(key string, visible func(id string) bool) *collStats {
 		}
 	}
 	if int(st.n) == ix.live {
-		st = ix.globalStats() // the same numbers, without the per-term counts
+		// The same numbers as the index's own, without the per-term counts. (slots and epoch
+		// are kept: the next generation starts from "every tool".)
+		g := ix.globalStats()
+		st = &collStats{gen: g.gen, slots: len(ix.docs), epoch: ix.compactions, n: g.n, norms: g.norms, srvN: g.srvN, srvLen: g.srvLen}
 	} else {
 		st.norms = ix.normsOver(st.n, &total)
 	}
 	ix.visStats.mu.Lock()
-	if ix.visStats.m == nil || len(ix.visStats.m) >= maxStatsKeys {
+	if ix.visStats.m == nil || len(ix.visStats.m) >= maxStatsKeys && ix.visStats.m[key] == nil {
 		ix.visStats.m = map[string]*collStats{}
 	}
 	ix.visStats.m[key] = st
