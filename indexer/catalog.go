@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/rs/zerolog"
@@ -50,7 +51,11 @@ type Catalog struct {
 	vecKick     chan struct{}
 	queryVecs   vecCache
 	embedErrors atomic.Uint64
-	badVectors  atomic.Uint64
+	// embedDown holds off request embeddings after a failure, for at least embedRetryMin
+	// (a field: tests shorten it).
+	embedDown     breaker
+	embedRetryMin time.Duration
+	badVectors    atomic.Uint64
 
 	applying uint64 // stream sequence of the message being planned (Follow only)
 	nextOrd  int    // next serverMem.ord
@@ -112,7 +117,7 @@ func Open(cfg Config) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1),
+	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1), embedRetryMin: embedRetryMin,
 		served: map[string]*endpointCounters{"search": {}, "details": {}, "servers": {}}}
 	c.reset()
 	if err := c.load(); err != nil {

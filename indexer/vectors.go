@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -268,16 +269,50 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	if v, ok := c.queryVecs.get(query); ok {
 		return v
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if time.Now().UnixNano() < c.embedDown.until.Load() {
+		return nil // the embedder failed lately: lexical at once, not after its timeout
+	}
+	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	vecs, err := c.cfg.Embedder.Embed(ctx, []string{query})
+	vecs, err := c.cfg.Embedder.Embed(qctx, []string{query})
 	if err != nil || len(vecs) != 1 {
 		c.embedErrors.Add(1)
+		if ctx.Err() == nil { // the endpoint's failure, not a caller that stopped waiting
+			c.embedDown.fail(c.embedRetryMin)
+		}
 		c.log.Debug().Err(err).Msg("query embedding failed; lexical search only")
 		return nil
 	}
+	c.embedDown.ok()
 	c.queryVecs.put(query, vecs[0])
 	return vecs[0]
+}
+
+// Request embeddings after a failure: none for embedRetryMin, then twice as long after each
+// failure again, up to embedRetryMax. A hanging endpoint would otherwise make every search wait
+// the whole EmbedTimeout before answering lexically.
+const (
+	embedRetryMin = 5 * time.Second
+	embedRetryMax = time.Minute
+)
+
+// breaker holds off request embeddings after failures (see embedRetryMin).
+type breaker struct {
+	until atomic.Int64 // unix nanoseconds: no attempt before
+	wait  atomic.Int64 // the current hold-off, 0 after a success
+}
+
+func (b *breaker) fail(floor time.Duration) {
+	w := max(floor, min(2*time.Duration(b.wait.Load()), embedRetryMax))
+	b.wait.Store(int64(w))
+	b.until.Store(time.Now().Add(w).UnixNano())
+}
+
+func (b *breaker) ok() {
+	if b.wait.Load() != 0 {
+		b.wait.Store(0)
+		b.until.Store(0)
+	}
 }
 
 // queryCacheSize bounds the request embeddings a replica remembers (agents repeat searches).

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/policy"
@@ -234,5 +235,54 @@ func TestHybridManyTools(t *testing.T) {
 	}
 	if st := r.Stats(); st.BadVectors != 0 || st.EmbedErrors != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// hangingEmbedder answers the tools' texts, then, once hang is set, blocks every call until its
+// context ends (an endpoint that accepts connections and never answers).
+type hangingEmbedder struct {
+	conceptEmbedder
+	hang  atomic.Bool
+	calls atomic.Int64 // calls while hanging
+}
+
+func (e *hangingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if e.hang.Load() {
+		e.calls.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return e.conceptEmbedder.Embed(ctx, texts)
+}
+
+// TestHybridSearchEmbedderHangs: once a request embedding failed, searches are lexical at once
+// for a while instead of each waiting the embed timeout; the embedder is tried again after it.
+func TestHybridSearchEmbedderHangs(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &hangingEmbedder{}
+	r := startReplicaConfig(t, env, Config{Dir: filepath.Join(t.TempDir(), "r"), Embedder: emb, EmbedTimeout: 20 * time.Millisecond}, nil)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+	r.Catalog.mu.Lock()
+	r.Catalog.embedRetryMin = time.Hour // no second try within the test's searches
+	r.Catalog.mu.Unlock()
+	emb.hang.Store(true)
+	for i := range 5 {
+		if got := names(find(t, r.Catalog, fmt.Sprintf("list incidents %d", i)).Tools); len(got) == 0 || got[0] != "desk__list_incidents" {
+			t.Fatalf("lexical search while the embedder hangs: %v", got)
+		}
+	}
+	if n := emb.calls.Load(); n != 1 {
+		t.Errorf("the hanging embedder was asked %d times in 5 searches, want once", n)
+	}
+	// The hold-off over, the next search tries it again; a success resets it.
+	emb.hang.Store(false)
+	r.Catalog.embedDown.until.Store(0)
+	if got := names(find(t, r.Catalog, "will it rain tomorrow").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
+		t.Errorf("after the embedder recovered: %v", got)
+	}
+	if r.Catalog.embedDown.wait.Load() != 0 {
+		t.Error("a success did not reset the hold-off")
 	}
 }
