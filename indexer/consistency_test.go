@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,5 +315,29 @@ func TestScoresFollowAListTurningPrivate(t *testing.T) {
 	got := find(t, d.Catalog, "payroll", dave)
 	if len(got.Tools) != 1 || len(want.Tools) != 1 || got.Tools[0].Score != want.Tools[0].Score {
 		t.Errorf("after hr turned private to carol: %+v, want %+v", got.Tools, want.Tools)
+	}
+}
+
+// TestFullDetailsNotAheadOfTheAnswer: a message is stored before the in-memory state applies
+// it, so a full answer read its definitions from a store that could be ahead: a tool re-listed
+// in a list the principal may not see could give out its new definition. A stored definition
+// that is not the one the answer was built from is left out.
+func TestFullDetailsNotAheadOfTheAnswer(t *testing.T) {
+	d := openDirect(t, nil)
+	d.apply(status("pub", subjects.StatusReady), snapshot("pub", "public", tool("pay", "compute the payroll of an employee")))
+	// The next message, stored but not applied yet: pub__pay's new definition.
+	secret := tool("pay", "compute the payroll; internal endpoint hr.example.internal")
+	if err := commit(d.Catalog.db, []write{{Key: toolKey("pub", "pay"), Value: toolRec{Public: "pub__pay", Def: secret}.encode()}}, d.Catalog.Seq()); err != nil {
+		t.Fatal(err)
+	}
+	rep := find(t, d.Catalog, "payroll", func(r *subjects.SearchRequest) { r.Detail = subjects.DetailFull })
+	det := d.Catalog.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{"pub__pay"}})
+	for _, tools := range [][]subjects.ToolInfo{rep.Tools, det.Tools} {
+		if len(tools) != 1 {
+			t.Fatalf("answer %+v (search error %+v, details error %+v)", tools, rep.Error, det.Error)
+		}
+		if strings.Contains(string(tools[0].Definition), "internal") || strings.Contains(tools[0].Description, "internal") {
+			t.Errorf("a definition not yet applied was given out: %s", tools[0].Definition)
+		}
 	}
 }

@@ -415,15 +415,17 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 			results = append(results, result{e: c.byPublic[h.ID], score: h.Score})
 		}
 	}
+	var ranked [][16]byte // the definitions ranked (fillFull reads the same or none)
 	for _, r := range results {
 		d, v := vis.describe(r.e)
 		ti := c.info(r.e, detail, d, v)
 		ti.Score = r.score
 		reply.Tools = append(reply.Tools, ti)
+		ranked = append(ranked, r.e.hash)
 	}
 	c.mu.RUnlock()
 	if detail == subjects.DetailFull {
-		if err := c.fillFull(reply.Tools); err != nil {
+		if err := c.fillFull(reply.Tools, ranked); err != nil {
 			reply.Tools = []subjects.ToolInfo{}
 			reply.Error = apiError(subjects.CodeInternal, "%v", err)
 		}
@@ -469,8 +471,11 @@ func stateName(s staleness.State) string {
 }
 
 // fillFull reads the stored definitions of full answers: schemas, annotations, the whole
-// description and the raw definition, byte-faithful.
-func (c *Catalog) fillFull(tools []subjects.ToolInfo) error {
+// description and the raw definition, byte-faithful. hashes are those of the definitions the
+// answer was built from (under c.mu): a stored definition that differs was written since (a
+// message is stored before the in-memory state applies it), maybe in a list the principal may
+// not see, so it is not given; the tool is answered as it was listed, without it.
+func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
 	if len(tools) == 0 {
 		return nil
 	}
@@ -483,6 +488,9 @@ func (c *Catalog) fillFull(tools []subjects.ToolInfo) error {
 			}
 			if err != nil {
 				return fmt.Errorf("%w: read %s: %w", ErrStore, ti.Name, err)
+			}
+			if defHash(raw) != hashes[i] {
+				continue // changed since the answer was built
 			}
 			d := parseDef(raw)
 			ti.Description = d.Description
@@ -518,6 +526,7 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		return reply
 	}
 	var missing, removed []string
+	var hashes [][16]byte // of the definitions answered (see fillFull)
 	seen := map[string]bool{}
 	c.mu.RLock()
 	vis := c.visibility(&filter{pr: pr})
@@ -531,6 +540,7 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 			if vis.allow(e) {
 				d, v := vis.describe(e)
 				reply.Tools = append(reply.Tools, c.info(e, subjects.DetailFull, d, v))
+				hashes = append(hashes, e.hash)
 				continue
 			}
 		} else if rr, ok := c.removed[n]; ok &&
@@ -541,7 +551,7 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		missing = append(missing, n)
 	}
 	c.mu.RUnlock()
-	if err := c.fillFull(reply.Tools); err != nil {
+	if err := c.fillFull(reply.Tools, hashes); err != nil {
 		reply.Tools = []subjects.ToolInfo{}
 		reply.Error = apiError(subjects.CodeInternal, "%v", err)
 		return reply
