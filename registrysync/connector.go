@@ -614,7 +614,11 @@ func (c *connector) publishCurrent(ctx context.Context) {
 		return
 	}
 	if st.Status == subjects.StatusReady && (c.published.status != st.Status || c.published.code != st.Code) {
-		c.log.Info().Str("protocol", st.Protocol).Str("code", st.Code).Msg("ready")
+		ev := c.log.Info().Str("protocol", st.Protocol)
+		if st.Code != "" {
+			ev = ev.Str("code", st.Code) // a ready server's note (say, a degraded capability)
+		}
+		ev.Msg("ready")
 	}
 	c.published.status, c.published.code, c.published.ok = st.Status, st.Code, true
 }

@@ -153,7 +153,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		emb = &embeddings.Client{BaseURL: *embURL, Model: *embModel, APIKey: key, Dimensions: *embDims}
 	}
-	res, err := evalRetrieval(ctx, tools, queries, *k, emb)
+	res, err := evalRetrieval(ctx, tools, queries, *k, emb, stderr)
 	if err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ type evalResult struct {
 
 // evalRetrieval runs the evaluation through embedded NATS, an indexer replica and the catalog
 // service.
-func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k int, emb indexer.Embedder) (evalResult, error) {
+func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k int, emb indexer.Embedder, warn io.Writer) (evalResult, error) {
 	var out evalResult
 	tmp, err := os.MkdirTemp("", "mcpstream-eval-")
 	if err != nil {
@@ -335,7 +335,7 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 		var names []string
 		if rep.Error != nil {
 			// A query the service refuses (empty, too long) counts as no results.
-			fmt.Fprintf(os.Stderr, "mcpstream eval: query %s: %s: %s\n", q.ID, rep.Error.Code, rep.Error.Message)
+			fmt.Fprintf(warn, "mcpstream eval: query %s: %s: %s\n", q.ID, rep.Error.Code, rep.Error.Message)
 		}
 		for _, t := range rep.Tools {
 			names = append(names, t.Name)

@@ -50,12 +50,15 @@ func register(c command) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				if err := c.run(ctx, []string{"--help"}, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
-					return err
-				}
-				return nil
+			c, ok := commands[args[1]]
+			if !ok {
+				usage(stderr)
+				return fmt.Errorf("help: unknown command %q", args[1])
 			}
+			if err := c.run(ctx, []string{"--help"}, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return nil
 		}
 		usage(stdout)
 		return nil

@@ -230,3 +230,31 @@ func TestEventsUnknownSubjectFamily(t *testing.T) {
 		t.Errorf("events --subject foo.>: %v, want \"no mcpstream subjects start with ...\"", err)
 	}
 }
+
+// TestHelpUnknownCommand: help for a command that does not exist says so and fails (it printed
+// the general help and succeeded).
+func TestHelpUnknownCommand(t *testing.T) {
+	var stdout, stderr syncBuffer
+	err := run(context.Background(), []string{"help", "nosuch"}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), `unknown command "nosuch"`) {
+		t.Errorf("help nosuch: %v", err)
+	}
+}
+
+// TestUpBadConfigCreatesNothing: a configuration that does not load is refused before the data
+// directory is created.
+func TestUpBadConfigCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(cfg, []byte("servers: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	var stdout, stderr syncBuffer
+	if err := run(context.Background(), []string{"up", "--config", cfg, "--data", data, "--nats-listen", "none", "--http-listen", ""}, &stdout, &stderr); err == nil {
+		t.Fatal("a bad configuration was accepted")
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("the data directory was created (%v)", err)
+	}
+}

@@ -265,17 +265,23 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return fmt.Errorf("--data: %w", err)
+	mkData := func() error {
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return fmt.Errorf("--data: %w", err)
+		}
+		return nil
 	}
 
+	// A configuration is checked before anything is created.
 	var cfg *fileConfig
 	if o.ConfigPath != "" {
 		// Only the connectors use the servers' secrets, and the executor redacts them from
 		// audit events: other roles start without them in their environment.
 		serverSecrets := slices.ContainsFunc(names, func(n string) bool { return n == "registrysync" || n == "executor" })
-		cfg, err = loadConfigFor(o.ConfigPath, os.LookupEnv, serverSecrets)
-	} else {
+		if cfg, err = loadConfigFor(o.ConfigPath, os.LookupEnv, serverSecrets); err == nil {
+			err = mkData()
+		}
+	} else if err = mkData(); err == nil {
 		cfg, err = demoConfig(dataDir, demoservers.Names())
 	}
 	if err != nil {
