@@ -590,8 +590,10 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 	var last *subjects.DispatchReply // the previous attempt's answer
 	for {
 		// A tool revoked, removed or made stale since it was admitted (or since the previous
-		// attempt) is not dispatched (again): a revoked tool never executes, retry or not.
-		if v := e.reg.view.Tool(c.tool.Server, c.tool.Name); v.State == staleness.Revoked || v.State == staleness.Removed || v.State == staleness.Stale {
+		// attempt) is not dispatched (again): a revoked tool never executes, retry or not. Nor
+		// is one the view no longer knows (a removal it stopped remembering: unknown).
+		if v := e.reg.view.Tool(c.tool.Server, c.tool.Name); v.State == staleness.Revoked || v.State == staleness.Removed ||
+			v.State == staleness.Stale || v.State == staleness.Unknown {
 			if last != nil && !notSent(last.Error.Code) {
 				return *last // what the earlier attempt did stands; it is not retried
 			}

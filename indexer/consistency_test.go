@@ -341,3 +341,29 @@ func TestFullDetailsNotAheadOfTheAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestVisibleKeyByClass: principals the policy and the private lists treat alike share their
+// search statistics; names a client makes up do not make one key each (a cache of 256 keys
+// cycled by made-up user names made every search a pass over the whole catalog).
+func TestVisibleKeyByClass(t *testing.T) {
+	pol := mustPolicy(t, &policy.Config{Rules: []policy.Rule{{Name: "staff", Roles: []string{"staff"}, Allow: []string{"*"}}}})
+	d := openDirect(t, pol)
+	carol := snapshot("hr", "hr", tool("salary", "payroll salary"))
+	carol.CacheScope, carol.AuthContext = subjects.ScopePrivate, "user:carol"
+	d.apply(status("hr", subjects.StatusReady), carol)
+	c := d.Catalog
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	key := func(user string, roles ...string) string {
+		return c.visibleKey(subjects.Principal{Tenant: "acme", User: user, Roles: roles})
+	}
+	if key("made-up-1", "staff") != key("made-up-2", "staff", "other") {
+		t.Error("two made-up users of one role have different keys")
+	}
+	if key("made-up-1", "staff") == key("carol", "staff") {
+		t.Error("carol, whose private list the others may not see, shares their key")
+	}
+	if key("made-up-1", "staff") == key("made-up-1") {
+		t.Error("a principal the policy treats differently shares the key")
+	}
+}

@@ -181,6 +181,8 @@ type scopeOverview struct {
 	version uint64
 	private []*serverMem
 	sig     uint64 // a hash of which servers' tools are private, and to whom
+	// The tenants and users the private lists' authContexts name.
+	tenants, users map[string]bool
 }
 
 // everyToolVisible reports whether f lets every tool of the catalog through, so that search can
@@ -231,10 +233,18 @@ func (c *Catalog) overviewNow() *overview {
 func (c *Catalog) scopesNow() *scopeOverview {
 	so := c.scopes.Load()
 	if so == nil || so.version != c.version {
-		so = &scopeOverview{version: c.version}
+		so = &scopeOverview{version: c.version, tenants: map[string]bool{}, users: map[string]bool{}}
 		for name, s := range c.servers {
 			if km := s.tools0; km != nil && km.CacheScope == subjects.ScopePrivate && len(s.tools) > 0 {
 				so.private = append(so.private, s)
+				for _, part := range strings.Split(km.AuthContext, "/") {
+					switch k, v, _ := strings.Cut(part, ":"); k {
+					case "tenant":
+						so.tenants[v] = true
+					case "user":
+						so.users[v] = true
+					}
+				}
 				h := fnv.New64a()
 				h.Write([]byte(name + "\x00" + km.AuthContext))
 				so.sig += h.Sum64() // a sum: the same whatever the map's order
@@ -259,14 +269,22 @@ func (c *Catalog) everyToolPermitted(pr subjects.Principal) bool {
 	return true
 }
 
-// visibleKey names what a principal may see while the private lists are scopes (see
-// scopeOverview):
-// which tools the policy and the lists' cache scopes let it see depends on nothing else but the
-// tools themselves, which the search index follows.
-func visibleKey(pr subjects.Principal, scopes uint64) string {
-	roles := slices.Clone(pr.Roles)
-	slices.Sort(roles)
-	return strconv.FormatUint(scopes, 16) + "\x00" + pr.Tenant + "\x00" + pr.User + "\x00" + strings.Join(roles, "\x00")
+// visibleKey names what pr may see: principals with the same key see the same tools. Which
+// tools pr may see depends on the policy's decisions, the same for its whole class (see
+// policy.Class), and on the private lists it may see: on the scope signature, and on its
+// tenant and user when a private list names them (or they are the local ones, whose lists are
+// those without an authContext). Names no list or rule names collapse to one key, so a client
+// that makes names up does not make one key per name. Callers hold c.mu (read).
+func (c *Catalog) visibleKey(pr subjects.Principal) string {
+	so := c.scopesNow()
+	tenant, user := "~", "~"
+	if pr.Tenant == policy.Local.Tenant || so.tenants[pr.Tenant] {
+		tenant = strconv.Quote(pr.Tenant)
+	}
+	if pr.User == policy.Local.User || so.users[pr.User] {
+		user = strconv.Quote(pr.User)
+	}
+	return strconv.FormatUint(so.sig, 16) + " " + tenant + " " + user + " " + c.pol.Class(pr)
 }
 
 // cachedVerdict is a server's freshness verdict, valid while the in-memory state is at version
@@ -405,7 +423,7 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 				e := c.byPublic[id]
 				return e != nil && perm.allow(e)
 			}
-			q.VisibleKey = visibleKey(pr, c.scopesNow().sig)
+			q.VisibleKey = c.visibleKey(pr)
 		}
 		if !c.noFastPath && c.everyToolVisible(f) {
 			q.Allow = nil // same answer, without a check per candidate

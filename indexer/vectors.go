@@ -269,7 +269,7 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	if v, ok := c.queryVecs.get(query); ok {
 		return v
 	}
-	if time.Now().UnixNano() < c.embedDown.until.Load() {
+	if !c.embedDown.try(timeout) {
 		return nil // the embedder failed lately: lexical at once, not after its timeout
 	}
 	qctx, cancel := context.WithTimeout(ctx, timeout)
@@ -300,6 +300,21 @@ const (
 type breaker struct {
 	until atomic.Int64 // unix nanoseconds: no attempt before
 	wait  atomic.Int64 // the current hold-off, 0 after a success
+}
+
+// try reports whether a request embedding may be tried now. Once a hold-off is over, one
+// caller tries (for up to probe) while the others still answer lexically: with a hanging
+// endpoint every search in the next probe would otherwise wait on it again.
+func (b *breaker) try(probe time.Duration) bool {
+	u := b.until.Load()
+	if u == 0 {
+		return true
+	}
+	now := time.Now()
+	if now.UnixNano() < u {
+		return false
+	}
+	return b.until.CompareAndSwap(u, now.Add(probe).UnixNano())
 }
 
 func (b *breaker) fail(floor time.Duration) {

@@ -5,6 +5,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/mcpstream/mcpstream/subjects"
 )
 
 // slowMatch is Match as path.Match alone does it, the reference of its fast paths.
@@ -51,5 +53,48 @@ func BenchmarkMatchTool(b *testing.B) {
 				MatchTool(pat, "github", "create_issue")
 			}
 		})
+	}
+}
+
+// TestClassDecidesAlike: principals of one Class get the same decision for every tool, and
+// names no rule names collapse into one class.
+func TestClassDecidesAlike(t *testing.T) {
+	p, err := New(&Config{Rules: []Rule{
+		{Name: "staff", Roles: []string{"staff"}, Allow: []string{"kb__*"}},
+		{Name: "acme", Tenants: []string{"acme"}, Allow: []string{"crm__*"}},
+		{Name: "no mallory", Users: []string{"mallory"}, Deny: []string{"*"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"acme", "beta", "mallory", "bob", "staff", "admin", ""}
+	var prs []subjects.Principal
+	for _, tn := range names {
+		for _, u := range names {
+			for _, roles := range [][]string{nil, {"staff"}, {"admin"}, {"staff", "admin", "staff"}} {
+				prs = append(prs, subjects.Principal{Tenant: tn, User: u, Roles: roles})
+			}
+		}
+	}
+	tools := []Tool{{Server: "kb", Name: "get"}, {Server: "crm", Name: "list"}, {Server: "x", Name: "y"}}
+	classes := map[string]subjects.Principal{}
+	for _, pr := range prs {
+		c := p.Class(pr)
+		first, seen := classes[c]
+		if !seen {
+			classes[c] = pr
+			continue
+		}
+		for _, tl := range tools {
+			if a, b := p.Decide(pr, tl).Allowed, p.Decide(first, tl).Allowed; a != b {
+				t.Fatalf("class %q: %+v and %+v decided apart on %+v", c, pr, first, tl)
+			}
+		}
+	}
+	if p.Class(subjects.Principal{Tenant: "t1", User: "u1", Roles: []string{"r1"}}) != p.Class(subjects.Principal{Tenant: "t2", User: "u2", Roles: []string{"r2", "r3"}}) {
+		t.Error("names no rule names make classes of their own")
+	}
+	if len(classes) > 2*2*2*2 {
+		t.Errorf("%d classes, want at most 16 (tenant named or not, user named or not, staff or not)", len(classes))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -55,6 +56,8 @@ type Policy struct {
 	principals         map[string]PrincipalConfig
 	rules              []Rule
 	approveDestructive bool
+	// The tenants, users and roles some rule names (see Class).
+	namedTenants, namedUsers, namedRoles map[string]bool
 }
 
 // Open returns the policy of a configuration without a policy section.
@@ -96,7 +99,45 @@ func New(cfg *Config) (*Policy, error) {
 			return nil, fmt.Errorf("%w: a principal has an empty name", ErrInvalid)
 		}
 	}
+	p.namedTenants, p.namedUsers, p.namedRoles = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, r := range cfg.Rules {
+		for _, n := range r.Tenants {
+			p.namedTenants[n] = true
+		}
+		for _, n := range r.Users {
+			p.namedUsers[n] = true
+		}
+		for _, n := range r.Roles {
+			p.namedRoles[n] = true
+		}
+	}
 	return p, nil
+}
+
+// Class returns a key that two principals share exactly when every rule applies to both or to
+// neither, so that the policy decides every tool alike for them: their tenant, user and roles
+// reduced to those some rule names (a name no rule names is "~", as any other). "" for the
+// open policy. A cache by principal keyed with it holds one entry per class of principals, not
+// one per name a client makes up.
+func (p *Policy) Class(pr subjects.Principal) string {
+	if p.open {
+		return ""
+	}
+	named := func(set map[string]bool, n string) string {
+		if set[n] {
+			return strconv.Quote(n)
+		}
+		return "~"
+	}
+	var roles []string
+	for _, r := range pr.Roles {
+		if p.namedRoles[r] {
+			roles = append(roles, strconv.Quote(r))
+		}
+	}
+	slices.Sort(roles)
+	roles = slices.Compact(roles)
+	return named(p.namedTenants, pr.Tenant) + " " + named(p.namedUsers, pr.User) + " " + strings.Join(roles, ",")
 }
 
 // IsOpen reports whether this is the open policy.

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -127,10 +128,10 @@ func (s *session) beginCall() bool {
 	return true
 }
 
-// startService adds the micro service (queue group mcpstream-registrysync). Its relist and
-// dispatch endpoints are added per server (serveServer): several registrysync processes, each
-// with its own servers, share one NATS, and a request must reach the one that runs its server
-// (a wildcard subscription in one queue group sent it to any of them).
+// startService adds the micro service (queue group mcpstream-registrysync), for $SRV
+// discovery. The relist and dispatch endpoints are per server (serveServer): several
+// registrysync processes, each with its own servers, share one NATS, and a request must reach
+// the one that runs its server (a wildcard subscription in one queue group sent it to any).
 func (m *Manager) startService() (micro.Service, error) {
 	svc, err := micro.AddService(m.nc, micro.Config{
 		Name:        ServiceName,
@@ -144,24 +145,42 @@ func (m *Manager) startService() (micro.Service, error) {
 	return svc, nil
 }
 
-// serveServer adds the relist and dispatch endpoints of one server to svc, once per server
-// name. The caller holds m.mu.
-func (m *Manager) serveServer(svc micro.Service, name string) error {
-	if m.served[name] {
+// serveServer starts the relist and dispatch endpoints of one server, once per server name:
+// queue subscriptions in the service's queue group (see msgRequest), so that Remove can end
+// them (endpoints left behind would answer not_found for part of the requests once another
+// process runs the server). The caller holds m.mu.
+func (m *Manager) serveServer(name string) error {
+	if m.served[name] != nil {
 		return nil
 	}
-	m.endpoints++
-	n := strconv.Itoa(m.endpoints)
-	if err := svc.AddEndpoint("relist-"+n, micro.HandlerFunc(m.handleRelist),
-		micro.WithEndpointSubject(subjects.Relist(name))); err != nil {
-		return fmt.Errorf("relist endpoint of %q: %w", name, err)
+	var subs []*nats.Subscription
+	for _, ep := range []struct {
+		subject string
+		handle  func(micro.Request)
+	}{{subjects.Relist(name), m.handleRelist}, {subjects.Dispatch(name), m.handleDispatch}} {
+		handle := ep.handle
+		sub, err := m.nc.QueueSubscribe(ep.subject, QueueGroup, func(msg *nats.Msg) { handle(msgRequest{msg}) })
+		if err != nil {
+			for _, s := range subs {
+				_ = s.Unsubscribe()
+			}
+			return fmt.Errorf("endpoint %s of %q: %w", ep.subject, name, err)
+		}
+		subs = append(subs, sub)
 	}
-	if err := svc.AddEndpoint("dispatch-"+n, micro.HandlerFunc(m.handleDispatch),
-		micro.WithEndpointSubject(subjects.Dispatch(name))); err != nil {
-		return fmt.Errorf("dispatch endpoint of %q: %w", name, err)
-	}
-	m.served[name] = true
+	m.served[name] = subs
 	return nil
+}
+
+// unserveServer ends the endpoints of one server: messages already delivered are handled. The
+// caller holds m.mu.
+func (m *Manager) unserveServer(name string) {
+	for _, sub := range m.served[name] {
+		if err := sub.Drain(); err != nil {
+			m.log.Warn().Err(err).Str("server", name).Msg("end endpoints")
+		}
+	}
+	delete(m.served, name)
 }
 
 // respond sends data, or a too_large error if it does not fit in a message.

@@ -50,16 +50,17 @@
 //
 // # Serves
 //
-// Core request/reply, micro service "mcpstream-registrysync" in the queue group of the same
-// name, with a relist and a dispatch endpoint per server this process runs (so several
-// processes, each with its own servers, share one NATS: a request reaches the one that runs its
-// server, and a server no process runs has no responders):
+// Core request/reply in the queue group "mcpstream-registrysync" (a micro service of that name
+// answers $SRV discovery), with a relist and a dispatch endpoint per server this process runs:
+// two queue subscriptions per server, which Manager.Remove ends (so several processes, each with
+// its own servers, share one NATS: a request reaches the one that runs its server, and a server
+// no process runs, or no longer runs, has no responders):
 //
 //	mcpstream.v1.control.relist.<server>  RelistRequest → RelistReply
 //	mcpstream.v1.dispatch.<server>        DispatchRequest → DispatchReply
 //
-// Both answer bad_request to malformed JSON, and not_found for a server removed since
-// (Manager.Remove). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
+// Both answer bad_request to malformed JSON, and not_found for a server removed while the
+// request was on its way (Manager.Remove). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
 // sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, not_found).
 // Manager.Dispatch and Manager.Relist are the same in-process.
 //

@@ -51,9 +51,8 @@ type Manager struct {
 	calls    chan struct{} // semaphore of NATS dispatches in flight
 	handlers sync.WaitGroup
 
-	svc       micro.Service   // while running
-	served    map[string]bool // servers with relist and dispatch endpoints on svc
-	endpoints int             // endpoints added (names them)
+	svc    micro.Service                   // while running
+	served map[string][]*nats.Subscription // while running: the relist and dispatch endpoints of each server
 }
 
 // New returns a Manager for cfg.Servers. Configuration errors are reported by Run.
@@ -99,9 +98,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.mu.Unlock()
 		return err
 	}
-	m.svc, m.served = svc, map[string]bool{}
+	m.svc, m.served = svc, map[string][]*nats.Subscription{}
 	for name := range m.conns {
-		if err := m.serveServer(svc, name); err != nil {
+		if err := m.serveServer(name); err != nil {
+			for name := range m.served {
+				m.unserveServer(name)
+			}
 			_ = svc.Stop()
 			m.mu.Unlock()
 			return err
@@ -121,6 +123,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	conns := make([]*connector, 0, len(m.conns))
 	for _, c := range m.conns {
 		conns = append(conns, c)
+	}
+	for name := range m.served {
+		m.unserveServer(name)
 	}
 	m.mu.Unlock()
 	if err := svc.Stop(); err != nil {
@@ -152,7 +157,7 @@ func (m *Manager) Add(ctx context.Context, sc ServerConfig) error {
 		return fmt.Errorf("%w: %q", ErrExists, sc.Name)
 	}
 	if m.running {
-		if err := m.serveServer(m.svc, sc.Name); err != nil {
+		if err := m.serveServer(sc.Name); err != nil {
 			return err
 		}
 	}
@@ -174,6 +179,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	m.mu.Lock()
 	c := m.conns[name]
 	delete(m.conns, name)
+	m.unserveServer(name) // another process may run it next
 	m.mu.Unlock()
 	known := c != nil
 	if c == nil {

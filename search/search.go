@@ -183,6 +183,12 @@ func (ix *Index) Search(q Query) []Hit {
 	} else {
 		sc.st = ix.globalStats()
 	}
+	if useVec && sc.st.vis != nil && !ix.visibleVector(sc.st) {
+		// An index of the visible tools alone would hold no vector: lexical, as there.
+		if useVec = false; !lexical {
+			return nil
+		}
+	}
 	var qv []float32
 	if useVec {
 		qv, useVec = unitVector(sc.qv, q.Vector)
@@ -210,6 +216,16 @@ func (ix *Index) Search(q Query) []Hit {
 		hits[i] = Hit{ID: ix.docs[c.slot].id, Score: c.score}
 	}
 	return hits
+}
+
+// visibleVector reports whether a tool of st has a vector. Callers hold ix.mu (read).
+func (ix *Index) visibleVector(st *collStats) bool {
+	for _, s := range ix.vecs.slots {
+		if hasBit(st.vis, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // searchLexical returns the lexical ranking of pq (at least k deep when

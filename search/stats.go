@@ -104,10 +104,26 @@ func (ix *Index) statsFor(key string, visible func(id string) bool) *collStats {
 		st.norms = ix.normsOver(st.n, &total)
 	}
 	ix.visStats.mu.Lock()
-	if ix.visStats.m == nil || len(ix.visStats.m) >= maxStatsKeys && ix.visStats.m[key] == nil {
-		ix.visStats.m = map[string]*collStats{}
+	m := ix.visStats.m
+	if m == nil {
+		m = map[string]*collStats{}
+		ix.visStats.m = m
 	}
-	ix.visStats.m[key] = st
+	if len(m) >= maxStatsKeys && m[key] == nil {
+		// Full: the classes not searched since the last write go first, else any one.
+		for k, old := range m {
+			if old.gen != ix.gen {
+				delete(m, k)
+			}
+		}
+		for k := range m {
+			if len(m) < maxStatsKeys {
+				break
+			}
+			delete(m, k)
+		}
+	}
+	m[key] = st
 	ix.visStats.mu.Unlock()
 	return st
 }
@@ -129,10 +145,15 @@ func (ix *Index) df(st *collStats, term uint32) float64 {
 		}
 	}
 	st.mu.Lock()
-	st.df[term] = d
+	if len(st.df) < maxDFMemo {
+		st.df[term] = d
+	}
 	st.mu.Unlock()
 	return d
 }
+
+// maxDFMemo bounds the document frequencies a class's statistics remember.
+const maxDFMemo = 1 << 16
 
 // idf is the IDF of term among the tools of st.
 func (ix *Index) idf(st *collStats, term uint32) float64 {
