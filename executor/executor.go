@@ -226,7 +226,12 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.flight.mu.Lock()
 		n := len(e.flight.items)
 		e.flight.mu.Unlock()
-		e.cfg.Log.Warn().Int("calls", n).Dur("grace", e.cfg.StopGrace).Msg("stopping with calls still running")
+		if n > 0 {
+			e.cfg.Log.Warn().Int("calls", n).Dur("grace", e.cfg.StopGrace).Msg("stopping with calls still running")
+		} else {
+			// No call was cut: the consumer's drain did not finish (NATS away, say).
+			e.cfg.Log.Warn().Dur("grace", e.cfg.StopGrace).Msg("stopping before the calls consumer drained (no call in flight)")
+		}
 	}
 	if err := e.waitAsync(5 * time.Second); err != nil {
 		e.cfg.Log.Warn().Err(err).Msg("audit events not flushed")

@@ -57,6 +57,8 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
+var natsConnected = desc("mcpstream_nats_connected", "1 while the process is connected to NATS; its roles serve nothing while it is 0.")
+
 var (
 	execReady      = desc("mcpstream_executor_ready", "1 once the executor serves (registry replayed, front end and workers running).")
 	execHandled    = desc("mcpstream_executor_calls_handled_total", "Call messages taken from the calls stream by this process.")

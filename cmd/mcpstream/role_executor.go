@@ -87,6 +87,10 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 		Limits:  limits,
 		Workers: executorOptions.Workers,
 		Log:     env.Log,
+		// Calls in flight when the process stops finish within --stop-timeout (not a fixed
+		// 10 s: a call cut there is answered only after AckWait, outcome_unknown if it has
+		// side effects, though it ran).
+		StopGrace: inFlightGrace(env.StopTimeout),
 	}
 	if executorOptions.NoFront {
 		cfg.FrontEnd = new(bool)

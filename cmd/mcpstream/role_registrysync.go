@@ -37,7 +37,9 @@ func startRegistrySync(ctx context.Context, env *roleEnv) (roleRun, error) {
 	if len(servers) == 0 {
 		env.Log.Warn().Msg("no MCP servers configured")
 	}
-	mgr := registrysync.New(env.JS, env.NC, registrysync.Config{Servers: servers}, env.Log)
+	// tools/call requests in flight when the process stops finish within --stop-timeout before
+	// the sessions close (not a fixed 10 s).
+	mgr := registrysync.New(env.JS, env.NC, registrysync.Config{Servers: servers, DrainTimeout: inFlightGrace(env.StopTimeout)}, env.Log)
 	env.Registry = mgr
 	env.addMetrics(registryMetrics(mgr))
 	// Ready once its endpoints are up and every server's first connection attempt concluded

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,6 +35,20 @@ type roleEnv struct {
 	// Metrics is the registry GET /metrics serves (nil without HTTP): roles add their counters
 	// with addMetrics.
 	Metrics *prometheus.Registry
+	// StopTimeout is --stop-timeout: how long the roles may take to stop. Roles that let work
+	// in flight finish when stopping (the executor's calls, the connectors' tools/call
+	// requests) wait for it up to inFlightGrace(StopTimeout), not a fixed time of their own.
+	StopTimeout time.Duration
+}
+
+// inFlightGrace is how long a stopping role waits for the work it has in flight, within a stop
+// timeout: all of it but a margin (5 s, less for short timeouts) for what follows (the audit
+// events flushed, the connection drained). Zero for a zero timeout (the role's own default).
+func inFlightGrace(stopTimeout time.Duration) time.Duration {
+	if stopTimeout <= 0 {
+		return 0
+	}
+	return stopTimeout - min(5*time.Second, stopTimeout/3)
 }
 
 // roleRun is a started role.

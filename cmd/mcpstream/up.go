@@ -19,6 +19,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/demoservers"
@@ -45,14 +46,17 @@ to change a demo server's tools (it announces list_changed).
 
 The embedded NATS server listens on --nats-listen so other processes (the mcpstream client
 commands, the nats CLI, more role processes) can connect. HTTP on --http-listen serves
-GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before and while stopping.
+GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before, while stopping and while
+the NATS connection is down (status nats_disconnected).
 GET /metrics: Prometheus text format: Go runtime and process metrics, and per role
 mcpstream_executor_*, mcpstream_catalog_* (label replica) and mcpstream_server_* (label server).
 
 Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: /healthz answers 503 at once, the roles stop
-in reverse start order (in-flight work finishes, bounded by --stop-timeout: past it the others
-are stopped all the same and the exit status is 1), then HTTP, then NATS is drained and the
-embedded server flushes its store. A signal while starting stops just as cleanly.
+in reverse start order (in-flight work finishes, bounded by --stop-timeout less a margin of up to
+5s: past it the others are stopped all the same and the exit status is 1), then HTTP, then NATS
+is drained and the embedded server flushes its store. A signal while starting stops just as
+cleanly. A stream deleted or recreated while the process runs stops it with an error (start it
+again to declare the streams and rebuild).
 
 Examples:
   mcpstream up
@@ -166,6 +170,7 @@ func isTerminal(w io.Writer) bool {
 type host struct {
 	log      zerolog.Logger
 	names    []string
+	nc       *nats.Conn // the process's NATS connection: no role serves while it is down
 	mu       sync.Mutex
 	state    map[string]*roleState
 	stopping atomic.Bool
@@ -215,17 +220,32 @@ func isClosed(c chan struct{}) bool {
 
 func (h *host) healthz(w http.ResponseWriter, r *http.Request) {
 	ok, states := h.readiness()
+	connected, natsState := h.natsState()
 	status, code := "ok", http.StatusOK
 	switch {
 	case h.stopping.Load():
 		status, code = "stopping", http.StatusServiceUnavailable
+	case !connected:
+		// The roles keep their state and resume once the connection is back; meanwhile none of
+		// them serves (no search, no call, no registry event).
+		status, code = "nats_disconnected", http.StatusServiceUnavailable
 	case !ok:
 		status, code = "starting", http.StatusServiceUnavailable
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]any{"status": status, "roles": states})
+	json.NewEncoder(w).Encode(map[string]any{"status": status, "roles": states, "nats": natsState})
+}
+
+// natsState reports whether the process's NATS connection is up, and its state in words
+// (connected, reconnecting, closed, ...).
+func (h *host) natsState() (bool, string) {
+	if h.nc == nil {
+		return false, "connecting"
+	}
+	st := h.nc.Status()
+	return st == nats.CONNECTED, strings.ToLower(st.String())
 }
 
 // runRoles runs the named roles (in their registered order) until ctx is done or one fails.
@@ -303,6 +323,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	}
 	var nc *nats.Conn
 	var natsURL string
+	reconnected := make(chan struct{}, 1)
 	connOpts := []nats.Option{
 		nats.Name("mcpstream " + o.Name),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
@@ -317,7 +338,13 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 				log.Warn().Err(err).Msg("nats disconnected")
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info().Str("url", redactURL(c.ConnectedUrl())).Msg("nats reconnected") }),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info().Str("url", redactURL(c.ConnectedUrl())).Msg("nats reconnected")
+			select { // the streams are checked again at once (see watchStreams)
+			case reconnected <- struct{}{}:
+			default:
+			}
+		}),
 	}
 	if o.Embedded {
 		unlock, err := lockDataDir(dataDir)
@@ -383,20 +410,24 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
-	err = ensureStreams(startCtx, js, o.StreamReplicas, cfg)
+	origins, err := ensureStreams(startCtx, js, o.StreamReplicas, cfg)
 	cancelStart()
 	if err != nil {
 		return err
 	}
 
-	h := &host{log: log, names: names, state: map[string]*roleState{}}
-	env := &roleEnv{NC: nc, JS: js, Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica}
+	h := &host{log: log, names: names, nc: nc, state: map[string]*roleState{}}
+	env := &roleEnv{NC: nc, JS: js, Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica, StopTimeout: o.StopTimeout}
 	var hs *http.Server
 	httpURL := "none"
 	if httpLn != nil {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /healthz", h.healthz)
 		reg, metrics := newMetrics()
+		reg.MustRegister(collectFunc(func(ch chan<- prometheus.Metric) {
+			connected, _ := h.natsState()
+			gauge(ch, natsConnected, boolValue(connected))
+		}))
 		mux.Handle("GET /metrics", metrics)
 		env.HTTP, env.Metrics = mux, reg
 		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -469,10 +500,27 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	}
 
 	starting = false
+	// A stream deleted or recreated under the running roles (NATS restarted without its store,
+	// a stream removed by hand) leaves them serving stale state, silently: the indexer keeps
+	// a catalog of the old stream and follows the new one from its old position, the workers'
+	// consumer is gone, the connectors do not publish their lists again. The process stops
+	// with an error instead: started again (systemd's Restart=on-failure), it declares the
+	// streams and rebuilds from them.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	lost := make(chan error, 1)
+	go func() { lost <- watchStreams(watchCtx, js, origins, reconnected) }()
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("stopping")
 		return nil
+	case err := <-lost:
+		if err == nil || ctx.Err() != nil {
+			log.Info().Msg("stopping")
+			return nil
+		}
+		log.Error().Err(err).Msg("stopping: restart this process to declare the streams again and rebuild from them")
+		return err
 	case name := <-failed:
 		h.mu.Lock()
 		ferr := h.state[name].err
@@ -516,20 +564,72 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 	return nil
 }
 
-// ensureStreams declares mcpstream's streams. With replicas 0 an existing stream keeps its
-// replica count (a role process never scales a cluster's streams down) and a new one gets 1.
-func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) error {
+// ensureStreams declares mcpstream's streams and returns when each was created. With replicas 0
+// an existing stream keeps its replica count (a role process never scales a cluster's streams
+// down) and a new one gets 1.
+func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) (map[string]time.Time, error) {
+	origins := map[string]time.Time{}
 	for _, cfg := range subjects.Streams(fc.streamOptions(max(replicas, 1))) {
 		if replicas == 0 {
 			if s, err := js.Stream(ctx, cfg.Name); err == nil {
 				cfg.Replicas = s.CachedInfo().Config.Replicas
 			} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-				return fmt.Errorf("stream %s: %w", cfg.Name, err)
+				return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 			}
 		}
-		if _, err := js.CreateOrUpdateStream(ctx, cfg); err != nil {
-			return fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		s, err := js.CreateOrUpdateStream(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+		}
+		origins[cfg.Name] = s.CachedInfo().Created
+	}
+	return origins, nil
+}
+
+// streamCheckEvery is how often watchStreams checks the streams (and at once after a reconnect).
+var streamCheckEvery = 5 * time.Second
+
+// streamGoneChecks is how many checks in a row must find a stream missing before it counts as
+// deleted (a cluster whose JetStream is still recovering may not know it yet).
+const streamGoneChecks = 3
+
+// errStreamLost is returned by watchStreams.
+var errStreamLost = errors.New("stream lost")
+
+// watchStreams checks, every streamCheckEvery and after each reconnection, that the streams the
+// process declared are still the ones it declared (origins: name → creation time). It returns
+// an error wrapping errStreamLost once one was recreated or is missing, nil when ctx is done.
+// Other failures (a timeout while NATS is away) are retried at the next check.
+func watchStreams(ctx context.Context, js jetstream.JetStream, origins map[string]time.Time, reconnected <-chan struct{}) error {
+	t := time.NewTicker(streamCheckEvery)
+	defer t.Stop()
+	missing := map[string]int{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-reconnected:
+		}
+		for name, created := range origins {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			s, err := js.Stream(cctx, name)
+			cancel()
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case errors.Is(err, jetstream.ErrStreamNotFound):
+				if missing[name]++; missing[name] >= streamGoneChecks {
+					return fmt.Errorf("%w: stream %s was deleted while this process ran (did NATS restart without its store?)", errStreamLost, name)
+				}
+			case err != nil:
+				// NATS away or busy: the next check tells.
+			case !s.CachedInfo().Created.Equal(created):
+				return fmt.Errorf("%w: stream %s was recreated while this process ran (created %s, was %s)", errStreamLost, name,
+					s.CachedInfo().Created.UTC().Format(time.RFC3339), created.UTC().Format(time.RFC3339))
+			default:
+				missing[name] = 0
+			}
 		}
 	}
-	return nil
 }
