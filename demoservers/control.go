@@ -30,15 +30,20 @@ type Control struct {
 // and an empty document are errors.
 func ParseControl(data []byte) (Control, error) {
 	var c Control
-	if len(bytes.TrimSpace(data)) == 0 {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
 		return c, errors.New("empty control file")
+	}
+	if trimmed[0] != '{' { // null would decode as an empty object
+		return c, errors.New("decode control file: not a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return Control{}, fmt.Errorf("decode control file: %w", err)
 	}
-	if dec.More() {
+	// Not dec.More: it reports no more data before a stray '}' or ']'.
+	if _, err := dec.Token(); err != io.EOF {
 		return Control{}, errors.New("decode control file: trailing data after the JSON object")
 	}
 	return c, nil

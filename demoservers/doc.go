@@ -54,7 +54,9 @@
 // before subscriptions/listen. Handler serves /mcp (streamable HTTP, both
 // eras; legacy clients get notifications on a GET stream) and /sse with
 // /message (HTTP+SSE); ServeHTTP and ServeHTTPListener run it until their
-// context ends, closing open streams.
+// context ends, closing open streams. Browser requests from other origins
+// (an Origin header that is neither the server's own nor a loopback one) get
+// 403, so a web page cannot call a local demo server.
 //
 // # Hostile server
 //

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -131,6 +132,16 @@ func (s *logStore) query(level string, since int64, limit int) ([]logEntry, int)
 	return out, total
 }
 
+// millis converts a since argument (a JSON number, at least 0) to unix milliseconds, saturating:
+// a plain int64 conversion of a float beyond the int64 range is undefined (it gives the most
+// negative value on amd64, which would match every entry).
+func millis(f float64) int64 {
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(f)
+}
+
 func distinctMessages(entries []logEntry) int {
 	seen := make(map[string]struct{})
 	for _, e := range entries {
@@ -222,9 +233,10 @@ func loggingTools(opts Options) (base, extras []server.ServerTool) {
 		Limit int     `json:"limit"`
 	}
 	getLogsHandler := typed(func(_ context.Context, a getLogsArgs) (*mcp.CallToolResult, error) {
-		entries, total := store.query(a.Level, int64(a.Since), a.Limit)
+		since := millis(a.Since)
+		entries, total := store.query(a.Level, since, a.Limit)
 		text := fmt.Sprintf("%d %s log entries since %s (%d returned, %d distinct messages).",
-			total, a.Level, time.UnixMilli(int64(a.Since)).UTC().Format(time.RFC3339), len(entries), distinctMessages(entries))
+			total, a.Level, time.UnixMilli(since).UTC().Format(time.RFC3339), len(entries), distinctMessages(entries))
 		return mcp.NewToolResultStructured(logEntries{Entries: entries}, text), nil
 	})
 
@@ -241,7 +253,7 @@ func loggingTools(opts Options) (base, extras []server.ServerTool) {
 		Since float64 `json:"since"`
 	}
 	getLogStatsHandler := typed(func(_ context.Context, a statsArgs) (*mcp.CallToolResult, error) {
-		all, _ := store.query("", int64(a.Since), 0)
+		all, _ := store.query("", millis(a.Since), 0)
 		st := logStats{Total: len(all), Levels: []levelStats{}}
 		if len(all) > 0 {
 			st.Newest, st.Oldest = all[0].Timestamp, all[len(all)-1].Timestamp

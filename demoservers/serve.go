@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -252,7 +254,38 @@ func Handler(ctx context.Context, name string, opts Options) (http.Handler, erro
 		sse.CloseSessions()
 		streamable.CloseSessions(context.WithoutCancel(ctx))
 	}()
-	return mux, nil
+	return refuseForeignOrigins(mux), nil
+}
+
+// refuseForeignOrigins answers 403 to browser requests from pages of other origins (the MCP
+// transport rules: servers validate Origin). Without it any web page could drive a local demo
+// server over HTTP+SSE: /sse allows every origin to read its stream, and /message takes a
+// text/plain POST, which browsers send cross-origin without a preflight. Requests without an
+// Origin (non-browser clients), from the server's own origin or from a loopback origin (a local
+// inspector) are served.
+func refuseForeignOrigins(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !allowedOrigin(origin, r.Host) {
+			http.Error(w, "Forbidden: cross-origin request", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func allowedOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // "null" (sandboxed pages, files) included
+	}
+	if strings.EqualFold(u.Host, host) {
+		return true
+	}
+	switch strings.ToLower(u.Hostname()) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	return false
 }
 
 // ServeHTTP listens on addr (e.g. "127.0.0.1:8080") and serves Handler until

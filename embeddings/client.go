@@ -179,10 +179,27 @@ func (c *Client) statusError(resp *http.Response) *Error {
 		code = CodeUnavailable
 	}
 	// A read error only shortens the quote.
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxSnippet+len(c.APIKey))))
+	limit := maxSnippet + len(c.APIKey)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(limit)))
+	if len(body) == limit {
+		// The read may have cut a copy of the key: drop its start, which redaction would not
+		// find, and which cleaning (white space trimmed, characters replaced) could move into
+		// the quoted part.
+		body = c.dropKeyStart(body)
+	}
 	msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	if s := c.snippet(body); s != "" {
 		msg += ": " + s
 	}
 	return c.fail(code, resp.StatusCode, nil, "%s", msg)
+}
+
+// dropKeyStart returns body without a trailing part that is the start of APIKey.
+func (c *Client) dropKeyStart(body []byte) []byte {
+	for k := min(len(c.APIKey)-1, len(body)); k > 0; k-- {
+		if bytes.HasSuffix(body, []byte(c.APIKey[:k])) {
+			return body[:len(body)-k]
+		}
+	}
+	return body
 }

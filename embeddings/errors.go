@@ -63,7 +63,8 @@ func (c *Client) redact(s string) string {
 
 // snippet returns the start of a response body for an error message: cleaned, then cut to
 // maxSnippet bytes on a character boundary ("..." marks a cut). body may hold up to
-// maxSnippet+len(APIKey) bytes, so a key that starts within the quoted part is redacted whole.
+// maxSnippet+len(APIKey) bytes, without a cut copy of the key at its end (statusError drops
+// it), so every copy of the key left in it is whole and redacted.
 func (c *Client) snippet(body []byte) string {
 	s := strings.TrimSpace(c.clean(string(body)))
 	if len(s) <= maxSnippet {

@@ -16,12 +16,14 @@ import (
 )
 
 // Config configures the embedded server. The zero value listens on a random loopback port and
-// keeps JetStream in a temporary directory chosen by nats-server.
+// keeps JetStream in a new temporary directory of its own, removed by Shutdown.
 type Config struct {
-	StoreDir   string        // JetStream store directory
-	Listen     string        // host:port; "" → 127.0.0.1 with a random port; "none" → no TCP listener
+	StoreDir   string        // JetStream store directory; "" → a new temporary one
+	Listen     string        // host:port (port 0: any free port); "" → 127.0.0.1 with a random port; "none" → no TCP listener
 	ServerName string        // "" → "mcpstream"
 	MaxPayload int32         // 0 → subjects.MaxEventBytes
+	MaxMemory  int64         // JetStream memory storage limit; 0 → nats-server's (75% of memory)
+	MaxStore   int64         // JetStream file storage limit; 0 → nats-server's (75% of the free disk)
 	ReadyWait  time.Duration // 0 → 10s
 	Logging    bool          // pass nats-server's log to stderr
 }
@@ -31,17 +33,20 @@ var ErrNotReady = errors.New("embedded nats-server not ready")
 
 // Server is a running embedded nats-server.
 type Server struct {
-	ns *server.Server
+	ns     *server.Server
+	tmpDir string // the temporary store Shutdown removes ("" when Config.StoreDir was given)
 }
 
 // Start starts the server and waits until it accepts connections.
 func Start(cfg Config) (*Server, error) {
 	opts := &server.Options{
-		ServerName: cfg.ServerName,
-		JetStream:  true,
-		StoreDir:   cfg.StoreDir,
-		MaxPayload: cfg.MaxPayload,
-		NoSigs:     true,
+		ServerName:         cfg.ServerName,
+		JetStream:          true,
+		StoreDir:           cfg.StoreDir,
+		MaxPayload:         cfg.MaxPayload,
+		NoSigs:             true,
+		JetStreamMaxMemory: cfg.MaxMemory,
+		JetStreamMaxStore:  cfg.MaxStore,
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "mcpstream"
@@ -65,16 +70,35 @@ func Start(cfg Config) (*Server, error) {
 		if err != nil || p < 0 || p > 65535 {
 			return nil, fmt.Errorf("nats listen address %q: bad port", cfg.Listen)
 		}
+		if p == 0 {
+			p = server.RANDOM_PORT // nats-server reads 0 as its default port, 4222
+		}
 		opts.Host, opts.Port = host, p
+	}
+	// Without a StoreDir nats-server would use the fixed <tmp>/nats/jetstream, shared with
+	// any other embedded server and without a lock: each server gets its own.
+	tmpDir := ""
+	if cfg.StoreDir == "" {
+		d, err := os.MkdirTemp("", "mcpstream-nats-")
+		if err != nil {
+			return nil, fmt.Errorf("JetStream store: %w", err)
+		}
+		tmpDir, opts.StoreDir = d, d
+	}
+	fail := func(err error) (*Server, error) {
+		if tmpDir != "" {
+			os.RemoveAll(tmpDir)
+		}
+		return nil, err
 	}
 	// nats-server reports a store it cannot use only in its log, and then never gets ready:
 	// the cause is found here, at once.
-	if err := probeStore(cfg.StoreDir); err != nil {
-		return nil, err
+	if err := probeStore(opts.StoreDir); err != nil {
+		return fail(err)
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("embedded nats-server: %w", err)
+		return fail(fmt.Errorf("embedded nats-server: %w", err))
 	}
 	if cfg.Logging {
 		ns.ConfigureLogger()
@@ -86,20 +110,18 @@ func Start(cfg Config) (*Server, error) {
 	}
 	if !ns.ReadyForConnections(wait) {
 		ns.Shutdown()
-		if cfg.Listen == "none" {
-			return nil, fmt.Errorf("%w after %s", ErrNotReady, wait)
+		ns.WaitForShutdown()
+		if opts.DontListen || opts.Port == server.RANDOM_PORT {
+			return fail(fmt.Errorf("%w after %s", ErrNotReady, wait))
 		}
-		return nil, fmt.Errorf("%w after %s (is %s in use?)", ErrNotReady, wait, cfg.Listen)
+		return fail(fmt.Errorf("%w after %s (is %s in use?)", ErrNotReady, wait, cfg.Listen))
 	}
-	return &Server{ns: ns}, nil
+	return &Server{ns: ns, tmpDir: tmpDir}, nil
 }
 
 // probeStore checks that JetStream can keep its store under dir: the directory exists or can be
 // made, and a file can be written in it.
 func probeStore(dir string) error {
-	if dir == "" {
-		return nil // nats-server picks a temporary directory
-	}
 	js := filepath.Join(dir, "jetstream")
 	if err := os.MkdirAll(js, 0o755); err != nil {
 		return fmt.Errorf("JetStream store %s: %w", dir, err)
@@ -134,8 +156,12 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 // Inner returns the nats-server for callers that need more of it (tests, monitoring).
 func (s *Server) Inner() *server.Server { return s.ns }
 
-// Shutdown stops the server and waits for it; JetStream flushes its store first.
+// Shutdown stops the server and waits for it; JetStream flushes its store first. A temporary
+// store (no Config.StoreDir) is removed.
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+	if s.tmpDir != "" {
+		os.RemoveAll(s.tmpDir)
+	}
 }
