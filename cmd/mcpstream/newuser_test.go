@@ -46,6 +46,9 @@ func TestUpDispatchesToOtherConnectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil { // subscribed before a call is dispatched
+		t.Fatal(err)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +200,9 @@ func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
 func TestCallSaysWhileWaiting(t *testing.T) {
 	env := natstest.Start(t)
 	if _, err := env.NC.Subscribe(subjects.ExecAll, func(*nats.Msg) {}); err != nil { // never answers
+		t.Fatal(err)
+	}
+	if err := env.NC.Flush(); err != nil { // subscribed before the call asks
 		t.Fatal(err)
 	}
 	defer func(d time.Duration) { callWaitingHint = d }(callWaitingHint)

@@ -56,6 +56,9 @@ func TestExecutorRoleStopGraceFollowsStopTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
+	if err := env.NC.Flush(); err != nil { // subscribed before a call is dispatched
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -151,6 +151,10 @@ func TestCallNamesItsID(t *testing.T) {
 	if _, err := env.NC.Subscribe(subjects.ExecAll, func(*nats.Msg) {}); err != nil {
 		t.Fatal(err)
 	}
+	// The server has the subscription before the call's connection asks (else: no responders).
+	if err := env.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, errOut, _ := runCmd(t, ctx, "call", "kb__x", "--json", "--wait", "300ms", "--approval-timeout", "-1", "--nats", env.URL)
