@@ -181,12 +181,10 @@ func (c *Client) statusError(resp *http.Response) *Error {
 	// A read error only shortens the quote.
 	limit := maxSnippet + len(c.APIKey)
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(limit)))
-	if len(body) == limit {
-		// The read may have cut a copy of the key: drop its start, which redaction would not
-		// find, and which cleaning (white space trimmed, characters replaced) could move into
-		// the quoted part.
-		body = c.dropKeyStart(body)
-	}
+	// The read limit, or a read error (a connection lost mid-body), may have cut a copy of the
+	// key: drop its start, which redaction would not find, and which cleaning (white space
+	// trimmed, characters replaced) could move into the quoted part.
+	body = c.dropKeyStart(body)
 	msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	if s := c.snippet(body); s != "" {
 		msg += ": " + s

@@ -1,7 +1,9 @@
 package embeddings
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -28,6 +30,30 @@ func TestStatusErrorNoPartialKey(t *testing.T) {
 				t.Errorf("message %q holds %d bytes of the API key", e.Message, n)
 				break
 			}
+		}
+	}
+}
+
+// TestStatusErrorNoPartialKeyOnReadError: a body cut by a failed read (the connection lost in
+// the middle of an error body that echoes the key) must not get part of the key into the error
+// either: the cut is the same as the read limit's, only shorter.
+func TestStatusErrorNoPartialKeyOnReadError(t *testing.T) {
+	const key = "sk-live-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000") // more than is sent: the client's read fails
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":"bad key `+key[:30])
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the connection is cut
+	}))
+	defer srv.Close()
+	c := &Client{BaseURL: srv.URL, Model: "m", APIKey: key}
+	_, err := c.Embed(t.Context(), []string{"a"})
+	e := asError(t, err)
+	for n := 8; n <= len(key); n++ {
+		if strings.Contains(e.Message, key[:n]) {
+			t.Errorf("message %q holds %d bytes of the API key", e.Message, n)
+			break
 		}
 	}
 }

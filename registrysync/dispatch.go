@@ -176,7 +176,15 @@ func (m *Manager) serveServer(name string) error {
 // caller holds m.mu.
 func (m *Manager) unserveServer(name string) {
 	for _, sub := range m.served[name] {
-		if err := sub.Drain(); err != nil {
+		end := sub.Drain
+		if !m.nc.IsConnected() {
+			// A drain begun while the connection is away sends no UNSUB (nats.go leaves that
+			// to the reconnection) and keeps the subscription until the reconnection has
+			// subscribed it again: the server would keep a queue member that answers nothing.
+			// Unsubscribed at once, it is not subscribed again.
+			end = sub.Unsubscribe
+		}
+		if err := end(); err != nil {
 			m.log.Warn().Err(err).Str("server", name).Msg("end endpoints")
 		}
 	}

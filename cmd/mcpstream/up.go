@@ -590,7 +590,9 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc
 var streamCheckEvery = 5 * time.Second
 
 // streamGoneChecks is how many checks in a row must find a stream missing before it counts as
-// deleted (a cluster whose JetStream is still recovering may not know it yet).
+// deleted (a cluster whose JetStream is still recovering may not know it yet), over at least
+// streamGoneChecks-1 check periods: checks after reconnections come at any time, several in a
+// moment (see watchStreams).
 const streamGoneChecks = 3
 
 // errStreamLost is returned by watchStreams.
@@ -604,6 +606,7 @@ func watchStreams(ctx context.Context, js jetstream.JetStream, origins map[strin
 	t := time.NewTicker(streamCheckEvery)
 	defer t.Stop()
 	missing := map[string]int{}
+	since := map[string]time.Time{} // when each missing stream was first found missing
 	for {
 		select {
 		case <-ctx.Done():
@@ -619,7 +622,14 @@ func watchStreams(ctx context.Context, js jetstream.JetStream, origins map[strin
 			case ctx.Err() != nil:
 				return nil
 			case errors.Is(err, jetstream.ErrStreamNotFound):
-				if missing[name]++; missing[name] >= streamGoneChecks {
+				// Counted in checks and in time: a check waiting on a lost connection, a tick and
+				// the reconnection come due together, and a few reconnections in a row each add
+				// one, so checks alone may all fall in the moment JetStream is still recovering.
+				if missing[name] == 0 {
+					since[name] = time.Now()
+				}
+				if missing[name]++; missing[name] >= streamGoneChecks &&
+					time.Since(since[name]) >= time.Duration(streamGoneChecks-1)*streamCheckEvery {
 					return fmt.Errorf("%w: stream %s was deleted while this process ran (did NATS restart without its store?)", errStreamLost, name)
 				}
 			case err != nil:
