@@ -31,6 +31,7 @@ type captureKey struct{}
 type capture struct {
 	mu     sync.Mutex
 	sent   bool
+	id     mcp.RequestId // of the last request sent
 	result []byte
 	rpcErr *mcp.JSONRPCErrorDetails
 	err    error
@@ -45,6 +46,13 @@ func (cp *capture) snapshot() (sent bool, result []byte, rpcErr *mcp.JSONRPCErro
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	return cp.sent, cp.result, cp.rpcErr, cp.err
+}
+
+// requestID is the JSON-RPC id of the last request sent with this slot.
+func (cp *capture) requestID() mcp.RequestId {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.id
 }
 
 // base forwards the methods of transport.Interface and captures raw answers.
@@ -68,6 +76,7 @@ func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*
 	if cp != nil {
 		cp.mu.Lock()
 		cp.sent = true
+		cp.id = req.ID
 		cp.result, cp.rpcErr, cp.err = nil, nil, nil
 		cp.mu.Unlock()
 	}

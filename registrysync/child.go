@@ -164,9 +164,16 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			if len(line)+len(frag) > maxLineBytes {
-				onMalformed(fmt.Sprintf("line longer than %d bytes", maxLineBytes))
-				line = line[:0]
-				if !discardLine(br) {
+				// Too long to take, but it may be the answer to a waiting call: its id is at
+				// the start or at the end of the line (SDKs write it before or after the
+				// result), and that call ends now rather than at its timeout.
+				head := append([]byte(nil), line[:min(len(line), idWindow)]...)
+				tail, ok := discardLineTail(br, append(line[max(0, len(line)-idWindow):len(line):len(line)], frag...))
+				line = nil // not held for the life of the child
+				if !c.fast.tooLarge(head, tail) {
+					onMalformed(fmt.Sprintf("line longer than %d bytes", maxLineBytes))
+				}
+				if !ok {
 					return
 				}
 				continue
@@ -242,6 +249,28 @@ func (c *child) noteNoise(text string, log zerolog.Logger) {
 		ev = log.Warn()
 	}
 	ev.Str("stdout", text).Msg("stdio server wrote text that is not JSON-RPC on stdout; ignored")
+}
+
+// discardLineTail skips to the end of the current line, returning its last idWindow bytes
+// (tail holds the bytes read before); false at end of input.
+func discardLineTail(br *bufio.Reader, tail []byte) ([]byte, bool) {
+	keep := func(b []byte) {
+		tail = append(tail, b...)
+		if len(tail) > idWindow {
+			tail = append(tail[:0], tail[len(tail)-idWindow:]...)
+		}
+	}
+	keep(nil)
+	for {
+		frag, err := br.ReadSlice('\n')
+		keep(frag)
+		if err == nil {
+			return tail, true
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return tail, false
+		}
+	}
 }
 
 // discardLine skips to the end of the current line; false at end of input.

@@ -32,7 +32,8 @@ type ServerConfig struct {
 	ProtocolVersion string
 	// Kinds to list; nil = tools, prompts and resources (each only if the server has it).
 	Kinds []string
-	// CallTimeout bounds one tools/call; 0 → 60s.
+	// CallTimeout bounds one tools/call: a request's timeoutMs may shorten it, never extend
+	// it; 0 → the request's timeoutMs, or 60s when it gives none.
 	CallTimeout time.Duration
 	// InheritEnv passes this process's whole environment to a stdio child. By default the
 	// child gets only PATH, HOME, USER, LANG, TMPDIR and the like (as the MCP SDKs do) plus

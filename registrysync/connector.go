@@ -564,7 +564,9 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 
 // statusFromFailures derives the server's status after a (re-)list: unavailable when tools
 // could not be listed, ready with a code when only prompts or resources failed (the tools are
-// current), ready otherwise. NATS publish failures are not the server's and change nothing.
+// current), connecting while the server's tools have never been published (a first list
+// dropped for a list_changed), ready otherwise. NATS publish failures are not the server's and
+// change nothing.
 func (c *connector) statusFromFailures(ctx context.Context, s *session, failed map[subjects.Kind]error) {
 	var st subjects.Status
 	first := func() (subjects.Kind, *codedError) {
@@ -577,7 +579,12 @@ func (c *connector) statusFromFailures(ctx context.Context, s *session, failed m
 		return "", nil
 	}
 	kind, coded := first()
+	tools, _ := s.declares(subjects.KindTools)
 	switch {
+	case coded == nil && tools && c.lists(subjects.KindTools) && !c.kind(subjects.KindTools).known:
+		// The first tools list was dropped (a list_changed came during it): not ready until
+		// the re-list it scheduled publishes the tools.
+		st = c.newStatus(subjects.StatusConnecting, "", "")
 	case coded == nil:
 		st = c.newStatus(subjects.StatusReady, "", "")
 	case kind == subjects.KindTools:

@@ -63,9 +63,16 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return dispatchErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is disconnecting; nothing was sent", "")
 	}
 	defer s.calls.Done()
-	timeout := c.sc.CallTimeout
+	// A configured CallTimeout bounds every call: a request may ask for less (the executor
+	// sends what is left of its own deadline), never for more.
+	timeout := DefaultCallTimeout
 	if req.TimeoutMs > 0 {
 		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+		if c.sc.CallTimeout > 0 {
+			timeout = min(timeout, c.sc.CallTimeout)
+		}
+	} else if c.sc.CallTimeout > 0 {
+		timeout = c.sc.CallTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -101,7 +108,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return dispatchErr(subjects.CodeUnavailable, "the call could not be sent: "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errResponseTooLarge):
 		return dispatchErr(subjects.CodeResultTooLarge, "the server's answer is larger than an event can hold; the call ran: "+redact(errText(r.err)), "")
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) || pastDeadline(cctx):
 		return dispatchErr(subjects.CodeTimeout,
 			fmt.Sprintf("no answer within %s; the call was sent and may have run", timeout), "")
 	default:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,8 +76,45 @@ func (f *frameWriter) Close() error { return f.w.Close() }
 
 // fastResponse is the answer to one fastCall request.
 type fastResponse struct {
-	result json.RawMessage
-	rpcErr *mcp.JSONRPCErrorDetails
+	result   json.RawMessage
+	rpcErr   *mcp.JSONRPCErrorDetails
+	tooLarge bool // the answer was a line longer than maxLineBytes, dropped
+}
+
+// idWindow is how many bytes at each end of an over-long line are searched for its id.
+const idWindow = 256
+
+// fastIDPattern finds a fastCall request's id member in a JSON-RPC message.
+var fastIDPattern = regexp.MustCompile(`"id"\s*:\s*"(` + fastIDPrefix + `[0-9]+)"`)
+
+// tooLarge ends the call waiting for the answer whose head and tail (the first and last
+// idWindow bytes of a line too long to take) carry its id, at the very start or the very end,
+// reporting whether one did.
+func (r *fastRouter) tooLarge(head, tail []byte) bool {
+	if r.n.Load() == 0 {
+		return false
+	}
+	var id string
+	if m := fastIDPattern.FindSubmatchIndex(head); m != nil && bytes.HasPrefix(bytes.TrimSpace(head), []byte("{")) && m[0] <= 32 {
+		id = string(head[m[2]:m[3]])
+	} else if all := fastIDPattern.FindAllSubmatchIndex(tail, -1); len(all) > 0 {
+		if m := all[len(all)-1]; bytes.Equal(bytes.TrimSpace(tail[m[1]:]), []byte("}")) {
+			id = string(tail[m[2]:m[3]])
+		}
+	}
+	if id == "" {
+		return false
+	}
+	r.mu.Lock()
+	ch := r.waiting[id]
+	delete(r.waiting, id)
+	r.n.Store(int32(len(r.waiting)))
+	r.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	ch <- fastResponse{tooLarge: true}
+	return true
 }
 
 // fastRouter hands the responses to fastCall requests to their waiting calls.

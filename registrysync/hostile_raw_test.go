@@ -31,6 +31,8 @@ import (
 //	flood     declares tools.listChanged and floods notifications/tools/list_changed
 //	reqflood  floods ping requests at the client and never reads stdin again
 //	badtypes  answers tools/call with an "error" member of the wrong shape
+//	huge      answers tools/call with a line longer than maxLineBytes
+//	notifyfirst sends tools/list_changed just before its first tools/list result
 
 func serveRawChild(mode string) int {
 	var mu sync.Mutex
@@ -74,6 +76,10 @@ func serveRawChild(mode string) int {
 		case "ping":
 			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
 		case "tools/list":
+			if mode == "notifyfirst" {
+				mode = ""
+				write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			}
 			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`)
 		case "tools/call":
 			switch mode {
@@ -81,6 +87,9 @@ func serveRawChild(mode string) int {
 				select {}
 			case "badtypes":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
+			case "huge":
+				// Larger than a line may be, with the id last, as the TypeScript SDK writes it.
+				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxLineBytes+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
 			default:
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"ok"}]}}`)
 			}

@@ -1,6 +1,8 @@
 package registrysync
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,13 @@ var errResponseTooLarge = errors.New("the server's HTTP response is too large")
 type cappedTransport struct {
 	next  http.RoundTripper
 	limit int64
+	// serverRequests, when set (legacy HTTP+SSE), answers the requests a server sends on an
+	// event stream, which are taken out of it (see sseRequests).
+	serverRequests func(id json.RawMessage, method string)
+	// listenOpened, when set (legacy streamable HTTP), is called whenever a GET event stream
+	// opens: mcp-go reopens the standalone stream by itself when it ends, and the
+	// notifications sent meanwhile are lost.
+	listenOpened func()
 }
 
 func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -28,7 +37,13 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		if r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && t.listenOpened != nil {
+			t.listenOpened()
+		}
 		resp.Body = &cappedEvents{ReadCloser: resp.Body, limit: t.limit}
+		if t.serverRequests != nil {
+			resp.Body = &sseRequests{src: resp.Body, answer: t.serverRequests}
+		}
 	} else {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
 	}
@@ -84,4 +99,96 @@ func (e *cappedEvents) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// sseRequests takes the requests a server sends on a legacy HTTP+SSE event stream out of it.
+// mcp-go's SSE transport has no request handler: it takes every message with an id for a
+// response, so a server's request (ping, sampling, roots...) whose id equals that of a request
+// in flight completed that request with an empty answer, and the server never got a reply.
+// Each complete event is passed through, except a "message" event holding a JSON-RPC request,
+// which is handed to answer (on the reader's goroutine, so a server flooding requests stalls
+// its own stream rather than growing goroutines) and dropped.
+type sseRequests struct {
+	src    io.ReadCloser
+	answer func(id json.RawMessage, method string)
+	in     []byte // read, not yet split into events
+	out    []byte // events ready for the reader
+	err    error  // of src, returned once out is drained
+}
+
+func (f *sseRequests) Close() error { return f.src.Close() }
+
+func (f *sseRequests) Read(p []byte) (int, error) {
+	for len(f.out) == 0 {
+		if f.err != nil {
+			if len(f.in) > 0 { // an event cut short: passed on as it is
+				f.out, f.in = f.in, nil
+				break
+			}
+			return 0, f.err
+		}
+		var buf [32 << 10]byte
+		n, err := f.src.Read(buf[:])
+		f.in = append(f.in, buf[:n]...)
+		f.err = err
+		f.split()
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	if len(f.out) == 0 {
+		f.out = nil
+	}
+	return n, nil
+}
+
+// split moves every complete event (up to and including the blank line ending it) from in to
+// out, dropping and answering server requests.
+func (f *sseRequests) split() {
+	start, pos := 0, 0
+	for {
+		i := bytes.IndexByte(f.in[pos:], '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimRight(f.in[pos:pos+i], "\r")
+		pos += i + 1
+		if len(line) > 0 {
+			continue
+		}
+		event := f.in[start:pos]
+		start = pos
+		if !f.take(event) {
+			f.out = append(f.out, event...)
+		}
+	}
+	f.in = append(f.in[:0], f.in[start:]...)
+}
+
+// take answers and reports true when event is a message holding a JSON-RPC request.
+func (f *sseRequests) take(event []byte) bool {
+	var name string
+	var data []byte
+	for _, line := range bytes.Split(event, []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+			name = string(bytes.TrimSpace(v))
+		} else if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+		}
+	}
+	if name != "" && name != "message" || !bytes.Contains(data, []byte(`"method"`)) {
+		return false
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	if json.Unmarshal(data, &m) != nil || m.Method == nil || len(m.ID) == 0 || string(m.ID) == "null" {
+		return false // a notification (or not JSON): mcp-go handles it
+	}
+	f.answer(m.ID, *m.Method)
+	return true
 }

@@ -191,9 +191,13 @@ func validateItem(kind subjects.Kind, item json.RawMessage, maxBytes int) (name,
 		if msg := checkObjectSchema(schema); msg != "" {
 			return reject(subjects.CodeInvalidSchema, "inputSchema %s", msg)
 		}
+		// Since 2026-07-28 (SEP-2106) an outputSchema may be any JSON Schema: an object schema
+		// of any type (array, string...) or a boolean schema; structuredContent any JSON value.
 		if out, ok := fields["outputSchema"]; ok && !isNull(out) {
-			if msg := checkObjectSchema(out); msg != "" {
-				return reject(subjects.CodeInvalidSchema, "outputSchema %s", msg)
+			var m map[string]json.RawMessage
+			var b bool
+			if json.Unmarshal(out, &m) != nil && json.Unmarshal(out, &b) != nil {
+				return reject(subjects.CodeInvalidSchema, "outputSchema must be a JSON Schema (an object or a boolean)")
 			}
 		}
 	case subjects.KindPrompts:

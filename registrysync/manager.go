@@ -355,8 +355,8 @@ func normalize(sc ServerConfig) (ServerConfig, error) {
 	if sc.ProtocolVersion != "" && !slices.Contains(mcp.ValidProtocolVersions, sc.ProtocolVersion) {
 		return bad("unknown protocol version %q", sc.ProtocolVersion)
 	}
-	if sc.CallTimeout <= 0 {
-		sc.CallTimeout = DefaultCallTimeout
+	if sc.CallTimeout < 0 {
+		sc.CallTimeout = 0
 	}
 	return sc, nil
 }

@@ -75,6 +75,7 @@ type session struct {
 	fastID   atomic.Uint64
 	hc       *http.Client
 	protocol string
+	proto    atomic.Pointer[string] // protocol, for goroutines that start before it is known
 	info     mcp.Implementation
 	caps     mcp.ServerCapabilities
 
@@ -150,6 +151,15 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		}
 		if listening {
 			opts = append(opts, transport.WithContinuousListening())
+			// Notifications sent while the GET stream was down (before it first opened, or
+			// between mcp-go's reconnections) are lost: re-list everything whenever it opens,
+			// as when a 2026-07-28 subscriptions/listen stream is reopened. The debounce merges
+			// it with the initial list; an unchanged list publishes nothing.
+			s.hc.Transport.(*cappedTransport).listenOpened = func() {
+				if !s.isLost() {
+					c.requestRelist(nil)
+				}
+			}
 		}
 		h, err := transport.NewStreamableHTTP(sc.URL, opts...)
 		if err != nil {
@@ -159,6 +169,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		tr = &httpWrap{base: base{inner: h}, http: h}
 	case TransportSSE:
 		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
+		s.hc.Transport.(*cappedTransport).serverRequests = s.answerSSERequest
 		h, err := transport.NewSSE(sc.URL,
 			transport.WithHeaders(sc.Headers),
 			transport.WithHTTPClient(s.hc),
@@ -239,6 +250,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	if s.protocol == "" {
 		s.protocol = res.ProtocolVersion
 	}
+	s.proto.Store(&s.protocol)
 	s.info = res.ServerInfo
 	s.caps = s.cl.GetServerCapabilities()
 	modern := mcp.IsModernProtocol(s.protocol)
@@ -484,6 +496,45 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	return nil, fmt.Errorf("%s/list: %w", kind, err)
 }
 
+// answerSSERequest answers a request the server sent on its legacy HTTP+SSE stream, as a stdio
+// child's are answered (child.answerRequest): ping with an empty result, anything else with
+// "method not found" (the connector declares no client capability). The answer is posted to
+// the session's message endpoint; a server that does not take it within serverRequestWait
+// gets none.
+func (s *session) answerSSERequest(id json.RawMessage, method string) {
+	tr, ok := s.cl.GetTransport().(*sseWrap)
+	if !ok {
+		return
+	}
+	endpoint := tr.sse.GetEndpoint()
+	if endpoint == nil {
+		return
+	}
+	answer := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`
+	if method != string(mcp.MethodPing) {
+		answer = `{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32601,"message":"method not supported by this client"}}`
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, serverRequestWait)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(), bytes.NewReader([]byte(answer)))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if p := s.proto.Load(); p != nil && *p != "" {
+		req.Header.Set(transport.HeaderKeyProtocolVersion, *p)
+	}
+	for k, v := range s.c.sc.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+}
+
 // ping probes the connection: ping on legacy connections, server/discover on 2026-07-28
 // (where ping was removed). A JSON-RPC error answer proves the server alive.
 func (s *session) ping(ctx context.Context) error {
@@ -573,6 +624,9 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 		return callResult{sent: n > 0, err: err}, true
 	}
 	got := func(r fastResponse) (callResult, bool) {
+		if r.tooLarge {
+			return callResult{sent: true, err: fmt.Errorf("%w (a line over %d bytes)", errResponseTooLarge, maxLineBytes)}, true
+		}
 		return callResult{raw: r.result, rpcErr: r.rpcErr, sent: true}, true
 	}
 	// An answer that came just before the end of the session or of stdout still counts.
@@ -638,5 +692,43 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 	if err == nil && terr != nil {
 		err = terr
 	}
+	if sent && raw == nil && rpcErr == nil && ended(ctx) {
+		s.cancelHTTP(cp.requestID(), ctx)
+	}
 	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+}
+
+// ended reports whether ctx is done or its deadline has passed.
+func ended(ctx context.Context) bool { return ctx.Err() != nil || pastDeadline(ctx) }
+
+// pastDeadline reports whether ctx's deadline has passed, even if ctx does not say so yet:
+// mcp-go's SSE transport times a request out with a timer of its own, which may fire just
+// before the context's.
+func pastDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
+// cancelHTTP sends notifications/cancelled for a request whose caller stopped waiting, on a
+// legacy (before 2026-07-28) streamable HTTP or SSE connection: there, closing the HTTP request
+// does not cancel it (the spec says a disconnection is not a cancellation), and mcp-go sends the
+// notification on stdio only. On 2026-07-28 ending the request's stream is the cancellation.
+func (s *session) cancelHTTP(id mcp.RequestId, ctx context.Context) {
+	if s.hc == nil || mcp.IsModernProtocol(s.protocol) || id.IsNil() {
+		return
+	}
+	reason := "timeout"
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		reason = err.Error()
+	}
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: string(mcp.MethodNotificationCancelled),
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"requestId": id, "reason": reason}},
+	}}
+	// Off the caller's path, bounded, and never past the session.
+	go func() {
+		nctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		defer cancel()
+		_ = s.cl.GetTransport().SendNotification(nctx, n)
+	}()
 }
