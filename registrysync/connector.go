@@ -325,6 +325,11 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 			return nil, err
 		}
 		c.statusFromFailures(ctx, s, failed)
+		if c.current().Status != subjects.StatusConnecting {
+			// The first lists and status are published (not while a first tools list dropped
+			// for a list_changed keeps the server connecting: Ready promises it listed).
+			c.settle()
+		}
 		if retry != nil {
 			retry.Stop()
 			retry = nil
@@ -339,7 +344,6 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 	if _, err := relist(c.kinds); err != nil {
 		return err
 	}
-	c.settle() // its first lists and status are published
 
 	var resync, ping <-chan time.Time
 	if cfg.ResyncEvery > 0 {

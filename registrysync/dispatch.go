@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -67,7 +68,8 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 	// sends what is left of its own deadline), never for more.
 	timeout := DefaultCallTimeout
 	if req.TimeoutMs > 0 {
-		timeout = time.Duration(req.TimeoutMs) * time.Millisecond
+		// (capped: a timeoutMs past what a time.Duration holds would wrap negative)
+		timeout = time.Duration(min(req.TimeoutMs, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 		if c.sc.CallTimeout > 0 {
 			timeout = min(timeout, c.sc.CallTimeout)
 		}

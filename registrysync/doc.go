@@ -74,7 +74,8 @@
 // themselves. On legacy streamable HTTP they need the standalone GET stream, which pins the
 // transport to the legacy protocol: such a server is reconnected once with continuous listening
 // (remembered for later reconnects), and every kind is re-listed whenever that stream (re)opens,
-// since notifications sent while it was down are lost. A tools/call that times out on a legacy
+// since notifications sent while it was down are lost (backing off from 1 s to 30 s between
+// re-lists while the stream keeps ending at once). A tools/call that times out on a legacy
 // HTTP or SSE connection is cancelled with notifications/cancelled (closing the request is no
 // cancellation there). Requests a legacy SSE server sends on its stream (ping, sampling...)
 // are answered as a stdio child's are, outside mcp-go, whose SSE transport would take them for

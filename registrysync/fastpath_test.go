@@ -1,7 +1,12 @@
 package registrysync
 
 import (
+	"bytes"
+	"context"
+	"io"
+	"os"
 	"testing"
+	"time"
 )
 
 func TestFastRouter(t *testing.T) {
@@ -43,5 +48,52 @@ func TestFastRouter(t *testing.T) {
 	r.forget("mcpstream-3")
 	if r.route([]byte(`{"jsonrpc":"2.0","id":"mcpstream-3","result":{}}`)) || r.n.Load() != 0 {
 		t.Error("routed after forget")
+	}
+}
+
+// TestFastCallAnswerBeatsCancel: an answer that is in when the call's context ends at the same
+// moment is the call's outcome. fastCall picked at random between the two: half the time it
+// dropped the result, reported the call timed out ("may have run") and sent
+// notifications/cancelled for a request the server had completed.
+func TestFastCallAnswerBeatsCancel(t *testing.T) {
+	for i := range 20 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A full pipe: the call's frame waits until the answer is in and its context ended.
+		junk := bytes.Repeat([]byte(" "), 64<<10)
+		_ = w.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		full := 0
+		for {
+			n, err := w.Write(junk)
+			full += n
+			if err != nil {
+				break
+			}
+		}
+		_ = w.SetWriteDeadline(time.Time{})
+		lost := make(chan struct{})
+		s := &session{stdio: &stdioWrap{}, lost: lost,
+			child: &child{in: newFrameWriter(w), readerDone: make(chan struct{})}}
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan callResult, 1)
+		go func() { r, _ := s.fastCall(ctx, "t", nil); got <- r }()
+		waitUntil(t, "the call registered", func() bool { return s.child.fast.n.Load() == 1 })
+		if !s.child.fast.route([]byte(`{"jsonrpc":"2.0","id":"mcpstream-1","result":{"content":[]}}`)) {
+			t.Fatal("the answer was not routed")
+		}
+		cancel()
+		sent, err := io.ReadAll(io.LimitReader(r, int64(full)))
+		if err != nil || len(sent) != full {
+			t.Fatal(err)
+		}
+		res := <-got
+		_ = w.Close()
+		rest, _ := io.ReadAll(r)
+		_ = r.Close()
+		if res.raw == nil || bytes.Contains(rest, []byte("notifications/cancelled")) {
+			t.Fatalf("try %d: %+v, sent %s; want the answer and no cancellation", i, res, rest)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -111,10 +112,19 @@ func (e *cappedEvents) Read(p []byte) (int, error) {
 type sseRequests struct {
 	src    io.ReadCloser
 	answer func(id json.RawMessage, method string)
-	in     []byte // read, not yet split into events
+	in     []byte // read, not yet split into events: the start of the next event
+	line   int    // where the line being read starts in in
+	seen   int    // in[:seen] was searched for line ends (none twice: an event may be MiBs)
 	out    []byte // events ready for the reader
 	err    error  // of src, returned once out is drained
 }
+
+// sseReadSize is how much the filter reads from the stream at once; sseKeep is the buffer
+// it keeps between events (one grown for a large event is released).
+const (
+	sseReadSize = 32 << 10
+	sseKeep     = 4 * sseReadSize
+)
 
 func (f *sseRequests) Close() error { return f.src.Close() }
 
@@ -122,14 +132,17 @@ func (f *sseRequests) Read(p []byte) (int, error) {
 	for len(f.out) == 0 {
 		if f.err != nil {
 			if len(f.in) > 0 { // an event cut short: passed on as it is
-				f.out, f.in = f.in, nil
+				f.out, f.in, f.line, f.seen = f.in, nil, 0, 0
 				break
 			}
 			return 0, f.err
 		}
-		var buf [32 << 10]byte
-		n, err := f.src.Read(buf[:])
-		f.in = append(f.in, buf[:n]...)
+		// Read straight into the buffer's free room: no buffer per read.
+		if cap(f.in)-len(f.in) < sseReadSize/2 {
+			f.in = slices.Grow(f.in, sseReadSize)
+		}
+		n, err := f.src.Read(f.in[len(f.in):cap(f.in)])
+		f.in = f.in[:len(f.in)+n]
 		f.err = err
 		f.split()
 	}
@@ -144,14 +157,15 @@ func (f *sseRequests) Read(p []byte) (int, error) {
 // split moves every complete event (up to and including the blank line ending it) from in to
 // out, dropping and answering server requests.
 func (f *sseRequests) split() {
-	start, pos := 0, 0
+	start, pos, from := 0, f.line, f.seen
 	for {
-		i := bytes.IndexByte(f.in[pos:], '\n')
+		i := bytes.IndexByte(f.in[from:], '\n')
 		if i < 0 {
 			break
 		}
-		line := bytes.TrimRight(f.in[pos:pos+i], "\r")
-		pos += i + 1
+		line := bytes.TrimRight(f.in[pos:from+i], "\r")
+		pos = from + i + 1
+		from = pos
 		if len(line) > 0 {
 			continue
 		}
@@ -161,7 +175,16 @@ func (f *sseRequests) split() {
 			f.out = append(f.out, event...)
 		}
 	}
-	f.in = append(f.in[:0], f.in[start:]...)
+	f.line, f.seen = pos-start, len(f.in)-start
+	if start == 0 {
+		return // one event still coming in
+	}
+	rest := f.in[start:]
+	if cap(f.in) > sseKeep && len(rest) <= sseKeep/2 {
+		f.in = append(make([]byte, 0, sseReadSize+len(rest)), rest...)
+		return
+	}
+	f.in = append(f.in[:0], rest...)
 }
 
 // take answers and reports true when event is a message holding a JSON-RPC request.

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -270,5 +272,91 @@ func TestReadyNotBeforeFirstToolsSnapshot(t *testing.T) {
 			b.WriteString("\n  " + e.String())
 		}
 		t.Errorf("ready (#%d) published before the first tools snapshot (#%d):%s", ready.seq, snap.seq, b.String())
+	}
+}
+
+// shortGET ends every standalone GET stream of a streamable HTTP server as soon as it opens
+// (as a proxy with a short idle timeout, or a server that offers no stream but answers 200,
+// does), counting them; other requests go to next.
+type shortGET struct {
+	next http.Handler
+	gets atomic.Int32
+}
+
+func (s *shortGET) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		s.gets.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	s.next.ServeHTTP(w, r)
+}
+
+// count returns how many recorded messages have method.
+func (rr *rpcRecorder) count(method string) int {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	n := 0
+	for _, m := range rr.msgs {
+		var got string
+		_ = json.Unmarshal(m["method"], &got)
+		if got == method {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLegacyHTTPReopenedStreamRelistsBackOff: the re-list every reopened GET stream triggers
+// must back off when the stream keeps ending at once. mcp-go reopens it every second, and every
+// reopening re-listed every kind: a server whose GET stream never stays up was listed in full
+// about once a second, for ever.
+func TestLegacyHTTPReopenedStreamRelistsBackOff(t *testing.T) {
+	t.Parallel()
+	rr := &rpcRecorder{next: server.NewStreamableHTTPServer(newFixture(fixtureOptions{}))}
+	sg := &shortGET{next: rr}
+	ts := httptest.NewServer(sg)
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "short", Transport: TransportHTTP, URL: ts.URL + "/mcp",
+		ProtocolVersion: "2025-11-25", Kinds: []string{"tools"}}))
+	rec := record(t, h.env, subjects.RegistryServer("short"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	const opens = 9 // mcp-go waits 1 s between two
+	waitUntil(t, "the GET stream reopened", func() bool { return sg.gets.Load() >= opens })
+	// Backing off from 1 s and doubling, at most four re-lists fit (1 + 1 + 2 + 4 < 9 s), plus the
+	// first list; without it there was one per stream.
+	if n := rr.count("tools/list"); n > 6 {
+		t.Errorf("%d tools/list for %d GET streams that ended at once, want at most 6", n, sg.gets.Load())
+	}
+}
+
+// TestManagerReadyWaitsForFirstToolsSnapshot: Manager.Ready (the registrysync role's /healthz
+// readiness) promises that a server that connected is listed and ready. Once a first tools list
+// dropped for a list_changed left the server connecting until the re-list, Ready turned true
+// right after that first list, with the server still connecting and no tools published.
+func TestManagerReadyWaitsForFirstToolsSnapshot(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig(rawServer(t, "nfready", "notifyfirst"))
+	cfg.Debounce = time.Second // the re-list comes a second after the list_changed
+	h := run(t, nil, cfg)
+	waitUntil(t, "Ready", h.m.Ready)
+	if st := h.m.Statuses()["nfready"]; st.Status != subjects.StatusReady {
+		t.Errorf("Ready() with the server %s, want it ready (listed)", st.Status)
+	}
+}
+
+// TestDispatchHugeTimeoutMs: a timeoutMs past what a time.Duration holds is a long timeout, not
+// one that wrapped negative ("the deadline passed before the call was sent").
+func TestDispatchHugeTimeoutMs(t *testing.T) {
+	t.Parallel()
+	sc := stdioServer(t, "huge", "fixture")
+	h := run(t, nil, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("huge"))
+	rec.wait(0, "tools snapshot", isSnapshot(subjects.KindTools, nil))
+	r := h.m.Dispatch(context.Background(), "huge", subjects.DispatchRequest{V: 1, Tool: "slow",
+		Arguments: json.RawMessage(`{"ms":1}`), TimeoutMs: math.MaxInt64})
+	if r.Error != nil {
+		t.Fatalf("timeoutMs MaxInt64: %+v", r.Error)
 	}
 }

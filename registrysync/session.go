@@ -95,6 +95,12 @@ type session struct {
 	listCancels   map[uint64]context.CancelCauseFunc
 	nextID        uint64
 
+	// The re-lists of a reopened legacy GET stream (listenReopened): when the last ran, the
+	// wait before the next, and the one waiting for it.
+	reopenLast  time.Time
+	reopenWait  time.Duration
+	reopenTimer *time.Timer
+
 	ack        chan struct{}
 	listenDone chan struct{}
 	calls      sync.WaitGroup
@@ -155,11 +161,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			// between mcp-go's reconnections) are lost: re-list everything whenever it opens,
 			// as when a 2026-07-28 subscriptions/listen stream is reopened. The debounce merges
 			// it with the initial list; an unchanged list publishes nothing.
-			s.hc.Transport.(*cappedTransport).listenOpened = func() {
-				if !s.isLost() {
-					c.requestRelist(nil)
-				}
-			}
+			s.hc.Transport.(*cappedTransport).listenOpened = s.listenReopened
 		}
 		h, err := transport.NewStreamableHTTP(sc.URL, opts...)
 		if err != nil {
@@ -278,6 +280,52 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		return fail(s.lostErr)
 	}
 	return s, nil
+}
+
+// Re-lists for a reopened legacy GET stream are spaced from reopenWaitMin, doubling up to
+// reopenWaitMax while the stream keeps ending, back to none once it stayed up for a while.
+const (
+	reopenWaitMin = time.Second
+	reopenWaitMax = 30 * time.Second
+)
+
+// listenReopened re-lists every kind when the legacy GET stream (re)opens: notifications sent
+// while it was down are lost. mcp-go reopens a stream that ended every second: one that keeps
+// ending at once (a proxy's short idle timeout, a server that answers GET with an empty stream)
+// must not have every kind listed every second, so re-lists back off, each coming at most
+// reopenWait after the previous (a reopening meanwhile is covered by the one scheduled).
+func (s *session) listenReopened() {
+	if s.isLost() {
+		return
+	}
+	s.mu.Lock()
+	if s.reopenTimer != nil || s.closing {
+		s.mu.Unlock()
+		return // a re-list is already due
+	}
+	now := time.Now()
+	if now.Sub(s.reopenLast) > 2*reopenWaitMax {
+		s.reopenWait = 0 // the stream stayed up: at once
+	}
+	if d := s.reopenLast.Add(s.reopenWait).Sub(now); d > 0 {
+		s.reopenTimer = time.AfterFunc(d, s.reopenRelist)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.reopenRelist()
+}
+
+// reopenRelist runs the re-list listenReopened decided, and lengthens the wait before the next.
+func (s *session) reopenRelist() {
+	s.mu.Lock()
+	s.reopenTimer = nil
+	s.reopenLast = time.Now()
+	s.reopenWait = min(max(2*s.reopenWait, reopenWaitMin), reopenWaitMax)
+	s.mu.Unlock()
+	if !s.isLost() {
+		s.c.requestRelist(nil)
+	}
 }
 
 // declares reports whether the server's capabilities declare kind, and listChanged for it.
@@ -413,6 +461,10 @@ func (s *session) close(drain time.Duration) {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closing = true
+		if s.reopenTimer != nil {
+			s.reopenTimer.Stop()
+			s.reopenTimer = nil
+		}
 		s.mu.Unlock()
 		if drain > 0 {
 			done := make(chan struct{})
@@ -653,6 +705,10 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 		// No answer can come any more (stdout closed); the session is lost or soon will be.
 		return callResult{sent: true, err: errors.New("the server closed its stdout")}, true
 	case <-ctx.Done():
+		// An answer that is in as the context ends is the outcome: nothing to cancel.
+		if r, ok := answered(); ok {
+			return got(r)
+		}
 		// As mcp-go does: over stdio the only way to stop the server's work.
 		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 			Method: string(mcp.MethodNotificationCancelled),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -155,4 +156,64 @@ func (c *chunked) Read(p []byte) (int, error) {
 	copy(p, c.s[:k])
 	c.s = c.s[k:]
 	return k, nil
+}
+
+// TestSSERequestsMemory: the SSE filter sits on every event of a legacy SSE session for its
+// whole life. It kept the buffer a large event had grown (up to the event bound, ~9 MiB) for
+// the life of the stream, and allocated a fresh 32 KiB read buffer for every read of the
+// stream (one per small event at call rates).
+func TestSSERequestsMemory(t *testing.T) {
+	big := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"" + strings.Repeat("x", 4<<20) + "\"}}\n\n"
+	small := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n"
+	f := &sseRequests{src: io.NopCloser(&chunked{s: big + small, n: 32 << 10}), answer: func(json.RawMessage, string) {}}
+	got := make([]byte, len(big)+len(small))
+	if _, err := io.ReadFull(f, got); err != nil || string(got) != big+small {
+		t.Fatalf("read: %v", err)
+	}
+	if c := cap(f.in); c > 1<<20 {
+		t.Errorf("after a 4 MiB event the filter still holds a %d-byte buffer", c)
+	}
+
+	const events = 1000
+	f = &sseRequests{src: io.NopCloser(&oneEventPerRead{ev: small, left: events}), answer: func(json.RawMessage, string) {}}
+	p := make([]byte, 4096)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range events {
+		if n, err := f.Read(p); err != nil || string(p[:n]) != small {
+			t.Fatalf("read: %q %v", p[:n], err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if perEvent := (after.TotalAlloc - before.TotalAlloc) / events; perEvent > 4<<10 {
+		t.Errorf("%d bytes allocated per %d-byte event", perEvent, len(small))
+	}
+}
+
+// oneEventPerRead returns ev once per Read, left times.
+type oneEventPerRead struct {
+	ev   string
+	left int
+}
+
+func (r *oneEventPerRead) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		return 0, io.EOF
+	}
+	r.left--
+	return copy(p, r.ev), nil
+}
+
+// BenchmarkSSERequestsLargeEvent: one large event arriving in small reads. Each read rescanned
+// and moved every byte of the event so far: quadratic (an 8 MiB event in 4 KiB reads took
+// about 1.2 s of CPU on the stream's reader, holding every other answer of the session).
+func BenchmarkSSERequestsLargeEvent(b *testing.B) {
+	ev := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"" + strings.Repeat("x", 8<<20) + "\"}}\n\n"
+	b.SetBytes(int64(len(ev)))
+	for range b.N {
+		f := &sseRequests{src: io.NopCloser(&chunked{s: ev, n: 4 << 10}), answer: func(json.RawMessage, string) {}}
+		if n, err := io.Copy(io.Discard, f); err != nil || n != int64(len(ev)) {
+			b.Fatal(n, err)
+		}
+	}
 }
