@@ -367,3 +367,17 @@ func TestVisibleKeyByClass(t *testing.T) {
 		t.Error("a principal the policy treats differently shares the key")
 	}
 }
+
+// TestBooleanOutputSchemaKept: a boolean outputSchema (allowed by 2026-07-28, kept by the
+// connector) is in the tool's details, not dropped as if it were not an object.
+func TestBooleanOutputSchemaKept(t *testing.T) {
+	for _, s := range []string{"true", "false"} {
+		d := parseDef(json.RawMessage(`{"name":"t","inputSchema":{"type":"object"},"outputSchema":` + s + `}`))
+		if string(d.OutputSchema) != s {
+			t.Errorf("outputSchema %s: got %q", s, d.OutputSchema)
+		}
+	}
+	if d := parseDef(json.RawMessage(`{"name":"t","outputSchema":"x"}`)); d.OutputSchema != nil {
+		t.Errorf("a string outputSchema kept: %q", d.OutputSchema)
+	}
+}

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"unicode"
@@ -47,7 +48,7 @@ func parseDef(raw json.RawMessage) toolDef {
 		Title:        jsonString(m["title"]),
 		Description:  jsonString(m["description"]),
 		InputSchema:  objectOrNil(m["inputSchema"]),
-		OutputSchema: objectOrNil(m["outputSchema"]),
+		OutputSchema: schemaOrNil(m["outputSchema"]),
 		Annotations:  objectOrNil(m["annotations"]),
 	}
 	if d.Annotations != nil {
@@ -99,6 +100,15 @@ func objectOrNil(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return raw
+}
+
+// schemaOrNil returns raw if it is a JSON Schema the connector accepts as an outputSchema: an
+// object, or a boolean schema (true, false), which 2026-07-28 allows; else nil.
+func schemaOrNil(raw json.RawMessage) json.RawMessage {
+	if s := string(bytes.TrimSpace(raw)); s == "true" || s == "false" {
+		return raw
+	}
+	return objectOrNil(raw)
 }
 
 // searchDoc is the search document of a tool.
