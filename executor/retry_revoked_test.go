@@ -1,9 +1,7 @@
 package executor
 
 import (
-	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,32 +9,12 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// revokingDispatcher answers its first dispatch "unavailable" (nothing was sent: the server is
-// reconnecting, say) after an operator revoked the tool meanwhile; later dispatches answer ok.
-type revokingDispatcher struct {
-	revoke func()
-	mu     sync.Mutex
-	n      int
-}
-
-func (d *revokingDispatcher) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
-	d.mu.Lock()
-	d.n++
-	n := d.n
-	d.mu.Unlock()
-	if n == 1 {
-		d.revoke()
-		return subjects.DispatchReply{V: 1, Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: "not connected; nothing was sent"}}
-	}
-	return subjects.DispatchReply{V: 1, Result: json.RawMessage(`{"content":[]}`)}
-}
-
 // A call whose dispatch is retried (a failure before sending, retried for any tool) is not
 // dispatched again once its tool is revoked: a revoked tool never executes, retry or not.
 func TestRetryAfterRevocationNotDispatched(t *testing.T) {
-	disp := &revokingDispatcher{}
+	disp := &hookDispatcher{} // its first dispatch revokes the tool, then answers unavailable
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Dispatcher: disp}})
-	disp.revoke = func() {
+	disp.first = func() {
 		r.publishRegistry(subjects.RegistryRevoked("vault"), subjects.Revocation{V: 1, Type: subjects.EventRevoked,
 			Server: "vault", Tools: []string{"move"}, Reason: "incident"})
 		waitFor(t, "revoked in the executor's view", func() bool {

@@ -34,29 +34,6 @@ func openDirect(t testing.TB, pol *policy.Policy) *direct {
 	return &direct{Catalog: c, t: t}
 }
 
-// eventMsg returns the subject and payload of a registry event.
-func eventMsg(t testing.TB, ev any) (string, []byte) {
-	t.Helper()
-	var subject string
-	switch e := ev.(type) {
-	case *subjects.Snapshot:
-		subject = subjects.RegistrySnapshot(e.Server, e.Kind)
-	case *subjects.ListChanged:
-		subject = subjects.RegistryChanged(e.Server, e.Kind)
-	case *subjects.Status:
-		subject = subjects.RegistryStatus(e.Server)
-	case *subjects.Revocation:
-		subject = subjects.RegistryRevoked(e.Server)
-	default:
-		t.Fatalf("unknown event %T", ev)
-	}
-	data, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatalf("marshal: %v", err)
-	}
-	return subject, data
-}
-
 func (d *direct) apply(evs ...any) {
 	d.t.Helper()
 	for _, ev := range evs {

@@ -76,28 +76,11 @@ func publish(t testing.TB, js jetstream.JetStream, evs ...any) uint64 {
 	var seq uint64
 	for _, ev := range evs {
 		var subject string
-		switch e := ev.(type) {
-		case *subjects.Snapshot:
-			subject = subjects.RegistrySnapshot(e.Server, e.Kind)
-		case *subjects.ListChanged:
-			subject = subjects.RegistryChanged(e.Server, e.Kind)
-		case *subjects.Status:
-			subject = subjects.RegistryStatus(e.Server)
-		case *subjects.Revocation:
-			subject = subjects.RegistryRevoked(e.Server)
-		case rawEvent:
-			ack, err := js.Publish(ctx, e.subject, e.data)
-			if err != nil {
-				t.Fatalf("publish raw: %v", err)
-			}
-			seq = ack.Sequence
-			continue
-		default:
-			t.Fatalf("publish: unknown event %T", ev)
-		}
-		data, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatalf("marshal: %v", err)
+		var data []byte
+		if e, ok := ev.(rawEvent); ok {
+			subject, data = e.subject, e.data
+		} else {
+			subject, data = eventMsg(t, ev)
 		}
 		ack, err := js.Publish(ctx, subject, data)
 		if err != nil {
@@ -106,6 +89,29 @@ func publish(t testing.TB, js jetstream.JetStream, evs ...any) uint64 {
 		seq = ack.Sequence
 	}
 	return seq
+}
+
+// eventMsg returns the subject and payload of a registry event.
+func eventMsg(t testing.TB, ev any) (string, []byte) {
+	t.Helper()
+	var subject string
+	switch e := ev.(type) {
+	case *subjects.Snapshot:
+		subject = subjects.RegistrySnapshot(e.Server, e.Kind)
+	case *subjects.ListChanged:
+		subject = subjects.RegistryChanged(e.Server, e.Kind)
+	case *subjects.Status:
+		subject = subjects.RegistryStatus(e.Server)
+	case *subjects.Revocation:
+		subject = subjects.RegistryRevoked(e.Server)
+	default:
+		t.Fatalf("unknown event %T", ev)
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	return subject, data
 }
 
 // rawEvent is a message published as is (malformed input).

@@ -105,11 +105,7 @@ func (r *fastRouter) tooLarge(head, tail []byte) bool {
 	if id == "" {
 		return false
 	}
-	r.mu.Lock()
-	ch := r.waiting[id]
-	delete(r.waiting, id)
-	r.n.Store(int32(len(r.waiting)))
-	r.mu.Unlock()
+	ch := r.take(id)
 	if ch == nil {
 		return false
 	}
@@ -138,11 +134,16 @@ func (r *fastRouter) register(id string) <-chan fastResponse {
 }
 
 // forget stops waiting for id (a no-op once its response was routed).
-func (r *fastRouter) forget(id string) {
+func (r *fastRouter) forget(id string) { r.take(id) }
+
+// take removes and returns the channel of the call waiting for id (nil if none).
+func (r *fastRouter) take(id string) chan fastResponse {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.waiting[id]
 	delete(r.waiting, id)
 	r.n.Store(int32(len(r.waiting)))
-	r.mu.Unlock()
+	return ch
 }
 
 // route delivers msg, one line from the child, when it is the response to a waiting request; it
@@ -165,11 +166,7 @@ func (r *fastRouter) route(msg []byte) bool {
 	if json.Unmarshal(m.ID, &id) != nil || !strings.HasPrefix(id, fastIDPrefix) {
 		return false
 	}
-	r.mu.Lock()
-	ch := r.waiting[id]
-	delete(r.waiting, id)
-	r.n.Store(int32(len(r.waiting)))
-	r.mu.Unlock()
+	ch := r.take(id)
 	if ch == nil {
 		return false
 	}

@@ -23,12 +23,7 @@ import (
 func TestSSE(t *testing.T) {
 	t.Parallel()
 	srv := newFixture(fixtureOptions{})
-	sse := server.NewSSEServer(srv)
-	ts := httptest.NewServer(sse)
-	t.Cleanup(ts.Close)
-	server.WithBaseURL(ts.URL)(sse)
-
-	h := run(t, nil, fastConfig(ServerConfig{Name: "sse", Transport: TransportSSE, URL: ts.URL + "/sse"}))
+	h := run(t, nil, fastConfig(ServerConfig{Name: "sse", Transport: TransportSSE, URL: sseFixture(t, srv)}))
 	rec := record(t, h.env, subjects.RegistryServer("sse"))
 	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 	t.Logf("SSE protocol: %s", ready.ev.Status.Protocol)
@@ -182,4 +177,15 @@ func TestPendingDue(t *testing.T) {
 	if got := c.takePending(); len(got) != 0 {
 		t.Errorf("pending after take = %v", got)
 	}
+}
+
+// sseFixture serves srv over the legacy HTTP+SSE transport and returns its /sse URL (as
+// httpFixture does for streamable HTTP).
+func sseFixture(t *testing.T, srv *server.MCPServer) string {
+	t.Helper()
+	sse := server.NewSSEServer(srv)
+	ts := httptest.NewServer(sse)
+	t.Cleanup(ts.Close)
+	server.WithBaseURL(ts.URL)(sse)
+	return ts.URL + "/sse"
 }

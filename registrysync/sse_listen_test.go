@@ -1,12 +1,10 @@
 package registrysync
 
 import (
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -20,17 +18,11 @@ func TestSSEListenOutlivesResponseTimeout(t *testing.T) {
 		t.Skip("waits past mcp-go's 60 s SSE response timeout")
 	}
 	t.Parallel()
-	srv := newFixture(fixtureOptions{})
-	sse := server.NewSSEServer(srv)
-	ts := httptest.NewServer(sse)
-	t.Cleanup(ts.Close)
-	server.WithBaseURL(ts.URL)(sse)
-
-	h := run(t, nil, fastConfig(ServerConfig{Name: "sse", Transport: TransportSSE, URL: ts.URL + "/sse"}))
+	h := run(t, nil, fastConfig(ServerConfig{Name: "sse", Transport: TransportSSE, URL: sseFixture(t, newFixture(fixtureOptions{}))}))
 	rec := record(t, h.env, subjects.RegistryServer("sse"))
 	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 	if !mcp.IsModernProtocol(ready.ev.Status.Protocol) {
-		t.Skipf("protocol %s has no subscriptions/listen", ready.ev.Status.Protocol)
+		t.Fatalf("negotiated %s, which has no subscriptions/listen: the test shows nothing", ready.ev.Status.Protocol)
 	}
 	time.Sleep(65 * time.Second)
 	for _, e := range rec.all() {

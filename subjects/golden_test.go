@@ -44,26 +44,7 @@ func TestGoldenPayloads(t *testing.T) {
 		"error_reply": SearchReply{V: Version, Tools: []ToolInfo{}, Error: &Error{Code: CodeBadRequest, Message: "k must be between 1 and 100"}},
 	}
 	for name, p := range payloads {
-		t.Run(name, func(t *testing.T) {
-			got, err := json.MarshalIndent(p, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./subjects -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s changed:\ngot:\n%s\nwant:\n%s", path, got, want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkGolden(t, name, p) })
 	}
 }
 
@@ -170,5 +151,28 @@ func TestStreamsGolden(t *testing.T) {
 				t.Errorf("stream declarations changed (run go test ./subjects -update if intended):\n%s", got)
 			}
 		})
+	}
+}
+
+// checkGolden compares v's indented JSON with testdata/NAME.golden.json (-update rewrites it).
+func checkGolden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name+".golden.json")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./subjects -update to create)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s changed:\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
 }

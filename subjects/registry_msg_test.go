@@ -1,11 +1,8 @@
 package subjects
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 )
 
@@ -55,25 +52,6 @@ func TestGoldenMorePayloads(t *testing.T) {
 		"servers_reply":   ServersReply{V: Version, Servers: []ServerSummary{{Name: "ticketing", Description: "Issue tracker", Status: StatusReady, Tools: 3, Transport: "stdio", Protocol: "2025-11-25"}}},
 	}
 	for name, p := range payloads {
-		t.Run(name, func(t *testing.T) {
-			got, err := json.MarshalIndent(p, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			path := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./subjects -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s changed:\ngot:\n%s\nwant:\n%s", path, got, want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkGolden(t, name, p) })
 	}
 }
