@@ -25,12 +25,7 @@ func TestStatusErrorNoPartialKey(t *testing.T) {
 		c := &Client{BaseURL: srv.URL, Model: "m", APIKey: key}
 		_, err := c.Embed(t.Context(), []string{"a"})
 		e := asError(t, err)
-		for n := 8; n <= len(key); n++ {
-			if strings.Contains(e.Message, key[:n]) {
-				t.Errorf("message %q holds %d bytes of the API key", e.Message, n)
-				break
-			}
-		}
+		noKeyPrefix(t, e.Message, key)
 	}
 }
 
@@ -50,10 +45,16 @@ func TestStatusErrorNoPartialKeyOnReadError(t *testing.T) {
 	c := &Client{BaseURL: srv.URL, Model: "m", APIKey: key}
 	_, err := c.Embed(t.Context(), []string{"a"})
 	e := asError(t, err)
+	noKeyPrefix(t, e.Message, key)
+}
+
+// noKeyPrefix fails t if msg holds 8 or more leading bytes of key.
+func noKeyPrefix(t *testing.T, msg, key string) {
+	t.Helper()
 	for n := 8; n <= len(key); n++ {
-		if strings.Contains(e.Message, key[:n]) {
-			t.Errorf("message %q holds %d bytes of the API key", e.Message, n)
-			break
+		if strings.Contains(msg, key[:n]) {
+			t.Errorf("message %q holds %d bytes of the API key", msg, n)
+			return
 		}
 	}
 }

@@ -28,9 +28,7 @@ func TestRetryAfterRevocationNotDispatched(t *testing.T) {
 	r.waitTool("vault__move")
 
 	res := r.call("local", "vault__move", `{}`)
-	disp.mu.Lock()
-	n := disp.n
-	disp.mu.Unlock()
+	n := disp.dispatches()
 	if n != 1 || res.Status == subjects.CallOK {
 		t.Errorf("dispatched %d times, answer %s %+v: want one dispatch and no ok after the revocation", n, res.Status, res.Error)
 	}

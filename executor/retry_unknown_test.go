@@ -32,6 +32,13 @@ func (d *hookDispatcher) Dispatch(ctx context.Context, server string, req subjec
 	return subjects.DispatchReply{V: 1, Result: json.RawMessage(`{"content":[]}`)}
 }
 
+// dispatches is how many times Dispatch ran.
+func (d *hookDispatcher) dispatches() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n
+}
+
 // A tool removed from its server's list while its call waits to be retried is not dispatched
 // again, even once the view no longer remembers the removal (a large list removed after it:
 // the removal falls back to "unknown", which admission refuses as well).
@@ -63,9 +70,7 @@ func TestRetryAfterRemovalForgottenNotDispatched(t *testing.T) {
 	r.waitTool("vault__move")
 
 	res := r.call("local", "vault__move", `{}`)
-	disp.mu.Lock()
-	n := disp.n
-	disp.mu.Unlock()
+	n := disp.dispatches()
 	if n != 1 || res.Status == subjects.CallOK {
 		t.Errorf("dispatched %d times, answer %s %+v: want one dispatch and no ok after the removal", n, res.Status, res.Error)
 	}

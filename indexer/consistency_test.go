@@ -196,10 +196,7 @@ func TestScoreIgnoresHiddenTools(t *testing.T) {
 	score := func(withPrivate bool) float64 {
 		d := openDirect(t, nil)
 		var evs []any
-		for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
-			evs = append(evs, status(s, subjects.StatusReady),
-				snapshot(s, "server "+s, tool("t1", "does thing one "+s), tool("t2", "another thing "+s)))
-		}
+		evs = append(evs, fillerServers([]string{"a", "b", "c", "d", "e", "f"}, "another thing")...)
 		evs = append(evs, status("pub", subjects.StatusReady), snapshot("pub", "public", tool("pay", "compute the payroll of an employee")))
 		if withPrivate {
 			priv := snapshot("hr", "hr", tool("salary", "payroll salary"), tool("bonus", "payroll bonus"), tool("x", "payroll x"))
@@ -229,10 +226,7 @@ func TestScoresIgnorePolicyDeniedTools(t *testing.T) {
 	scores := func(withDenied bool, query string) map[string]float64 {
 		d := openDirect(t, pol)
 		var evs []any
-		for _, s := range []string{"sa", "sb", "sc", "sd", "se", "sf"} {
-			evs = append(evs, status(s, subjects.StatusReady),
-				snapshot(s, "server "+s, tool("t1", "does thing one "+s), tool("t2", "another payroll thing "+s)))
-		}
+		evs = append(evs, fillerServers([]string{"sa", "sb", "sc", "sd", "se", "sf"}, "another payroll thing")...)
 		evs = append(evs, status("pub", subjects.StatusReady), snapshot("pub", "public", tool("pay", "compute the payroll of an employee")))
 		if withDenied {
 			evs = append(evs, status("hr", subjects.StatusReady), snapshot("hr", "human resources",
@@ -264,10 +258,7 @@ func TestScoresFollowAListTurningPrivate(t *testing.T) {
 	dave := as(subjects.Principal{Tenant: "acme", User: "dave"})
 	pub := func(d *direct) {
 		var evs []any
-		for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
-			evs = append(evs, status(s, subjects.StatusReady),
-				snapshot(s, "server "+s, tool("t1", "does thing one "+s), tool("t2", "another thing "+s)))
-		}
+		evs = append(evs, fillerServers([]string{"a", "b", "c", "d", "e", "f"}, "another thing")...)
 		// A list private to carol from the start: dave's searches take the statistics of what
 		// he may see, kept from one search to the next.
 		cz := snapshot("cz", "carol's", tool("notes", "carol notes"))
@@ -357,4 +348,14 @@ func TestBooleanOutputSchemaKept(t *testing.T) {
 	if d := parseDef(json.RawMessage(`{"name":"t","outputSchema":"x"}`)); d.OutputSchema != nil {
 		t.Errorf("a string outputSchema kept: %q", d.OutputSchema)
 	}
+}
+
+// fillerServers are ready servers of two tools each, the second described as second.
+func fillerServers(names []string, second string) []any {
+	var evs []any
+	for _, s := range names {
+		evs = append(evs, status(s, subjects.StatusReady),
+			snapshot(s, "server "+s, tool("t1", "does thing one "+s), tool("t2", second+" "+s)))
+	}
+	return evs
 }
