@@ -46,6 +46,8 @@
 //	             malformed_response, too_many_pages, snapshot_too_large); Attempt and
 //	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
 //	             credential-looking header and env values become "[redacted]").
+//	             connector_stopped: published once the Manager stops (Run returns), for
+//	             each server no other process answers for.
 //	removed      Manager.Remove, followed by an empty snapshot of every kind the server had.
 //
 // # Serves

@@ -28,6 +28,9 @@ var (
 	ErrExists        = errors.New("server already configured")
 	ErrNotFound      = errors.New("server not found")
 	ErrRunning       = errors.New("registrysync already running")
+	// ErrServedElsewhere: Remove of a server this Manager does not run while another process
+	// runs it (retracting it would hide a server that answers).
+	ErrServedElsewhere = errors.New("server is run by another registrysync")
 )
 
 // Manager runs one connector per configured MCP server and serves the relist and dispatch
@@ -141,8 +144,60 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	m.handlers.Wait()
+	m.retire(conns)
 	m.log.Info().Msg("stopped")
 	return nil
+}
+
+// retireTimeout bounds how long a stopping Manager spends publishing its servers' last status.
+const retireTimeout = 5 * time.Second
+
+// retire publishes status unavailable (connector_stopped) for every server of conns that no
+// other process serves, once their connectors have stopped: the catalog then hides their tools
+// and executors refuse their calls with that reason, instead of both showing the last status
+// (ready) until the process runs again. A server another process still answers for (two
+// processes running the same servers) keeps its status.
+func (m *Manager) retire(conns []*connector) {
+	if len(conns) == 0 {
+		return
+	}
+	if m.nc == nil || !m.nc.IsConnected() {
+		m.log.Warn().Msg("stopped without publishing the servers' status: NATS is not connected")
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
+	defer cancel()
+	for _, c := range conns {
+		if ctx.Err() != nil {
+			m.log.Warn().Str("server", c.sc.Name).Msg("stopped without publishing the remaining servers' status: time is up")
+			return
+		}
+		if m.servedElsewhere(ctx, c.sc.Name) {
+			continue
+		}
+		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectorStopped, "the registrysync that runs this server stopped")
+		if err := c.publishStatus(ctx, st); err != nil {
+			m.log.Warn().Err(err).Str("server", c.sc.Name).Msg("cannot publish the stopped status")
+			continue
+		}
+		c.mu.Lock()
+		c.status = st
+		c.mu.Unlock()
+	}
+}
+
+// servedElsewhere reports whether another process answers the server's relist endpoint (this
+// one no longer does). Only "no responders" counts as nobody: a reply, an error or a timeout
+// means somebody is subscribed.
+func (m *Manager) servedElsewhere(ctx context.Context, server string) bool {
+	if m.nc == nil {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	body, _ := json.Marshal(subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools, Why: "is the server served elsewhere?"})
+	_, err := m.nc.RequestWithContext(pctx, subjects.Relist(server), body)
+	return !errors.Is(err, nats.ErrNoResponders)
 }
 
 // Add configures and (when running) starts one more server.
@@ -174,7 +229,8 @@ func (m *Manager) Add(ctx context.Context, sc ServerConfig) error {
 // status "removed" and an empty snapshot of every kind it had on the stream, so consumers see
 // every one of its tools, prompts and resources removed. A name this Manager does not run is
 // still retracted if the stream holds snapshots of it (a server dropped from the configuration
-// while registrysync was down); ErrNotFound means there was nothing at all.
+// while registrysync was down) and no other process runs it (else ErrServedElsewhere);
+// ErrNotFound means there was nothing at all.
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	m.mu.Lock()
 	c := m.conns[name]
@@ -183,6 +239,9 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	m.mu.Unlock()
 	known := c != nil
 	if c == nil {
+		if m.servedElsewhere(ctx, name) {
+			return fmt.Errorf("%w: %q (remove it from that process's configuration first)", ErrServedElsewhere, name)
+		}
 		c = newConnector(m, ServerConfig{Name: name})
 	} else if err := c.stop(ctx); err != nil {
 		return fmt.Errorf("remove %q: %w", name, err)

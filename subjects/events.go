@@ -98,6 +98,7 @@ const (
 	CodeConnectFailed      = "connect_failed"
 	CodeListFailed         = "list_failed"
 	CodeConnectionLost     = "connection_lost"
+	CodeConnectorStopped   = "connector_stopped" // the registrysync that ran the server stopped
 )
 
 // ListChanged records a notifications/<kind>/list_changed from a server. Consumers mark the

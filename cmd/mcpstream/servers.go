@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -10,14 +11,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
+	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
 func init() {
 	register(command{
 		name:    "servers",
-		summary: "list the MCP servers with their status and tool counts",
+		summary: "list the MCP servers with their status and tool counts (servers remove NAME: retract one)",
 		run:     runServers,
 	})
 }
@@ -35,7 +38,60 @@ even while a server is unavailable.
 
 Examples:
   mcpstream servers
-  mcpstream servers --json --nats nats://10.0.0.1:4222`
+  mcpstream servers --json --nats nats://10.0.0.1:4222
+
+To retract a server that left the configuration, see: mcpstream servers remove --help`
+
+const serversRemoveHelp = `
+Retracts MCP servers from the registry for good: publishes status "removed" and an empty list of
+every kind each one had, so every indexer replica drops its tools, prompts and resources and
+executors refuse its calls (stale). Use it for a server dropped from the configuration: until
+then it stays in the registry, unavailable (connector_stopped).
+
+A server that a running registrysync still runs is refused (remove it from that process's
+configuration and restart the process first); a name the registry never saw is an error. Adding
+the server back to a configuration brings it back. Exit status 1 if any name failed.
+
+Examples:
+  mcpstream servers remove ticketing
+  mcpstream servers remove old-crm legacy-wiki --nats nats://10.0.0.1:4222`
+
+// runServersRemove is "servers remove NAME...".
+func runServersRemove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var nf natsFlags
+	fs := newFlagSet("servers remove", "servers remove NAME... [flags]", serversRemoveHelp)
+	nf.register(fs)
+	names, err := parseFlags(fs, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		usageError(fs, stderr, "name at least one server", nil)
+		return exitCode(2)
+	}
+	nc, js, err := nf.connect("servers remove")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	m := registrysync.New(js, nc, registrysync.Config{}, zerolog.Nop())
+	failed := 0
+	for _, name := range names {
+		if err := m.Remove(ctx, name); err != nil {
+			if errors.Is(err, registrysync.ErrNotFound) {
+				err = fmt.Errorf("no server %q in the registry", name)
+			}
+			fmt.Fprintf(stderr, "mcpstream servers remove: %v\n", err)
+			failed++
+			continue
+		}
+		fmt.Fprintf(stdout, "removed %s\n", oneLine(name))
+	}
+	if failed > 0 {
+		return exitCode(1)
+	}
+	return nil
+}
 
 // serverRow is one server in `servers` output: the catalog's ServerSummary plus the failure code
 // and the time of the last status.
@@ -46,6 +102,9 @@ type serverRow struct {
 }
 
 func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "remove" {
+		return runServersRemove(ctx, args[1:], stdout, stderr)
+	}
 	var cf clientFlags
 	fs := newFlagSet("servers", "servers [flags]", serversHelp)
 	cf.register(fs, false)
