@@ -132,6 +132,9 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 		case ack := <-okc:
 			okc, errc = nil, nil
 			if ack.Duplicate {
+				if idTaken(ctx, c.JS, tenant, req.ID, ack.Sequence) {
+					return idTakenRefusal(tenant, req), nil
+				}
 				// A resend: the first request's worker answers the first caller.
 				res, err := c.Await(ctx, tenant, req.ID)
 				if err != nil {
@@ -185,7 +188,8 @@ func prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []b
 // Submit persists req on subjects.Calls(tenant) without waiting (Nats-Msg-Id =
 // subjects.CallMsgID(tenant, id)) and
 // returns the request as sent; duplicate reports that this id was already submitted. Read the
-// answer with Await.
+// answer with Await. An id whose de-duplication key a message of another tenant holds is
+// ErrCallIDTaken.
 func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequest) (sent subjects.CallRequest, duplicate bool, err error) {
 	req, data, res := prepare(tenant, req)
 	if res != nil {
@@ -196,6 +200,9 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 	ack, err := c.JS.PublishMsg(ctx, m)
 	if err != nil {
 		return req, false, fmt.Errorf("submit %s: %w", req.ID, err)
+	}
+	if ack.Duplicate && idTaken(ctx, c.JS, tenant, req.ID, ack.Sequence) {
+		return req, false, fmt.Errorf("submit %s: %w", req.ID, ErrCallIDTaken)
 	}
 	return req, ack.Duplicate, nil
 }

@@ -44,6 +44,9 @@
 //  2. a redelivered call with an answer recorded is done (never run twice). Resends of an id are
 //     de-duplicated by the calls stream (its Duplicates window, 10 min); after that window a
 //     side-effecting call still finds its claim (step 9) and gets the earlier answer again.
+//     The de-duplication key is the publisher's header: a "resend" whose key is held by a
+//     message on another tenant's subject is refused bad_request by the front end and
+//     CallDirect (Submit: ErrCallIDTaken) instead of waiting for an answer that never comes.
 //  3. resolve the public name (subjects.PublicName of every listed tool) → not_found.
 //  4. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
 //     reason); server not ready → unavailable (with the reason); ttlMs run out → re-list, then

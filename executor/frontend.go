@@ -129,6 +129,12 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 			res.Duplicate = true
 			return res, nil, false
 		}
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		taken := idTaken(ctx, e.js, tenant, req.ID, ack.Sequence)
+		cancel()
+		if taken {
+			return idTakenRefusal(tenant, req), nil, false
+		}
 		// The first request with this id is still running: its answer comes on the subscription.
 	}
 

@@ -46,8 +46,10 @@ func (r Rate) window() (n int64, w time.Duration) {
 	if n <= 0 {
 		n = max(1, int64(math.Ceil(r.PerSecond)))
 	}
-	w = time.Duration(float64(n) / r.PerSecond * float64(time.Second))
-	return n, min(max(w, minWindow), maxWindow)
+	// Clamped as a float: a float64 out of a Duration's range converts to anything (the most
+	// negative Duration on amd64, which would make a very slow rate the fastest window).
+	secs := min(max(float64(n)/r.PerSecond, minWindow.Seconds()), maxWindow.Seconds())
+	return n, time.Duration(secs * float64(time.Second))
 }
 
 // scopeLimit is one limit that applies to a call.

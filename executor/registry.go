@@ -115,40 +115,45 @@ func (r *registry) waitApplied(ctx context.Context, seq uint64) error {
 	}
 }
 
-// annotations of a tool definition, as MCP defines them.
-type annotations struct {
-	ReadOnly    *bool `json:"readOnlyHint"`
-	Destructive *bool `json:"destructiveHint"`
-	Idempotent  *bool `json:"idempotentHint"`
-}
-
 // parseTool reads the parts of a raw tool definition the executor needs. Junk is skipped.
+//
+// Members are read by their exact names, as the connector validated them and the catalog reads
+// them: encoding/json would also match "NAME" or "InputSchema" to a struct field (the last
+// such member winning), so a server could give the executor another name, schema or hint than
+// the one everyone else sees.
 //
 // Hints count only when a server states them: a tool is read-only or idempotent (retry-safe)
 // only with readOnlyHint or idempotentHint true, and destructive (approval under the default
 // policy) only with destructiveHint true and readOnlyHint not true.
 func parseTool(server, fingerprint string, raw json.RawMessage) (*tool, bool) {
-	var d struct {
-		Name        string          `json:"name"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-		Annotations *annotations    `json:"annotations"`
+	var d map[string]json.RawMessage
+	if json.Unmarshal(raw, &d) != nil {
+		return nil, false
 	}
-	if json.Unmarshal(raw, &d) != nil || d.Name == "" {
+	var name string
+	if json.Unmarshal(d["name"], &name) != nil || name == "" {
 		return nil, false
 	}
 	t := &tool{
-		Public:      subjects.PublicName(server, d.Name),
+		Public:      subjects.PublicName(server, name),
 		Server:      server,
-		Name:        d.Name,
-		InputSchema: d.InputSchema,
+		Name:        name,
+		InputSchema: d["inputSchema"],
 		Fingerprint: fingerprint,
 	}
-	if a := d.Annotations; a != nil {
-		t.ReadOnly = a.ReadOnly != nil && *a.ReadOnly
-		t.Idempotent = t.ReadOnly || a.Idempotent != nil && *a.Idempotent
-		t.Destructive = !t.ReadOnly && a.Destructive != nil && *a.Destructive
+	var a map[string]json.RawMessage
+	if json.Unmarshal(d["annotations"], &a) == nil {
+		t.ReadOnly = isTrue(a["readOnlyHint"])
+		t.Idempotent = t.ReadOnly || isTrue(a["idempotentHint"])
+		t.Destructive = !t.ReadOnly && isTrue(a["destructiveHint"])
 	}
 	return t, true
+}
+
+// isTrue reports whether a JSON value is the literal true.
+func isTrue(v json.RawMessage) bool {
+	var b bool
+	return json.Unmarshal(v, &b) == nil && b
 }
 
 // follow consumes the registry stream from its start with an ordered consumer until ctx ends.

@@ -218,7 +218,7 @@ const serverRequestWait = 2 * time.Second
 // server flooding requests while not reading its stdin grew them without bound; answered here,
 // a stalled stdin stalls the reader (and so the server's stdout) instead.
 func (c *child) answerRequest(msg []byte) bool {
-	if !bytes.Contains(msg, []byte(`"method"`)) || !bytes.Contains(msg, []byte(`"id"`)) {
+	if !mayHoldMember(msg, "method") {
 		return false
 	}
 	var m struct {
@@ -236,6 +236,29 @@ func (c *child) answerRequest(msg []byte) bool {
 	_, _ = c.in.WriteCtx(ctx, []byte(answer))
 	cancel()
 	return true
+}
+
+// mayHoldMember reports whether the JSON text msg may hold an object member that encoding/json
+// would match to a struct field named name (ASCII letters, lower case, without k or s: their
+// Unicode folds are not looked for): one whose key is name in any case, or any key written
+// with escapes. mcp-go's transports decode messages that way, so a filter that looks only for
+// the exact key lets "Method" or "\u006dethod" through to them.
+func mayHoldMember(msg []byte, name string) bool {
+	if bytes.IndexByte(msg, '\\') >= 0 {
+		return true
+	}
+	for i := bytes.IndexByte(msg, '"'); i >= 0 && i+len(name)+1 < len(msg); {
+		key := msg[i+1:]
+		if key[len(name)] == '"' && bytes.EqualFold(key[:len(name)], []byte(name)) {
+			return true
+		}
+		j := bytes.IndexByte(key, '"')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
 }
 
 // noteNoise logs text a server wrote on stdout, at warn level once, then at debug.

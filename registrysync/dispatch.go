@@ -89,7 +89,8 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		var head struct {
 			ResultType string `json:"resultType"`
 		}
-		if err := json.Unmarshal(r.raw, &head); err != nil {
+		// (null decodes into a struct without an error)
+		if err := json.Unmarshal(r.raw, &head); err != nil || isNull(r.raw) {
 			return dispatchErr(subjects.CodeProtocolError, "server answered a result that is not a JSON object", "")
 		}
 		if head.ResultType == "input_required" {

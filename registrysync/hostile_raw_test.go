@@ -30,6 +30,8 @@ import (
 //	stuck     stops reading stdin for good on its first tools/call (a hung single-threaded server)
 //	flood     declares tools.listChanged and floods notifications/tools/list_changed
 //	reqflood  floods ping requests at the client and never reads stdin again
+//	reqfloodcase  the same, spelling the members "ID" and "Method" (encoding/json matches
+//	          member names case-insensitively)
 //	badtypes  answers tools/call with an "error" member of the wrong shape
 //	huge      answers tools/call with a line longer than maxLineBytes
 //	notifyfirst sends tools/list_changed just before its first tools/list result
@@ -65,10 +67,14 @@ func serveRawChild(mode string) int {
 						write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 					}
 				}()
-			case "reqflood":
+			case "reqflood", "reqfloodcase":
+				format := `{"jsonrpc":"2.0","id":"srv-%d","method":"ping"}`
+				if mode == "reqfloodcase" {
+					format = `{"jsonrpc":"2.0","ID":"srv-%d","Method":"ping"}`
+				}
 				go func() {
 					for i := 0; ; i++ {
-						write(fmt.Sprintf(`{"jsonrpc":"2.0","id":"srv-%d","method":"ping"}`, i))
+						write(fmt.Sprintf(format, i))
 					}
 				}()
 				select {} // never reads stdin again

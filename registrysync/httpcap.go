@@ -202,7 +202,7 @@ func (f *sseRequests) take(event []byte) bool {
 			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
 		}
 	}
-	if name != "" && name != "message" || !bytes.Contains(data, []byte(`"method"`)) {
+	if name != "" && name != "message" || !mayHoldMember(data, "method") {
 		return false
 	}
 	var m struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/mcpstream/mcpstream/executor"
@@ -43,6 +44,8 @@ func (r rateConfig) rate(where string) (executor.Rate, error) {
 	switch {
 	case r.PerSecond < 0 || r.Burst < 0 || r.Concurrency < 0:
 		return executor.Rate{}, fmt.Errorf("%w: %s: perSecond, burst and concurrency must not be negative", ErrLimits, where)
+	case math.IsNaN(r.PerSecond) || math.IsInf(r.PerSecond, 0):
+		return executor.Rate{}, fmt.Errorf("%w: %s: perSecond must be a finite number", ErrLimits, where)
 	case r.Burst > 0 && r.PerSecond == 0:
 		return executor.Rate{}, fmt.Errorf("%w: %s: burst needs perSecond", ErrLimits, where)
 	}
