@@ -75,11 +75,17 @@ type Config struct {
 	// MaxConcurrentCalls caps tools/call requests in flight through the NATS dispatch endpoint;
 	// beyond it a request is answered unavailable without being sent; 0 → 256.
 	MaxConcurrentCalls int
+	// HeartbeatEvery is how often the process sends a heartbeat while it runs (see
+	// package liveness: a watchdog declares the servers of a silent process unavailable,
+	// connector_lost); 0 → 5s; negative → none (its statuses then carry no heartbeatMs and
+	// nobody watches it).
+	HeartbeatEvery time.Duration
 }
 
 // Defaults applied to zero Config and ServerConfig values.
 const (
 	DefaultDebounce           = 250 * time.Millisecond
+	DefaultHeartbeatEvery     = 5 * time.Second
 	DefaultMaxPages           = 1000
 	DefaultMaxDefinitionBytes = 256 << 10
 	DefaultListTimeout        = 30 * time.Second
@@ -110,6 +116,7 @@ func (c Config) withDefaults() Config {
 	def(&c.PingEvery, DefaultPingEvery)
 	def(&c.PingTimeout, DefaultPingTimeout)
 	def(&c.DrainTimeout, DefaultDrainTimeout)
+	def(&c.HeartbeatEvery, DefaultHeartbeatEvery)
 	if c.MaxPages <= 0 {
 		c.MaxPages = DefaultMaxPages
 	}

@@ -37,6 +37,7 @@ type connector struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	statusMu  sync.Mutex // orders status publishes (publishCurrent)
 	mu        sync.Mutex
 	sess      *session
 	status    subjects.Status // current state, also for Statuses()
@@ -96,11 +97,16 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 }
 
 func (c *connector) newStatus(status, code, reason string) subjects.Status {
-	return subjects.Status{
+	st := subjects.Status{
 		V: subjects.Version, Type: subjects.EventStatus, Server: c.sc.Name,
 		Status: status, Code: code, Reason: printable(truncate(c.red.String(reason), 1000)),
 		Description: c.sc.Description, Transport: c.sc.Transport, At: time.Now().UTC(),
+		Connector: c.m.id,
 	}
+	if every := c.m.cfg.HeartbeatEvery; every > 0 && status != subjects.StatusRemoved {
+		st.HeartbeatMs = every.Milliseconds()
+	}
+	return st
 }
 
 // start runs the connector until ctx ends; done closes when its session is closed.
@@ -613,6 +619,8 @@ func (c *connector) setStatus(ctx context.Context, st subjects.Status) {
 }
 
 func (c *connector) publishCurrent(ctx context.Context) {
+	c.statusMu.Lock() // the connector's loop and reclaim publish: the last read is the last sent
+	defer c.statusMu.Unlock()
 	c.mu.Lock()
 	st := c.status
 	c.mu.Unlock()

@@ -50,6 +50,18 @@
 //	             each server no other process answers for.
 //	removed      Manager.Remove, followed by an empty snapshot of every kind the server had.
 //
+// Every status names this process's connector id (drawn at New) in Connector and, while the
+// process runs the server, its heartbeat period in HeartbeatMs (Config.HeartbeatEvery, 5 s).
+//
+// # Heartbeats
+//
+// While Run runs, a subjects.Heartbeat goes out on subjects.HeartbeatSubject(id) every
+// HeartbeatEvery (core NATS). Watchdogs (package liveness, in every indexer replica) declare the
+// servers of a process silent for subjects.MissedHeartbeats periods unavailable
+// (connector_lost); a process still running that sees such a declaration about one of its
+// servers — live, or on the stream after a reconnection — publishes the server's current status
+// again.
+//
 // # Serves
 //
 // Core request/reply in the queue group "mcpstream-registrysync" (a micro service of that name

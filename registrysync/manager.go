@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -36,6 +37,7 @@ var (
 // Manager runs one connector per configured MCP server and serves the relist and dispatch
 // endpoints. Create it with New, then call Run.
 type Manager struct {
+	id  string // this process's connector id, in its statuses and heartbeats
 	js  jetstream.JetStream
 	nc  *nats.Conn
 	cfg Config
@@ -62,7 +64,7 @@ type Manager struct {
 func New(js jetstream.JetStream, nc *nats.Conn, cfg Config, log zerolog.Logger) *Manager {
 	cfg = cfg.withDefaults()
 	m := &Manager{
-		js: js, nc: nc, cfg: cfg,
+		id: nuid.Next(), js: js, nc: nc, cfg: cfg,
 		log:   log.With().Str("component", "registrysync").Logger(),
 		conns: map[string]*connector{},
 		calls: make(chan struct{}, cfg.MaxConcurrentCalls),
@@ -113,6 +115,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}
 	m.running, m.runCtx, m.ready = true, ctx, true
+	hbCtx, hbStop := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		m.heartbeats(hbCtx)
+	}()
 	for _, c := range m.conns {
 		c.start(ctx)
 	}
@@ -144,6 +152,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	m.handlers.Wait()
+	hbStop()
+	<-hbDone
 	m.retire(conns)
 	m.log.Info().Msg("stopped")
 	return nil
@@ -176,6 +186,7 @@ func (m *Manager) retire(conns []*connector) {
 			continue
 		}
 		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectorStopped, "the registrysync that runs this server stopped")
+		st.HeartbeatMs = 0 // no longer beating: nothing to watch
 		if err := c.publishStatus(ctx, st); err != nil {
 			m.log.Warn().Err(err).Str("server", c.sc.Name).Msg("cannot publish the stopped status")
 			continue

@@ -99,6 +99,7 @@ const (
 	CodeListFailed         = "list_failed"
 	CodeConnectionLost     = "connection_lost"
 	CodeConnectorStopped   = "connector_stopped" // the registrysync that ran the server stopped
+	CodeConnectorLost      = "connector_lost"    // it fell silent: no heartbeat (killed, cut off)
 )
 
 // ListChanged records a notifications/<kind>/list_changed from a server. Consumers mark the
@@ -111,7 +112,10 @@ type ListChanged struct {
 	At     time.Time `json:"at"`
 }
 
-// Status is a server's connection state.
+// Status is a server's connection state. Connector is the registrysync process (an id it draws
+// at start) that runs the server, or in a connector_lost status the one that fell silent; while
+// it runs the server it sends a Heartbeat at least every HeartbeatMs (absent: nobody watches for
+// its silence).
 type Status struct {
 	V           int       `json:"v"`
 	Type        string    `json:"type"` // "status"
@@ -124,8 +128,27 @@ type Status struct {
 	Description string    `json:"description,omitempty"`
 	Transport   string    `json:"transport,omitempty"`
 	Protocol    string    `json:"protocol,omitempty"`
+	Connector   string    `json:"connector,omitempty"`
+	HeartbeatMs int64     `json:"heartbeatMs,omitempty"`
 	At          time.Time `json:"at"`
 }
+
+// Heartbeat is what a registrysync process sends on HeartbeatSubject(connector), core NATS (not
+// stored), every EveryMs while it runs: a watchdog declares the servers of a connector silent
+// for MissedHeartbeats periods unavailable (connector_lost).
+type Heartbeat struct {
+	V         int       `json:"v"`
+	Type      string    `json:"type"` // "heartbeat"
+	Connector string    `json:"connector"`
+	EveryMs   int64     `json:"everyMs"`
+	At        time.Time `json:"at"`
+}
+
+// EventHeartbeat is the type of Heartbeat payloads.
+const EventHeartbeat = "heartbeat"
+
+// MissedHeartbeats is how many heartbeat periods of silence make a connector lost.
+const MissedHeartbeats = 3
 
 // Revocation lists original tool names an operator revoked on a server; "*" revokes every tool.
 // A revoked tool never executes again until a later Revocation with Restore lists it.

@@ -180,6 +180,12 @@ func Relist(server string) string { return Root + ".control.relist." + EncodeTok
 // Dispatch is the request/reply subject on which a server's connector executes tools/call.
 func Dispatch(server string) string { return Root + ".dispatch." + EncodeToken(server) }
 
+// HeartbeatSubject is the core NATS subject of a registrysync process's heartbeats.
+func HeartbeatSubject(connector string) string { return Root + ".heartbeat." + EncodeToken(connector) }
+
+// HeartbeatAll is the filter of every heartbeat subject.
+const HeartbeatAll = Root + ".heartbeat.*"
+
 // Filters for the connector's request/reply endpoints.
 const (
 	RelistAll   = Root + ".control.relist.*"

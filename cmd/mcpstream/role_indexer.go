@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/mcpstream/mcpstream/indexer"
+	"github.com/mcpstream/mcpstream/liveness"
 )
 
 func init() {
@@ -116,6 +117,12 @@ to one process. --config is read for its policy section (the same policy the exe
 enforces; without one, the local principal may use everything) and its search section; the
 servers' ${ENV_VAR} secrets need not be set in the indexer's environment.
 
+Every replica also watches the registrysync processes' heartbeats (mcpstream.v1.heartbeat.*): a
+server whose registrysync has been silent for 3 heartbeat periods (15 s by default: killed, or
+cut off from NATS) is published unavailable with the code connector_lost, and leaves search,
+until its registrysync runs again. The first replica to notice stores it; the others are
+refused by the stream.
+
 Memory: a replica keeps the search index and a summary of each tool in memory (schemas stay in
 Badger): about 1.6 KB of live heap per tool. Go's default GC lets the heap grow to twice what
 it holds, so this command sets a soft memory limit (runtime/debug.SetMemoryLimit) of
@@ -157,11 +164,15 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 	run := func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		errc := make(chan error, 2)
+		errc := make(chan error, 3)
 		go func() { errc <- cat.Follow(ctx, env.JS) }()
 		go func() { errc <- cat.Serve(ctx, env.NC) }()
+		// Every replica watches the connectors' heartbeats: a silent one's servers are declared
+		// unavailable (connector_lost) and leave search (package liveness).
+		wd := &liveness.Watchdog{NC: env.NC, JS: env.JS, Log: env.Log.With().Str("component", "liveness").Logger()}
+		go func() { errc <- wd.Run(ctx) }()
 		var err error
-		for range 2 {
+		for range 3 {
 			if e := <-errc; e != nil {
 				err = errors.Join(err, e)
 				cancel() // one half failed: stop the other before closing the store

@@ -1,0 +1,32 @@
+// Package liveness notices a registrysync process that stopped without saying so — killed,
+// its host gone, cut off from NATS — and declares its servers unavailable, so that search stops
+// offering their tools.
+//
+// A registrysync process draws a connector id at start, names it in every status it publishes
+// (subjects.Status.Connector) with the period of its heartbeats (HeartbeatMs), and sends a
+// subjects.Heartbeat on subjects.HeartbeatSubject(id) (core NATS, not stored) that often. A
+// stopping one publishes connector_stopped itself (package registrysync).
+//
+// # Consumes
+//
+// Heartbeats (subjects.HeartbeatAll, a plain subscription), and the last status of every server
+// and then each new one (subjects.RegistryAllStatus on the registry stream, an ordered consumer
+// delivering the last message per subject first).
+//
+// # Produces
+//
+// For a server whose last status names a connector with HeartbeatMs, once that connector has
+// been silent for subjects.MissedHeartbeats periods (counted from when this watchdog started or
+// last reconnected, or saw the status, if later): a Status unavailable, code connector_lost,
+// naming the silent connector, published with Nats-Expected-Last-Subject-Sequence set to the
+// status it saw. Several watchdogs (one per indexer replica) may race: the first declaration is
+// stored, the others are refused by the stream, and none lands over a newer status. Statuses
+// without HeartbeatMs (removed, connector_stopped, or from a process that sends none) are not
+// watched.
+//
+// # Recovery
+//
+// A registrysync process that is still running (it was only cut off, or slow) sees the
+// declaration — live, or on the stream after reconnecting — and publishes its current status
+// again (registrysync's heartbeats loop).
+package liveness

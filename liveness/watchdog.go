@@ -1,0 +1,221 @@
+package liveness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// MinHeartbeat is the shortest heartbeat period a watchdog honours: a status claiming a
+// shorter one is watched as if it said this.
+const MinHeartbeat = 50 * time.Millisecond
+
+// Watchdog declares the servers of silent connectors unavailable (connector_lost).
+type Watchdog struct {
+	NC  *nats.Conn
+	JS  jetstream.JetStream
+	Log zerolog.Logger
+	// CheckEvery is how often deadlines are checked; 0 → 250ms.
+	CheckEvery time.Duration
+
+	mu       sync.Mutex
+	beats    map[string]time.Time // connector → when its last heartbeat arrived
+	servers  map[string]*watched  // server → its last status
+	since    time.Time            // start, or the last reconnection: silence counts from here at most
+	declared int
+}
+
+// watched is the last status of one server.
+type watched struct {
+	st       subjects.Status
+	seq      uint64    // its stream sequence
+	seen     time.Time // when it arrived here
+	declared bool      // a declaration was sent for this status
+}
+
+// Declared returns how many connector_lost declarations this watchdog got stored.
+func (w *Watchdog) Declared() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.declared
+}
+
+// Run watches until ctx ends. It returns nil then, or an error if it could not subscribe.
+func (w *Watchdog) Run(ctx context.Context) error {
+	every := w.CheckEvery
+	if every <= 0 {
+		every = 250 * time.Millisecond
+	}
+	w.mu.Lock()
+	w.beats, w.servers, w.since = map[string]time.Time{}, map[string]*watched{}, time.Now()
+	w.mu.Unlock()
+	sub, err := w.NC.Subscribe(subjects.HeartbeatAll, w.onBeat)
+	if err != nil {
+		return fmt.Errorf("liveness: subscribe to heartbeats: %w", err)
+	}
+	defer sub.Unsubscribe()
+	go w.follow(ctx)
+
+	reconnects := w.NC.Stats().Reconnects
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if !w.NC.IsConnected() {
+			continue
+		}
+		if r := w.NC.Stats().Reconnects; r != reconnects {
+			// Heartbeats sent while this process was cut off never reached it.
+			reconnects = r
+			w.mu.Lock()
+			w.since = time.Now()
+			w.mu.Unlock()
+			continue
+		}
+		for _, d := range w.due(time.Now()) {
+			w.declare(ctx, d)
+		}
+	}
+}
+
+func (w *Watchdog) onBeat(m *nats.Msg) {
+	tok := m.Subject[len(subjects.HeartbeatAll)-1:]
+	id, err := subjects.DecodeToken(tok)
+	if err != nil || id == "" {
+		return
+	}
+	w.mu.Lock()
+	w.beats[id] = time.Now()
+	w.mu.Unlock()
+}
+
+// follow feeds every server's last status, then each new one, into w.servers until ctx ends,
+// starting over (with backoff) when the consumer fails.
+func (w *Watchdog) follow(ctx context.Context) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 250*time.Millisecond, 10*time.Second, 0
+	for ctx.Err() == nil {
+		err := w.consume(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		d := bo.NextBackOff()
+		w.Log.Warn().Err(err).Dur("retry_in", d).Msg("liveness: status consumer failed")
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+	}
+}
+
+func (w *Watchdog) consume(ctx context.Context) error {
+	cons, err := w.JS.OrderedConsumer(ctx, subjects.RegistryStream, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.RegistryAllStatus},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
+		if err != nil || ev.Status == nil {
+			continue // malformed: the indexer counts those
+		}
+		w.mu.Lock()
+		w.servers[ev.Status.Server] = &watched{st: *ev.Status, seq: meta.Sequence.Stream, seen: time.Now()}
+		w.mu.Unlock()
+	}
+}
+
+// due returns the servers whose connector has been silent too long, marked declared.
+func (w *Watchdog) due(now time.Time) []watched {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []watched
+	for _, s := range w.servers {
+		if s.declared || s.st.Connector == "" || s.st.HeartbeatMs <= 0 || s.st.Status == subjects.StatusRemoved {
+			continue
+		}
+		every := max(time.Duration(s.st.HeartbeatMs)*time.Millisecond, MinHeartbeat)
+		last := w.since
+		if b := w.beats[s.st.Connector]; b.After(last) {
+			last = b
+		}
+		if s.seen.After(last) {
+			last = s.seen
+		}
+		if now.Sub(last) > subjects.MissedHeartbeats*every {
+			s.declared = true
+			out = append(out, *s)
+		}
+	}
+	return out
+}
+
+// declare publishes s's server unavailable (connector_lost), unless its status changed since.
+func (w *Watchdog) declare(ctx context.Context, s watched) {
+	silent := time.Duration(subjects.MissedHeartbeats*s.st.HeartbeatMs) * time.Millisecond
+	st := subjects.Status{
+		V: subjects.Version, Type: subjects.EventStatus, Server: s.st.Server,
+		Status: subjects.StatusUnavailable, Code: subjects.CodeConnectorLost,
+		Reason:      fmt.Sprintf("registrysync %s sent no heartbeat for over %s (killed, or cut off from NATS)", s.st.Connector, silent),
+		Description: s.st.Description, Transport: s.st.Transport, Protocol: s.st.Protocol,
+		Connector: s.st.Connector, At: time.Now().UTC(),
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return
+	}
+	msg := nats.NewMsg(subjects.RegistryStatus(st.Server))
+	msg.Data = data
+	msg.Header.Set(subjects.HeaderEventType, subjects.EventStatus)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err = w.JS.PublishMsg(pctx, msg, jetstream.WithExpectLastSequencePerSubject(s.seq))
+	var apiErr *jetstream.APIError
+	switch {
+	case err == nil:
+		w.mu.Lock()
+		w.declared++
+		w.mu.Unlock()
+		w.Log.Warn().Str("server", st.Server).Str("connector", s.st.Connector).Msg("connector silent: server declared unavailable (connector_lost)")
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		// Another watchdog declared it first, or the server's status changed: nothing to do.
+	default:
+		w.Log.Warn().Err(err).Str("server", st.Server).Msg("liveness: cannot publish connector_lost; will retry")
+		w.mu.Lock()
+		if cur := w.servers[st.Server]; cur != nil && cur.seq == s.seq {
+			cur.declared = false
+		}
+		w.mu.Unlock()
+	}
+}
