@@ -64,7 +64,9 @@
 //  8. limits → rate_limited with retryAfterMs (see below).
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
-//     (duplicate: true); without one → outcome_unknown.
+//     (duplicate: true); without one → outcome_unknown, once the claim's holder is past its
+//     deadline when the claim is another request's (a resend after the de-duplication window
+//     while the first still runs waits for the first's answer).
 //  10. dispatch tools/call with a timeout → timeout; result over 4 MiB → result_too_large; a
 //     connector that could not send → unavailable; protocol_error and outcome_unknown as the
 //     connector reports them. Retries with backoff: a failure before sending (unavailable) for any
@@ -89,6 +91,11 @@
 //
 // If a worker dies after dispatching a side-effecting call and before storing its answer, the
 // redelivered call finds the claim and answers outcome_unknown: never a second execution.
+//
+// Only one answer of a call id is ever stored: the results stream takes an answer only while the
+// call's results subject holds none (Nats-Expected-Last-Subject-Sequence), so a resend after
+// every de-duplication window gets the stored answer, even one refused before dispatch or of a
+// read-only tool that ran again.
 //
 // # Limits across workers
 //
@@ -115,5 +122,7 @@
 //
 // In memory per process: the registry view (rebuilt by replay at start; workers start once it
 // caught up), compiled schemas, the last count of closed rate windows. In JetStream: the calls
-// work queue, results (24 h), audit (7 d), claims (24 h), rate counters and slot leases.
+// work queue, results (24 h), audit (7 d), claims (24 h), rate counters and slot leases. The
+// rate counters and slot leases are in memory storage: a NATS server restarted (not clustered)
+// drops them, and the first call that finds them gone declares them again, empty.
 package executor

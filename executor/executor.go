@@ -146,6 +146,14 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	e.st = st
 	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
+	e.lim.restore = func(ctx context.Context) error {
+		if _, err := ensureState(ctx, e.js, e.cfg, false); err != nil {
+			e.cfg.Log.Error().Err(err).Msg("limits state gone (NATS restarted?); declaring it again failed")
+			return err
+		}
+		e.cfg.Log.Warn().Msg("limits state gone (NATS restarted?): declared again, the rate windows and slots start over")
+		return nil
+	}
 
 	var bg sync.WaitGroup
 	defer bg.Wait()

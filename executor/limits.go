@@ -141,6 +141,12 @@ type limiter struct {
 
 	mu   sync.Mutex
 	prev map[string]prevWindow // counter subject prefix → previous window's final count
+
+	// restore declares the limits stream and the slots bucket again when they are gone (see
+	// stateLost); nil: never.
+	restore    func(context.Context) error
+	restoreMu  sync.Mutex
+	restoredAt time.Time
 }
 
 type prevWindow struct {
@@ -165,10 +171,41 @@ type slotLease struct {
 // (rate_limited with RetryAfterMs) or the lease to release when the call ends. A call that is
 // refused or fails here counts against no rate: what it added to the counters is given back
 // (a call refused by a concurrency cap and retried must not use up the rate budget).
+//
+// The counters and the slots are in memory storage, which a NATS server does not keep when it
+// restarts: a call that finds them gone declares them again (empty: every window starts over,
+// every slot is free) and checks once more.
 func (l *limiter) acquire(ctx context.Context, callID string, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	if len(lim) == 0 {
 		return &lease{l: l}, nil, nil
 	}
+	ls, refusal, err := l.take(ctx, callID, lim)
+	if err != nil && stateLost(err) && l.restoreState(ctx) {
+		ls, refusal, err = l.take(ctx, callID, lim)
+	}
+	return ls, refusal, err
+}
+
+// restoreState declares the limiter's state again (once a second at most over every worker) and
+// reports whether it is there now.
+func (l *limiter) restoreState(ctx context.Context) bool {
+	if l.restore == nil {
+		return false
+	}
+	l.restoreMu.Lock()
+	defer l.restoreMu.Unlock()
+	if !l.restoredAt.IsZero() && l.now().Sub(l.restoredAt) < time.Second {
+		return true // another call just did
+	}
+	if err := l.restore(ctx); err != nil {
+		return false
+	}
+	l.restoredAt = l.now()
+	return true
+}
+
+// take is acquire without the restore.
+func (l *limiter) take(ctx context.Context, callID string, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	counted, refusal, err := l.checkRates(ctx, lim)
 	if refusal != nil || err != nil {
 		return nil, refusal, err // checkRates gave its counts back

@@ -139,6 +139,14 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 	return &st, nil
 }
 
+// stateLost reports whether err says a stream or bucket of the executor's state is gone: the
+// limits stream and the slots bucket (memory storage) do not survive a restart of a NATS
+// server that is not clustered, even one that keeps its store.
+func stateLost(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, jetstream.ErrBucketNotFound)
+}
+
 func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	if kv, err := js.KeyValue(ctx, cfg.Bucket); err == nil {
 		return kv, nil

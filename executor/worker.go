@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -153,6 +154,8 @@ type call struct {
 	// looked: the results stream was searched for an earlier answer of this call id (a
 	// redelivery, or a call whose re-run would not be harmless): there was none.
 	looked bool
+	// redelivered: this request was delivered before (its worker died, or handed it back).
+	redelivered bool
 }
 
 func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
@@ -186,7 +189,7 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("%w: %w", errTerminate, err)
 	}
 	req, bad := decodeCall(m.Data())
-	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m)}
+	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m), redelivered: md.NumDelivered > 1}
 	if bad != nil {
 		args, n, trunc := e.audit.payload(m.Data())
 		e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))
@@ -503,18 +506,27 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		ls.release(context.WithoutCancel(ctx))
 	}()
 
+	timeout := e.cfg.CallTimeout
+	if c.req.TimeoutMs > 0 {
+		timeout = min(time.Duration(c.req.TimeoutMs)*time.Millisecond, e.cfg.MaxCallTimeout)
+	}
 	if !t.retrySafe() {
-		ok, err := e.claim(ctx, c)
+		ok, err := e.claim(ctx, c, timeout)
 		if err != nil {
 			ls.refund() // it does not run now
 			return fmt.Errorf("%w: claim: %w", errRetry, err)
 		}
 		if !ok {
 			ls.refund() // it does not run again
+			ls.release(context.WithoutCancel(ctx))
 			// Claimed before: answered already (a resend after the de-duplication window gets
-			// that answer again), or claimed by a worker that died without answering: it may
+			// that answer again), claimed by another request of this call id that still runs
+			// (its answer is this one's), or by a worker that died without answering: it may
 			// have run.
-			prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
+			prev, found, err := e.claimedAnswer(ctx, c)
+			if errors.Is(err, errStopping) {
+				return err
+			}
 			if err != nil {
 				return fmt.Errorf("%w: look up result: %w", errRetry, err)
 			}
@@ -530,10 +542,6 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		}
 	}
 
-	timeout := e.cfg.CallTimeout
-	if c.req.TimeoutMs > 0 {
-		timeout = min(time.Duration(c.req.TimeoutMs)*time.Millisecond, e.cfg.MaxCallTimeout)
-	}
 	if !t.retrySafe() {
 		// The point after which the outcome of a side effect may be unknown.
 		e.audit.emit(subjects.AuditDispatch, c.audit(subjects.AuditEvent{Decision: "dispatch",
@@ -641,15 +649,61 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 // claimKey is the claims-bucket key of a call.
 func claimKey(tenant, id string) string { return kvToken(tenant) + "." + kvToken(id) }
 
-// claim records durably that a side-effecting call is about to be dispatched. It reports false
-// when the call was claimed before.
-func (e *Executor) claim(ctx context.Context, c *call) (bool, error) {
-	val, _ := json.Marshal(map[string]any{"tool": c.tool.Public, "server": c.tool.Server, "by": e.cfg.Name, "at": time.Now().UTC()})
+// claim records durably that a side-effecting call is about to be dispatched with timeout, and
+// until when its answer may come. It reports false when the call was claimed before.
+func (e *Executor) claim(ctx context.Context, c *call, timeout time.Duration) (bool, error) {
+	now := time.Now().UTC()
+	val, _ := json.Marshal(claimValue{Tool: c.tool.Public, Server: c.tool.Server, By: e.cfg.Name, At: now,
+		Until: now.Add(timeout + e.cfg.AckWait)})
 	_, err := e.st.claims.Create(ctx, claimKey(c.tenant, c.req.ID), val)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// claimValue is the value of a claim.
+type claimValue struct {
+	Tool   string    `json:"tool"`
+	Server string    `json:"server"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+	// Until is when the claim holder's answer is due at the latest: its call's timeout and
+	// AckWait (for storing the answer) past At.
+	Until time.Time `json:"until"`
+}
+
+// claimWaitPoll is how often a request waiting for the answer of its call's claim holder looks
+// for it.
+const claimWaitPoll = 250 * time.Millisecond
+
+// claimedAnswer returns the answer of c's call id, claimed before. A redelivered request finds
+// its own earlier attempt's claim: without an answer now, that attempt's worker died. A first
+// delivery is another request of the same call id (a resend once the calls stream's
+// de-duplication window is past) whose first request may still run: its answer is waited for
+// until the claim's Until.
+func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallResult, bool, error) {
+	prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
+	if err != nil || found || c.redelivered {
+		return prev, found, err
+	}
+	var cl claimValue // (a claim of an earlier version has no Until: nothing is waited for)
+	if entry, err := e.st.claims.Get(ctx, claimKey(c.tenant, c.req.ID)); err != nil {
+		return prev, false, err
+	} else if json.Unmarshal(entry.Value(), &cl) != nil {
+		return prev, false, nil
+	}
+	for time.Now().Before(cl.Until) {
+		select {
+		case <-e.stopping:
+			return prev, false, errStopping
+		case <-time.After(min(claimWaitPoll, time.Until(cl.Until))):
+		}
+		if prev, found, err = e.lookupResult(ctx, c.tenant, c.req.ID); err != nil || found {
+			return prev, found, err
+		}
+	}
+	return prev, false, nil
 }
 
 func (e *Executor) claimed(ctx context.Context, c *call) (bool, error) {
@@ -717,23 +771,23 @@ func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo 
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	dup, err := e.storeResult(ctx, res, data)
+	earlier, err := e.storeResult(ctx, res, data)
 	if err != nil {
 		return err
 	}
 	switch {
-	case dup && !res.Duplicate: // (a Duplicate is the stored answer already)
-		// An answer of this call id was stored before (the results stream de-duplicated this
-		// one): that one is the call's answer, and the one the caller gets.
-		if prev, ok, err := e.lookupResult(ctx, res.Tenant, res.ID); err != nil {
-			return fmt.Errorf("look up the stored answer: %w", err)
-		} else if ok {
-			prev.Duplicate = true
-			if data, err = encodeResult(prev); err != nil {
-				return fmt.Errorf("encode result: %w", err)
-			}
+	case earlier != nil && !res.Duplicate && !bytes.Equal(earlier, data): // (a Duplicate is the stored answer already)
+		// An answer of this call id was stored before (the results stream refused this one):
+		// that one is the call's answer, and the one the caller gets.
+		var prev subjects.CallResult
+		if err := json.Unmarshal(earlier, &prev); err != nil {
+			return fmt.Errorf("decode the stored answer: %w", err)
 		}
-	case stored != nil:
+		prev.Duplicate = true
+		if data, err = encodeResult(prev); err != nil {
+			return fmt.Errorf("encode result: %w", err)
+		}
+	case earlier == nil && stored != nil:
 		stored()
 	}
 	if replyTo != "" {
@@ -758,29 +812,68 @@ func (e *Executor) reply(replyTo string, res subjects.CallResult) {
 	}
 }
 
-// storeResult stores the one terminal answer (de-duplicated by ResultMsgID), retrying a
-// failing JetStream for a few seconds. It reports whether an answer was stored before (the
-// results stream dropped this one as a duplicate).
-func (e *Executor) storeResult(ctx context.Context, res subjects.CallResult, data []byte) (bool, error) {
+// storeResult stores the one terminal answer, retrying a failing JetStream for a few seconds.
+// It is stored only while the call's results subject holds no answer (expected last subject
+// sequence: 0, or that of junk found there), whatever the de-duplication window (ResultMsgID)
+// says: a resend of the call id once the windows of the calls and results streams are past
+// never replaces the answer. It returns the bytes of the answer stored before when the results
+// stream refused this one (they may be this very answer's, stored by an attempt whose PubAck
+// was lost), nil when this one was stored.
+func (e *Executor) storeResult(ctx context.Context, res subjects.CallResult, data []byte) ([]byte, error) {
 	msg := &nats.Msg{Subject: subjects.Result(res.Tenant, res.ID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(subjects.HeaderMsgID, subjects.ResultMsgID(res.Tenant, res.ID))
+	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
 		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 2 * time.Second,
 		Stop: backoff.Stop, Clock: backoff.SystemClock,
 	}, 6), ctx)
-	dup, attempts := false, 0
+	var earlier []byte
 	err := backoff.Retry(func() error {
-		attempts++
 		ack, err := e.js.PublishMsg(ctx, msg)
-		if errors.Is(err, nats.ErrConnectionClosed) {
+		switch {
+		case errors.Is(err, nats.ErrConnectionClosed):
 			return backoff.Permanent(err)
+		case err == nil && !ack.Duplicate:
+			return nil
+		case err != nil && !answeredBefore(err):
+			return err
 		}
-		// A retry found a duplicate: most likely this very answer, stored by an attempt whose
-		// PubAck was lost.
-		dup = err == nil && ack.Duplicate && attempts == 1
+		// Refused, or dropped as a duplicate: what does the subject hold?
+		m, gerr := e.st.results.GetLastMsgForSubject(ctx, msg.Subject)
+		switch {
+		case errors.Is(gerr, jetstream.ErrMsgNotFound):
+			if err == nil {
+				return nil // a duplicate whose answer is gone (purged): this one stands
+			}
+			msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+			return err
+		case gerr != nil:
+			return gerr
+		case isAnswerOf(m.Data, res.ID):
+			earlier = m.Data
+			return nil
+		case err == nil:
+			return nil // a duplicate of an answer replaced by junk since: this one stands
+		}
+		// Junk on the results subject (published there by hand) is not an answer: store after it.
+		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Sequence, 10))
 		return err
 	}, bo)
-	return dup, err
+	return earlier, err
+}
+
+// isAnswerOf reports whether data is a CallResult of call id (as getResult reads it).
+func isAnswerOf(data []byte, id string) bool {
+	var res subjects.CallResult
+	return json.Unmarshal(data, &res) == nil && res.ID == id
+}
+
+// answeredBefore reports whether a publish of an answer was refused because its results subject
+// holds one already (a clustered stream may report the constant variant of the code).
+func answeredBefore(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // encodeResult encodes res like json.Marshal, without re-validating its raw MCP result (checked

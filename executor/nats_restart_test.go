@@ -1,0 +1,62 @@
+package executor
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/natsembed"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// restartNATS stops the rig's JetStream server and starts it again on the same port with its
+// store, as an operator restarting nats-server does; the rig's connections reconnect.
+func (r *rig) restartNATS() {
+	r.t.Helper()
+	r.env.Server.Shutdown()
+	listen := strings.TrimPrefix(r.env.URL, "nats://")
+	var err error
+	for range 50 { // the port may take a moment to be free again
+		var srv *natsembed.Server
+		if srv, err = natsembed.Start(natsembed.Config{StoreDir: r.env.Dir, Listen: listen}); err == nil {
+			r.env.Server = srv
+			r.t.Cleanup(srv.Shutdown)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.t.Fatalf("restart nats: %v", err)
+}
+
+// TestLimitsAfterNATSRestart: a NATS server restarted with its store keeps the streams, and the
+// executor serves on once reconnected. Its rate counters and concurrency slots live in memory
+// storage, which a restarted server does not keep: every call of a limited tool was refused
+// unavailable ("limits cannot be checked") until the executor process was restarted, and no
+// stream check noticed.
+func TestLimitsAfterNATSRestart(t *testing.T) {
+	limits := Limits{Servers: map[string]Rate{"*": {PerSecond: 1000, Burst: 1000, Concurrency: 4}}}
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Limits: limits}})
+	if res := r.call("local", "fixture__echo", `{"text":"before"}`); res.Status != subjects.CallOK {
+		t.Fatalf("before the restart: %s %+v", res.Status, res.Error)
+	}
+
+	r.restartNATS()
+	waitFor(t, "reconnected", r.env.NC.IsConnected)
+	var res subjects.CallResult
+	deadline := time.Now().Add(waitLimit)
+	for i := 0; time.Now().Before(deadline); i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		res, err = r.client.Call(ctx, "local", subjects.CallRequest{Tool: "fixture__echo", Arguments: []byte(`{"text":"after"}`)})
+		cancel()
+		if err == nil && res.Status == subjects.CallOK {
+			return
+		}
+		if err == nil && res.Error != nil && res.Error.Code != subjects.CodeUnavailable {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("after the restart: %s %+v, want ok", res.Status, res.Error)
+}
