@@ -45,22 +45,61 @@ func newRedactor(secrets []string) redactor { return redactor{redact.New(secrets
 // that sensitiveKey would flag once decoded: text that could spell an ASCII letter otherwise
 // than as itself (a \u escape of one, or İ and K, which lower-case to i and k) is not clean.
 func (r redactor) clean(raw []byte) bool {
-	if mayHideLetters(raw) {
-		return false
-	}
-	lower := make([]byte, len(raw))
-	for i, c := range raw {
+	return !mayHideLetters(raw) && !holdsSensitiveKey(raw) && !r.In(raw)
+}
+
+// lowerASCII maps a byte to itself with ASCII capitals lower-cased.
+var lowerASCII = func() (t [256]byte) {
+	for i := range t {
+		c := byte(i)
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		lower[i] = c
+		t[i] = c
 	}
+	return t
+}()
+
+// sensitiveByFirst lists the sensitive keys by their first letter; sensitiveSecond has, for a
+// first letter, a bit per second letter (a = bit 0) that some key goes on with.
+var sensitiveByFirst, sensitiveSecond = func() (keys [256][]string, second [256]uint32) {
 	for _, k := range sensitiveKeys {
-		if bytes.Contains(lower, []byte(k)) {
+		keys[k[0]] = append(keys[k[0]], k)
+		second[k[0]] |= 1 << (k[1] - 'a')
+	}
+	return keys, second
+}()
+
+// holdsSensitiveKey reports whether raw holds one of sensitiveKeys, ASCII letters in any case,
+// in one pass over raw (the hot path of every audited result): a position is compared with
+// the keys only when its first two letters begin one.
+func holdsSensitiveKey(raw []byte) bool {
+	for i := 0; i+1 < len(raw); i++ {
+		c := lowerASCII[raw[i]]
+		m := sensitiveSecond[c]
+		if m == 0 {
+			continue
+		}
+		if d := lowerASCII[raw[i+1]] - 'a'; d >= 26 || m&(1<<d) == 0 {
+			continue
+		}
+		for _, k := range sensitiveByFirst[c] {
+			if len(raw)-i >= len(k) && lowerASCIIEqual(raw[i:i+len(k)], k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lowerASCIIEqual reports whether b, with ASCII capitals lower-cased, equals the lower-case k.
+func lowerASCIIEqual(b []byte, k string) bool {
+	for j := range len(k) {
+		if lowerASCII[b[j]] != k[j] {
 			return false
 		}
 	}
-	return !r.In(raw)
+	return true
 }
 
 // mayHideLetters reports whether JSON text may spell an ASCII letter otherwise than as the
