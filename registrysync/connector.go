@@ -37,7 +37,8 @@ type connector struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	statusMu  sync.Mutex // orders status publishes (publishCurrent)
+	statusMu  sync.Mutex      // orders status publishes (publishCurrent)
+	taskTools map[string]bool // tools to call as tasks (execution.taskSupport "required"); under mu
 	mu        sync.Mutex
 	sess      *session
 	status    subjects.Status // current state, also for Statuses()

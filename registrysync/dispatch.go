@@ -78,10 +78,17 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r := s.callTool(cctx, req.Tool, req.Arguments)
+	var r callResult
+	if c.needsTask(req.Tool) {
+		r = s.callToolTask(cctx, req.Tool, req.Arguments)
+	} else {
+		r = s.callTool(cctx, req.Tool, req.Arguments)
+	}
 	redact := c.red.String
 
 	switch {
+	case r.bad != "":
+		return dispatchErr(subjects.CodeProtocolError, redact(r.bad)+"; the call was sent and may have run", "")
 	case r.rpcErr != nil:
 		return dispatchErr(subjects.CodeProtocolError,
 			redact(fmt.Sprintf("server answered JSON-RPC error %d: %s", r.rpcErr.Code, r.rpcErr.Message)), "")

@@ -78,6 +78,13 @@
 // sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, not_found).
 // Manager.Dispatch and Manager.Relist are the same in-process.
 //
+// A tool whose definition in the last tools listing says execution.taskSupport "required" is
+// called as a task (tools/call with a task, tasks/get at the server's pollInterval within 100 ms
+// to 5 s, then tasks/result), within the same timeout: the reply is its CallToolResult, as for
+// any tool. A task that asks for input (input_required), reports an unknown status or is
+// cancelled by the server ends protocol_error; a deadline that passes sends tasks/cancel and
+// ends timeout.
+//
 // # Notifications per protocol and transport
 //
 // The client first probes server/discover (2026-07-28) and falls back to initialize, unless

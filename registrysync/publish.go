@@ -154,6 +154,9 @@ type publishResult struct {
 // the event it follows.
 func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subjects.ServerInfo) (publishResult, error) {
 	l.Auth = c.sc.AuthContext
+	if l.Kind == subjects.KindTools {
+		c.setTaskTools(l.Items)
+	}
 	fp := l.fingerprint()
 	st := c.kind(l.Kind)
 	if st.known && st.fp == fp && !st.needsConfirm() {

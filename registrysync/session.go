@@ -729,6 +729,7 @@ type callResult struct {
 	rpcErr *mcp.JSONRPCErrorDetails
 	sent   bool
 	err    error
+	bad    string // the server broke the protocol (a task that could not complete): protocol_error
 }
 
 // callTool sends tools/call with args passed through byte for byte. The caller registered it
