@@ -251,7 +251,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	known := c != nil
 	if c == nil {
 		if m.servedElsewhere(ctx, name) {
-			return fmt.Errorf("%w: %q (remove it from that process's configuration first)", ErrServedElsewhere, name)
+			return fmt.Errorf("%w: %q (remove it from that process's configuration and restart that process first)", ErrServedElsewhere, name)
 		}
 		c = newConnector(m, ServerConfig{Name: name})
 	} else if err := c.stop(ctx); err != nil {

@@ -67,8 +67,13 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 	}
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
+		hint := ""
+		if errors.Is(err, nats.ErrNoServers) {
+			// Nothing answered there; other failures (credentials, TLS, authorization) say why.
+			hint = fmt.Sprintf(" (is `mcpstream up` running? set --nats or $%s)", envNATS)
+		}
 		err = &scrubbedError{msg: scrubCredentials(err.Error(), n.URL), err: err} // a url.Error quotes the URL
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w (is `mcpstream up` running? set --nats or $%s)", redactURL(n.URL), err, envNATS)
+		return nil, nil, fmt.Errorf("connect to NATS at %s: %w%s", redactURL(n.URL), err, hint)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -73,6 +73,9 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("events: unexpected argument %q", rest[0])
 	}
 	if server != "" {
+		if name, _, err := pickStream(stream, filters); err == nil && name != subjects.RegistryStream {
+			return fmt.Errorf("%w: --server selects registry events, not those of %s (filter it with --subject)", ErrBadFilter, name)
+		}
 		filters = append(filters, subjects.RegistryServer(server))
 	}
 	streamName, subjectFilters, err := pickStream(stream, filters)

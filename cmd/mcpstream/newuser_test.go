@@ -264,3 +264,52 @@ func TestUpBadConfigCreatesNothing(t *testing.T) {
 		t.Errorf("the data directory was created (%v)", err)
 	}
 }
+
+// TestConnectErrorHintOnlyWhenNoServer: a NATS connection that fails for another reason than
+// "no server there" (here a missing credentials file, against a running server) said "is
+// `mcpstream up` running? set --nats or $MCPSTREAM_NATS", sending the user after the wrong fix.
+func TestConnectErrorHintOnlyWhenNoServer(t *testing.T) {
+	env := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	creds := filepath.Join(t.TempDir(), "missing.creds")
+	_, _, err := runCmd(t, ctx, "servers", "--nats", env.URL, "--nats-creds", creds)
+	if err == nil || !strings.Contains(err.Error(), "missing.creds") || strings.Contains(err.Error(), "mcpstream up` running") {
+		t.Errorf("servers with a missing credentials file: %v, want the file named and no \"is mcpstream up running\" hint", err)
+	}
+	_, _, err = runCmd(t, ctx, "servers", "--nats", "nats://127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "mcpstream up` running") {
+		t.Errorf("servers against nothing: %v, want the hint", err)
+	}
+}
+
+// TestEventsServerWithOtherStream: `events --server kb --stream audit` answered `--subject
+// "mcpstream.v1.registry.kb.>" is not in stream MCPSTREAM_AUDIT`, a flag the user never gave.
+func TestEventsServerWithOtherStream(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, args := range [][]string{{"--stream", "audit"}, {"--subject", "results.>"}} {
+		_, _, err := runCmd(t, ctx, append([]string{"events", "--server", "kb", "--nats", "nats://127.0.0.1:1"}, args...)...)
+		if !errors.Is(err, ErrBadFilter) || !strings.Contains(err.Error(), "--server") || strings.Contains(err.Error(), "registry.kb") {
+			t.Errorf("events --server kb %v: %v, want an error about --server", args, err)
+		}
+	}
+}
+
+// TestRegistrySyncHasNoReplicaFlag: registrysync accepted --replica and ignored it (the README
+// gives it to indexer and executor only; connectors are not replicated: one process per set of
+// servers).
+func TestRegistrySyncHasNoReplicaFlag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, errOut, err := runCmd(t, ctx, "registrysync", "--replica", "1", "--nats", "nats://127.0.0.1:1")
+	if code, ok := err.(exitCode); !ok || code != 2 || !strings.Contains(errOut, "flag provided but not defined: -replica") {
+		t.Errorf("registrysync --replica: %v, %q; want exit status 2, flag not defined", err, errOut)
+	}
+	for _, cmd := range []string{"indexer", "executor"} {
+		out, _, err := runCmd(t, ctx, cmd, "--help")
+		if err != nil || !strings.Contains(out, "-replica") {
+			t.Errorf("%s --help: %v; want --replica listed", cmd, err)
+		}
+	}
+}

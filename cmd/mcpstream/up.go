@@ -95,7 +95,9 @@ func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 	} else {
 		o.NATS.register(fs)
 		fs.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listener for /healthz and /metrics (\"\" = none)")
-		fs.StringVar(&o.Replica, "replica", "", "replica id when several replicas share one --data directory")
+		if o.Name != "registrysync" { // one registrysync per set of servers: not replicated
+			fs.StringVar(&o.Replica, "replica", "", "replica id when several replicas share one --data directory")
+		}
 	}
 }
 
