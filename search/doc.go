@@ -102,8 +102,12 @@
 // The statistics of a visibility class (Query.VisibleKey) are computed once
 // per generation of the index (a pass over every tool) and kept.
 //
-// A catalog of at most eight tools (or the part of one a searcher may see)
-// has no floor but matching a query word: there every word is in most tools.
+// On a small catalog the floor is lowered below the IDF of a word found in
+// as many tools as a server has on average (at least three, at most half
+// the catalog), so that a word picking out one server's tools still counts
+// ("knowledge" in the four tools of a knowledge base among 11). A catalog of
+// at most eight tools (or the part of one a searcher may see) has no floor
+// but matching a query word: there every word is in most tools.
 //
 // # Vectors
 //

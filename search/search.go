@@ -314,14 +314,19 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	// Candidates: tools over the floor (enough distinctive query words
 	// matched), with server evidence. On small catalogs even a word found in
 	// a few tools has a low IDF ("ticket" in 3 of 7 tools), so the floor is
-	// capped below the IDF of a word found in three tools (or in one, below
-	// six tools): the floor rejects words common to much of a catalog, never a
-	// word that picks out one server's handful of tools. A catalog of at most
+	// capped below the IDF of a word found in as many tools as a server has
+	// on average, at least three (or in one, below six tools), at most half
+	// the catalog: the floor rejects words common to much of a catalog, never
+	// a word that picks out one server's handful of tools ("knowledge" in the
+	// four tools of a knowledge base among 11). A catalog of at most
 	// tinyCatalog tools (or the part of one a searcher may see) has no floor
-	// but matching a word of the query: there every word is in most tools
-	// ("knowledge" in each of a knowledge base's four), and a few results are
-	// no noise to hide.
-	few := math.Max(1, math.Min(3, math.Floor(n/2)))
+	// but matching a word of the query: there every word is in most tools,
+	// and a few results are no noise to hide.
+	perServer := 3.0
+	if st.srvN > 0 {
+		perServer = math.Max(perServer, math.Ceil(n/st.srvN))
+	}
+	few := math.Max(1, math.Min(perServer, math.Floor(n/2)))
 	floor := math.Min(cfg.minIDF, 0.9*math.Log(1+(n-few+0.5)/(few+0.5)))
 	if n <= tinyCatalog {
 		floor = 0
