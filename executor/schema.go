@@ -417,7 +417,8 @@ func failurePath(ve *jsonschema.ValidationError) string {
 }
 
 // failureMessage lists the failures, at most maxMessageIssues: "at '/title': got object, want
-// string; at ”: missing property 'body'". It never quotes the value that failed (see issueText).
+// string; missing property 'body'" (a failure of the arguments object itself has no location).
+// It never quotes the value that failed (see issueText).
 func failureMessage(ve *jsonschema.ValidationError) string {
 	out := ve.BasicOutput()
 	var parts []string
@@ -434,16 +435,25 @@ func failureMessage(ve *jsonschema.ValidationError) string {
 			more++
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("at '%s': %s", u.InstanceLocation, msg))
+		parts = append(parts, atLocation(u.InstanceLocation)+msg)
 	}
 	if len(parts) == 0 {
-		return fmt.Sprintf("at '%s': does not match the inputSchema", failurePath(ve))
+		return atLocation(failurePath(ve)) + "does not match the inputSchema"
 	}
 	s := strings.Join(parts, "; ")
 	if more > 0 {
 		s += fmt.Sprintf(" (and %d more)", more)
 	}
 	return s
+}
+
+// atLocation prefixes a failure at a JSON pointer inside the arguments: "at '/title': ", and
+// nothing for the arguments object itself ("").
+func atLocation(pointer string) string {
+	if pointer == "" {
+		return ""
+	}
+	return "at '" + pointer + "': "
 }
 
 // issueText says which rule failed, from the schema's side only: never the instance value, which

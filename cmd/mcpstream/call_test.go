@@ -30,7 +30,7 @@ func TestPrintCallResult(t *testing.T) {
 		{"ok non-text", subjects.CallResult{ID: "c-3", Tool: "x__img", Status: subjects.CallOK, Result: image}},
 		{"isError", subjects.CallResult{ID: "c-4", Tool: "kb__get_document", Status: subjects.CallOK, Result: toolErr}},
 		{"invalid arguments", subjects.CallResult{ID: "c-5", Tool: "ticketing__createIssue", Status: subjects.CallRefused,
-			Error: &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "at '': missing property 'body'", Path: "/body"}}},
+			Error: &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "missing property 'body'", Path: "/body"}}},
 		{"rate limited", subjects.CallResult{ID: "c-6", Tool: "kb__search_knowledge_base", Status: subjects.CallRefused,
 			Error: &subjects.Error{Code: subjects.CodeRateLimited, Message: "tool kb__search_knowledge_base is limited to 2 calls per 1s", RetryAfterMs: 1500}}},
 		{"outcome unknown", subjects.CallResult{ID: "c-7", Tool: "ticketing__createIssue", Status: subjects.CallFailed,
