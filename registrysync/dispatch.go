@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
@@ -60,6 +61,13 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		st := c.current()
 		return dispatchErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is not connected ("+st.Status+"); nothing was sent", st.Reason)
 	}
+	task := c.needsTask(req.Tool)
+	if task && mcp.IsModernProtocol(s.protocol) {
+		// 2026-07-28 has no tasks/result: the task would run, and its result could not be had.
+		return dispatchErr(subjects.CodeUnavailable, "tool "+req.Tool+" requires tasks (execution.taskSupport \"required\"), "+
+			"which mcpstream runs on protocol 2025-11-25 only, and server "+c.sc.Name+" speaks "+s.protocol+
+			" (protocolVersion pins one); nothing was sent", "")
+	}
 	if !s.beginCall() {
 		return dispatchErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is disconnecting; nothing was sent", "")
 	}
@@ -79,7 +87,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var r callResult
-	if c.needsTask(req.Tool) {
+	if task {
 		r = s.callToolTask(cctx, req.Tool, req.Arguments)
 	} else {
 		r = s.callTool(cctx, req.Tool, req.Arguments)
@@ -88,7 +96,9 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 
 	switch {
 	case r.bad != "":
-		return dispatchErr(subjects.CodeProtocolError, redact(r.bad)+"; the call was sent and may have run", "")
+		// (the server's words in it are bounded once redacted: cut first, a secret would not be
+		// found whole)
+		return dispatchErr(subjects.CodeProtocolError, truncate(redact(r.bad), 512)+"; the call was sent and may have run", "")
 	case r.rpcErr != nil:
 		return dispatchErr(subjects.CodeProtocolError,
 			redact(fmt.Sprintf("server answered JSON-RPC error %d: %s", r.rpcErr.Code, r.rpcErr.Message)), "")

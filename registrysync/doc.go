@@ -83,7 +83,10 @@
 // to 5 s, then tasks/result), within the same timeout: the reply is its CallToolResult, as for
 // any tool. A task that asks for input (input_required), reports an unknown status or is
 // cancelled by the server ends protocol_error; a deadline that passes sends tasks/cancel and
-// ends timeout.
+// ends timeout. A tasks/get that fails is asked again (the call ends outcome_unknown, and the
+// task is cancelled, after 3 failures in a row). 2026-07-28 has no tasks/result: on such a
+// session a task tool is refused unavailable, nothing sent (ServerConfig.ProtocolVersion
+// "2025-11-25" runs it).
 //
 // # Notifications per protocol and transport
 //

@@ -35,6 +35,9 @@ import (
 //	badtypes  answers tools/call with an "error" member of the wrong shape
 //	huge      answers tools/call with a line longer than maxLineBytes
 //	notifyfirst sends tools/list_changed just before its first tools/list result
+//	taskbadget, taskbadresult, taskhuge  list "t" as requiring tasks and answer its tools/call
+//	          with a task, then tasks/get (or tasks/result) with an "error" of the wrong shape,
+//	          or tasks/result with a line longer than maxLineBytes
 
 func serveRawChild(mode string) int {
 	var mu sync.Mutex
@@ -82,13 +85,31 @@ func serveRawChild(mode string) int {
 		case "ping":
 			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
 		case "tools/list":
+			if strings.HasPrefix(mode, "task") {
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]}}`)
+				continue
+			}
 			if mode == "notifyfirst" {
 				mode = ""
 				write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
 			}
 			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`)
+		case "tasks/get":
+			if mode == "taskbadget" {
+				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
+				continue
+			}
+			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"taskId":"t-1","status":"completed"}}`)
+		case "tasks/result":
+			if mode == "taskhuge" {
+				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxLineBytes+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
+				continue
+			}
+			write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
 		case "tools/call":
 			switch mode {
+			case "taskbadget", "taskbadresult", "taskhuge":
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"task":{"taskId":"t-1","status":"working","pollInterval":100}}}`)
 			case "stuck":
 				select {}
 			case "badtypes":
@@ -300,6 +321,28 @@ func TestMalformedErrorAnswer(t *testing.T) {
 	r := h.m.Dispatch(context.Background(), "bt", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000})
 	if r.Error == nil || r.Error.Code != subjects.CodeProtocolError {
 		t.Errorf("got %+v, want protocol_error", r.Error)
+	}
+}
+
+// TestTaskMalformedAnswers: on stdio the task protocol's requests went through mcp-go, which
+// drops an answer it cannot decode (an "error" of the wrong shape) and one over maxLineBytes:
+// a task tool waited out its whole timeout and ended timeout, as tools/call did before it
+// took the fast path.
+func TestTaskMalformedAnswers(t *testing.T) {
+	for _, tc := range []struct{ mode, code string }{
+		{"taskbadget", subjects.CodeProtocolError},
+		{"taskbadresult", subjects.CodeProtocolError},
+		{"taskhuge", subjects.CodeResultTooLarge},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			h := run(t, nil, fastConfig(rawServer(t, "tb", tc.mode)))
+			rec := record(t, h.env, subjects.RegistryServer("tb"))
+			rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+			r := h.m.Dispatch(context.Background(), "tb", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 25000})
+			if r.Error == nil || r.Error.Code != tc.code {
+				t.Errorf("got %+v, want %s", r.Error, tc.code)
+			}
+		})
 	}
 }
 

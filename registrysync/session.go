@@ -621,23 +621,22 @@ func (s *session) ping(ctx context.Context) error {
 // declared on this session's own requests. It reports false, sending nothing, when it does not
 // apply: not stdio, or a 2026-07-28 session whose _meta is not known yet.
 func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessage) (callResult, bool) {
+	return s.fastToolCall(ctx, tool, args, nil)
+}
+
+// fastToolCall is fastCall with task, when not nil, as the params' task member: a
+// task-augmented call, which is never cancelled with notifications/cancelled (tasks/cancel
+// cancels a task).
+func (s *session) fastToolCall(ctx context.Context, tool string, args, task json.RawMessage) (callResult, bool) {
 	if s.stdio == nil {
 		return callResult{}, false
-	}
-	var meta json.RawMessage
-	if mcp.IsModernProtocol(s.protocol) {
-		m := s.stdio.meta.Load()
-		if m == nil {
-			return callResult{}, false
-		}
-		meta = *m
 	}
 	name, err := json.Marshal(tool)
 	if err != nil {
 		return callResult{}, false
 	}
-	params := make([]byte, 0, len(name)+len(args)+len(meta)+40)
-	params = append(params, `{"name":`...)
+	params := make([]byte, 0, len(name)+len(args)+len(task)+40)
+	params = append(params, `"name":`...)
 	params = append(params, name...)
 	if len(args) > 0 {
 		params = append(params, `,"arguments":`...)
@@ -652,20 +651,53 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 		}
 		params = append(params, args...)
 	}
+	if len(task) > 0 {
+		params = append(params, `,"task":`...)
+		params = append(params, task...)
+	}
+	return s.fastRequest(ctx, string(mcp.MethodToolsCall), params, task == nil)
+}
+
+// fastRequest sends method on a stdio session the way fastCall does, with members (the params'
+// members, without braces; one line of JSON) and this session's _meta as its params, and returns
+// the raw answer. cancel says whether a request whose context ends is cancelled with
+// notifications/cancelled. It reports false, sending nothing, when the fast path does not
+// apply.
+func (s *session) fastRequest(ctx context.Context, method string, members []byte, cancel bool) (callResult, bool) {
+	if s.stdio == nil {
+		return callResult{}, false
+	}
+	var meta json.RawMessage
+	if mcp.IsModernProtocol(s.protocol) {
+		m := s.stdio.meta.Load()
+		if m == nil {
+			return callResult{}, false
+		}
+		meta = *m
+	}
+	params := make([]byte, 0, len(members)+len(meta)+16)
+	params = append(params, '{')
+	params = append(params, members...)
 	if len(meta) > 0 {
 		params = append(params, `,"_meta":`...)
 		params = append(params, meta...)
 	}
 	params = append(params, '}')
+	quoted, err := json.Marshal(method)
+	if err != nil {
+		return callResult{}, false
+	}
 	idText := fastIDPrefix + strconv.FormatUint(s.fastID.Add(1), 10)
 	id := mcp.NewRequestId(idText)
 	if err := ctx.Err(); err != nil {
 		return callResult{err: err}, true
 	}
-	frame := make([]byte, 0, len(params)+len(idText)+64)
+	frame := make([]byte, 0, len(params)+len(idText)+len(quoted)+64)
 	frame = append(frame, `{"jsonrpc":"2.0","id":"`...)
 	frame = append(frame, idText...) // digits and a dash: nothing to escape
-	frame = append(frame, `","method":"tools/call","params":`...)
+	frame = append(frame, `","method":`...)
+	frame = append(frame, quoted...)
+	frame = append(frame, `,"params":`...)
 	frame = append(frame, params...)
 	frame = append(frame, "}\n"...)
 	// The child's reader hands the response straight to this call (fastRouter): it does not go
@@ -708,6 +740,9 @@ func (s *session) fastCall(ctx context.Context, tool string, args json.RawMessag
 		// An answer that is in as the context ends is the outcome: nothing to cancel.
 		if r, ok := answered(); ok {
 			return got(r)
+		}
+		if !cancel {
+			return callResult{sent: true, err: ctx.Err()}, true
 		}
 		// As mcp-go does: over stdio the only way to stop the server's work.
 		n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{

@@ -3,6 +3,8 @@ package registrysync
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -63,11 +65,59 @@ func (c *connector) needsTask(tool string) bool {
 // taskHead is the part of a task-augmented tools/call answer (CreateTaskResult) and of a
 // tasks/get answer the connector reads.
 type taskHead struct {
-	TaskID       string `json:"taskId"`
-	Status       string `json:"status"`
-	Message      string `json:"statusMessage"`
-	PollInterval *int64 `json:"pollInterval"`
+	TaskID  string
+	Status  string
+	Message string
+	Poll    time.Duration // the server's pollInterval within the bounds; 0 if it sent none
 }
+
+// createdTask reads the task of a task-augmented tools/call answer: ok is false when the answer
+// holds no task (the server ran the tool at once: raw is its result).
+func createdTask(raw json.RawMessage) (task taskHead, ok bool, bad string) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil || len(top["task"]) == 0 || isNull(top["task"]) {
+		return taskHead{}, false, ""
+	}
+	task, bad = readTask(top["task"])
+	if bad == "" && task.TaskID == "" {
+		bad = "the server answered a task without a taskId"
+	}
+	return task, true, bad
+}
+
+// readTask reads a Task (a CreateTaskResult's task, a tasks/get answer). Members are read as
+// mcp-go reads a tasks/get answer: by exact name, one of another type ignored (a pollInterval of
+// 250.5 or "250" does not make a CreateTaskResult a result without a task).
+func readTask(raw json.RawMessage) (task taskHead, bad string) {
+	var t map[string]any
+	if json.Unmarshal(raw, &t) != nil || t == nil {
+		return taskHead{}, "the server answered a task that is not a JSON object"
+	}
+	task.TaskID, _ = t["taskId"].(string)
+	task.Status, _ = t["status"].(string)
+	task.Message, _ = t["statusMessage"].(string)
+	if ms, isNum := t["pollInterval"].(float64); isNum {
+		task.Poll = taskPoll(ms)
+	}
+	return task, ""
+}
+
+// taskPoll is the wait a pollInterval of ms milliseconds asks for, within the bounds (any
+// number: negative, zero or past what a time.Duration holds).
+func taskPoll(ms float64) time.Duration {
+	switch {
+	case !(ms > float64(minTaskPoll/time.Millisecond)):
+		return minTaskPoll
+	case ms > float64(maxTaskPoll/time.Millisecond):
+		return maxTaskPoll
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// maxTaskGetFailures is how many tasks/get in a row may fail (a transport error, not an answer)
+// before the call ends outcome_unknown: tasks/get only reads, and one failure (a proxy's 503)
+// must not abandon a task that is running well.
+const maxTaskGetFailures = 3
 
 // callToolTask calls tool as a task (see above). The callResult is what callTool would give for
 // the final tasks/result answer; bad is set when the server broke the task protocol or the task
@@ -77,41 +127,43 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 	if d, ok := ctx.Deadline(); ok {
 		ttl = max(time.Until(d).Milliseconds(), 1000)
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name = tool
-	if len(args) > 0 {
-		req.Params.Arguments = args
+	taskParam, _ := json.Marshal(mcp.TaskParams{TTL: &ttl})
+	r, fast := s.fastToolCall(ctx, tool, args, taskParam)
+	if !fast {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = tool
+		if len(args) > 0 {
+			req.Params.Arguments = args
+		}
+		req.Params.Task = &mcp.TaskParams{TTL: &ttl}
+		cctx, cp := withCapture(ctx)
+		_, err := s.cl.CallTool(cctx, req)
+		sent, raw, rpcErr, terr := cp.snapshot()
+		if err == nil && terr != nil {
+			err = terr
+		}
+		r = callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
 	}
-	req.Params.Task = &mcp.TaskParams{TTL: &ttl}
-	cctx, cp := withCapture(ctx)
-	_, err := s.cl.CallTool(cctx, req)
-	sent, raw, rpcErr, terr := cp.snapshot()
-	if err == nil && terr != nil {
-		err = terr
+	if r.rpcErr != nil || r.raw == nil {
+		return r
 	}
-	if rpcErr != nil || raw == nil {
-		return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+	task, isTask, bad := createdTask(r.raw)
+	if !isTask {
+		return callResult{raw: r.raw, sent: true} // run at once, without a task: its result
 	}
-	var created struct {
-		Task *taskHead `json:"task"`
+	if bad != "" {
+		if task.TaskID != "" {
+			s.cancelTask(task.TaskID)
+		}
+		return callResult{sent: true, bad: bad}
 	}
-	if json.Unmarshal(raw, &created) != nil || created.Task == nil {
-		return callResult{raw: raw, sent: true} // run at once, without a task: its result
-	}
-	task := *created.Task
-	if task.TaskID == "" {
-		return callResult{sent: true, bad: "the server answered a task without a taskId"}
-	}
+	failures := 0
 	for {
 		switch mcp.TaskStatus(task.Status) {
 		case mcp.TaskStatusCompleted, mcp.TaskStatusFailed:
-			rctx, rcp := withCapture(ctx)
-			_, err := s.cl.TaskResult(rctx, mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: task.TaskID}})
-			_, raw, rpcErr, terr := rcp.snapshot()
-			if err == nil && terr != nil {
-				err = terr
-			}
-			return callResult{raw: raw, rpcErr: rpcErr, sent: true, err: err}
+			r := s.taskRequest(ctx, mcp.MethodTasksResult, task.TaskID)
+			r.sent = true
+			return r
 		case mcp.TaskStatusCancelled:
 			return callResult{sent: true, bad: "the server cancelled the task: " + task.Message}
 		case mcp.TaskStatusInputRequired:
@@ -120,31 +172,77 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		case mcp.TaskStatusWorking:
 		default:
 			s.cancelTask(task.TaskID)
-			return callResult{sent: true, bad: "the server reported an unknown task status " + truncate(task.Status, 64)}
+			// (not cut here: the reply is redacted, then bounded)
+			return callResult{sent: true, bad: "the server reported an unknown task status " + task.Status}
 		}
 		wait := defaultTaskPoll
-		if task.PollInterval != nil {
-			wait = min(max(time.Duration(*task.PollInterval)*time.Millisecond, minTaskPoll), maxTaskPoll)
+		if task.Poll > 0 {
+			wait = task.Poll
 		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			s.cancelTask(task.TaskID)
 			return callResult{sent: true, err: ctx.Err()}
-		case <-time.After(wait):
+		case <-timer.C:
 		}
-		got, err := s.cl.GetTask(ctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: task.TaskID}})
-		if err != nil {
-			if ended(ctx) {
-				s.cancelTask(task.TaskID)
+		r := s.taskRequest(ctx, mcp.MethodTasksGet, task.TaskID)
+		switch {
+		case r.rpcErr != nil:
+			s.cancelTask(task.TaskID)
+			return callResult{sent: true, bad: fmt.Sprintf("tasks/get answered JSON-RPC error %d: %s", r.rpcErr.Code, r.rpcErr.Message)}
+		case r.raw == nil && ended(ctx):
+			s.cancelTask(task.TaskID)
+			return callResult{sent: true, err: r.err}
+		case r.raw == nil && errors.Is(r.err, errResponseTooLarge):
+			s.cancelTask(task.TaskID)
+			return callResult{sent: true, bad: "the server's tasks/get answer is too large"}
+		case r.raw == nil:
+			if !s.isLost() && failures+1 < maxTaskGetFailures {
+				failures++
+				continue // the task is still working as far as we know: ask again
 			}
-			return callResult{sent: true, err: err}
+			s.cancelTask(task.TaskID)
+			return callResult{sent: true, err: r.err}
 		}
-		poll := task.PollInterval
-		task = taskHead{TaskID: task.TaskID, Status: string(got.Status), Message: got.StatusMessage, PollInterval: got.PollInterval}
-		if task.PollInterval == nil {
-			task.PollInterval = poll
+		failures = 0
+		got, bad := readTask(r.raw)
+		if bad == "" && got.TaskID != "" && got.TaskID != task.TaskID {
+			bad = "the server answered tasks/get about another task"
 		}
+		if bad != "" {
+			s.cancelTask(task.TaskID)
+			return callResult{sent: true, bad: bad}
+		}
+		if got.Poll == 0 {
+			got.Poll = task.Poll
+		}
+		got.TaskID = task.TaskID
+		task = got
 	}
+}
+
+// taskRequest sends tasks/get or tasks/result for the task id and returns the raw answer: on
+// stdio the fast path's way (an answer mcp-go would drop, malformed or too large, ends it at
+// once), elsewhere through mcp-go.
+func (s *session) taskRequest(ctx context.Context, method mcp.MCPMethod, id string) callResult {
+	quoted, _ := json.Marshal(id)
+	if r, ok := s.fastRequest(ctx, string(method), append([]byte(`"taskId":`), quoted...), true); ok {
+		return r
+	}
+	cctx, cp := withCapture(ctx)
+	var err error
+	if method == mcp.MethodTasksResult {
+		_, err = s.cl.TaskResult(cctx, mcp.TaskResultRequest{Params: mcp.TaskResultParams{TaskId: id}})
+	} else {
+		_, err = s.cl.GetTask(cctx, mcp.GetTaskRequest{Params: mcp.GetTaskParams{TaskId: id}})
+	}
+	sent, raw, rpcErr, terr := cp.snapshot()
+	if err == nil && terr != nil {
+		err = terr
+	}
+	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
 }
 
 // cancelTask sends tasks/cancel off the caller's path, bounded, and never past the session.
