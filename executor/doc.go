@@ -66,7 +66,8 @@
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
 //     (duplicate: true); without one → outcome_unknown, once the claim's holder is past its
 //     deadline when the claim is another request's (a resend after the de-duplication window
-//     while the first still runs waits for the first's answer).
+//     while the first still runs waits for the first's answer, also when it is delivered again;
+//     the claim names the calls stream sequence of the request that made it).
 //  10. dispatch tools/call with a timeout → timeout; result over 4 MiB → result_too_large; a
 //     connector that could not send → unavailable; protocol_error and outcome_unknown as the
 //     connector reports them. Retries with backoff: a failure before sending (unavailable) for any

@@ -156,6 +156,9 @@ type call struct {
 	looked bool
 	// redelivered: this request was delivered before (its worker died, or handed it back).
 	redelivered bool
+	// seq is the request's calls stream sequence: what tells its own claim from the claim of
+	// another request of the same call id.
+	seq uint64
 }
 
 func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
@@ -189,7 +192,7 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("%w: %w", errTerminate, err)
 	}
 	req, bad := decodeCall(m.Data())
-	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m), redelivered: md.NumDelivered > 1}
+	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m), redelivered: md.NumDelivered > 1, seq: md.Sequence.Stream}
 	if bad != nil {
 		args, n, trunc := e.audit.payload(m.Data())
 		e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))
@@ -654,7 +657,7 @@ func claimKey(tenant, id string) string { return kvToken(tenant) + "." + kvToken
 func (e *Executor) claim(ctx context.Context, c *call, timeout time.Duration) (bool, error) {
 	now := time.Now().UTC()
 	val, _ := json.Marshal(claimValue{Tool: c.tool.Public, Server: c.tool.Server, By: e.cfg.Name, At: now,
-		Until: now.Add(timeout + e.cfg.AckWait)})
+		Until: now.Add(timeout + e.cfg.AckWait), Seq: c.seq})
 	_, err := e.st.claims.Create(ctx, claimKey(c.tenant, c.req.ID), val)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return false, nil
@@ -671,20 +674,24 @@ type claimValue struct {
 	// Until is when the claim holder's answer is due at the latest: its call's timeout and
 	// AckWait (for storing the answer) past At.
 	Until time.Time `json:"until"`
+	// Seq is the calls stream sequence of the request that claimed: a delivery of that request
+	// again finds its own claim (its worker died); any other is a resend of the call id.
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // claimWaitPoll is how often a request waiting for the answer of its call's claim holder looks
 // for it.
 const claimWaitPoll = 250 * time.Millisecond
 
-// claimedAnswer returns the answer of c's call id, claimed before. A redelivered request finds
-// its own earlier attempt's claim: without an answer now, that attempt's worker died. A first
-// delivery is another request of the same call id (a resend once the calls stream's
-// de-duplication window is past) whose first request may still run: its answer is waited for
-// until the claim's Until.
+// claimedAnswer returns the answer of c's call id, claimed before. A request that finds its own
+// claim (same calls stream sequence) was delivered again: without an answer now, its earlier
+// attempt's worker died. A claim of another request of the same call id (a resend once the
+// calls stream's de-duplication window is past) may still run: its answer is waited for until
+// the claim's Until — also when the resend itself is delivered again (its executor stopped
+// while it waited, say).
 func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallResult, bool, error) {
 	prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
-	if err != nil || found || c.redelivered {
+	if err != nil || found {
 		return prev, found, err
 	}
 	var cl claimValue // (a claim of an earlier version has no Until: nothing is waited for)
@@ -692,6 +699,9 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 		return prev, false, err
 	} else if json.Unmarshal(entry.Value(), &cl) != nil {
 		return prev, false, nil
+	}
+	if cl.Seq == c.seq || cl.Seq == 0 && c.redelivered {
+		return prev, false, nil // its own claim (a claim without Seq: told by the delivery count)
 	}
 	for time.Now().Before(cl.Until) {
 		select {

@@ -37,7 +37,7 @@ type connector struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	statusMu  sync.Mutex      // orders status publishes (publishCurrent)
+	statusMu  sync.Mutex      // orders status publishes (publishCurrent, reclaim, Remove, retire)
 	taskTools map[string]bool // tools to call as tasks (execution.taskSupport "required"); under mu
 	mu        sync.Mutex
 	sess      *session
@@ -622,6 +622,11 @@ func (c *connector) setStatus(ctx context.Context, st subjects.Status) {
 func (c *connector) publishCurrent(ctx context.Context) {
 	c.statusMu.Lock() // the connector's loop and reclaim publish: the last read is the last sent
 	defer c.statusMu.Unlock()
+	c.publishCurrentLocked(ctx)
+}
+
+// publishCurrentLocked is publishCurrent with statusMu held.
+func (c *connector) publishCurrentLocked(ctx context.Context) {
 	c.mu.Lock()
 	st := c.status
 	c.mu.Unlock()

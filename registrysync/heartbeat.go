@@ -3,6 +3,7 @@ package registrysync
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -10,11 +11,11 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// heartbeats runs while the Manager runs: it sends a Heartbeat every cfg.HeartbeatEvery, and
-// reclaims the servers a watchdog declared lost (connector_lost) while this process still runs
-// them — it was cut off from NATS, or too slow — by publishing their current status again. A
-// declaration is seen live on the status subjects, or, when it was made while this process was
-// cut off, on the stream after the reconnection.
+// heartbeats runs while the Manager runs: it sends a Heartbeat every cfg.HeartbeatEvery (from a
+// goroutine of its own), and reclaims the servers a watchdog declared lost (connector_lost)
+// while this process still runs them — it was cut off from NATS, or too slow — by publishing
+// their current status again. A declaration is seen live on the status subjects, or, when it
+// was made while this process was cut off, on the stream after the reconnection.
 func (m *Manager) heartbeats(ctx context.Context) {
 	every := m.cfg.HeartbeatEvery
 	if every <= 0 || m.nc == nil {
@@ -40,10 +41,26 @@ func (m *Manager) heartbeats(ctx context.Context) {
 	} else {
 		defer sub.Unsubscribe()
 	}
+	// The heartbeats have a goroutine of their own: a reclaim waits on JetStream (up to
+	// publishTimeout per publish, behind the connector's own status publish), and heartbeats
+	// that waited with it would get the process declared lost while it runs its servers.
+	var beating sync.WaitGroup
+	defer beating.Wait()
+	beating.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			m.beat(every)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
 	reconnects := m.nc.Stats().Reconnects
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	m.beat(every)
 	for {
 		select {
 		case <-ctx.Done():
@@ -51,7 +68,6 @@ func (m *Manager) heartbeats(ctx context.Context) {
 		case name := <-lost:
 			m.reclaim(ctx, name)
 		case <-tick.C:
-			m.beat(every)
 			m.mu.Lock()
 			again := recheck
 			recheck = false
@@ -97,6 +113,11 @@ func (m *Manager) reclaim(ctx context.Context, name string) {
 	if c == nil {
 		return
 	}
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if m.connector(name) != c {
+		return // removed meanwhile: its last status says so
+	}
 	c.mu.Lock()
 	if c.status.Status == "" {
 		c.mu.Unlock()
@@ -105,5 +126,5 @@ func (m *Manager) reclaim(ctx context.Context, name string) {
 	c.status.At = time.Now().UTC()
 	c.mu.Unlock()
 	m.log.Info().Str("server", name).Msg("declared lost while running: status published again")
-	c.publishCurrent(ctx)
+	c.publishCurrentLocked(ctx)
 }

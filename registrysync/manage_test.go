@@ -89,3 +89,21 @@ func TestRemoveUnconfiguredServerWithHistory(t *testing.T) {
 	removed := rec.wait(0, "removed", isStatus(subjects.StatusRemoved, ""))
 	rec.wait(removed.seq, "empty tools", isSnapshot(subjects.KindTools, func(s *subjects.Snapshot) bool { return len(s.Items) == 0 }))
 }
+
+// A server dropped from the configuration that never connected (its stream holds statuses, no
+// snapshot) is still retracted: `mcpstream servers` lists it, unavailable, and `servers remove`
+// answered that the registry never saw it.
+func TestRemoveUnconfiguredServerWithOnlyStatuses(t *testing.T) {
+	t.Parallel()
+	h := run(t, nil, fastConfig(ServerConfig{Name: "never-up", URL: "http://127.0.0.1:1/mcp"}))
+	rec := record(t, h.env, subjects.RegistryServer("never-up"))
+	rec.wait(0, "unavailable", isStatus(subjects.StatusUnavailable, subjects.CodeConnectFailed))
+	h.stop(t)
+	stopped := rec.wait(0, "stopped", isStatus(subjects.StatusUnavailable, subjects.CodeConnectorStopped))
+
+	h2 := run(t, h.env, fastConfig())
+	if err := h2.m.Remove(context.Background(), "never-up"); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	rec.wait(stopped.seq, "removed", isStatus(subjects.StatusRemoved, ""))
+}

@@ -187,14 +187,27 @@ func (m *Manager) retire(conns []*connector) {
 		}
 		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectorStopped, "the registrysync that runs this server stopped")
 		st.HeartbeatMs = 0 // no longer beating: nothing to watch
-		if err := c.publishStatus(ctx, st); err != nil {
+		if err := m.retireOne(ctx, c, st); err != nil {
 			m.log.Warn().Err(err).Str("server", c.sc.Name).Msg("cannot publish the stopped status")
-			continue
 		}
-		c.mu.Lock()
-		c.status = st
-		c.mu.Unlock()
 	}
+}
+
+// retireOne publishes c's stopped status st, unless Remove took c meanwhile (its "removed"
+// stays the last word).
+func (m *Manager) retireOne(ctx context.Context, c *connector, st subjects.Status) error {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	if m.connector(c.sc.Name) != c {
+		return nil
+	}
+	if err := c.publishStatus(ctx, st); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.status = st
+	c.mu.Unlock()
+	return nil
 }
 
 // servedElsewhere reports whether another process answers the server's relist endpoint (this
@@ -239,8 +252,8 @@ func (m *Manager) Add(ctx context.Context, sc ServerConfig) error {
 // Remove stops a server's connector (calls in flight get up to DrainTimeout), then publishes its
 // status "removed" and an empty snapshot of every kind it had on the stream, so consumers see
 // every one of its tools, prompts and resources removed. A name this Manager does not run is
-// still retracted if the stream holds snapshots of it (a server dropped from the configuration
-// while registrysync was down) and no other process runs it (else ErrServedElsewhere);
+// still retracted if the stream holds snapshots or a status of it (a server dropped from the
+// configuration while registrysync was down) and no other process runs it (else ErrServedElsewhere);
 // ErrNotFound means there was nothing at all.
 func (m *Manager) Remove(ctx context.Context, name string) error {
 	m.mu.Lock()
@@ -269,15 +282,29 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 		}
 	}
 	if !known && !had {
-		return fmt.Errorf("%w: %q", ErrNotFound, name)
+		// A server that never listed (it never connected) has only statuses: `servers` lists
+		// it all the same.
+		last, err := m.lastMsg(ctx, subjects.RegistryStatus(name))
+		if err != nil {
+			return fmt.Errorf("remove %q: %w", name, err)
+		}
+		if last == nil {
+			return fmt.Errorf("%w: %q", ErrNotFound, name)
+		}
 	}
+	// statusMu: a reclaim of the server publishing its status meanwhile lands before this.
 	st := c.newStatus(subjects.StatusRemoved, "", "removed from the configuration")
-	if err := c.publishStatus(ctx, st); err != nil {
+	c.statusMu.Lock()
+	err := c.publishStatus(ctx, st)
+	if err == nil {
+		c.mu.Lock()
+		c.status = st
+		c.mu.Unlock()
+	}
+	c.statusMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("remove %q: %w", name, err)
 	}
-	c.mu.Lock()
-	c.status = st
-	c.mu.Unlock()
 	info := &subjects.ServerInfo{Description: c.sc.Description, Transport: c.sc.Transport}
 	for _, k := range subjects.Kinds {
 		if st := c.kind(k); !st.known || st.empty {
