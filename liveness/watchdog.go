@@ -16,9 +16,21 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// MinHeartbeat is the shortest heartbeat period a watchdog honours: a status claiming a
-// shorter one is watched as if it said this.
-const MinHeartbeat = 50 * time.Millisecond
+// MinHeartbeat and MaxHeartbeat bound the heartbeat period a watchdog honours: a status
+// claiming a shorter or longer one is watched as if it said the bound.
+const (
+	MinHeartbeat = 50 * time.Millisecond
+	MaxHeartbeat = time.Hour
+)
+
+// period is the heartbeat period of a status, within the bounds (a huge heartbeatMs would
+// overflow a time.Duration).
+func period(ms int64) time.Duration {
+	if ms >= MaxHeartbeat.Milliseconds() {
+		return MaxHeartbeat
+	}
+	return max(time.Duration(ms)*time.Millisecond, MinHeartbeat)
+}
 
 // Watchdog declares the servers of silent connectors unavailable (connector_lost).
 type Watchdog struct {
@@ -147,7 +159,16 @@ func (w *Watchdog) consume(ctx context.Context) error {
 		}
 		ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
 		if err != nil || ev.Status == nil {
-			continue // malformed: the indexer counts those
+			// Malformed (the indexer counts those), but the subject's last sequence moved: a
+			// declaration must expect it, or the stream refuses it for good.
+			if subj, perr := subjects.ParseRegistry(msg.Subject()); perr == nil {
+				w.mu.Lock()
+				if cur := w.servers[subj.Server]; cur != nil {
+					cur.seq, cur.declared = meta.Sequence.Stream, false
+				}
+				w.mu.Unlock()
+			}
+			continue
 		}
 		w.mu.Lock()
 		w.servers[ev.Status.Server] = &watched{st: *ev.Status, seq: meta.Sequence.Stream, seen: time.Now()}
@@ -159,12 +180,17 @@ func (w *Watchdog) consume(ctx context.Context) error {
 func (w *Watchdog) due(now time.Time) []watched {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for c, at := range w.beats {
+		if now.Sub(at) > 2*MaxHeartbeat*subjects.MissedHeartbeats {
+			delete(w.beats, c) // a connector gone for good
+		}
+	}
 	var out []watched
 	for _, s := range w.servers {
 		if s.declared || s.st.Connector == "" || s.st.HeartbeatMs <= 0 || s.st.Status == subjects.StatusRemoved {
 			continue
 		}
-		every := max(time.Duration(s.st.HeartbeatMs)*time.Millisecond, MinHeartbeat)
+		every := period(s.st.HeartbeatMs)
 		last := w.since
 		if b := w.beats[s.st.Connector]; b.After(last) {
 			last = b
@@ -182,7 +208,7 @@ func (w *Watchdog) due(now time.Time) []watched {
 
 // declare publishes s's server unavailable (connector_lost), unless its status changed since.
 func (w *Watchdog) declare(ctx context.Context, s watched) {
-	silent := time.Duration(subjects.MissedHeartbeats*s.st.HeartbeatMs) * time.Millisecond
+	silent := subjects.MissedHeartbeats * period(s.st.HeartbeatMs)
 	st := subjects.Status{
 		V: subjects.Version, Type: subjects.EventStatus, Server: s.st.Server,
 		Status: subjects.StatusUnavailable, Code: subjects.CodeConnectorLost,
