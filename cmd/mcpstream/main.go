@@ -93,6 +93,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(&b, "  %-14s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintf(&b, "  %-14s %s\n", "version", "print the version")
 	b.WriteString("\nRun `mcpstream COMMAND --help` for a command's flags.\n")
 	b.WriteString("Client commands connect with --nats URL (default $MCPSTREAM_NATS, then nats://127.0.0.1:4222).\n")
 	io.WriteString(w, b.String())
