@@ -28,7 +28,8 @@ func TestWatchdogHostileStatuses(t *testing.T) {
 		return data
 	}
 	pub("huge", status("huge", math.MaxInt64))
-	pub("junked", status("junked", beat.Milliseconds()))
+	// A period long enough for the junk to be stored before the declaration is due.
+	pub("junked", status("junked", 500))
 	pub("junked", []byte(`{"v":1,"type":"status","server":"another"}`))
 	pub("junked", []byte(`not json`))
 	waitFor(t, "the junked server declared", func() bool { return last(statuses(t, env, "junked")).Code == subjects.CodeConnectorLost })

@@ -53,6 +53,7 @@ type watched struct {
 	seq      uint64    // its stream sequence
 	seen     time.Time // when it arrived here
 	declared bool      // a declaration was sent for this status
+	retryAt  time.Time // a failed declaration is tried again from then
 }
 
 // Declared returns how many connector_lost declarations this watchdog got stored.
@@ -98,8 +99,8 @@ func (w *Watchdog) Run(ctx context.Context) error {
 			w.mu.Unlock()
 			continue
 		}
-		for _, d := range w.due(time.Now()) {
-			w.declare(ctx, d)
+		if due := w.due(time.Now()); len(due) > 0 {
+			w.declare(ctx, due)
 		}
 	}
 }
@@ -187,7 +188,7 @@ func (w *Watchdog) due(now time.Time) []watched {
 	}
 	var out []watched
 	for _, s := range w.servers {
-		if s.declared || s.st.Connector == "" || s.st.HeartbeatMs <= 0 || s.st.Status == subjects.StatusRemoved {
+		if s.declared || s.st.Connector == "" || s.st.HeartbeatMs <= 0 || s.st.Status == subjects.StatusRemoved || now.Before(s.retryAt) {
 			continue
 		}
 		every := period(s.st.HeartbeatMs)
@@ -206,42 +207,83 @@ func (w *Watchdog) due(now time.Time) []watched {
 	return out
 }
 
-// declare publishes s's server unavailable (connector_lost), unless its status changed since.
-func (w *Watchdog) declare(ctx context.Context, s watched) {
-	silent := subjects.MissedHeartbeats * period(s.st.HeartbeatMs)
-	st := subjects.Status{
-		V: subjects.Version, Type: subjects.EventStatus, Server: s.st.Server,
-		Status: subjects.StatusUnavailable, Code: subjects.CodeConnectorLost,
-		Reason:      fmt.Sprintf("registrysync %s sent no heartbeat for over %s (killed, or cut off from NATS)", s.st.Connector, silent),
-		Description: s.st.Description, Transport: s.st.Transport, Protocol: s.st.Protocol,
-		Connector: s.st.Connector, At: time.Now().UTC(),
+// declareRetry is how long a declaration whose publish failed waits before it is tried again
+// (NATS away, or no permission to publish on the status subjects: one warning per batch).
+const declareRetry = 30 * time.Second
+
+// declare publishes each server of due unavailable (connector_lost), unless its status changed
+// since, all at once: a batch waits for its acknowledgements 5 s at most, whatever its size.
+func (w *Watchdog) declare(ctx context.Context, due []watched) {
+	type sent struct {
+		s   watched
+		ack jetstream.PubAckFuture
 	}
-	data, err := json.Marshal(st)
-	if err != nil {
-		return
-	}
-	msg := nats.NewMsg(subjects.RegistryStatus(st.Server))
-	msg.Data = data
-	msg.Header.Set(subjects.HeaderEventType, subjects.EventStatus)
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	_, err = w.JS.PublishMsg(pctx, msg, jetstream.WithExpectLastSequencePerSubject(s.seq))
-	var apiErr *jetstream.APIError
-	switch {
-	case err == nil:
+	var out []sent
+	var failed []string
+	var firstErr error
+	fail := func(s watched, err error) {
+		failed = append(failed, s.st.Server)
+		if firstErr == nil {
+			firstErr = err
+		}
 		w.mu.Lock()
-		w.declared++
-		w.mu.Unlock()
-		w.Log.Warn().Str("server", st.Server).Str("connector", s.st.Connector).Msg("connector silent: server declared unavailable (connector_lost)")
-	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-		// Another watchdog declared it first, or the server's status changed: nothing to do.
-	default:
-		w.Log.Warn().Err(err).Str("server", st.Server).Msg("liveness: cannot publish connector_lost; will retry")
-		w.mu.Lock()
-		if cur := w.servers[st.Server]; cur != nil && cur.seq == s.seq {
-			cur.declared = false
+		if cur := w.servers[s.st.Server]; cur != nil && cur.seq == s.seq {
+			cur.declared, cur.retryAt = false, time.Now().Add(declareRetry)
 		}
 		w.mu.Unlock()
+	}
+	for _, s := range due {
+		silent := subjects.MissedHeartbeats * period(s.st.HeartbeatMs)
+		st := subjects.Status{
+			V: subjects.Version, Type: subjects.EventStatus, Server: s.st.Server,
+			Status: subjects.StatusUnavailable, Code: subjects.CodeConnectorLost,
+			Reason:      fmt.Sprintf("registrysync %s sent no heartbeat for over %s (killed, or cut off from NATS)", s.st.Connector, silent),
+			Description: s.st.Description, Transport: s.st.Transport, Protocol: s.st.Protocol,
+			Connector: s.st.Connector, At: time.Now().UTC(),
+		}
+		data, err := json.Marshal(st)
+		if err != nil {
+			continue
+		}
+		msg := nats.NewMsg(subjects.RegistryStatus(st.Server))
+		msg.Data = data
+		msg.Header.Set(subjects.HeaderEventType, subjects.EventStatus)
+		ack, err := w.JS.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(s.seq))
+		if err != nil {
+			fail(s, err)
+			continue
+		}
+		out = append(out, sent{s, ack})
+	}
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	for _, o := range out {
+		var err error
+		select {
+		case <-o.ack.Ok():
+		case err = <-o.ack.Err():
+		case <-deadline.C:
+			err = errors.New("no acknowledgement within 5s")
+			deadline.Reset(0) // the rest of the batch is late too
+		case <-ctx.Done():
+			return
+		}
+		var apiErr *jetstream.APIError
+		switch {
+		case err == nil:
+			w.mu.Lock()
+			w.declared++
+			w.mu.Unlock()
+			w.Log.Warn().Str("server", o.s.st.Server).Str("connector", o.s.st.Connector).Msg("connector silent: server declared unavailable (connector_lost)")
+		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+			// Another watchdog declared it first, or the server's status changed: nothing to do.
+		default:
+			fail(o.s, err)
+		}
+	}
+	if len(failed) > 0 {
+		w.Log.Warn().Err(firstErr).Int("servers", len(failed)).Str("first", failed[0]).Dur("retry_in", declareRetry).
+			Msg("liveness: cannot publish connector_lost (NATS away, or no permission to publish on mcpstream.v1.registry.*.status)")
 	}
 }
