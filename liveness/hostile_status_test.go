@@ -16,6 +16,8 @@ import (
 func TestWatchdogHostileStatuses(t *testing.T) {
 	env := natstest.Start(t)
 	w := startWatchdog(t, env)
+	// Started after these messages, it would read only the last of each subject (the junk).
+	waitFor(t, "the watchdog reading statuses", w.Ready)
 	pub := func(server string, data []byte) {
 		t.Helper()
 		if _, err := env.JS.Publish(t.Context(), subjects.RegistryStatus(server), data); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -45,6 +46,7 @@ type Watchdog struct {
 	servers  map[string]*watched  // server → its last status
 	since    time.Time            // start, or the last reconnection: silence counts from here at most
 	declared int
+	ready    atomic.Bool
 }
 
 // watched is the last status of one server.
@@ -55,6 +57,9 @@ type watched struct {
 	declared bool      // a declaration was sent for this status
 	retryAt  time.Time // a failed declaration is tried again from then
 }
+
+// Ready reports whether the watchdog has read the last status of every server once.
+func (w *Watchdog) Ready() bool { return w.ready.Load() }
 
 // Declared returns how many connector_lost declarations this watchdog got stored.
 func (w *Watchdog) Declared() int {
@@ -149,6 +154,9 @@ func (w *Watchdog) consume(ctx context.Context) error {
 		return err
 	}
 	defer it.Stop()
+	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
+		w.ready.Store(true)
+	}
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -157,6 +165,9 @@ func (w *Watchdog) consume(ctx context.Context) error {
 		meta, err := msg.Metadata()
 		if err != nil {
 			continue
+		}
+		if meta.NumPending == 0 {
+			w.ready.Store(true)
 		}
 		ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
 		if err != nil || ev.Status == nil {
