@@ -16,13 +16,14 @@
 // # Produces
 //
 // For a server whose last status names a connector with HeartbeatMs, once that connector has
-// been silent for subjects.MissedHeartbeats periods (counted from when this watchdog started or
-// last reconnected, or saw the status, if later): a Status unavailable, code connector_lost,
-// naming the silent connector, published with Nats-Expected-Last-Subject-Sequence set to the
-// status it saw. Several watchdogs (one per indexer replica) may race: the first declaration is
-// stored, the others are refused by the stream, and none lands over a newer status. Statuses
-// without HeartbeatMs (removed, connector_stopped, or from a process that sends none) are not
-// watched.
+// been silent for subjects.MissedHeartbeats periods (counted from when this watchdog started,
+// last reconnected, resumed from a pause — a check over a second late: the heartbeats of the
+// pause may still wait unread in its connection — or saw the status, if later): a Status
+// unavailable, code connector_lost, naming the silent connector, published with
+// Nats-Expected-Last-Subject-Sequence set to the status it saw. Several watchdogs (one per
+// indexer replica) may race: the first declaration is stored, the others are refused by the
+// stream, and none lands over a newer status. Statuses without HeartbeatMs (removed,
+// connector_stopped, or from a process that sends none) are not watched.
 //
 // # Recovery
 //

@@ -33,6 +33,10 @@ func period(ms int64) time.Duration {
 	return max(time.Duration(ms)*time.Millisecond, MinHeartbeat)
 }
 
+// pauseGap is how late a check may come before the watchdog takes it that this process was
+// paused, rather than its connector silent.
+func pauseGap(every time.Duration) time.Duration { return max(4*every, time.Second) }
+
 // Watchdog declares the servers of silent connectors unavailable (connector_lost).
 type Watchdog struct {
 	NC  *nats.Conn
@@ -87,20 +91,26 @@ func (w *Watchdog) Run(ctx context.Context) error {
 	reconnects := w.NC.Stats().Reconnects
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	lastTick := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
+		now := time.Now()
+		paused := now.Sub(lastTick) > pauseGap(every)
+		lastTick = now
 		if !w.NC.IsConnected() {
 			continue
 		}
-		if r := w.NC.Stats().Reconnects; r != reconnects {
-			// Heartbeats sent while this process was cut off never reached it.
+		if r := w.NC.Stats().Reconnects; r != reconnects || paused {
+			// Heartbeats sent while this process was cut off never reached it; those sent
+			// while it was paused (SIGSTOP, a frozen VM, starved of CPU) wait unread in its
+			// connection: silence counts from now.
 			reconnects = r
 			w.mu.Lock()
-			w.since = time.Now()
+			w.since = now
 			w.mu.Unlock()
 			continue
 		}

@@ -47,7 +47,8 @@
 //	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
 //	             credential-looking header and env values become "[redacted]").
 //	             connector_stopped: published once the Manager stops (Run returns), for
-//	             each server no other process answers for.
+//	             each server no other process answers for and nobody removed meanwhile
+//	             (a "removed" status on the stream stays the last word).
 //	removed      Manager.Remove, followed by an empty snapshot of every kind the server had.
 //
 // Every status names this process's connector id (drawn at New) in Connector and, while the

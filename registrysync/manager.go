@@ -193,16 +193,37 @@ func (m *Manager) retire(conns []*connector) {
 	}
 }
 
-// retireOne publishes c's stopped status st, unless Remove took c meanwhile (its "removed"
-// stays the last word).
+// retireOne publishes c's stopped status st, unless Remove took c meanwhile, or the server was
+// removed from the stream meanwhile (`servers remove` once this process no longer answered for
+// it): "removed" stays the last word.
 func (m *Manager) retireOne(ctx context.Context, c *connector, st subjects.Status) error {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
 	if m.connector(c.sc.Name) != c {
 		return nil
 	}
-	if err := c.publishStatus(ctx, st); err != nil {
-		return err
+	for {
+		last, err := m.lastMsg(ctx, subjects.RegistryStatus(c.sc.Name))
+		if err != nil {
+			return err
+		}
+		var opts []jetstream.PublishOpt
+		if last != nil {
+			if ev, err := subjects.DecodeRegistryMsg(last.Subject, last.Data); err == nil && ev.Status != nil && ev.Status.Status == subjects.StatusRemoved {
+				return nil
+			}
+			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(last.Sequence))
+		}
+		err = c.publishStatus(ctx, st, opts...)
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+			continue // a status landed meanwhile: read it
+		}
+		if err != nil {
+			return err
+		}
+		break
 	}
 	c.mu.Lock()
 	c.status = st

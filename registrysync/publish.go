@@ -226,14 +226,14 @@ func (c *connector) recordSnapshot(l *listing, fp string, seq uint64) {
 }
 
 // publish stores one registry event.
-func (m *Manager) publish(ctx context.Context, subject, event, msgID string, data []byte) (*jetstream.PubAck, error) {
+func (m *Manager) publish(ctx context.Context, subject, event, msgID string, data []byte, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	msg := nats.NewMsg(subject)
 	msg.Data = data
 	msg.Header.Set(subjects.HeaderEventType, event)
 	if msgID != "" {
 		msg.Header.Set(subjects.HeaderMsgID, msgID)
 	}
-	ack, err := m.js.PublishMsg(ctx, msg)
+	ack, err := m.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("publish %s: %w", subject, err)
 	}
@@ -265,13 +265,13 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 }
 
 // publishStatus stores a status event.
-func (c *connector) publishStatus(ctx context.Context, st subjects.Status) error {
+func (c *connector) publishStatus(ctx context.Context, st subjects.Status, opts ...jetstream.PublishOpt) error {
 	data, err := encodeJSON(st)
 	if err != nil {
 		return err
 	}
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	_, err = c.m.publish(pctx, subjects.RegistryStatus(c.sc.Name), subjects.EventStatus, "", data)
+	_, err = c.m.publish(pctx, subjects.RegistryStatus(c.sc.Name), subjects.EventStatus, "", data, opts...)
 	return err
 }
