@@ -38,7 +38,10 @@
 //
 // # Pipeline
 //
-// Each call goes through these steps; the first that fails answers it:
+// Each call goes through these steps; the first that fails answers it, unless the call id
+// was claimed before (step 9: an earlier request of it was dispatched): a resend refused
+// before dispatch, or a redelivery refused now, gets the claim's answer as in step 9, never a
+// refusal saying that nothing ran:
 //
 //  1. envelope: valid JSON, v 1, id (≤ 256 bytes), tool → bad_request; over 4 MiB → too_large.
 //  2. a redelivered call with an answer recorded is done (never run twice). Resends of an id are

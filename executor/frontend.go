@@ -162,24 +162,34 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 				return res, nil, false
 			}
 		case rm := <-results:
-			if !ack.Duplicate && bytes.HasPrefix(rm.Data, prefix) && json.Valid(rm.Data) {
-				return subjects.CallResult{}, rm.Data, false
+			if !bytes.HasPrefix(rm.Data, prefix) || !json.Valid(rm.Data) {
+				var head struct {
+					ID string `json:"id"`
+				}
+				if json.Unmarshal(rm.Data, &head) != nil || head.ID != req.ID {
+					continue // junk on a results subject is not the answer
+				}
 			}
-			var head struct {
-				ID        string `json:"id"`
-				Duplicate bool   `json:"duplicate"`
+			// What is published on the results subject is not always stored: the results
+			// stream refuses every answer of a call id but the first (the answer of a resend
+			// once the de-duplication windows are past: a refusal, a read-only tool's new
+			// result). The stored answer is the call's; with none stored yet, this one is being
+			// stored (a refused one finds the answer it was refused for).
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			res, raw, ok, err := storedResult(ctx, e.st.results, tenant, req.ID)
+			cancel()
+			switch {
+			case err != nil:
+				continue // the poll tells
+			case !ok || bytes.Equal(raw, rm.Data):
+				if !ack.Duplicate {
+					return subjects.CallResult{}, rm.Data, false // this request's answer
+				}
+				if json.Unmarshal(rm.Data, &res) != nil {
+					continue
+				}
 			}
-			if json.Unmarshal(rm.Data, &head) != nil || head.ID != req.ID {
-				continue // junk on a results subject is not the answer
-			}
-			if head.Duplicate || !ack.Duplicate {
-				return subjects.CallResult{}, rm.Data, false
-			}
-			var res subjects.CallResult
-			if json.Unmarshal(rm.Data, &res) != nil {
-				continue
-			}
-			res.Duplicate = true
+			res.Duplicate = true // a resend's: the answer of an earlier request
 			return res, nil, false
 		case <-timer.C:
 			if res, ok := stored(); ok {

@@ -248,8 +248,7 @@ func (e *Executor) answered(ctx context.Context, c *call) (bool, error) {
 	c.looked = true
 	if ok {
 		// Published on its results subject again too, for callers that watch it rather than
-		// wait (stored again only once the results stream's de-duplication window is past: the
-		// same answer).
+		// wait (never stored again: the results stream keeps its one answer; see answer).
 		prev.Duplicate = true
 		if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
 			return false, fmt.Errorf("%w: %w", errRetry, err)
@@ -425,7 +424,19 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
 }
 
 // refuse answers a call that ends before dispatch (or without one).
+//
+// A refusal is not the answer of a call id claimed before (see claim): an earlier request of
+// the call was dispatched and its side effect may have happened — this is a resend once the
+// calls stream's de-duplication window is past, while the first still runs or after it, or a
+// redelivery refused now (revoked since, say) — so the answer is that request's (answerClaimed).
 func (e *Executor) refuse(ctx context.Context, c *call, status string, err *subjects.Error) error {
+	if status == subjects.CallRefused && c.tenant != "" && c.req.ID != "" {
+		if claimed, cerr := e.claimed(ctx, c); cerr != nil {
+			return fmt.Errorf("%w: %w", errRetry, cerr)
+		} else if claimed {
+			return e.answerClaimed(ctx, c)
+		}
+	}
 	err.Message = e.audit.redact.String(err.Message)
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: err.Code, Code: err.Code, Message: err.Message}))
 	res := refusal(c.tenant, c.req, status, err)
@@ -526,22 +537,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			// that answer again), claimed by another request of this call id that still runs
 			// (its answer is this one's), or by a worker that died without answering: it may
 			// have run.
-			prev, found, err := e.claimedAnswer(ctx, c)
-			if errors.Is(err, errStopping) {
-				return err
-			}
-			if err != nil {
-				return fmt.Errorf("%w: look up result: %w", errRetry, err)
-			}
-			if found {
-				prev.Duplicate = true
-				if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
-					return fmt.Errorf("%w: %w", errRetry, err)
-				}
-				return nil
-			}
-			return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeOutcomeUnknown,
-				Message: "an earlier attempt of this call was dispatched and its result was never recorded; " + t.Public + " is not idempotent, so it is not run again"})
+			return e.answerClaimed(ctx, c)
 		}
 	}
 
@@ -665,6 +661,28 @@ func (e *Executor) claim(ctx context.Context, c *call, timeout time.Duration) (b
 	return err == nil, err
 }
 
+// answerClaimed answers a call whose id was claimed before: with the claim holder's answer
+// (waited for while it may still come, see claimedAnswer), else outcome_unknown — the claim
+// holder was dispatched, and the call is not run again.
+func (e *Executor) answerClaimed(ctx context.Context, c *call) error {
+	prev, found, err := e.claimedAnswer(ctx, c)
+	if errors.Is(err, errStopping) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%w: look up result: %w", errRetry, err)
+	}
+	if found {
+		prev.Duplicate = true
+		if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
+			return fmt.Errorf("%w: %w", errRetry, err)
+		}
+		return nil
+	}
+	return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeOutcomeUnknown,
+		Message: "an earlier attempt of this call was dispatched and its result was never recorded; " + c.req.Tool + " is not idempotent, so it is not run again"})
+}
+
 // claimValue is the value of a claim.
 type claimValue struct {
 	Tool   string    `json:"tool"`
@@ -730,19 +748,25 @@ func (e *Executor) lookupResult(ctx context.Context, tenant, id string) (subject
 }
 
 func getResult(ctx context.Context, results jetstream.Stream, tenant, id string) (subjects.CallResult, bool, error) {
+	res, _, ok, err := storedResult(ctx, results, tenant, id)
+	return res, ok, err
+}
+
+// storedResult is getResult with the stored answer's bytes.
+func storedResult(ctx context.Context, results jetstream.Stream, tenant, id string) (subjects.CallResult, []byte, bool, error) {
 	m, err := results.GetLastMsgForSubject(ctx, subjects.Result(tenant, id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return subjects.CallResult{}, false, nil
+		return subjects.CallResult{}, nil, false, nil
 	}
 	if err != nil {
-		return subjects.CallResult{}, false, err
+		return subjects.CallResult{}, nil, false, err
 	}
 	var res subjects.CallResult
 	if err := json.Unmarshal(m.Data, &res); err != nil || res.ID != id {
 		// Junk on a results subject is not an answer.
-		return subjects.CallResult{}, false, nil
+		return subjects.CallResult{}, nil, false, nil
 	}
-	return res, true, nil
+	return res, m.Data, true, nil
 }
 
 // replyTo returns the call message's subjects.HeaderReplyTo when it is a subject under one of
@@ -797,8 +821,8 @@ func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo 
 		if data, err = encodeResult(prev); err != nil {
 			return fmt.Errorf("encode result: %w", err)
 		}
-	case earlier == nil && stored != nil:
-		stored()
+	case stored != nil:
+		stored() // stored now, or by an attempt of this very answer whose PubAck was lost
 	}
 	if replyTo != "" {
 		if err := e.nc.Publish(replyTo, data); err != nil {
