@@ -51,6 +51,7 @@ type Watchdog struct {
 	since    time.Time            // start, or the last reconnection: silence counts from here at most
 	declared int
 	ready    atomic.Bool
+	pub      jetstream.JetStream // for declarations (see Run)
 }
 
 // watched is the last status of one server.
@@ -78,8 +79,15 @@ func (w *Watchdog) Run(ctx context.Context) error {
 	if every <= 0 {
 		every = 250 * time.Millisecond
 	}
+	// Declarations go out on a JetStream context of their own, whose asynchronous publishes
+	// give up after 10 s: without permission to publish on the status subjects (or with NATS
+	// away) they would otherwise stay pending for good, filling a shared context's budget.
+	pub, err := jetstream.New(w.NC, jetstream.WithPublishAsyncTimeout(10*time.Second))
+	if err != nil {
+		return fmt.Errorf("liveness: %w", err)
+	}
 	w.mu.Lock()
-	w.beats, w.servers, w.since = map[string]time.Time{}, map[string]*watched{}, time.Now()
+	w.beats, w.servers, w.since, w.pub = map[string]time.Time{}, map[string]*watched{}, time.Now(), pub
 	w.mu.Unlock()
 	sub, err := w.NC.Subscribe(subjects.HeartbeatAll, w.onBeat)
 	if err != nil {
@@ -269,7 +277,7 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 		msg := nats.NewMsg(subjects.RegistryStatus(st.Server))
 		msg.Data = data
 		msg.Header.Set(subjects.HeaderEventType, subjects.EventStatus)
-		ack, err := w.JS.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(s.seq))
+		ack, err := w.pub.PublishMsgAsync(msg, jetstream.WithExpectLastSequencePerSubject(s.seq))
 		if err != nil {
 			fail(s, err)
 			continue

@@ -103,8 +103,8 @@
 // per generation of the index (a pass over every tool) and kept.
 //
 // On a small catalog the floor is lowered below the IDF of a word found in
-// as many tools as a server has on average (at least three, at most half
-// the catalog), so that a word picking out one server's tools still counts
+// as many tools as a server has on average (at least three, at most 16 and
+// half the catalog), so that a word picking out one server's tools still counts
 // ("knowledge" in the four tools of a knowledge base among 11). A catalog of
 // at most eight tools (or the part of one a searcher may see) has no floor
 // but matching a query word: there every word is in most tools.

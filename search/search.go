@@ -315,8 +315,8 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	// matched), with server evidence. On small catalogs even a word found in
 	// a few tools has a low IDF ("ticket" in 3 of 7 tools), so the floor is
 	// capped below the IDF of a word found in as many tools as a server has
-	// on average, at least three (or in one, below six tools), at most half
-	// the catalog: the floor rejects words common to much of a catalog, never
+	// on average, at least three and at most 16 (or in one, below six tools),
+	// at most half the catalog: the floor rejects words common to much of a catalog, never
 	// a word that picks out one server's handful of tools ("knowledge" in the
 	// four tools of a knowledge base among 11). A catalog of at most
 	// tinyCatalog tools (or the part of one a searcher may see) has no floor
@@ -324,7 +324,9 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	// and a few results are no noise to hide.
 	perServer := 3.0
 	if st.srvN > 0 {
-		perServer = math.Max(perServer, math.Ceil(n/st.srvN))
+		// (at most 16: on a catalog of a few large servers a word in one server's tools is
+		// no longer rare, and the floor of larger catalogs stays at MinIDF)
+		perServer = math.Min(math.Max(perServer, math.Ceil(n/st.srvN)), 16)
 	}
 	few := math.Max(1, math.Min(perServer, math.Floor(n/2)))
 	floor := math.Min(cfg.minIDF, 0.9*math.Log(1+(n-few+0.5)/(few+0.5)))
