@@ -473,3 +473,34 @@ func (c *counter) get(k string) int {
 	defer c.mu.Unlock()
 	return c.m[k]
 }
+
+// shortenDedup sets the de-duplication window of the named streams to window, so that a test
+// can resend a call id once the streams have forgotten it.
+func (r *rig) shortenDedup(ctx context.Context, window time.Duration, streams ...string) {
+	r.t.Helper()
+	for _, name := range streams {
+		s, err := r.env.JS.Stream(ctx, name)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		cfg := s.CachedInfo().Config
+		cfg.Duplicates = window
+		if _, err := r.env.JS.UpdateStream(ctx, cfg); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// waitCallsSettled waits until the calls stream holds no request (every one was answered and
+// acknowledged).
+func (r *rig) waitCallsSettled(ctx context.Context) {
+	r.t.Helper()
+	s, err := r.env.JS.Stream(ctx, subjects.CallsStream)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	waitFor(r.t, "every request settled", func() bool {
+		info, err := s.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	})
+}

@@ -17,13 +17,7 @@ import (
 // then dropped: the call ran, and every caller was told its outcome was unknown.
 func TestResendHandedBackWhileFirstRuns(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
-	hold := &holdingDispatcher{inner: r.mgr, tool: "createIssue", held: make(chan struct{}), release: make(chan struct{})}
-	released := false
-	defer func() {
-		if !released {
-			close(hold.release)
-		}
-	}()
+	hold := holdCreateIssue(t, r)
 	cfg := Config{Dispatcher: hold, Relister: r.mgr, Workers: 1}
 	r.startExecutor(cfg, r.env.NC)
 	r.waitTool("ticketing__createIssue")
@@ -31,25 +25,10 @@ func TestResendHandedBackWhileFirstRuns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	const window = time.Second
-	s, err := r.env.JS.Stream(ctx, subjects.CallsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scfg := s.CachedInfo().Config
-	scfg.Duplicates = window
-	if _, err := r.env.JS.UpdateStream(ctx, scfg); err != nil {
-		t.Fatal(err)
-	}
+	r.shortenDedup(ctx, window, subjects.CallsStream)
 
 	req := subjects.CallRequest{ID: "long", Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Once","body":"b","priority":"low"}`)}
-	if _, _, err := r.client.Submit(ctx, "local", req); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-hold.held:
-	case <-ctx.Done():
-		t.Fatal("the first request was never dispatched")
-	}
+	r.submitHeld(ctx, hold, req)
 
 	// A second executor, whose one worker takes the resend (the first's is busy) and stops.
 	b, err := New(r.env.Connect(t), Config{Dispatcher: hold, Relister: r.mgr, Workers: 1, Log: testLogger(t)})
@@ -81,8 +60,7 @@ func TestResendHandedBackWhileFirstRuns(t *testing.T) {
 	c := r.startExecutor(cfg, r.env.Connect(t))
 	waitFor(t, "the resend delivered again", func() bool { return c.Stats().Handled >= 1 })
 	time.Sleep(300 * time.Millisecond)
-	close(hold.release)
-	released = true
+	hold.letGo()
 
 	res, err := r.client.Await(ctx, "local", "long")
 	if err != nil {
@@ -94,8 +72,5 @@ func TestResendHandedBackWhileFirstRuns(t *testing.T) {
 	if n := r.ticketCount(); n != 1 {
 		t.Errorf("%d tickets, want 1", n)
 	}
-	waitFor(t, "both requests settled", func() bool {
-		info, err := s.Info(ctx)
-		return err == nil && info.State.Msgs == 0
-	})
+	r.waitCallsSettled(ctx)
 }

@@ -17,6 +17,31 @@ type holdingDispatcher struct {
 	held    chan struct{} // closed at the first held dispatch
 	release chan struct{}
 	once    sync.Once
+	letOnce sync.Once
+}
+
+// holdCreateIssue returns a holdingDispatcher of ticketing's createIssue over r's connector,
+// released at cleanup if the test did not (letGo).
+func holdCreateIssue(t *testing.T, r *rig) *holdingDispatcher {
+	d := &holdingDispatcher{inner: r.mgr, tool: "createIssue", held: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(d.letGo)
+	return d
+}
+
+// letGo releases the held dispatches (once).
+func (d *holdingDispatcher) letGo() { d.letOnce.Do(func() { close(d.release) }) }
+
+// submitHeld submits req and waits until its first request's dispatch is held.
+func (r *rig) submitHeld(ctx context.Context, d *holdingDispatcher, req subjects.CallRequest) {
+	r.t.Helper()
+	if _, _, err := r.client.Submit(ctx, "local", req); err != nil {
+		r.t.Fatal(err)
+	}
+	select {
+	case <-d.held:
+	case <-ctx.Done():
+		r.t.Fatal("the first request was never dispatched")
+	}
 }
 
 func (d *holdingDispatcher) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
@@ -39,46 +64,24 @@ func (d *holdingDispatcher) Dispatch(ctx context.Context, server string, req sub
 // and the results stream, said its outcome was unknown.
 func TestResendPastWindowWhileFirstRuns(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
-	hold := &holdingDispatcher{inner: r.mgr, tool: "createIssue", held: make(chan struct{}), release: make(chan struct{})}
-	released := false
-	defer func() {
-		if !released {
-			close(hold.release)
-		}
-	}()
+	hold := holdCreateIssue(t, r)
 	ex := r.startExecutor(Config{Dispatcher: hold, Relister: r.mgr}, r.env.NC)
 	r.waitTool("ticketing__createIssue")
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	const window = time.Second
-	s, err := r.env.JS.Stream(ctx, subjects.CallsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.CachedInfo().Config
-	cfg.Duplicates = window
-	if _, err := r.env.JS.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	r.shortenDedup(ctx, window, subjects.CallsStream)
 
 	req := subjects.CallRequest{ID: "long", Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Once","body":"b","priority":"low"}`)}
-	if _, _, err := r.client.Submit(ctx, "local", req); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-hold.held:
-	case <-ctx.Done():
-		t.Fatal("the first request was never dispatched")
-	}
+	r.submitHeld(ctx, hold, req)
 	time.Sleep(window + 200*time.Millisecond) // the calls stream forgets the id
 	if _, dup, err := r.client.Submit(ctx, "local", req); err != nil || dup {
 		t.Fatalf("resend: duplicate %v, %v (want a second request)", dup, err)
 	}
 	waitFor(t, "the resend taken by a worker", func() bool { return ex.Stats().Handled >= 2 })
 	time.Sleep(300 * time.Millisecond) // the resend finds the claim
-	close(hold.release)
-	released = true
+	hold.letGo()
 
 	res, err := r.client.Await(ctx, "local", "long")
 	if err != nil {
@@ -90,8 +93,5 @@ func TestResendPastWindowWhileFirstRuns(t *testing.T) {
 	if n := r.ticketCount(); n != 1 {
 		t.Errorf("%d tickets, want 1", n)
 	}
-	waitFor(t, "both requests settled", func() bool {
-		info, err := s.Info(ctx)
-		return err == nil && info.State.Msgs == 0
-	})
+	r.waitCallsSettled(ctx)
 }

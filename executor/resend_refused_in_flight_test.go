@@ -18,38 +18,17 @@ import (
 // it twice).
 func TestResendRefusedWhileFirstRuns(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
-	hold := &holdingDispatcher{inner: r.mgr, tool: "createIssue", held: make(chan struct{}), release: make(chan struct{})}
-	released := false
-	defer func() {
-		if !released {
-			close(hold.release)
-		}
-	}()
+	hold := holdCreateIssue(t, r)
 	r.startExecutor(Config{Dispatcher: hold, Relister: r.mgr}, r.env.NC)
 	r.waitTool("ticketing__createIssue")
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	const window = time.Second
-	s, err := r.env.JS.Stream(ctx, subjects.CallsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.CachedInfo().Config
-	cfg.Duplicates = window
-	if _, err := r.env.JS.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	r.shortenDedup(ctx, window, subjects.CallsStream)
 
 	req := subjects.CallRequest{ID: "long-refused", Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Once","body":"b","priority":"low"}`)}
-	if _, _, err := r.client.Submit(ctx, "local", req); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-hold.held:
-	case <-ctx.Done():
-		t.Fatal("the first request was never dispatched")
-	}
+	r.submitHeld(ctx, hold, req)
 	time.Sleep(window + 200*time.Millisecond) // the calls stream forgets the id
 	resend := req
 	resend.Arguments = json.RawMessage(`{"title":5}`)
@@ -62,11 +41,11 @@ func TestResendRefusedWhileFirstRuns(t *testing.T) {
 		answered <- res
 	}()
 	time.Sleep(500 * time.Millisecond) // the resend is checked while the first runs
-	close(hold.release)
-	released = true
+	hold.letGo()
 
 	for _, who := range []string{"the resend's caller", "the results stream"} {
 		var res subjects.CallResult
+		var err error
 		if who == "the resend's caller" {
 			res = <-answered
 		} else if res, err = r.client.Await(ctx, "local", req.ID); err != nil {

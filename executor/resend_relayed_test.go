@@ -22,17 +22,7 @@ func TestResendPastWindowRelayedIsDuplicate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	const window = time.Second
-	for _, name := range []string{subjects.CallsStream, subjects.ResultsStream} {
-		s, err := r.env.JS.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := s.CachedInfo().Config
-		cfg.Duplicates = window
-		if _, err := r.env.JS.UpdateStream(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.shortenDedup(ctx, window, subjects.CallsStream, subjects.ResultsStream)
 	nc, err := nats.Connect(r.env.NC.ConnectedUrl(), nats.CustomInboxPrefix("_CUSTOM.inbox"))
 	if err != nil {
 		t.Fatal(err)

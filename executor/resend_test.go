@@ -18,15 +18,7 @@ func TestResendAfterDedupWindow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	const window = time.Second
-	s, err := r.env.JS.Stream(ctx, subjects.CallsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := s.CachedInfo().Config
-	cfg.Duplicates = window
-	if _, err := r.env.JS.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	r.shortenDedup(ctx, window, subjects.CallsStream)
 	id := func(id string) func(*subjects.CallRequest) { return func(q *subjects.CallRequest) { q.ID = id } }
 	create := func(title any) string {
 		if s, ok := title.(string); ok {

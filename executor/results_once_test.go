@@ -19,17 +19,7 @@ func TestOneAnswerPastEveryDedupWindow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	const window = time.Second
-	for _, name := range []string{subjects.CallsStream, subjects.ResultsStream} {
-		s, err := r.env.JS.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := s.CachedInfo().Config
-		cfg.Duplicates = window
-		if _, err := r.env.JS.UpdateStream(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	r.shortenDedup(ctx, window, subjects.CallsStream, subjects.ResultsStream)
 	id := func(id string) func(*subjects.CallRequest) { return func(q *subjects.CallRequest) { q.ID = id } }
 
 	created := r.call("local", "ticketing__createIssue", `{"title":"Once","body":"b","priority":"low"}`, id("ran"))

@@ -31,15 +31,7 @@ func TestKilledRegistrySyncDeclaredLost(t *testing.T) {
 	})
 	runIndexerRole(t, env.URL, t.TempDir(), "0")
 	p := &upProcess{nats: env.URL}
-	waitFor(t, "3 demo servers ready", 400, func() bool {
-		ready := 0
-		for _, r := range p.servers(t) {
-			if r.Status == subjects.StatusReady && r.Tools > 0 {
-				ready++
-			}
-		}
-		return ready == 3
-	})
+	p.waitDemoReady(t)
 	const query = "knowledge base document"
 	waitFor(t, "kb tools in search", 400, func() bool { return strings.Contains(searchNames(t, env.URL, query), "kb__") })
 

@@ -15,7 +15,7 @@ import (
 // runRegistrySyncRole runs the registrysync role with the demo servers against env until cleanup.
 func runRegistrySyncRole(t *testing.T, env *natstest.Env) *upProcess {
 	t.Helper()
-	p := &upProcess{data: t.TempDir(), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1), nats: env.URL}
+	p := &upProcess{data: t.TempDir(), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go func() {
@@ -29,7 +29,7 @@ func runRegistrySyncRole(t *testing.T, env *natstest.Env) *upProcess {
 	waitFor(t, "the start line", 600, func() bool {
 		m := startLine.FindStringSubmatch(p.out.String())
 		if m != nil {
-			p.http = m[2]
+			p.nats, p.http = m[1], m[2]
 		}
 		return m != nil
 	})
@@ -43,15 +43,9 @@ func TestServersRemove(t *testing.T) {
 	env := natstest.Start(t)
 	p := runRegistrySyncRole(t, env)
 	var names []string
-	waitFor(t, "3 demo servers ready", 400, func() bool {
-		names = names[:0]
-		for _, r := range p.servers(t) {
-			if r.Status == subjects.StatusReady && r.Tools > 0 {
-				names = append(names, r.Name)
-			}
-		}
-		return len(names) == 3
-	})
+	for _, r := range p.waitDemoReady(t) {
+		names = append(names, r.Name)
+	}
 	if err := p.stop(t); err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,24 @@ func (p *upProcess) servers(t *testing.T) []serverRow {
 	return rows
 }
 
+// waitDemoReady waits until the three demo servers are ready with their tools listed, and
+// returns the servers' rows then.
+func (p *upProcess) waitDemoReady(t *testing.T) []serverRow {
+	t.Helper()
+	var rows []serverRow
+	waitFor(t, "3 demo servers ready", 400, func() bool {
+		rows = p.servers(t)
+		ready := 0
+		for _, r := range rows {
+			if r.Status == subjects.StatusReady && r.Tools > 0 {
+				ready++
+			}
+		}
+		return ready == 3
+	})
+	return rows
+}
+
 // registryEvent is one `events --json` line, decoded.
 type registryEvent struct {
 	Seq     uint64
@@ -177,16 +195,7 @@ func TestUpEndToEnd(t *testing.T) {
 	// servers --json: the three demo servers, ready, with tools.
 	want := []string{"kb", "logging", "ticketing"}
 	var rows []serverRow
-	waitFor(t, "3 demo servers ready", 400, func() bool {
-		rows = p.servers(t)
-		ready := 0
-		for _, r := range rows {
-			if r.Status == subjects.StatusReady && r.Tools > 0 {
-				ready++
-			}
-		}
-		return ready == 3
-	})
+	rows = p.waitDemoReady(t)
 	t.Logf("servers: %+v", rows)
 	var names []string
 	for _, r := range rows {
@@ -391,41 +400,15 @@ func TestRegistrySyncRoleExternalNATS(t *testing.T) {
 		t.Skip("starts three demo server processes (run without -short)")
 	}
 	env := natstest.Start(t)
-	p := &upProcess{data: t.TempDir(), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	go func() {
-		p.done <- run(ctx, []string{"registrysync", "--nats", env.URL, "--data", p.data, "--http-listen", "127.0.0.1:0"}, p.out, p.errOut)
-	}()
-	t.Cleanup(func() {
-		if err := p.stop(t); err != nil {
-			t.Errorf("registrysync did not stop cleanly: %v", err)
-		}
-	})
-	waitFor(t, "the start line", 600, func() bool {
-		m := startLine.FindStringSubmatch(p.out.String())
-		if m != nil {
-			p.nats, p.http = m[1], m[2]
-		}
-		return m != nil
-	})
+	p := runRegistrySyncRole(t, env)
 	if p.nats != env.URL {
 		t.Errorf("start line names NATS %s, want %s", p.nats, env.URL)
 	}
-	waitFor(t, "/healthz 200", 1200, func() bool { code, _ := p.healthz(t); return code == http.StatusOK })
 	_, body := p.healthz(t)
 	if roles, _ := body["roles"].(map[string]any); len(roles) != 1 || roles["registrysync"] != "ready" {
 		t.Errorf("/healthz roles = %v, want only registrysync ready", body["roles"])
 	}
-	waitFor(t, "3 demo servers ready", 400, func() bool {
-		ready := 0
-		for _, r := range p.servers(t) {
-			if r.Status == subjects.StatusReady && r.Tools > 0 {
-				ready++
-			}
-		}
-		return ready == 3
-	})
+	p.waitDemoReady(t)
 	if err := p.stop(t); err != nil {
 		t.Fatal(err)
 	}
