@@ -19,7 +19,9 @@
 //	                                      the answer, published there after it is stored (no other
 //	                                      subject is ever published to from a header).
 //	mcpstream.v1.results.<tenant>.<id>    stream MCPSTREAM_RESULTS: exactly one CallResult per call id
-//	                                      (Nats-Msg-Id "result:<tenant>:<id>").
+//	                                      (Nats-Msg-Id "result:<tenant>:<id>"; Mcpstream-Call-Seq: the
+//	                                      calls stream sequence of the request whose worker published
+//	                                      it, so a front end tells another request's answer: duplicate).
 //	mcpstream.v1.audit.<tenant>.<event>   stream MCPSTREAM_AUDIT: request, decision (with its code;
 //	                                      also needs_approval, approved), dispatch (side-effecting
 //	                                      tools: the point after which the outcome may be unknown),

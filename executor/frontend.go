@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -138,8 +139,6 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 		// The first request with this id is still running: its answer comes on the subscription.
 	}
 
-	prefix := resultPrefix(req.ID)
-
 	timer := time.NewTimer(e.waitBound(req))
 	defer timer.Stop()
 	// The answer is also stored on the results stream: a slow call checks it now and then, so
@@ -147,13 +146,23 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	// reconnect) is still delivered long before the bound.
 	poll := time.NewTicker(resultPoll)
 	defer poll.Stop()
+	// another reports whether a results subject message answers another request of this call
+	// id (an earlier one, resent once the de-duplication window is past): its answer is this
+	// request's only as a duplicate.
+	another := func(h nats.Header) bool {
+		s := h.Get(subjects.HeaderCallSeq)
+		return ack.Duplicate || s != "" && s != strconv.FormatUint(ack.Sequence, 10)
+	}
 	// stored reads the answer from the results stream, if it is there.
 	stored := func() (subjects.CallResult, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
-		res.Duplicate = res.Duplicate || ack.Duplicate
-		return res, err == nil && ok
+		res, sm, ok, err := storedResult(ctx, e.st.results, tenant, req.ID)
+		if err != nil || !ok {
+			return res, false
+		}
+		res.Duplicate = res.Duplicate || another(sm.Header)
+		return res, true
 	}
 	for {
 		select {
@@ -162,13 +171,8 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 				return res, nil, false
 			}
 		case rm := <-results:
-			if !bytes.HasPrefix(rm.Data, prefix) || !json.Valid(rm.Data) {
-				var head struct {
-					ID string `json:"id"`
-				}
-				if json.Unmarshal(rm.Data, &head) != nil || head.ID != req.ID {
-					continue // junk on a results subject is not the answer
-				}
+			if !isAnswerOf(rm.Data, req.ID) {
+				continue // junk on a results subject is not the answer (as storedResult reads it)
 			}
 			// What is published on the results subject is not always stored: the results
 			// stream refuses every answer of a call id but the first (the answer of a resend
@@ -176,13 +180,13 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 			// result). The stored answer is the call's; with none stored yet, this one is being
 			// stored (a refused one finds the answer it was refused for).
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			res, raw, ok, err := storedResult(ctx, e.st.results, tenant, req.ID)
+			res, sm, ok, err := storedResult(ctx, e.st.results, tenant, req.ID)
 			cancel()
 			switch {
 			case err != nil:
 				continue // the poll tells
-			case !ok || bytes.Equal(raw, rm.Data):
-				if !ack.Duplicate {
+			case !ok || bytes.Equal(sm.Data, rm.Data):
+				if !another(rm.Header) {
 					return subjects.CallResult{}, rm.Data, false // this request's answer
 				}
 				if json.Unmarshal(rm.Data, &res) != nil {

@@ -59,7 +59,11 @@ func (e *Executor) recoverer(h handler) handler {
 							fail = &subjects.Error{Code: subjects.CodeOutcomeUnknown, Message: "the executor failed after sending the call to its server: it may have run"}
 						}
 						res := refusal(tenant, req, subjects.CallFailed, fail)
-						if aerr := e.answer(context.WithoutCancel(ctx), res, e.replyTo(m), nil); aerr == nil {
+						var seq uint64
+						if md, merr := m.Metadata(); merr == nil {
+							seq = md.Sequence.Stream
+						}
+						if aerr := e.answerFor(context.WithoutCancel(ctx), seq, res, e.replyTo(m), nil); aerr == nil {
 							err = nil
 						} else {
 							err = fmt.Errorf("%w: panic: %v; answer: %w", errRetry, p, aerr)
@@ -250,7 +254,7 @@ func (e *Executor) answered(ctx context.Context, c *call) (bool, error) {
 		// Published on its results subject again too, for callers that watch it rather than
 		// wait (never stored again: the results stream keeps its one answer; see answer).
 		prev.Duplicate = true
-		if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
+		if err := e.answerFor(ctx, c.seq, prev, c.replyTo, nil); err != nil {
 			return false, fmt.Errorf("%w: %w", errRetry, err)
 		}
 	}
@@ -464,7 +468,7 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 			e.stats.toolErrors.Add(1)
 		}
 	}
-	if err := e.answer(ctx, res, c.replyTo, count); err != nil {
+	if err := e.answerFor(ctx, c.seq, res, c.replyTo, count); err != nil {
 		return fmt.Errorf("%w: %w", errRetry, err)
 	}
 	ev := subjects.AuditEvent{Decision: res.Status, IsError: toolError}
@@ -484,8 +488,10 @@ func (e *Executor) lastDelivery(ctx context.Context, c *call, n uint64) error {
 	if claimed, err := e.claimed(ctx, c); err != nil {
 		return fmt.Errorf("%w: %w", errRetry, err)
 	} else if claimed {
-		return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeOutcomeUnknown,
-			Message: "the call was dispatched but its executor stopped before recording the result; it is not run again"})
+		// Claimed by this request (dispatched, its executor stopped before recording the
+		// result: outcome_unknown), or by another request of the call id that may still run
+		// (this is a resend delivered again while it waited): its answer, waited for.
+		return e.answerClaimed(ctx, c)
 	}
 	return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal,
 		Message: fmt.Sprintf("the call was delivered %d times without an answer; it is not run again", n)})
@@ -674,7 +680,7 @@ func (e *Executor) answerClaimed(ctx context.Context, c *call) error {
 	}
 	if found {
 		prev.Duplicate = true
-		if err := e.answer(ctx, prev, c.replyTo, nil); err != nil {
+		if err := e.answerFor(ctx, c.seq, prev, c.replyTo, nil); err != nil {
 			return fmt.Errorf("%w: %w", errRetry, err)
 		}
 		return nil
@@ -752,8 +758,8 @@ func getResult(ctx context.Context, results jetstream.Stream, tenant, id string)
 	return res, ok, err
 }
 
-// storedResult is getResult with the stored answer's bytes.
-func storedResult(ctx context.Context, results jetstream.Stream, tenant, id string) (subjects.CallResult, []byte, bool, error) {
+// storedResult is getResult with the stored answer's message.
+func storedResult(ctx context.Context, results jetstream.Stream, tenant, id string) (subjects.CallResult, *jetstream.RawStreamMsg, bool, error) {
 	m, err := results.GetLastMsgForSubject(ctx, subjects.Result(tenant, id))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return subjects.CallResult{}, nil, false, nil
@@ -766,7 +772,7 @@ func storedResult(ctx context.Context, results jetstream.Stream, tenant, id stri
 		// Junk on a results subject is not an answer.
 		return subjects.CallResult{}, nil, false, nil
 	}
-	return res, m.Data, true, nil
+	return res, m, true, nil
 }
 
 // replyTo returns the call message's subjects.HeaderReplyTo when it is a subject under one of
@@ -801,11 +807,16 @@ func (e *Executor) validReply(s string) string {
 // bytes to the caller's reply subject (if any): a caller never sees an answer that is not
 // stored, nor one its executor's counters do not hold yet.
 func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo string, stored func()) error {
+	return e.answerFor(ctx, 0, res, replyTo, stored)
+}
+
+// answerFor is answer by the request at calls stream sequence seq (0: unknown).
+func (e *Executor) answerFor(ctx context.Context, seq uint64, res subjects.CallResult, replyTo string, stored func()) error {
 	data, err := encodeResult(res)
 	if err != nil {
 		return fmt.Errorf("encode result: %w", err)
 	}
-	earlier, err := e.storeResult(ctx, res, data)
+	earlier, err := e.storeResult(ctx, seq, res, data)
 	if err != nil {
 		return err
 	}
@@ -853,9 +864,12 @@ func (e *Executor) reply(replyTo string, res subjects.CallResult) {
 // never replaces the answer. It returns the bytes of the answer stored before when the results
 // stream refused this one (they may be this very answer's, stored by an attempt whose PubAck
 // was lost), nil when this one was stored.
-func (e *Executor) storeResult(ctx context.Context, res subjects.CallResult, data []byte) ([]byte, error) {
+func (e *Executor) storeResult(ctx context.Context, seq uint64, res subjects.CallResult, data []byte) ([]byte, error) {
 	msg := &nats.Msg{Subject: subjects.Result(res.Tenant, res.ID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(subjects.HeaderMsgID, subjects.ResultMsgID(res.Tenant, res.ID))
+	if seq != 0 {
+		msg.Header.Set(subjects.HeaderCallSeq, strconv.FormatUint(seq, 10))
+	}
 	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
 	bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
 		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 2 * time.Second,

@@ -45,6 +45,11 @@ const (
 	// caller. Only subjects under the executor's reply prefixes (default "_INBOX.") are used;
 	// any other value is ignored (the answer is still on the results stream).
 	HeaderReplyTo = "Mcpstream-Reply-To"
+	// HeaderCallSeq is set on a result: the calls stream sequence of the request whose worker
+	// published it, so that a front end relaying the answer of one request tells it from the
+	// answer of another request of the same call id (a resend once the de-duplication window is
+	// past), which is this one's only as a duplicate.
+	HeaderCallSeq = "Mcpstream-Call-Seq"
 )
 
 // ErrBadPayload is returned when an event's JSON is malformed or of an unknown version.
