@@ -883,7 +883,7 @@ func (e *Executor) storeResult(ctx context.Context, seq uint64, res subjects.Cal
 			return backoff.Permanent(err)
 		case err == nil && !ack.Duplicate:
 			return nil
-		case err != nil && !answeredBefore(err):
+		case err != nil && !subjects.WrongLastSequence(err):
 			return err
 		}
 		// Refused, or dropped as a duplicate: what does the subject hold?
@@ -914,14 +914,6 @@ func (e *Executor) storeResult(ctx context.Context, seq uint64, res subjects.Cal
 func isAnswerOf(data []byte, id string) bool {
 	var res subjects.CallResult
 	return json.Unmarshal(data, &res) == nil && res.ID == id
-}
-
-// answeredBefore reports whether a publish of an answer was refused because its results subject
-// holds one already (a clustered stream may report the constant variant of the code).
-func answeredBefore(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // encodeResult encodes res like json.Marshal, without re-validating its raw MCP result (checked

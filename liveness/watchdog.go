@@ -94,7 +94,9 @@ func (w *Watchdog) Run(ctx context.Context) error {
 		return fmt.Errorf("liveness: subscribe to heartbeats: %w", err)
 	}
 	defer sub.Unsubscribe()
-	go w.follow(ctx)
+	var following sync.WaitGroup
+	defer following.Wait() // Run returns only once ctx has ended, which ends follow too
+	following.Go(func() { w.follow(ctx) })
 
 	reconnects := w.NC.Stats().Reconnects
 	tick := time.NewTicker(every)
@@ -297,15 +299,13 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 		case <-ctx.Done():
 			return
 		}
-		var apiErr *jetstream.APIError
 		switch {
 		case err == nil:
 			w.mu.Lock()
 			w.declared++
 			w.mu.Unlock()
 			w.Log.Warn().Str("server", o.s.st.Server).Str("connector", o.s.st.Connector).Msg("connector silent: server declared unavailable (connector_lost)")
-		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		case subjects.WrongLastSequence(err):
 			// Another watchdog declared it first, or the server's status changed: nothing to do.
 		default:
 			fail(o.s, err)

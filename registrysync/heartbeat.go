@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,7 +23,7 @@ func (m *Manager) heartbeats(ctx context.Context) {
 		return
 	}
 	lost := make(chan string, 256)
-	recheck := false
+	var recheck atomic.Bool // a burst overflowed lost: read the stream for every server
 	sub, err := m.nc.Subscribe(subjects.RegistryAllStatus, func(msg *nats.Msg) {
 		ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data)
 		if err != nil || ev.Status == nil || ev.Status.Code != subjects.CodeConnectorLost || !m.Serves(ev.Status.Server) {
@@ -31,9 +32,7 @@ func (m *Manager) heartbeats(ctx context.Context) {
 		select {
 		case lost <- ev.Status.Server:
 		default: // a burst: the next tick reads the stream for every server
-			m.mu.Lock()
-			recheck = true
-			m.mu.Unlock()
+			recheck.Store(true)
 		}
 	})
 	if err != nil {
@@ -68,10 +67,7 @@ func (m *Manager) heartbeats(ctx context.Context) {
 		case name := <-lost:
 			m.reclaim(ctx, name)
 		case <-tick.C:
-			m.mu.Lock()
-			again := recheck
-			recheck = false
-			m.mu.Unlock()
+			again := recheck.Swap(false)
 			if r := m.nc.Stats().Reconnects; r != reconnects || again {
 				reconnects = r
 				m.reclaimDeclared(ctx)

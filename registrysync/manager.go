@@ -215,9 +215,7 @@ func (m *Manager) retireOne(ctx context.Context, c *connector, st subjects.Statu
 			opts = append(opts, jetstream.WithExpectLastSequencePerSubject(last.Sequence))
 		}
 		err = c.publishStatus(ctx, st, opts...)
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		if subjects.WrongLastSequence(err) {
 			continue // a status landed meanwhile: read it
 		}
 		if err != nil {

@@ -114,3 +114,14 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions)
 	}
 	return nil
 }
+
+// WrongLastSequence reports whether a publish was refused because the subject's last sequence
+// was not the one it expected (Nats-Expected-Last-Subject-Sequence): somebody else wrote first.
+// mcpstream's writers that may race use it as a compare-and-set: the executor's one answer per
+// call, the liveness watchdog's declarations, a stopping registrysync's last status. A clustered
+// stream may report the code's "constant" variant.
+func WrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
