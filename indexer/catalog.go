@@ -166,7 +166,7 @@ func (c *Catalog) Stats() Stats {
 	c.mu.RLock()
 	n := 0
 	for _, s := range c.servers {
-		if !s.gone() {
+		if !s.gone() && s.announced() {
 			n++
 		}
 	}
@@ -216,6 +216,21 @@ func (s *serverMem) setKind(k subjects.Kind, r *kindRec) {
 
 func (s *serverMem) gone() bool {
 	return s.rec.Status != nil && s.rec.Status.Status == subjects.StatusRemoved
+}
+
+// announced reports whether the registry announced the server: a status, a list or a tool. A
+// server known only from an operator's revocation (kept for when it comes), and maybe a
+// list_changed since, is no server to list or count.
+func (s *serverMem) announced() bool {
+	if s.rec.Status != nil || len(s.tools) > 0 {
+		return true
+	}
+	for _, km := range s.kinds {
+		if km.Listed {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Catalog) server(name string) *serverMem {
@@ -380,11 +395,16 @@ func decodeEvent(subject string, data []byte) (subjects.RegistryEvent, error) {
 // applyMsg applies one stream message: Badger first (with the sequence, atomically), then the
 // in-memory state. A malformed message only advances the sequence.
 func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
+	var first []write
+	if c.Seq() == 0 {
+		// The first message of an empty catalog: see checkOrigin.
+		first = []write{{Key: keyFirst, Value: seqValue(seq)}}
+	}
 	ev, err := decodeEvent(subject, data)
 	if err != nil {
 		c.badEvents.Add(1)
 		c.log.Warn().Uint64("seq", seq).Str("subject", subject).Err(err).Msg("skipping malformed registry message")
-		if err := commit(c.db, nil, seq); err != nil {
+		if err := commit(c.db, first, seq); err != nil {
 			return err
 		}
 		c.seq.Store(seq)
@@ -396,7 +416,7 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 		return err
 	}
 	ws, mem = c.forgetRemoved(ws, mem)
-	if err := commit(c.db, ws, seq); err != nil {
+	if err := commit(c.db, append(ws, first...), seq); err != nil {
 		return err
 	}
 	c.mu.Lock()
@@ -549,6 +569,11 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			return
 		}
 		it.d = parseDef(raw)
+		if len(it.d.Name) > MaxToolNameBytes {
+			// Past a Badger key's limit, its writes would fail the whole message (and the
+			// replica, on every restart): skipped like a definition without a name.
+			it.d = toolDef{}
+		}
 		if it.d.Name != "" {
 			it.pub = subjects.PublicName(server, it.d.Name)
 			it.h = defHash(raw)
@@ -562,7 +587,7 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			c.badItems.Add(1)
 			it.skipped = true
 			c.log.Warn().Str("server", server).Int("item", i).Str("name", it.d.Name).Int("bytes", len(sn.Items[i])).
-				Msg("skipping a tool definition without a name, listed twice, or too large")
+				Msg("skipping a tool definition without a usable name, listed twice, or too large")
 			continue
 		}
 		if other := c.byPublic[it.pub]; other != nil && (other.server != server || other.tool != it.d.Name) || seenPub[it.pub] {

@@ -65,7 +65,9 @@ type Config struct {
 	Replica string
 	// MaxRemoved bounds the removed tools remembered (so that details answer "removed" rather
 	// than not_found); past it, those removed longest ago (by stream sequence) are forgotten,
-	// in the same transaction, so every replica forgets the same ones; 0 → 50,000.
+	// in the same transaction, so every replica forgets the same ones; 0 → 50,000. The tools one
+	// message removes are all remembered: a message that removes more than MaxRemoved tools
+	// leaves that many until the next message.
 	MaxRemoved int
 	// Embedder, when set, makes search hybrid: every tool's text (name, title, description,
 	// parameters, server description) is embedded in the background (cached in Badger by the
@@ -88,7 +90,7 @@ type Stats struct {
 	Collisions uint64 // public names refused because another pair holds them, since Open
 	BadItems   uint64 // definitions without a usable name, or duplicated, skipped since Open
 	Tools      int    // tools in the catalog
-	Servers    int    // servers known (not removed)
+	Servers    int    // servers the registry announced (not removed)
 
 	Vectors        int    // tools with a vector (hybrid search)
 	VectorsPending int    // tools waiting for one

@@ -43,13 +43,15 @@
 //
 //	m/seq             last applied stream sequence (8 bytes, big endian)
 //	m/stream          creation time of the stream it was built from (a recreated stream rebuilds)
+//	m/first           stream sequence of the first message applied (a stream purged past it rebuilds)
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
 //	                  authContext), list_changed flag, names of prompts and resources
 //	t/<server><tool>  one tool: its public name and raw definition, byte-faithful (zstd-compressed
 //	                  in the value log; never re-encoded)
 //	r/<public>        a removed tool's public name → (server, tool, removal sequence), to answer
-//	                  "removed"; at most Config.MaxRemoved (50,000), the oldest forgotten first
+//	                  "removed"; past Config.MaxRemoved (50,000), the oldest forgotten first
+//	                  (the tools one message removes are kept, however many)
 //	v/<sha256>        with Config.Embedder: a cached vector (little-endian float32s) by the
 //	                  embedder's Name and the embedded text; derived data, not in Digest; entries
 //	                  no current tool wants are deleted at Open

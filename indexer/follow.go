@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -22,8 +23,9 @@ var ErrFollowing = errors.New("catalog already following a stream")
 // error wrapping ErrStore. Ready turns true once the replica has applied every message the
 // stream held when Follow (or a retry of it) started.
 //
-// A catalog built from another stream (the stream was deleted and recreated), or one whose
-// position is behind messages the stream no longer holds, is dropped and rebuilt by replay.
+// A catalog built from another stream (the stream was deleted and recreated), or from messages
+// the stream no longer holds (purged, even only up to a sequence behind the catalog's
+// position), is dropped and rebuilt by replay.
 func (c *Catalog) Follow(ctx context.Context, js jetstream.JetStream) error {
 	if !c.following.CompareAndSwap(false, true) {
 		return ErrFollowing
@@ -120,17 +122,27 @@ func (c *Catalog) markReady() { c.ready.Store(true) }
 func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 	origin := info.Created.UTC().Format(time.RFC3339Nano)
 	var stored string
+	var first uint64 // stream sequence of the first message applied (0: not recorded)
 	err := c.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(keyStream)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
+		for _, k := range [][]byte{keyStream, keyFirst} {
+			it, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			v, err := it.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if string(k) == string(keyStream) {
+				stored = string(v)
+			} else if len(v) == 8 {
+				first = binary.BigEndian.Uint64(v)
+			}
 		}
-		if err != nil {
-			return err
-		}
-		v, err := it.ValueCopy(nil)
-		stored = string(v)
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w: read origin: %w", ErrStore, err)
@@ -142,10 +154,11 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 		why = "the registry stream was recreated"
 	case seq > info.State.LastSeq:
 		why = "the catalog is ahead of the registry stream"
-	case seq > 0 && seq < info.State.FirstSeq:
+	case seq > 0 && (seq < info.State.FirstSeq || first > 0 && first < info.State.FirstSeq):
 		// The registry stream keeps every event (no limits): events the catalog applied are
-		// gone only if it was purged (whole, or up to a sequence), whatever was published since.
-		// A replica built now would not have them, so this one drops what it built from them.
+		// gone only if it was purged (whole, or up to a sequence, even one behind the
+		// catalog's position), whatever was published since. A replica built now would not
+		// have them, so this one drops what it built from them.
 		why = "the registry stream no longer holds the events the catalog was built from (purged)"
 	}
 	if why != "" {
@@ -158,11 +171,18 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 		c.mu.Lock()
 		c.reset()
 		c.mu.Unlock()
-		stored = ""
+		stored, seq = "", 0
 	}
 	if stored != origin {
 		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyStream, []byte(origin)) }); err != nil {
 			return fmt.Errorf("%w: write origin: %w", ErrStore, err)
+		}
+	}
+	if seq > 0 && first == 0 {
+		// A catalog built before the first sequence was recorded: the stream's events before
+		// its first are gone already; a later trim is noticed.
+		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyFirst, seqValue(info.State.FirstSeq)) }); err != nil {
+			return fmt.Errorf("%w: write first sequence: %w", ErrStore, err)
 		}
 	}
 	return nil

@@ -607,7 +607,7 @@ func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subj
 	defer vis.release()
 	for _, name := range sortedKeys(c.servers) {
 		s := c.servers[name]
-		if s.gone() {
+		if s.gone() || !s.announced() {
 			continue
 		}
 		sum := subjects.ServerSummary{Name: name, Description: s.rec.Description}

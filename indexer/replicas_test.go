@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -280,5 +282,41 @@ func TestStreamPurged(t *testing.T) {
 	waitSeq(t, r3.Catalog, seq)
 	if _, _, ok := r3.Lookup("solo__only_tool"); ok || r3.Stats().Tools != 1 {
 		t.Errorf("purged tools survived a purge followed by new events: %d tools", r3.Stats().Tools)
+	}
+}
+
+// TestStreamPurgedBehindPosition: a registry stream trimmed (purged up to a sequence, as `nats
+// stream purge --seq` or `--keep` do) behind a replica's position lost events the replica was
+// built from: a replica restarted on it kept what it built from them, while a replica built now
+// has none of it, so the two answered differently. It drops its catalog and rebuilds, as it
+// does when the purge reaches past its position (TestStreamPurged).
+func TestStreamPurgedBehindPosition(t *testing.T) {
+	env := natstest.Start(t)
+	dir := filepath.Join(t.TempDir(), "r")
+	seq := publish(t, env.JS, demoEvents(t)...)
+	r := startReplica(t, env, dir, nil, nil)
+	waitSeq(t, r.Catalog, seq)
+	r.stop(t)
+
+	ctx := context.Background()
+	s, err := env.JS.Stream(ctx, subjects.RegistryStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSequence(3)); err != nil { // keeps 3..seq
+		t.Fatal(err)
+	}
+	seq = publish(t, env.JS, status("solo", subjects.StatusReady), snapshot("solo", "", tool("only_tool", "the only tool")))
+	restarted := startReplica(t, env, dir, nil, nil)
+	fresh := startReplica(t, env, "", nil, nil)
+	for _, c := range []*replica{restarted, fresh} {
+		waitSeq(t, c.Catalog, seq)
+	}
+	if got, want := digestOf(t, restarted.Catalog), digestOf(t, fresh.Catalog); got != want {
+		t.Errorf("restarted replica (%d tools) differs from one built from the trimmed stream (%d tools)",
+			restarted.Stats().Tools, fresh.Stats().Tools)
+	}
+	if got, want := view(t, restarted.Catalog), view(t, fresh.Catalog); got != want {
+		t.Errorf("answers differ:\n%s", firstDiff(got, want))
 	}
 }
