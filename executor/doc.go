@@ -52,12 +52,15 @@
 //     The de-duplication key is the publisher's header: a "resend" whose key is held by a
 //     message on another tenant's subject is refused bad_request by the front end and
 //     CallDirect (Submit: ErrCallIDTaken) instead of waiting for an answer that never comes.
-//  3. resolve the public name (subjects.PublicName of every listed tool) → not_found.
-//  4. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
+//  3. the principal (the same policy.Policy search uses): Resolve → unknown_principal; then the
+//     public name (subjects.PublicName of every listed tool) → not_found. The principal and the
+//     policy (step 4) come before freshness: a principal who may not call a tool learns nothing
+//     of its state and makes no re-list of its server.
+//  4. policy on the definition held: Decide → forbidden; a cacheScope private list of another
+//     authorization context → forbidden. Asked again of what step 5 leaves (a re-list).
+//  5. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
 //     reason); server not ready → unavailable (with the reason); ttlMs run out → re-list, then
 //     decide again (unavailable if the re-list fails).
-//  5. policy (the same policy.Policy search uses): Resolve → unknown_principal; Decide →
-//     forbidden; a cacheScope private list of another authorization context → forbidden.
 //  6. arguments against the raw inputSchema (santhosh-tekuri/jsonschema: 2020-12 by default,
 //     older drafts by $schema; $ref, $defs, oneOf, anyOf) → invalid_arguments with the JSON
 //     pointer of the first failure in Error.Path; a schema that does not compile → invalid_schema.

@@ -273,31 +273,13 @@ func refused(code, msg string) *stop {
 	return &stop{status: subjects.CallRefused, e: &subjects.Error{Code: code, Message: msg}}
 }
 
-// admit runs the checks before dispatch, in order: resolve, freshness, policy, arguments,
-// approval (then freshness again), limits are taken in execute.
+// admit runs the checks before dispatch, in order: principal, resolve, policy, freshness (then
+// the policy again on the definition it leaves), arguments, approval (then freshness again),
+// limits are taken in execute. The principal and the policy come first: a principal the policy
+// does not know, or one that may not call the tool, learns nothing of its state and makes no
+// re-list of its server.
 func (e *Executor) admit(ctx context.Context, c *call) *stop {
-	// 1. Resolve the public name.
-	t := e.reg.lookup(c.req.Tool)
-	if t == nil {
-		if server, name, ok := subjects.SplitPlain(c.req.Tool); ok {
-			if v := e.reg.view.Tool(server, name); v.State == staleness.Unavailable {
-				s := refused(subjects.CodeUnavailable, c.req.Tool+" is unavailable: "+v.Reason)
-				s.e.Reason = v.Reason
-				return s
-			}
-		}
-		return refused(subjects.CodeNotFound, "no tool "+c.req.Tool+" is listed by any connected server")
-	}
-	c.tool = t
-
-	// 2. Freshness.
-	v, t, s := e.fresh(ctx, t)
-	if s != nil {
-		return s
-	}
-	c.tool = t
-
-	// 3. Policy: the principal, then the tool, then the list's cache scope.
+	// 1. The principal.
 	pr := c.req.Principal
 	if pr.Tenant != "" && pr.Tenant != c.tenant {
 		return refused(subjects.CodeBadRequest, fmt.Sprintf("principal.tenant %q differs from the tenant of the subject (%q): the subject decides", pr.Tenant, c.tenant))
@@ -311,20 +293,44 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		return refused(subjects.CodeUnknownPrincipal, fmt.Sprintf("user %q belongs to tenant %q: send the call on %s", rp.User, rp.Tenant, subjects.Exec(rp.Tenant)))
 	}
 	c.pr = rp
-	d := e.cfg.Policy.Decide(rp, policy.Tool{Server: t.Server, Name: t.Name, Destructive: t.Destructive})
-	if !d.Allowed {
-		return refused(subjects.CodeForbidden, fmt.Sprintf("%s may not call %s (%s)", rp.User, t.Public, d.Why))
+
+	// 2. Resolve the public name.
+	t := e.reg.lookup(c.req.Tool)
+	if t == nil {
+		if server, name, ok := subjects.SplitPlain(c.req.Tool); ok && e.cfg.Policy.Decide(rp, policy.Tool{Server: server, Name: name}).Allowed {
+			if v := e.reg.view.Tool(server, name); v.State == staleness.Unavailable {
+				s := refused(subjects.CodeUnavailable, c.req.Tool+" is unavailable: "+v.Reason)
+				s.e.Reason = v.Reason
+				return s
+			}
+		}
+		return refused(subjects.CodeNotFound, "no tool "+c.req.Tool+" is listed by any connected server")
 	}
-	if !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
-		return refused(subjects.CodeForbidden, fmt.Sprintf("%s lists %s privately for another authorization context", t.Server, t.Public))
+	c.tool = t
+
+	// 3. Policy on the definition held: the tool, then the list's cache scope.
+	if _, s := e.authorize(rp, t, e.reg.view.Tool(t.Server, t.Name), ""); s != nil {
+		return s
 	}
 
-	// 4. Arguments against the real inputSchema (before any human is asked to approve).
+	// 4. Freshness, then the policy again: a re-list may have replaced the definition or the
+	// list's scope.
+	v, t, s := e.fresh(ctx, t)
+	if s != nil {
+		return s
+	}
+	c.tool = t
+	d, s := e.authorize(rp, t, v, "")
+	if s != nil {
+		return s
+	}
+
+	// 5. Arguments against the real inputSchema (before any human is asked to approve).
 	if verr := validateArguments(t, c.req.Arguments); verr != nil {
 		return &stop{status: subjects.CallRefused, e: verr}
 	}
 
-	// 5. Approval. A resend of an answered call after the calls stream's de-duplication window
+	// 6. Approval. A resend of an answered call after the calls stream's de-duplication window
 	// gets that answer; nobody is asked to approve it again.
 	if d.NeedsApproval || e.configuredApproval(t) {
 		if done, err := e.answered(ctx, c); done || err != nil {
@@ -342,11 +348,8 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 			// the arguments are checked again against it, and its annotations decide from now
 			// on (a tool that is no longer read-only is claimed before dispatch).
 			c.tool = nt
-			if d := e.cfg.Policy.Decide(rp, policy.Tool{Server: nt.Server, Name: nt.Name, Destructive: nt.Destructive}); !d.Allowed {
-				return refused(subjects.CodeForbidden, fmt.Sprintf("%s may not call %s as re-listed while it waited for approval (%s)", rp.User, nt.Public, d.Why))
-			}
-			if !e.cfg.Policy.MayUseScope(rp, nv.CacheScope, nv.AuthContext) {
-				return refused(subjects.CodeForbidden, fmt.Sprintf("%s lists %s privately for another authorization context", nt.Server, nt.Public))
+			if _, s := e.authorize(rp, nt, nv, " as re-listed while it waited for approval"); s != nil {
+				return s
 			}
 			if verr := validateArguments(nt, c.req.Arguments); verr != nil {
 				return &stop{status: subjects.CallRefused, e: verr}
@@ -356,6 +359,19 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	}
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionAllowed, Message: d.Why}))
 	return nil
+}
+
+// authorize asks the policy whether rp may call t, listed as v says (its cache scope); when
+// not, it returns the refusal, forbidden (when says when the decision was made, for the message).
+func (e *Executor) authorize(rp subjects.Principal, t *tool, v staleness.Verdict, when string) (policy.Decision, *stop) {
+	d := e.cfg.Policy.Decide(rp, policy.Tool{Server: t.Server, Name: t.Name, Destructive: t.Destructive})
+	if !d.Allowed {
+		return d, refused(subjects.CodeForbidden, fmt.Sprintf("%s may not call %s%s (%s)", rp.User, t.Public, when, d.Why))
+	}
+	if !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
+		return d, refused(subjects.CodeForbidden, fmt.Sprintf("%s lists %s privately for another authorization context", t.Server, t.Public))
+	}
+	return d, nil
 }
 
 func (e *Executor) configuredApproval(t *tool) bool {

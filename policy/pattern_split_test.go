@@ -38,3 +38,32 @@ func TestNewRejectsGlobNames(t *testing.T) {
 		t.Errorf("exact names and \"*\": %v", err)
 	}
 }
+
+// A server name may end in "_" ("files_": its tools are "files___tool"): a pattern written as
+// its public names are, "files___delete*", matches them, as it matches the tools "_delete..."
+// of a server "files". Split at the first "__" only, it matched the latter alone, and a deny of
+// the former's tools silently denied nothing.
+func TestMatchToolServerEndingInUnderscore(t *testing.T) {
+	p, err := New(&Config{Rules: []Rule{{Allow: []string{"*"}, Deny: []string{"files___delete*"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := subjects.Principal{Tenant: "t", User: "u"}
+	for _, tc := range []struct {
+		server, name string
+		allowed      bool
+	}{
+		{"files_", "delete_all", false},
+		{"files", "_delete_all", false},
+		{"files", "delete_all", true},
+		{"files_", "read", true},
+		{"files__", "delete", true}, // not a server name (it holds "__"): "files__" + "__delete"
+	} {
+		if got := p.Decide(pr, Tool{Server: tc.server, Name: tc.name}).Allowed; got != tc.allowed {
+			t.Errorf("%s / %s: allowed = %v, want %v", tc.server, tc.name, got, tc.allowed)
+		}
+	}
+	if !MatchTool("a_*__x", "a_b", "x") || !MatchTool("*___x", "a_", "x") || MatchTool("a__x", "a_", "x") {
+		t.Error("server globs and trailing underscores")
+	}
+}

@@ -144,8 +144,9 @@ func (p *Policy) Class(pr subjects.Principal) string {
 func (p *Policy) IsOpen() bool { return p.open }
 
 // Resolve checks that a principal may act at all and returns it as the policy sees it (tenant and
-// roles from the configuration when principals are listed). tenant is the tenant the request
-// arrived for ("" = take the principal's).
+// roles from the configuration when principals are listed; a principal without a tenant is the
+// local tenant's). The result's tenant may differ from pr's: a configured user asked for as of the
+// local tenant gets its own, so callers that pin a tenant (the subject's) compare it.
 func (p *Policy) Resolve(pr subjects.Principal) (subjects.Principal, error) {
 	if pr.User == "" {
 		if p.open {
@@ -253,8 +254,11 @@ func matchTool(patterns []string, t Tool) bool {
 
 // MatchTool reports whether the server__tool glob pattern pat matches the tool named name on
 // server (original names): the part before pat's first "__" matches the server, the rest the
-// tool; a pattern without "__" matches server + "__" + name as a whole. Policy rules, the
-// executor's limits and its approval patterns all match this way.
+// tool; a pattern without "__" matches server + "__" + name as a whole. A server name may end
+// in "_" (it never holds "__"), so a "___" there also splits after its first "_": "files___rm*"
+// matches the tools "rm..." of server "files_", as their public names read, and the tools
+// "_rm..." of server "files". Policy rules, the executor's limits and its approval patterns all
+// match this way.
 func MatchTool(pat, server, name string) bool {
 	if pat == "*" {
 		return true
@@ -263,7 +267,10 @@ func MatchTool(pat, server, name string) bool {
 	if !ok {
 		return Match(pat, server+"__"+name)
 	}
-	return Match(sp, server) && Match(tp, name)
+	if Match(sp, server) && Match(tp, name) {
+		return true
+	}
+	return strings.HasPrefix(tp, "_") && strings.HasSuffix(server, "_") && Match(sp+"_", server) && Match(tp[1:], name)
 }
 
 // ValidPattern reports whether pat is a server__tool pattern MatchTool can use: not empty, and

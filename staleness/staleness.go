@@ -201,23 +201,31 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 	if s == nil {
 		return Verdict{State: Unknown, Reason: "server " + server + " is not known"}
 	}
+	// A revoked or removed item keeps the scope of the list it was in: who may not see that list
+	// may not learn its state either.
+	ks := s.kinds[kind]
+	var out Verdict
+	if ks != nil {
+		out = Verdict{ListedAt: ks.listedAt, CacheScope: ks.cacheScope, AuthContext: ks.authContext}
+	}
 	if s.allRev {
-		return Verdict{State: Revoked, Reason: "every tool of " + server + " is revoked"}
+		out.State, out.Reason = Revoked, "every tool of "+server+" is revoked"
+		return out
 	}
 	if _, ok := s.revoked[name]; ok && kind == subjects.KindTools {
-		return Verdict{State: Revoked, Reason: name + " was revoked by an operator"}
+		out.State, out.Reason = Revoked, name+" was revoked by an operator"
+		return out
 	}
 	if s.gone {
-		return Verdict{State: Removed, Reason: "server " + server + " was removed"}
+		out.State, out.Reason = Removed, "server "+server+" was removed"
+		return out
 	}
-	ks := s.kinds[kind]
 	if ks == nil {
 		if s.status != "" && s.status != subjects.StatusReady {
 			return Verdict{State: Unavailable, Reason: s.statusReason()}
 		}
 		return Verdict{State: Unknown, Reason: server + " has not been listed"}
 	}
-	out := Verdict{ListedAt: ks.listedAt, CacheScope: ks.cacheScope, AuthContext: ks.authContext}
 	if _, ok := ks.items[name]; !ok {
 		if _, was := ks.removed[name]; was {
 			out.State, out.Reason = Removed, name+" is no longer listed by "+server

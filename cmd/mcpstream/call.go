@@ -27,8 +27,8 @@ func init() {
 const callHelp = `
 Calls one tool by its public name (server__tool) through the executor, exactly as any NATS client
 can: a CallRequest on mcpstream.v1.exec.<tenant>, answered with the one terminal CallResult. The
-executor checks that the tool exists and is fresh, that the principal may call it, that the
-arguments match the tool's inputSchema, asks for approval when needed, applies the rate limits,
+executor checks that the principal is known and may call the tool, that the tool exists and is
+fresh, that the arguments match the tool's inputSchema, asks for approval when needed, applies the rate limits,
 then runs tools/call with the host's credentials. ARGS_JSON is a JSON object (default {}); "-"
 reads it from stdin.
 

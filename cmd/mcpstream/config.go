@@ -166,9 +166,14 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 	}
 
 	// A policy: key with nothing under it (every rule commented out, say) would decode to no
-	// policy, the open one: everything allowed. Refused, so it never fails open.
+	// policy, the open one: everything allowed. Refused, so it never fails open; so is an alias
+	// of a null node ("policy: *none"), which decodes the same.
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		if k, v := root.Content[i], root.Content[i+1]; k.Value == "policy" && v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		k, v := root.Content[i], root.Content[i+1]
+		for n := 0; v.Kind == yaml.AliasNode && v.Alias != nil && n < 100; n++ {
+			v = v.Alias
+		}
+		if k.Value == "policy" && v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
 			return nil, cerr(k.Line, "policy", "", "empty, which would allow everything: remove the key for the open policy "+
 				"(one local principal may use every tool), or give principals and rules (policy: {rules: []} denies everything)")
 		}

@@ -215,6 +215,13 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			// An alias of a null node decodes to no policy, the open one, as an empty key does.
+			name: "policy alias of a null",
+			yaml: "servers:\n  - {name: a, command: x, description: &none ~}\npolicy: *none\n",
+			want: []string{":3: policy: empty, which would allow everything: remove the key for the open policy " +
+				"(one local principal may use every tool), or give principals and rules (policy: {rules: []} denies everything)"},
+		},
+		{
 			name: "bad policy pattern",
 			yaml: "servers: []\npolicy:\n  rules:\n    - {name: r, allow: ['[x']}\n",
 			want: []string{`: policy: rule 1 (r): bad pattern "[x"`},

@@ -32,9 +32,9 @@ them. Any number of executor processes share the work: the front ends form the q
   ` + subjects.Root + `.audit.<tenant>.<event>  request, decision, dispatch, result (redacted)
   ` + subjects.Root + `.approvals.<tenant>.<id> approve or deny a call waiting in needs_approval
 
-Each call is checked in order: the tool exists (not_found), is fresh (stale, unavailable; an
-expired ttlMs is re-listed first), the principal may call it (unknown_principal, forbidden), the
-arguments match the tool's real inputSchema (invalid_arguments with the JSON pointer of the
+Each call is checked in order: the principal is known (unknown_principal), the tool exists
+(not_found), the principal may call it (forbidden), it is fresh (stale, unavailable; an expired
+ttlMs is re-listed first, then the policy is asked again), the arguments match the tool's real inputSchema (invalid_arguments with the JSON pointer of the
 failure), a human approved it if it is destructive or the policy says so (denied,
 approval_timeout), the limits allow it (rate_limited with retryAfterMs); then tools/call runs
 with a timeout (timeout, result_too_large). A tool that is neither read-only nor idempotent is
