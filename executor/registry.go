@@ -67,10 +67,17 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 	}
 	r.view.Apply(ev)
 	if sn := ev.Snapshot; sn != nil && sn.Kind == subjects.KindTools {
+		// The definitions the catalog keeps (subjects.MaxDefinitionBytes, MaxToolNameBytes; the
+		// first usable one of a name): what search shows is what runs.
+		seen := map[string]bool{}
 		r.mu.Lock()
 		for _, raw := range sn.Items {
+			if len(raw) > subjects.MaxDefinitionBytes {
+				continue
+			}
 			t, ok := parseTool(sn.Server, sn.Fingerprint, raw)
-			if ok {
+			if ok && len(t.Name) <= subjects.MaxToolNameBytes && !seen[t.Name] {
+				seen[t.Name] = true
 				r.tools[t.Public] = t
 			}
 		}

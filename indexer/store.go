@@ -193,12 +193,12 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 
 // MaxDefinitionBytes is the largest tool definition the catalog stores; a larger one is skipped
 // (counted in Stats.BadItems). registrysync rejects definitions over 256 KiB by default.
-const MaxDefinitionBytes = 512 << 10
+const MaxDefinitionBytes = subjects.MaxDefinitionBytes
 
 // MaxToolNameBytes is the longest tool name the catalog stores (a Badger key holds the name and
 // may not exceed 65,000 bytes); a definition with a longer name is skipped (counted in
 // Stats.BadItems). registrysync rejects names over 512 bytes.
-const MaxToolNameBytes = 4 << 10
+const MaxToolNameBytes = subjects.MaxToolNameBytes
 
 // valueThreshold: on disk, every tool record goes to the value log (an append-only file): the
 // LSM tree keeps only keys, small records and value pointers, so memtables, transactions and

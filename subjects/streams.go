@@ -102,6 +102,16 @@ const (
 	MaxCallBytes  = 4 << 20 // a call request
 )
 
+// Limits on one tool definition of a snapshot, the same for every consumer of the registry
+// (the catalog and the executor), so that a hostile snapshot cannot show one definition in
+// search and have another run: a definition over MaxDefinitionBytes or with a name over
+// MaxToolNameBytes is skipped, and of two definitions with one name the first usable one
+// counts. registrysync rejects definitions over 256 KiB and names over 512 bytes by default.
+const (
+	MaxDefinitionBytes = 512 << 10
+	MaxToolNameBytes   = 4 << 10 // a Badger key holds the name and may not exceed 65,000 bytes
+)
+
 // EnsureStreams creates or updates every stream. Safe to call from every role at start.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	for _, cfg := range Streams(o) {
