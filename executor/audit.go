@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -349,6 +352,7 @@ const (
 
 // auditor publishes audit events.
 type auditor struct {
+	nc     *nats.Conn
 	js     jetstream.JetStream // its own context: its failed publishes, and only those, are retried
 	redact redactor
 	max    int
@@ -361,7 +365,7 @@ type auditor struct {
 }
 
 func newAuditor(nc *nats.Conn, redact redactor, max int, log zerolog.Logger) (*auditor, error) {
-	a := &auditor{redact: redact, max: max, log: log, retry: make(chan *nats.Msg, auditRetryQueue), flushWait: auditFlushWait}
+	a := &auditor{nc: nc, redact: redact, max: max, log: log, retry: make(chan *nats.Msg, auditRetryQueue), flushWait: auditFlushWait}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(8192),
 		jetstream.WithPublishAsyncTimeout(auditAckWait),
@@ -386,9 +390,20 @@ func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 		ev.At = time.Now().UTC()
 	}
 	ev.Message = a.redact.String(ev.Message)
+	capAudit(&ev)
 	data, err := encodeAudit(ev)
+	if err == nil && len(data) > a.maxEvent() {
+		// Bigger than NATS takes (fields JSON escapes to six times their size): without its
+		// arguments and result (their sizes stay), which is what can still be that big.
+		ev.Arguments, ev.Result, ev.Truncated = nil, nil, true
+		data, err = encodeAudit(ev)
+		if err == nil && len(data) > a.maxEvent() {
+			err = fmt.Errorf("%d bytes even without arguments and result; NATS takes %d", len(data), a.maxEvent())
+		}
+	}
 	if err != nil {
-		a.log.Error().Err(err).Str("call", ev.CallID).Msg("encode audit event")
+		a.dropped.Add(1)
+		a.log.Error().Err(err).Str("call", truncateString(ev.CallID, 300)).Str("type", ev.Type).Msg("audit event dropped: cannot encode it")
 		return
 	}
 	msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
@@ -396,6 +411,51 @@ func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 	if _, err := a.js.PublishMsgAsync(msg); err != nil {
 		a.requeue(msg, err)
 	}
+}
+
+// Caps of an audit event's own fields (its arguments and result have the auditor's max): a
+// principal or message past them is cut and the event marked truncated. Requests past the
+// principal's limits (subjects.Principal.Check) are refused, but their request and decision
+// events still carry what was sent.
+const (
+	auditMaxUser    = subjects.MaxUserBytes
+	auditMaxRoles   = subjects.MaxRoles
+	auditMaxRole    = subjects.MaxRoleBytes
+	auditMaxMessage = 8 << 10
+	auditMaxTool    = 4 << 10
+)
+
+// capAudit cuts ev's own fields to the caps above.
+func capAudit(ev *subjects.AuditEvent) {
+	cut := func(s *string, n int) {
+		if len(*s) > n {
+			*s, ev.Truncated = truncateString(*s, n), true
+		}
+	}
+	cut(&ev.User, auditMaxUser)
+	cut(&ev.Tool, auditMaxTool)
+	cut(&ev.Server, auditMaxTool)
+	cut(&ev.Message, auditMaxMessage)
+	if len(ev.Roles) > auditMaxRoles {
+		ev.Roles, ev.Truncated = ev.Roles[:auditMaxRoles:auditMaxRoles], true
+	}
+	if slices.ContainsFunc(ev.Roles, func(r string) bool { return len(r) > auditMaxRole }) {
+		roles := make([]string, len(ev.Roles)) // not in place: the slice is the request's
+		for i, r := range ev.Roles {
+			roles[i] = truncateString(r, auditMaxRole)
+		}
+		ev.Roles, ev.Truncated = roles, true
+	}
+}
+
+// maxEvent is the largest audit event the NATS server and the audit stream take, with room
+// for the headers.
+func (a *auditor) maxEvent() int {
+	limit := subjects.MaxEventBytes
+	if mp := int(a.nc.MaxPayload()); mp > 0 {
+		limit = min(limit, mp)
+	}
+	return limit - 4<<10
 }
 
 // requeue queues an event whose publish failed, to publish it again.
@@ -436,6 +496,13 @@ func (a *auditor) publishUntilStored(ctx context.Context, m *nats.Msg) bool {
 		_, err := a.js.PublishMsg(pctx, m)
 		cancel()
 		if err == nil {
+			return true
+		}
+		if errors.Is(err, nats.ErrMaxPayload) {
+			// It never will be (emit cuts events to fit, so this is a server whose limit
+			// went down): given up at once, not retried ahead of every event behind it.
+			a.dropped.Add(1)
+			a.log.Error().Err(err).Str("subject", m.Subject).Int("bytes", len(m.Data)).Msg("audit event dropped: larger than the NATS server takes")
 			return true
 		}
 		a.log.Debug().Err(err).Str("subject", m.Subject).Dur("retryIn", wait).Msg("audit event publish")

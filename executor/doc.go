@@ -26,7 +26,9 @@
 //	                                      also needs_approval, approved), dispatch (side-effecting
 //	                                      tools: the point after which the outcome may be unknown),
 //	                                      result; arguments and results redacted (sensitive keys,
-//	                                      configured secret values) and capped (4 KiB).
+//	                                      configured secret values) and capped (4 KiB); user,
+//	                                      roles, tool and message cut (capAudit), and an event
+//	                                      NATS would still refuse stored without them.
 //	                                      Published asynchronously and at least once: an event
 //	                                      not stored is published again until it is (see auditor).
 //	mcpstream.v1.approvals.<tenant>.<id>  request/reply: Approval → ApprovalReply, for calls waiting in

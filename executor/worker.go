@@ -137,6 +137,9 @@ func decodeCall(data []byte) (subjects.CallRequest, *subjects.Error) {
 	case req.ApprovalTimeoutMs < -1:
 		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "approvalTimeoutMs must be -1 (do not wait), 0 (default) or positive"}
 	}
+	if bad := req.Principal.Check(); bad != nil {
+		return req, bad
+	}
 	return req, nil
 }
 

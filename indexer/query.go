@@ -31,6 +31,9 @@ func (c *Catalog) resolve(v int, pr subjects.Principal) (subjects.Principal, *su
 	if v != 0 && v != subjects.Version {
 		return pr, apiError(subjects.CodeBadRequest, "unsupported version %d (want %d)", v, subjects.Version)
 	}
+	if bad := pr.Check(); bad != nil {
+		return pr, bad
+	}
 	if !c.Ready() {
 		return pr, &subjects.Error{Code: subjects.CodeUnavailable, Message: "catalog replica is catching up with the registry stream", Reason: "rebuilding"}
 	}

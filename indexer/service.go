@@ -181,6 +181,9 @@ func (c *Catalog) serveOne(ctx context.Context, name string, h handlerFunc, subj
 // configured user of another tenant, is refused, so NATS permissions on the subjects decide
 // which tenant's catalog a client sees.
 func (c *Catalog) pinTenant(tenant string, pr *subjects.Principal) *subjects.Error {
+	if bad := pr.Check(); bad != nil {
+		return bad
+	}
 	if pr.Tenant != "" && pr.Tenant != tenant {
 		return apiError(subjects.CodeBadRequest, "principal.tenant %q differs from the tenant of the subject (%q): the subject decides", pr.Tenant, tenant)
 	}

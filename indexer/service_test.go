@@ -265,6 +265,8 @@ func TestServiceTenantFromSubject(t *testing.T) {
 		{"zoe on acme's subject", "acme", subjects.Principal{User: "zoe"}, subjects.CodeUnknownPrincipal},
 		{"zoe claiming acme on beta's subject", "beta", subjects.Principal{Tenant: "acme", User: "zoe"}, subjects.CodeBadRequest},
 		{"alice on the local subject", "local", subjects.Principal{User: "alice"}, subjects.CodeUnknownPrincipal},
+		{"a user name past the limit", "acme", subjects.Principal{User: strings.Repeat("a", subjects.MaxUserBytes+1)}, subjects.CodeBadRequest},
+		{"a role past the limit", "acme", subjects.Principal{User: "alice", Roles: []string{strings.Repeat("r", subjects.MaxRoleBytes+1)}}, subjects.CodeBadRequest},
 	} {
 		rep := search(tc.tenant, tc.pr)
 		if rep.Error == nil || rep.Error.Code != tc.code || len(rep.Tools) != 0 {

@@ -2,6 +2,7 @@ package subjects
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -11,6 +12,36 @@ type Principal struct {
 	Tenant string   `json:"tenant,omitempty"`
 	User   string   `json:"user"`
 	Roles  []string `json:"roles,omitempty"`
+}
+
+// Limits of a principal: what a user name or role list of any real identity system fits in.
+// A request past them is refused with bad_request, so that megabytes of principal never reach
+// a policy lookup, an answer or an audit event.
+const (
+	MaxUserBytes = 1024
+	MaxRoles     = 64
+	MaxRoleBytes = 256
+)
+
+// Check refuses a principal past the limits above (nil when it is within them).
+func (p Principal) Check() *Error {
+	bad := func(format string, a ...any) *Error {
+		return &Error{Code: CodeBadRequest, Message: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case len(p.Tenant) > MaxUserBytes:
+		return bad("principal.tenant is %d bytes long; at most %d", len(p.Tenant), MaxUserBytes)
+	case len(p.User) > MaxUserBytes:
+		return bad("principal.user is %d bytes long; at most %d", len(p.User), MaxUserBytes)
+	case len(p.Roles) > MaxRoles:
+		return bad("principal.roles has %d roles; at most %d", len(p.Roles), MaxRoles)
+	}
+	for i, r := range p.Roles {
+		if len(r) > MaxRoleBytes {
+			return bad("principal.roles[%d] is %d bytes long; at most %d", i, len(r), MaxRoleBytes)
+		}
+	}
+	return nil
 }
 
 // CallRequest asks the executor to call one tool. Published to Calls(tenant) with Nats-Msg-Id =
