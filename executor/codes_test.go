@@ -23,7 +23,7 @@ func testPolicy(t *testing.T) *policy.Policy {
 		},
 		Rules: []policy.Rule{
 			{Name: "admins", Roles: []string{"admin"}, Allow: []string{"*"}},
-			{Name: "devs", Roles: []string{"dev"}, Allow: []string{"ticketing__*", "fixture__*", "logging__*"}, Deny: []string{"ticketing__closeIssue"}},
+			{Name: "devs", Roles: []string{"dev"}, Allow: []string{"ticketing__*", "fixture__*", "logging__*"}, Deny: []string{"ticketing__closeIssue", "fixture__fail"}},
 			{Name: "viewers", Roles: []string{"viewer"}, Allow: []string{"logging__*"}},
 		},
 	})
@@ -80,8 +80,9 @@ func TestErrorCodes(t *testing.T) {
 		{name: "unknown principal", tenant: "acme", tool: "logging__getLogStats", args: `{}`, mod: fns(as("mallory")), status: subjects.CallRefused, code: subjects.CodeUnknownPrincipal},
 		{name: "principal of another tenant", tenant: "local", tool: "logging__getLogStats", args: `{}`, mod: fns(as("alice")), status: subjects.CallRefused, code: subjects.CodeUnknownPrincipal},
 		{name: "no rule allows", tenant: "acme", tool: "fixture__echo", args: `{"text":"hi"}`, mod: fns(as("bob")), status: subjects.CallRefused, code: subjects.CodeForbidden},
-		{name: "denied by rule", tenant: "acme", tool: "ticketing__closeIssue", args: `{"id":"TCK-1"}`, mod: fns(as("alice")), status: subjects.CallRefused, code: subjects.CodeForbidden, contains: "denied by devs"},
-		{name: "private list of another context", tenant: "acme", tool: "ticketing__listIssues", args: `{}`, mod: fns(as("alice")), status: subjects.CallRefused, code: subjects.CodeForbidden, contains: "privately"},
+		{name: "denied by rule", tenant: "acme", tool: "fixture__fail", args: `{}`, mod: fns(as("alice")), status: subjects.CallRefused, code: subjects.CodeForbidden, contains: "denied by devs"},
+		{name: "denied, and only in another context's private list", tenant: "acme", tool: "ticketing__closeIssue", args: `{"id":"TCK-1"}`, mod: fns(as("alice")), status: subjects.CallRefused, code: subjects.CodeNotFound, contains: "no tool ticketing__closeIssue is listed"},
+		{name: "private list of another context", tenant: "acme", tool: "ticketing__listIssues", args: `{}`, mod: fns(as("alice")), status: subjects.CallRefused, code: subjects.CodeNotFound, contains: "no tool ticketing__listIssues is listed"},
 		{name: "bad arguments", tenant: "local", tool: "ticketing__createIssue", args: `{"title": {"not": "a string"}, "unexpected": [1,2,3]}`, status: subjects.CallRefused, code: subjects.CodeInvalidArguments, path: "/body", contains: "at '/title': got object, want string"},
 		{name: "missing property", tenant: "local", tool: "ticketing__createIssue", args: `{"title":"x","priority":"low"}`, status: subjects.CallRefused, code: subjects.CodeInvalidArguments, path: "/body"},
 		{name: "arguments not an object", tenant: "local", tool: "ticketing__createIssue", args: `[1]`, status: subjects.CallRefused, code: subjects.CodeInvalidArguments},

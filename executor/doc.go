@@ -58,8 +58,9 @@
 //     public name (subjects.PublicName of every listed tool) → not_found. The principal and the
 //     policy (step 4) come before freshness: a principal who may not call a tool learns nothing
 //     of its state and makes no re-list of its server.
-//  4. policy on the definition held: Decide → forbidden; a cacheScope private list of another
-//     authorization context → forbidden. Asked again of what step 5 leaves (a re-list).
+//  4. policy on the definition held: a tool only a cacheScope private list of another
+//     authorization context holds → not_found (invisible, as in the catalog); Decide →
+//     forbidden. Asked again of what step 5 leaves (a re-list).
 //  5. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
 //     reason); server not ready → unavailable (with the reason); ttlMs run out → re-list, then
 //     decide again (unavailable if the re-list fails).

@@ -367,12 +367,15 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 // authorize asks the policy whether rp may call t, listed as v says (its cache scope); when
 // not, it returns the refusal, forbidden (when says when the decision was made, for the message).
 func (e *Executor) authorize(rp subjects.Principal, t *tool, v staleness.Verdict, when string) (policy.Decision, *stop) {
+	if !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
+		// Invisible to this principal, as in the catalog: answered as a tool nobody lists (and
+		// before the policy, whose forbidden would say it exists), so that another context's
+		// private list is not confirmed to exist.
+		return policy.Decision{}, refused(subjects.CodeNotFound, "no tool "+t.Public+" is listed by any connected server")
+	}
 	d := e.cfg.Policy.Decide(rp, policy.Tool{Server: t.Server, Name: t.Name, Destructive: t.Destructive})
 	if !d.Allowed {
 		return d, refused(subjects.CodeForbidden, fmt.Sprintf("%s may not call %s%s (%s)", rp.User, t.Public, when, d.Why))
-	}
-	if !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
-		return d, refused(subjects.CodeForbidden, fmt.Sprintf("%s lists %s privately for another authorization context", t.Server, t.Public))
 	}
 	return d, nil
 }
