@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -244,17 +245,23 @@ func printToolHead(w io.Writer, rank int, t subjects.ToolInfo) {
 
 // printToolFull prints what the full detail level adds.
 func printToolFull(w io.Writer, t subjects.ToolInfo) {
-	fmt.Fprintf(w, "   state: %s", t.State)
+	var facts []string
+	if t.State == "" || t.State == subjects.StateFresh {
+		// Any other state, with its reason, is on printToolHead's lines already.
+		facts = append(facts, "state: "+cmp.Or(t.State, "unknown"))
+	}
 	if t.CacheScope != "" {
-		fmt.Fprintf(w, ", cache scope %s", t.CacheScope)
+		facts = append(facts, "cache scope "+termLine(t.CacheScope))
 	}
 	if t.TTLMs != nil {
-		fmt.Fprintf(w, ", ttl %s", staleness.TTL(*t.TTLMs))
+		facts = append(facts, "ttl "+staleness.TTL(*t.TTLMs).String())
 	}
 	if t.ListedAt != "" {
-		fmt.Fprintf(w, ", listed %s", t.ListedAt)
+		facts = append(facts, "listed "+termLine(t.ListedAt))
 	}
-	fmt.Fprintln(w)
+	if len(facts) > 0 {
+		fmt.Fprintf(w, "   %s\n", strings.Join(facts, ", "))
+	}
 	for _, part := range []struct {
 		name string
 		raw  json.RawMessage

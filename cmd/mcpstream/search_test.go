@@ -255,3 +255,20 @@ func TestCatalogNotRunning(t *testing.T) {
 		t.Errorf("err %v, want ErrNoCatalog", err)
 	}
 }
+
+// The full detail level shows a tool's state once: the summary line of a tool that is not fresh
+// already says it, with its reason.
+func TestPrintToolStateOnce(t *testing.T) {
+	for _, st := range []string{subjects.StateFresh, "stale"} {
+		var b strings.Builder
+		tool := subjects.ToolInfo{Name: "a__b", State: st, StateReason: "list_changed", CacheScope: "shared", ListedAt: "2026-12-01T00:00:00Z"}
+		printToolHead(&b, 1, tool)
+		printToolFull(&b, tool)
+		if n := strings.Count(b.String(), "state:"); n != 1 {
+			t.Errorf("%s: state shown %d times:\n%s", st, n, b.String())
+		}
+		if !strings.Contains(b.String(), "cache scope shared") {
+			t.Errorf("%s: no cache scope:\n%s", st, b.String())
+		}
+	}
+}
