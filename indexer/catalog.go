@@ -812,25 +812,11 @@ func (c *Catalog) planStatus(st *subjects.Status) ([]write, func(), error) {
 
 func (c *Catalog) planRevocation(r *subjects.Revocation) ([]write, func(), error) {
 	rec := c.curRec(r.Server)
-	set := map[string]bool{}
+	set := make(map[string]struct{}, len(rec.Revoked))
 	for _, t := range rec.Revoked {
-		set[t] = true
+		set[t] = struct{}{}
 	}
-	for _, t := range r.Tools {
-		if t == "*" {
-			rec.AllRevoked = true
-			continue
-		}
-		set[t] = true
-	}
-	for _, t := range r.Restore {
-		if t == "*" {
-			rec.AllRevoked = false
-			clear(set)
-			continue
-		}
-		delete(set, t)
-	}
+	rec.AllRevoked = r.Apply(set, rec.AllRevoked)
 	rec.Revoked = sortedKeys(set)
 	if len(rec.Revoked) == 0 {
 		rec.Revoked = nil

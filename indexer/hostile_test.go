@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +89,27 @@ func TestRevocationOfUnknownServer(t *testing.T) {
 	det := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{"ghost__haunt"}})
 	if len(det.Tools) != 1 || det.Tools[0].State != subjects.StateRevoked {
 		t.Errorf("ghost__haunt revoked before its server came: %+v %+v", det.Tools, det.Error)
+	}
+}
+
+// Tools revoked by name are bounded per server (the server's record is one Badger value, read
+// and written whole on every revocation): past subjects.MaxRevokedTools every tool of the
+// server is revoked instead, as the executor's view does.
+func TestRevokedNamesBounded(t *testing.T) {
+	env := natstest.Start(t)
+	names := make([]string, subjects.MaxRevokedTools)
+	for i := range names {
+		names[i] = fmt.Sprintf("gone%d", i)
+	}
+	evs := append(demoEvents(t), revoke("kb", names, nil), revoke("kb", []string{"one-more", strings.Repeat("x", subjects.MaxToolNameBytes+1)}, nil))
+	seq := publish(t, env.JS, evs...)
+	r := startReplica(t, env, "", nil, nil)
+	waitSeq(t, r.Catalog, seq)
+	if n := len(r.server("kb").rec.Revoked); n > subjects.MaxRevokedTools {
+		t.Errorf("%d names kept, want at most %d", n, subjects.MaxRevokedTools)
+	}
+	det := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{"kb__search_knowledge_base"}})
+	if len(det.Tools) != 1 || det.Tools[0].State != subjects.StateRevoked {
+		t.Errorf("kb__search_knowledge_base past the limit: %d tools, %+v, want it revoked", len(det.Tools), det.Error)
 	}
 }

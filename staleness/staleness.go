@@ -139,23 +139,8 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		s.status, s.code, s.reason = st.Status, st.Code, st.Reason
 		s.gone = st.Status == subjects.StatusRemoved
 	case ev.Revocation != nil:
-		r := ev.Revocation
-		s := v.server(r.Server)
-		for _, t := range r.Tools {
-			if t == "*" {
-				s.allRev = true
-				continue
-			}
-			s.revoked[t] = struct{}{}
-		}
-		for _, t := range r.Restore {
-			if t == "*" {
-				s.allRev = false
-				clear(s.revoked)
-				continue
-			}
-			delete(s.revoked, t)
-		}
+		s := v.server(ev.Revocation.Server)
+		s.allRev = ev.Revocation.Apply(s.revoked, s.allRev)
 	}
 }
 

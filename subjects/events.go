@@ -167,6 +167,40 @@ type Revocation struct {
 	At      time.Time `json:"at"`
 }
 
+// MaxRevokedTools bounds the tools revoked by name on one server. A revocation that would take
+// a server past it revokes every tool of the server instead (fail closed); restore ["*"] undoes
+// that.
+const MaxRevokedTools = 10_000
+
+// Apply applies r to a server's tools revoked by name (named, changed in place) and its
+// every-tool flag (all), and returns the new flag: the one way the catalog and the executor
+// read revocations. Tools first, then restore; "*" is every tool. A name longer than
+// MaxToolNameBytes names no tool and is ignored.
+func (r *Revocation) Apply(named map[string]struct{}, all bool) bool {
+	for _, t := range r.Tools {
+		switch {
+		case t == "*":
+			all = true
+		case len(t) > MaxToolNameBytes:
+		default:
+			if _, ok := named[t]; !ok && len(named) >= MaxRevokedTools {
+				all = true
+				continue
+			}
+			named[t] = struct{}{}
+		}
+	}
+	for _, t := range r.Restore {
+		if t == "*" {
+			all = false
+			clear(named)
+			continue
+		}
+		delete(named, t)
+	}
+	return all
+}
+
 // RegistryEvent is any one registry payload, decoded by its "type".
 type RegistryEvent struct {
 	Snapshot    *Snapshot
