@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -29,7 +30,7 @@ type Config struct {
 	ApproveDestructive *bool `yaml:"approveDestructive" json:"approveDestructive,omitempty"`
 }
 
-// PrincipalConfig describes one known user.
+// PrincipalConfig describes one known user. Without a tenant, the user is the local tenant's.
 type PrincipalConfig struct {
 	Tenant string   `yaml:"tenant" json:"tenant,omitempty"`
 	Roles  []string `yaml:"roles" json:"roles,omitempty"`
@@ -165,12 +166,13 @@ func (p *Policy) Resolve(pr subjects.Principal) (subjects.Principal, error) {
 	if !ok {
 		return pr, fmt.Errorf("%w: %q", ErrUnknownPrincipal, pr.User)
 	}
-	if pc.Tenant != "" && pr.Tenant != Local.Tenant && pr.Tenant != pc.Tenant {
+	// A principal configured without a tenant is the local tenant's: before, it acted in
+	// whatever tenant's subject carried it, with the roles configured for it.
+	tenant := cmp.Or(pc.Tenant, Local.Tenant)
+	if pr.Tenant != Local.Tenant && pr.Tenant != tenant {
 		return pr, fmt.Errorf("%w: %q does not belong to tenant %q", ErrUnknownPrincipal, pr.User, pr.Tenant)
 	}
-	if pc.Tenant != "" {
-		pr.Tenant = pc.Tenant
-	}
+	pr.Tenant = tenant
 	pr.Roles = slices.Clone(pc.Roles)
 	return pr, nil
 }
