@@ -249,6 +249,11 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 	if ev.Snapshot != nil && !ev.Snapshot.Kind.Valid() || ev.ListChanged != nil && !ev.ListChanged.Kind.Valid() {
 		return RegistryEvent{}, fmt.Errorf("%w: unknown kind", ErrBadPayload)
 	}
+	if ev.Status != nil && ev.Status.Status == "" {
+		// Consumers read an empty status as "none seen yet" (listed, so usable): an event
+		// must say one. A status they do not know is read as not ready.
+		return RegistryEvent{}, fmt.Errorf("%w: status event without a status", ErrBadPayload)
+	}
 	return ev, nil
 }
 

@@ -76,7 +76,10 @@ func TestDecodeRegistry(t *testing.T) {
 		t.Errorf("item = %s, want %s", got, want)
 	}
 	bad := []string{``, `{`, `[]`, `{"v":2,"type":"status","server":"x"}`, `{"v":1,"type":"nope","server":"x"}`,
-		`{"v":1,"type":"status"}`, `{"v":1,"type":"snapshot","server":"x","kind":"widgets"}`, `{"v":1,"type":"status","server":"x","at":5}`}
+		`{"v":1,"type":"status"}`, `{"v":1,"type":"snapshot","server":"x","kind":"widgets"}`, `{"v":1,"type":"status","server":"x","at":5}`,
+		// A status event must say the status: an empty one read as "no status yet", which a
+		// server that was never ready is not.
+		`{"v":1,"type":"status","server":"x"}`, `{"v":1,"type":"status","server":"x","status":""}`}
 	for _, b := range bad {
 		if _, err := DecodeRegistry([]byte(b)); !errors.Is(err, ErrBadPayload) {
 			t.Errorf("DecodeRegistry(%q) error = %v, want ErrBadPayload", b, err)
