@@ -17,6 +17,12 @@ import (
 // The context flows from client.ListToolsByPage / CallTool down to transport.SendRequest
 // unchanged (mcp-go only derives it), so the slot reaches the wrapper.
 //
+// mcp-go is handed an empty result for the lists (capture.rawOnly): it would decode every
+// item into its own types, about 2 KB each whatever the item's size, so a page of a million
+// tiny items took gigabytes before the connector could refuse it. The one use mcp-go made of
+// the tools it decoded, mirroring x-mcp-header arguments into Mcp-Param-* headers on
+// tools/call, is done by the connector (paramheaders.go).
+//
 // The mcp-go client type-asserts its transport for optional behaviour: BidirectionalInterface
 // (server-to-client requests), HTTPConnection (protocol version header, HTTP-only code paths),
 // SetConnectionLostHandler (SSE) and RequiresLegacyProtocol (streamable HTTP with continuous
@@ -35,6 +41,8 @@ type capture struct {
 	result []byte
 	rpcErr *mcp.JSONRPCErrorDetails
 	err    error
+	// rawOnly: the caller takes the raw result; mcp-go decodes an empty object instead.
+	rawOnly bool
 }
 
 func withCapture(ctx context.Context) (context.Context, *capture) {
@@ -88,7 +96,13 @@ func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*
 			cp.result = resp.Result
 			cp.rpcErr = resp.Error
 		}
+		rawOnly := cp.rawOnly
 		cp.mu.Unlock()
+		if rawOnly && resp != nil && resp.Result != nil {
+			empty := *resp
+			empty.Result = json.RawMessage(`{}`)
+			resp = &empty
+		}
 	}
 	return resp, err
 }

@@ -20,7 +20,9 @@ import (
 )
 
 // maxLineBytes caps one JSON-RPC line from a stdio server. A longer line is dropped and reported
-// as malformed (the registry stream could not take it anyway).
+// as malformed (the registry stream could not take it anyway). While no fastCall waits for an
+// answer, a line can only be for mcp-go (a list page, a handshake or probe answer, a
+// notification), and child.pageBytes caps it: as an HTTP response body is (cappedTransport).
 const maxLineBytes = 64 << 20
 
 // safeEnv lists the variables a stdio child inherits from this process unless
@@ -68,9 +70,12 @@ type child struct {
 	stderr *os.File       // our end of the child's stderr
 	fwdR   *io.PipeReader // valid JSON lines, read by the transport
 	fwdW   *io.PipeWriter
+	// pageBytes caps a line while no fastCall waits (see maxLineBytes).
+	pageBytes int
 
 	exited     chan struct{}
 	readerDone chan struct{} // closed when forward stops reading stdout (EOF, closed)
+	stderrDone chan struct{} // closed when drainStderr stops reading stderr (EOF, closed)
 	waitErr    error         // set before exited is closed
 
 	mu         sync.Mutex
@@ -82,8 +87,9 @@ type child struct {
 
 // startChild starts sc's command with its environment added to ours. onMalformed is called
 // (from the reader goroutine) with a short redacted sample of each output line that is not
-// valid JSON.
-func startChild(sc ServerConfig, red redactor, log zerolog.Logger, onMalformed func(sample string)) (*child, error) {
+// valid JSON, or tooLong for one longer than allowed. pageBytes caps the lines no fastCall
+// waits for (see maxLineBytes).
+func startChild(sc ServerConfig, red redactor, log zerolog.Logger, pageBytes int, onMalformed func(sample string, tooLong bool)) (*child, error) {
 	cmd := exec.Command(sc.Command, sc.Args...)
 	env := inheritedEnv(sc.InheritEnv)
 	keys := make([]string, 0, len(sc.Env))
@@ -138,8 +144,8 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, onMalformed f
 	fwdR, fwdW := io.Pipe()
 	c := &child{
 		cmd: cmd, stdin: inW, in: newFrameWriter(inW), stdout: outR, stderr: errR,
-		fwdR: fwdR, fwdW: fwdW,
-		exited: make(chan struct{}), readerDone: make(chan struct{}),
+		fwdR: fwdR, fwdW: fwdW, pageBytes: min(pageBytes, maxLineBytes),
+		exited: make(chan struct{}), readerDone: make(chan struct{}), stderrDone: make(chan struct{}),
 	}
 	go func() {
 		c.waitErr = cmd.Wait()
@@ -155,7 +161,7 @@ func (c *child) Pid() int { return c.cmd.Process.Pid }
 
 // forward copies the child's stdout to the transport line by line, dropping (and reporting)
 // lines that are not JSON; answers to fastCall requests go straight to their calls.
-func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(string)) {
+func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(string, bool)) {
 	defer func() { _ = c.fwdW.Close(); close(c.readerDone) }()
 	br := bufio.NewReaderSize(c.stdout, 64<<10)
 	var line []byte
@@ -163,7 +169,13 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 		frag, err := br.ReadSlice('\n')
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
-			if len(line)+len(frag) > maxLineBytes {
+			limit := maxLineBytes
+			if c.fast.n.Load() == 0 {
+				// No call waits: a call registered from now on sent its request after the
+				// server began writing this line, which cannot be its answer.
+				limit = c.pageBytes
+			}
+			if len(line)+len(frag) > limit {
 				// Too long to take, but it may be the answer to a waiting call: its id is at
 				// the start or at the end of the line (SDKs write it before or after the
 				// result), and that call ends now rather than at its timeout.
@@ -171,7 +183,7 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 				tail, ok := discardLineTail(br, append(line[max(0, len(line)-idWindow):len(line):len(line)], frag...))
 				line = nil // not held for the life of the child
 				if !c.fast.tooLarge(head, tail) {
-					onMalformed(fmt.Sprintf("line longer than %d bytes", maxLineBytes))
+					onMalformed(fmt.Sprintf("line longer than %d bytes", limit), true)
 				}
 				if !ok {
 					return
@@ -198,7 +210,7 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 			}
 		case msg[0] == '{' || msg[0] == '[':
 			// A JSON-RPC message that is broken (cut short, say): its answer is lost.
-			onMalformed(printable(truncate(red.String(string(msg)), 120)))
+			onMalformed(printable(truncate(red.String(string(msg)), 120)), false)
 		default:
 			// Plain text on stdout (a banner, a log line): against the spec but harmless.
 			c.noteNoise(printable(truncate(red.String(string(msg)), 200)), log)
@@ -309,14 +321,21 @@ func discardLine(br *bufio.Reader) bool {
 	}
 }
 
+// stderrKeep is how much of a stderr line longer than the reader's buffer is kept (then
+// redacted and cut to size): its start, which says what went wrong.
+const stderrKeep = 4 << 10
+
 // drainStderr keeps the child's stderr flowing (a full pipe would block it), logging each line
 // at debug level, redacted.
 func (c *child) drainStderr(red redactor, log zerolog.Logger) {
+	defer close(c.stderrDone)
 	br := bufio.NewReaderSize(c.stderr, 16<<10)
 	for {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A very long line: keep its start, skip the rest.
+			// A very long line: keep its start, skip the rest. The start is copied first:
+			// skipping reads into the same buffer.
+			line = append([]byte(nil), line[:min(len(line), stderrKeep)]...)
 			if !discardLine(br) {
 				err = io.EOF
 			} else {
@@ -336,8 +355,15 @@ func (c *child) drainStderr(red redactor, log zerolog.Logger) {
 	}
 }
 
-// exitReason describes how the child ended, with the last line it wrote to stderr.
+// exitWait bounds the waits for what tells why a child ended: its exit after a broken pipe or
+// a closed stdout (which a crash shows first), and the end of its stderr after its exit.
+const exitWait = 250 * time.Millisecond
+
+// exitReason describes how the child ended, with the last line it wrote to stderr. Call it once
+// exited is closed: it waits up to exitWait for the rest of stderr (a process it started may
+// hold the pipe open longer).
 func (c *child) exitReason() string {
+	waitChan(c.stderrDone, exitWait)
 	msg := "process exited"
 	if c.waitErr != nil {
 		msg += ": " + c.waitErr.Error()

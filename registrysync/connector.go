@@ -39,10 +39,12 @@ type connector struct {
 
 	statusMu  sync.Mutex      // orders status publishes (publishCurrent, reclaim, Remove, retire)
 	taskTools map[string]bool // tools to call as tasks (execution.taskSupport "required"); under mu
-	mu        sync.Mutex
-	sess      *session
-	status    subjects.Status // current state, also for Statuses()
-	published struct {
+	// headerTools are the tools with x-mcp-header annotations (paramheaders.go); under mu.
+	headerTools map[string]*mcp.Tool
+	mu          sync.Mutex
+	sess        *session
+	status      subjects.Status // current state, also for Statuses()
+	published   struct {
 		status, code string
 		ok           bool
 	}
@@ -209,7 +211,12 @@ func (c *connector) loop(ctx context.Context) {
 			}
 			attempt++
 			wait := bo.NextBackOff()
-			st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectFailed, err.Error())
+			code, reason := subjects.CodeConnectFailed, err.Error()
+			var coded *codedError
+			if errors.As(err, &coded) {
+				code, reason = coded.code, coded.msg // the handshake's answer was malformed
+			}
+			st := c.newStatus(subjects.StatusUnavailable, code, reason)
 			st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
 			ev := c.log.Debug()
 			if attempt == 1 || attempt%10 == 0 {
@@ -541,14 +548,17 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 	acc.l.Auth = c.sc.AuthContext
 	limit := c.m.payloadLimit()
 	total := 0
-	seen := map[string]bool{}
+	// Cursors seen, by digest: loop detection must not hold MaxPages cursors of up to
+	// maxCursorBytes each.
+	seen := map[[sha256.Size]byte]bool{}
 	cursor := ""
 	for {
+		maxItems := limit/minItemBytes - len(acc.l.Items) - len(acc.l.Rejected)
 		raw, err := s.listPage(ctx, kind, cursor)
 		if err != nil {
 			return nil, err
 		}
-		p, err := parsePage(kind, raw)
+		p, err := parsePage(kind, raw, maxItems)
 		if err != nil {
 			return nil, err
 		}
@@ -562,13 +572,14 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 		if p.nextCursor == "" {
 			return &acc.l, nil
 		}
-		if seen[p.nextCursor] || p.nextCursor == cursor {
+		digest := sha256.Sum256([]byte(p.nextCursor))
+		if seen[digest] || p.nextCursor == cursor {
 			return nil, codedf(subjects.CodeMalformedResponse, "%s/list: the server repeated cursor %q", kind, truncate(p.nextCursor, 80))
 		}
 		if acc.l.Pages >= cfg.MaxPages {
 			return nil, codedf(subjects.CodeTooManyPages, "%s/list: still more pages after %d", kind, cfg.MaxPages)
 		}
-		seen[p.nextCursor] = true
+		seen[digest] = true
 		cursor = p.nextCursor
 	}
 }

@@ -9,7 +9,10 @@
 //	mcpstream.v1.registry.<server>.changed.<kind>   subjects.ListChanged
 //	mcpstream.v1.registry.<server>.status           subjects.Status
 //
-// A Snapshot is the whole list of one kind over every page (Config.MaxPages caps them). Items
+// A Snapshot is the whole list of one kind over every page (Config.MaxPages caps them; a
+// nextCursor over 64 KiB, or one handed out before, is malformed_response; a list, or a page,
+// of more items or bytes than an event can hold is snapshot_too_large, found by counting the
+// items before any is decoded). Items
 // are each definition's JSON exactly as the server sent it, with only insignificant whitespace
 // removed (no re-encoding, no HTML escaping: root oneOf/anyOf/$defs survive). Definitions that
 // fail validation are left out and listed in Rejected with a code (invalid_definition,
@@ -42,7 +45,8 @@
 //	ready        connected and every kind listed and published (or confirmed unchanged);
 //	             Protocol holds the negotiated version. A ready status with a Code means a
 //	             prompts or resources list failed while the tools are current.
-//	unavailable  connect_failed, connection_lost, or a failed tools list (list_failed,
+//	unavailable  connect_failed (malformed_response when the handshake's answer is not
+//	             JSON), connection_lost, or a failed tools list (list_failed,
 //	             malformed_response, too_many_pages, snapshot_too_large); Attempt and
 //	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
 //	             credential-looking header and env values become "[redacted]").
@@ -111,9 +115,18 @@
 // Stdio children are started by the connector itself in their own process group, with a
 // minimal inherited environment (PATH, HOME, USER, LANG, TMPDIR...) plus ServerConfig.Env, so
 // other servers' credentials never reach them (ServerConfig.InheritEnv passes everything).
-// Their stderr is drained and logged at debug level, redacted. A stdout line that is broken
-// JSON fails the lists in flight with malformed_response at once (mcp-go would skip it and let
-// the request time out); plain text on stdout is logged and ignored. tools/call on stdio skips
+// Their stderr is drained and logged at debug level, redacted (of a very long line, its
+// start); a child that ends is reported with its exit status and its last stderr line (the
+// connector waits up to 250 ms for them after a broken pipe or a closed stdout, which a crash
+// shows first). A stdout line that is broken JSON fails the handshake or the lists in flight
+// with malformed_response at once (mcp-go would skip it and let the request time out); plain
+// text on stdout is logged and ignored. While no tools/call waits for an answer, a stdout line
+// is capped as an HTTP response is (what an event holds, plus 1 MiB); otherwise at 64 MiB.
+//
+// HTTP and SSE servers: redirects are followed within the configured URL's origin (scheme,
+// host, port) only, since the configured headers go with them. List results are taken as raw
+// bytes and never decoded by mcp-go, so the connector mirrors x-mcp-header arguments into
+// Mcp-Param-* headers of tools/call itself (2026-07-28, from the last tools listing). tools/call on stdio skips
 // mcp-go: the request frame is written straight to stdin (frames from mcp-go and from the
 // connector are serialized whole), and the reader hands the response, recognized by its id
 // ("mcpstream-N"), straight to the waiting call; every other line goes to mcp-go's transport.

@@ -24,12 +24,21 @@ func FuzzListing(f *testing.F) {
 	kinds := []subjects.Kind{subjects.KindTools, subjects.KindResources, subjects.KindPrompts}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, kind := range kinds {
-			p, err := parsePage(kind, []byte(raw))
+			p, err := parsePage(kind, []byte(raw), 1<<30)
 			if err != nil {
 				if !strings.HasPrefix(err.Error(), subjects.CodeMalformedResponse+": ") {
 					t.Fatalf("error without its code: %v", err)
 				}
 				continue
+			}
+			// Items are counted before they are decoded: the count is the number decoded.
+			if _, err := parsePage(kind, []byte(raw), len(p.items)); err != nil {
+				t.Fatalf("a page of %d items refused with a limit of %d: %v", len(p.items), len(p.items), err)
+			}
+			if n := len(p.items); n > 0 {
+				if _, err := parsePage(kind, []byte(raw), n-1); err == nil || !strings.HasPrefix(err.Error(), subjects.CodeSnapshotTooLarge+": ") {
+					t.Fatalf("a page of %d items taken with a limit of %d: %v", n, n-1, err)
+				}
 			}
 			acc := newAccumulator(kind, 1<<16)
 			acc.addPage(p)

@@ -17,6 +17,14 @@ import (
 // maxNameBytes caps a definition's name (MCP suggests at most 128 characters for tools).
 const maxNameBytes = 512
 
+// maxCursorBytes caps a nextCursor: an opaque token, not a place for data.
+const maxCursorBytes = 64 << 10
+
+// minItemBytes is the least one item of a list takes in a snapshot event, kept ({"name":"x"}
+// and a comma) or rejected (more): a list of more than payload limit / minItemBytes items
+// cannot be published, and is refused as it is counted, before any item is decoded.
+const minItemBytes = 13
+
 // listing is the complete list of one kind, over every page, ready to become a Snapshot.
 type listing struct {
 	Kind     subjects.Kind
@@ -42,8 +50,10 @@ func listKey(k subjects.Kind) string { return string(k) }
 
 // parsePage decodes one raw list result tolerantly: unknown members are ignored, a missing or
 // null item array is an empty page, but a result that is not a JSON object, an item array that
-// is not an array, or a cursor that is not a string is a malformed response.
-func parsePage(kind subjects.Kind, raw []byte) (page, error) {
+// is not an array, or a cursor that is not a string or longer than maxCursorBytes is a
+// malformed response. A page of more than maxItems items is snapshot_too_large, found before
+// the items are decoded (a few MB of tiny items would otherwise take hundreds of MB).
+func parsePage(kind subjects.Kind, raw []byte, maxItems int) (page, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result is not a JSON object: %v", kind, err)
@@ -53,6 +63,9 @@ func parsePage(kind subjects.Kind, raw []byte) (page, error) {
 	}
 	var p page
 	if v, ok := fields[listKey(kind)]; ok && !isNull(v) {
+		if n := countItems(v, 0, maxItems); n > maxItems {
+			return page{}, codedf(subjects.CodeSnapshotTooLarge, "%s/list: a page of more than %d items, more than a snapshot can hold", kind, maxItems)
+		}
 		if err := json.Unmarshal(v, &p.items); err != nil {
 			return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: %q is not an array", kind, listKey(kind))
 		}
@@ -60,6 +73,9 @@ func parsePage(kind subjects.Kind, raw []byte) (page, error) {
 	if v, ok := fields["nextCursor"]; ok && !isNull(v) {
 		if err := json.Unmarshal(v, &p.nextCursor); err != nil {
 			return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: nextCursor is not a string", kind)
+		}
+		if len(p.nextCursor) > maxCursorBytes {
+			return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: nextCursor is %d bytes, more than %d", kind, len(p.nextCursor), maxCursorBytes)
 		}
 	}
 	// Cache hints are advisory: a bad value is ignored rather than failing the list.
@@ -77,6 +93,39 @@ func parsePage(kind subjects.Kind, raw []byte) (page, error) {
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
+
+// countItems counts the elements of the arrays at nesting depth `depth` of the valid JSON text
+// raw (0: raw itself is the array; 1: the arrays that are members of the object raw), without
+// decoding anything; it stops counting once past limit.
+func countItems(raw []byte, depth, limit int) int {
+	n, level := 0, -1 // level: nesting depth of the byte being read, inside its container
+	var inArray bool  // the container at depth is an array
+	for i := 0; i < len(raw) && n <= limit; i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			level++
+			if level == depth {
+				inArray = raw[i] == '['
+				if rest := bytes.TrimLeft(raw[i+1:], " \t\r\n"); inArray && len(rest) > 0 && rest[0] != ']' {
+					n++ // a first element
+				}
+			}
+		case '}', ']':
+			level--
+		case ',':
+			if level == depth && inArray {
+				n++
+			}
+		}
+	}
+	return n
+}
 
 // accumulator builds a listing page by page, validating each item.
 type accumulator struct {

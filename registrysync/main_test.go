@@ -23,6 +23,7 @@ import (
 //	fixture           the fixture server below (exit and pid tools included)
 //	hostile:<mode>    demoservers.ServeHostileStdio
 //	raw:<mode>        serveRawChild (hostile_raw_test.go)
+//	rogue:<mode>      serveRogueChild (rogue_test.go)
 //	demo:<name>       demoservers.ServeStdio, control file in MCPSTREAM_TEST_CONTROL
 const childEnv = "MCPSTREAM_TEST_SERVER"
 
@@ -44,6 +45,8 @@ func serveChild(mode string) int {
 		err = server.NewStdioServer(srv).Listen(ctx, os.Stdin, os.Stdout)
 	case strings.HasPrefix(mode, "raw:"):
 		return serveRawChild(strings.TrimPrefix(mode, "raw:"))
+	case strings.HasPrefix(mode, "rogue:"):
+		return serveRogueChild(strings.TrimPrefix(mode, "rogue:"))
 	case strings.HasPrefix(mode, "hostile:"):
 		err = demoservers.ServeHostileStdio(ctx, strings.TrimPrefix(mode, "hostile:"), os.Stdin, os.Stdout)
 	case strings.HasPrefix(mode, "demo:"):

@@ -156,6 +156,7 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	l.Auth = c.sc.AuthContext
 	if l.Kind == subjects.KindTools {
 		c.setTaskTools(l.Items)
+		c.setHeaderTools(l.Items)
 	}
 	fp := l.fingerprint()
 	st := c.kind(l.Kind)

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,13 +44,49 @@ var (
 
 // newHTTPClient returns a client with its own connection pool, so that closing a session
 // closes its connections only. Requests are bounded by their contexts, responses by limit (see
-// cappedTransport).
+// cappedTransport), redirects by sameOriginRedirect.
 func newHTTPClient(limit int) *http.Client {
 	next := http.DefaultTransport
 	if t, ok := next.(*http.Transport); ok {
 		next = t.Clone()
 	}
-	return &http.Client{Transport: &cappedTransport{next: next, limit: int64(limit)}}
+	return &http.Client{
+		Transport:     &cappedTransport{next: next, limit: int64(limit)},
+		CheckRedirect: sameOriginRedirect,
+	}
+}
+
+// maxRedirects is as many redirects as Go's client follows by default.
+const maxRedirects = 10
+
+// sameOriginRedirect follows a redirect only within the origin (scheme, host and port) of the
+// configured URL. Every request carries ServerConfig.Headers, and Go's client copies them onto
+// a redirected request: custom headers (an API key) to any host, Authorization to any port of
+// the same host name. A redirect elsewhere would hand the server's credentials to whoever the
+// response names.
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if from, to := origin(via[0].URL), origin(req.URL); from != to {
+		return fmt.Errorf("refused a redirect from %s to another origin, %s: the server's credentials would go with it", from, to)
+	}
+	return nil
+}
+
+// origin is u's scheme://host:port, the port made explicit (no path, query or user info).
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // responseRoom is what an HTTP response may hold besides the largest list or result an event
@@ -60,11 +99,19 @@ type lostError struct{ err error }
 func (e *lostError) Error() string { return e.err.Error() }
 func (e *lostError) Unwrap() error { return e.err }
 
-// malformedError is the cause a list request is cancelled with when a stdio server wrote a line
-// that is not JSON.
-type malformedError struct{ sample string }
+// malformedError is the cause a list request or the handshake is cancelled with when a stdio
+// server wrote a line that is not JSON, or too long to take.
+type malformedError struct {
+	sample  string
+	tooLong bool // a line longer than allowed: the sample says how long
+}
 
-func (e *malformedError) Error() string { return "server wrote a line that is not JSON: " + e.sample }
+func (e *malformedError) Error() string {
+	if e.tooLong {
+		return "server wrote a " + e.sample
+	}
+	return "server wrote a line that is not JSON: " + e.sample
+}
 
 // session is one live MCP connection of a connector.
 type session struct {
@@ -92,7 +139,7 @@ type session struct {
 	mu            sync.Mutex
 	closing       bool // no new calls
 	malformedSeen bool
-	listCancels   map[uint64]context.CancelCauseFunc
+	listCancels   map[uint64]context.CancelCauseFunc // requests noteMalformed cancels
 	nextID        uint64
 
 	// The re-lists of a reopened legacy GET stream (listenReopened): when the last ran, the
@@ -130,7 +177,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	slogger := newSlog(c.log, c.red)
 	switch sc.Transport {
 	case TransportStdio:
-		ch, err := startChild(sc, c.red, c.log, s.noteMalformed)
+		ch, err := startChild(sc, c.red, c.log, c.m.payloadLimit()+responseRoom, s.noteMalformed)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -144,7 +191,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		go func() {
 			select {
 			case <-ch.exited:
-				s.markLost(errors.New(ch.exitReason()))
+				s.markLost(errors.New("process exited")) // childLoss says how
 			case <-sctx.Done():
 			}
 		}()
@@ -208,13 +255,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	})
 
 	fail := func(err error) (*session, error) {
-		if s.child != nil {
-			select {
-			case <-s.child.exited:
-				err = errors.New(s.child.exitReason())
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
+		err = s.childLoss(err)
 		s.close(0)
 		return nil, err
 	}
@@ -234,17 +275,26 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	if err != nil {
 		return fail(fmt.Errorf("start: %w", err))
 	}
-	ictx, icancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-	defer icancel()
-	stop := context.AfterFunc(s.lctx, icancel) // a child that dies ends the handshake at once
+	// A stdout line that is not JSON cancels the handshake as it does a list (noteMalformed):
+	// the answer it held is lost, and waiting for it would last ConnectTimeout.
+	ictx, icancel := context.WithCancelCause(ctx)
+	defer icancel(nil)
+	defer s.cancelOnMalformed(icancel)()
+	ictx, tcancel := context.WithTimeout(ictx, cfg.ConnectTimeout)
+	defer tcancel()
+	stop := context.AfterFunc(s.lctx, tcancel) // a child that dies ends the handshake at once
 	defer stop()
 	res, err := s.cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: pinned,
 		ClientInfo:      mcp.Implementation{Name: clientName, Version: clientVersion},
 	}})
 	if err != nil {
-		if s.isLost() {
+		var mal *malformedError
+		switch {
+		case s.isLost():
 			return fail(s.lostErr)
+		case errors.As(context.Cause(ictx), &mal):
+			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %s", mal.Error()))
 		}
 		return fail(fmt.Errorf("initialize: %w", err))
 	}
@@ -423,9 +473,10 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	}
 }
 
-// noteMalformed cancels list requests in flight: their answer will never be matched.
-func (s *session) noteMalformed(sample string) {
-	cause := &malformedError{sample: sample}
+// noteMalformed cancels the handshake and the list requests in flight: their answer may be the
+// line, and it will never be matched.
+func (s *session) noteMalformed(sample string, tooLong bool) {
+	cause := &malformedError{sample: sample, tooLong: tooLong}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev := s.c.log.Debug()
@@ -433,17 +484,43 @@ func (s *session) noteMalformed(sample string) {
 		s.malformedSeen = true
 		ev = s.c.log.Warn()
 	}
-	ev.Str("sample", sample).Msg("stdio server wrote a line that is not JSON")
+	ev.Str("sample", sample).Bool("tooLong", tooLong).Msg("stdio server wrote a line that is not JSON, or too long")
 	for _, cancel := range s.listCancels {
 		cancel(cause)
 	}
 }
 
+// cancelOnMalformed has noteMalformed cancel a request in flight, until the function it returns
+// is called.
+func (s *session) cancelOnMalformed(cancel context.CancelCauseFunc) (done func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	id := s.nextID
+	s.listCancels[id] = cancel
+	return func() {
+		s.mu.Lock()
+		delete(s.listCancels, id)
+		s.mu.Unlock()
+	}
+}
+
 func (s *session) markLost(err error) {
 	s.lostOnce.Do(func() {
-		s.lostErr = err
+		s.lostErr = s.childLoss(err)
 		s.lcancel()
 	})
+}
+
+// childLoss is why a stdio session failed: err, or how the child ended if it did within
+// exitWait. A crash shows first as a broken stdin or a closed stdout, which say nothing of the
+// cause; the exit status and the last stderr line do ("exit status 1 (stderr: API_KEY is not
+// set)"), and a crash-looping server's status should say them.
+func (s *session) childLoss(err error) error {
+	if s.child == nil || errors.Is(err, errSessionClosed) || !waitChan(s.child.exited, exitWait) {
+		return err
+	}
+	return errors.New(s.child.exitReason())
 }
 
 func (s *session) isLost() bool {
@@ -489,21 +566,13 @@ func (s *session) close(drain time.Duration) {
 // failure whose meaning a probe decides.
 func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor string) ([]byte, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	s.mu.Lock()
-	s.nextID++
-	id := s.nextID
-	s.listCancels[id] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.listCancels, id)
-		s.mu.Unlock()
-		cancel(nil)
-	}()
+	defer cancel(nil)
+	defer s.cancelOnMalformed(cancel)()
 	stop := context.AfterFunc(s.lctx, func() { cancel(errSessionClosed) })
 	defer stop()
 
 	cctx, cp := withCapture(ctx)
+	cp.rawOnly = true // mcp-go decodes nothing (see capture.go); parsePage counts, then decodes
 	params := mcp.PaginatedRequest{Params: mcp.PaginatedParams{Cursor: mcp.Cursor(cursor)}}
 	var err error
 	switch kind {
@@ -519,8 +588,8 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	case rpcErr != nil:
 		return nil, codedf(subjects.CodeListFailed, "%s/list: JSON-RPC error %d: %s", kind, rpcErr.Code, rpcErr.Message)
 	case result != nil:
-		// mcp-go may have failed to decode it into its own types: the raw bytes are what
-		// matter, and parsePage judges them.
+		// The raw bytes are what matter (mcp-go decoded none of them), and parsePage judges
+		// them.
 		return result, nil
 	}
 	if err == nil {
@@ -533,6 +602,9 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &mal) && mal.tooLong:
+		// A page that no event could hold (as an HTTP body over its bound would be).
+		return nil, codedf(subjects.CodeSnapshotTooLarge, "%s/list: %s", kind, mal.Error())
 	case errors.As(cause, &mal):
 		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %s", kind, mal.Error())
 	case s.isLost():
@@ -774,7 +846,7 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 		return r
 	}
 	cctx, cp := withCapture(ctx)
-	req := mcp.CallToolRequest{}
+	req := mcp.CallToolRequest{Header: s.paramHeaders(tool, args)}
 	req.Params.Name = tool
 	if len(args) > 0 {
 		req.Params.Arguments = args

@@ -130,7 +130,7 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 	taskParam, _ := json.Marshal(mcp.TaskParams{TTL: &ttl})
 	r, fast := s.fastToolCall(ctx, tool, args, taskParam)
 	if !fast {
-		req := mcp.CallToolRequest{}
+		req := mcp.CallToolRequest{Header: s.paramHeaders(tool, args)}
 		req.Params.Name = tool
 		if len(args) > 0 {
 			req.Params.Arguments = args

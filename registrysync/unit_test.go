@@ -74,9 +74,13 @@ func TestParsePage(t *testing.T) {
 		{"null", `null`, 0, "", -1, "", subjects.CodeMalformedResponse},
 		{"list not array", `{"tools":{"name":"a"}}`, 0, "", -1, "", subjects.CodeMalformedResponse},
 		{"cursor not string", `{"tools":[],"nextCursor":7}`, 0, "", -1, "", subjects.CodeMalformedResponse},
+		{"cursor too long", `{"tools":[],"nextCursor":"` + strings.Repeat("c", maxCursorBytes+1) + `"}`, 0, "", -1, "", subjects.CodeMalformedResponse},
+		{"strings and nesting", `{"tools":[{"name":"a,[b]\\\",{"},[1,[2,3]],{"x":[4,5]}, "c,d" ]}`, 4, "", -1, "", ""},
+		{"too many items", `{"tools":[` + strings.TrimSuffix(strings.Repeat("{},", 11), ",") + `]}`, 0, "", -1, "", subjects.CodeSnapshotTooLarge},
+		{"empty list", `{"tools":[ ]}`, 0, "", -1, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := parsePage(subjects.KindTools, []byte(tc.raw))
+			p, err := parsePage(subjects.KindTools, []byte(tc.raw), 10)
 			if tc.code != "" {
 				var coded *codedError
 				if !errors.As(err, &coded) || coded.code != tc.code {

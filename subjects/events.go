@@ -91,7 +91,8 @@ type Rejected struct {
 	Message string `json:"message"`
 }
 
-// Rejection codes in snapshots and status events.
+// Codes of Snapshot.Rejected (the first four: one definition left out) and of Status (the
+// others: the server, or its list, failed).
 const (
 	CodeDefinitionTooLarge = "definition_too_large"
 	CodeInvalidDefinition  = "invalid_definition"
