@@ -20,8 +20,8 @@
 // TTLMs is the smallest ttlMs of the pages (absent if none sent one) and CacheScope is
 // "private" if any page said so; AuthContext is ServerConfig.AuthContext, whose credentials the
 // list was made with (a private list is for that context only). Fingerprint is a hex SHA-256
-// over the set of item hashes, the cache scope, the authorization context and the rejections
-// (a server that reorders an unchanged list does not produce a new snapshot). The message's
+// over the set of item hashes, the cache scope, the authorization context, the ttlMs (when
+// sent: a list whose TTL alone changed is a new snapshot) and the rejections (a server that reorders an unchanged list does not produce a new snapshot). The message's
 // Nats-Msg-Id is <server token>/<kind>/<fingerprint> (the server name encoded with
 // subjects.EncodeToken), so JetStream drops a second copy. An unchanged re-list publishes
 // nothing: the connector remembers the last fingerprint of every kind and reads it back from

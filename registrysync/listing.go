@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -341,6 +342,10 @@ func (l *listing) fingerprint() string {
 	h.Write([]byte("scope:" + l.Scope + "\n"))
 	if l.Auth != "" {
 		h.Write([]byte("auth:" + l.Auth + "\n"))
+	}
+	if l.TTLMs != nil {
+		// Consumers keep the ttlMs of the snapshot they hold: a new one must be published.
+		h.Write([]byte("ttl:" + strconv.FormatInt(*l.TTLMs, 10) + "\n"))
 	}
 	rej := make([]string, len(l.Rejected))
 	for i, r := range l.Rejected {

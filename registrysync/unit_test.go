@@ -199,6 +199,18 @@ func TestFingerprint(t *testing.T) {
 	if l.fingerprint() == fp("", a) {
 		t.Error("rejections do not change the fingerprint")
 	}
+	// A new ttlMs is news (consumers keep the TTL of the snapshot they hold); a list without
+	// one keeps the fingerprint it always had.
+	ttl := func(ms int64) string {
+		l := listing{Items: []json.RawMessage{a}, TTLMs: &ms}
+		return l.fingerprint()
+	}
+	if ttl(60000) == ttl(3600000) || ttl(60000) == fp("", a) {
+		t.Error("ttlMs does not change the fingerprint")
+	}
+	if got, want := fp("", a), "ec9faa51d06af3407870bcf43ca5a7c4c80391be154b83f2cd77ec4adb8dc66f"; got != want {
+		t.Errorf("fingerprint of a list without ttlMs changed: %s, want %s (every server would publish again)", got, want)
+	}
 }
 
 func TestRedactor(t *testing.T) {

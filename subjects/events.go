@@ -64,7 +64,7 @@ type Snapshot struct {
 	Type        string            `json:"type"` // "snapshot"
 	Server      string            `json:"server"`
 	Kind        Kind              `json:"kind"`
-	Fingerprint string            `json:"fingerprint"` // sha256 of the items (hex), also the Nats-Msg-Id
+	Fingerprint string            `json:"fingerprint"` // sha256 of the items, scope, auth context, ttlMs, rejections (hex); in the Nats-Msg-Id
 	ListedAt    time.Time         `json:"listedAt"`
 	Pages       int               `json:"pages"`
 	TTLMs       *int64            `json:"ttlMs,omitempty"`      // smallest ttlMs over the pages; absent = not sent
