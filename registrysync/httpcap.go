@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -37,6 +38,10 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
+	if err := notAnEventStream(r, resp); err != nil {
+		resp.Body.Close()
+		return nil, err
+	}
 	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
 		if r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && t.listenOpened != nil {
 			t.listenOpened()
@@ -49,6 +54,25 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
 	}
 	return resp, nil
+}
+
+// notAnEventStream refuses the answer to a GET that opens an event stream (the legacy SSE
+// connection, the streamable HTTP listening stream) when it is a 200 of another type: a login
+// page, a proxy's error page, a wrong path. mcp-go would read it as an event stream with no
+// events, and the handshake would wait ConnectTimeout for an endpoint event that never comes.
+// An answer without a Content-Type is read as the event stream it may be.
+func notAnEventStream(r *http.Request, resp *http.Response) error {
+	if r.Method != http.MethodGet || resp.StatusCode != http.StatusOK || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		return nil
+	}
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "text/event-stream" {
+		return nil
+	}
+	return fmt.Errorf("the URL answered Content-Type %q, not an event stream (text/event-stream): check the URL (a login or error page?)", truncate(ct, 100))
 }
 
 // cappedBody fails a read once more than its limit was read.
