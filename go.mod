@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/dgraph-io/badger/v4 v4.9.6
+	github.com/dlclark/regexp2/v2 v2.13.0
 	github.com/klauspost/compress v1.20.3
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -14,6 +15,7 @@ require (
 	github.com/rs/zerolog v1.35.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/text v0.43.0
 	golang.org/x/time v0.16.0
 )
 
@@ -46,6 +48,5 @@ require (
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

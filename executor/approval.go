@@ -39,10 +39,14 @@ func newApprovalWait(c *call) *approvalWait {
 
 // answer handles the data of one approval message and returns the reply to its sender; false
 // when the message gets no reply (another tenant's approval). The reply is OK only when this
-// approval decided the call.
+// approval decided the call. An approval must say "approve": true or false: without it (or
+// with null) it would decode as a denial, so any JSON object would decide the call.
 func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 	var a subjects.Approval
-	if err := json.Unmarshal(data, &a); err != nil {
+	var given struct {
+		Approve *bool `json:"approve"`
+	}
+	if json.Unmarshal(data, &a) != nil || json.Unmarshal(data, &given) != nil {
 		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "approval is not a valid Approval JSON object"}}, true
 	}
 	switch {
@@ -53,6 +57,8 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 	case a.Tenant != "" && a.Tenant != w.tenant:
 		// Another tenant's call with the same id may be waiting: not this one's business.
 		return subjects.ApprovalReply{}, false
+	case given.Approve == nil:
+		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: `approval must say "approve": true (approve) or false (deny); nothing was decided`}}, true
 	}
 	if !w.state.CompareAndSwap(approvalWaiting, approvalDecided) {
 		switch w.state.Load() {
@@ -92,13 +98,10 @@ func (w *approvalWait) giveUp(to int32) (subjects.Approval, bool) {
 // the timeout passes, or the executor stops (the call is then handed to another worker). It
 // returns nil when approved. An approver is told OK only if the call takes its decision.
 func (e *Executor) approval(ctx context.Context, c *call) *stop {
-	wait := e.cfg.ApprovalTimeout
-	switch ms := c.req.ApprovalTimeoutMs; {
-	case ms < 0:
+	if c.req.ApprovalTimeoutMs < 0 {
 		return refused(subjects.CodeNeedsApproval, c.tool.Public+" needs approval and the request asked not to wait (approvalTimeoutMs -1)")
-	case ms > 0:
-		wait = min(time.Duration(ms)*time.Millisecond, e.cfg.MaxApprovalTimeout)
 	}
+	wait := requestWait(c.req.ApprovalTimeoutMs, e.cfg.ApprovalTimeout, e.cfg.MaxApprovalTimeout)
 
 	w := newApprovalWait(c)
 	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {

@@ -168,3 +168,17 @@ func (c Config) withDefaults() Config {
 	d(&c.StopGrace, DefaultStopGrace)
 	return c
 }
+
+// requestWait is a request's own bound of ms milliseconds (timeoutMs, approvalTimeoutMs) capped
+// at limit, or def when it gives none (ms ≤ 0). The cap comes before the conversion: a huge
+// ms multiplied into a time.Duration overflows, to a negative duration (a call that times out
+// before it is sent, an approval wait that ends at once) or any other.
+func requestWait(ms int64, def, limit time.Duration) time.Duration {
+	if ms <= 0 {
+		return def
+	}
+	if ms >= limit.Milliseconds() {
+		return limit
+	}
+	return time.Duration(ms) * time.Millisecond
+}

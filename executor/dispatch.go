@@ -91,6 +91,12 @@ func (r NATSRelister) Relist(ctx context.Context, server string, req subjects.Re
 	return rep
 }
 
+// maxDispatchErrorBytes caps the message and the reason of a dispatch error that a call's result
+// and audit events carry: they may hold a server's own words (registrysync cuts a JSON-RPC
+// error's to 1 KiB, but a Dispatcher may be anything on NATS), and a hostile server's words
+// may be megabytes.
+const maxDispatchErrorBytes = 4 << 10
+
 func dispatchErr(code, msg string) subjects.DispatchReply {
 	return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: code, Message: msg}}
 }

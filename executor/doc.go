@@ -66,12 +66,22 @@
 //     decide again (unavailable if the re-list fails).
 //  6. arguments against the raw inputSchema (santhosh-tekuri/jsonschema: 2020-12 by default,
 //     older drafts by $schema; $ref, $defs, oneOf, anyOf) → invalid_arguments with the JSON
-//     pointer of the first failure in Error.Path; a schema that does not compile → invalid_schema.
+//     pointer of the first failure in Error.Path and up to 5 failures in the message, sorted by
+//     location (failures under a $ref at the argument that failed; never the failing values).
+//     A schema that cannot be used → invalid_schema, for every call of the definition: it does
+//     not compile (the message says what and where: a JSON pointer into the schema, at most 512
+//     bytes), nests more than 128 levels or holds more than 10,000 objects (checked on its bytes
+//     before compiling), is part of itself through $ref and same-value applicators (a $ref
+//     cycle), or validating against it overran its step budget (see schema.go). Patterns are
+//     ECMA-262: Go's regexp runs those it compiles, regexp2 (ECMAScript mode) the rest, each
+//     match cut off after 1 s → invalid_arguments for that call only.
 //     Checked before approval so nobody is asked to approve a call that cannot run.
 //  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
 //     rules' approve patterns and Config.Approve: an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
-//     5 min; -1 = do not wait: needs_approval at once). Freshness is checked again after approval.
+//     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
+//     must hold "approve" (true or false): one without it is answered bad_request and decides
+//     nothing. Freshness is checked again after approval.
 //  8. limits → rate_limited with retryAfterMs (see below).
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
@@ -79,9 +89,10 @@
 //     deadline when the claim is another request's (a resend after the de-duplication window
 //     while the first still runs waits for the first's answer, also when it is delivered again;
 //     the claim names the calls stream sequence of the request that made it).
-//  10. dispatch tools/call with a timeout → timeout; result over 4 MiB → result_too_large; a
-//     connector that could not send → unavailable; protocol_error and outcome_unknown as the
-//     connector reports them. Retries with backoff: a failure before sending (unavailable) for any
+//  10. dispatch tools/call with a timeout (timeoutMs capped at MaxCallTimeout) → timeout; result
+//     over 4 MiB → result_too_large (the call ran; not retried); a connector that could not send →
+//     unavailable; protocol_error and outcome_unknown as the connector reports them, their text
+//     redacted and cut to 4 KiB. Retries with backoff: a failure before sending (unavailable) for any
 //     tool, transport failures and unknown outcomes for read-only or idempotent tools only.
 //
 // A tool result with isError: true is status ok with the MCP result as the server sent it

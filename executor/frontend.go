@@ -220,13 +220,7 @@ func resultPrefix(id string) []byte {
 
 // waitBound is how long a front end waits for a call's answer.
 func (e *Executor) waitBound(req subjects.CallRequest) time.Duration {
-	call := e.cfg.CallTimeout
-	if req.TimeoutMs > 0 {
-		call = min(time.Duration(req.TimeoutMs)*time.Millisecond, e.cfg.MaxCallTimeout)
-	}
-	approval := e.cfg.ApprovalTimeout
-	if req.ApprovalTimeoutMs > 0 {
-		approval = min(time.Duration(req.ApprovalTimeoutMs)*time.Millisecond, e.cfg.MaxApprovalTimeout)
-	}
+	call := requestWait(req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
+	approval := requestWait(req.ApprovalTimeoutMs, e.cfg.ApprovalTimeout, e.cfg.MaxApprovalTimeout)
 	return call + approval + e.cfg.AckWait + waitSlack
 }

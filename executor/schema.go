@@ -2,11 +2,14 @@ package executor
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +17,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -40,6 +45,13 @@ const maxMessageIssues = 5
 // maxArgumentDepth bounds how deeply arguments nest (the arguments object is level 1): deeper
 // arguments are refused, from their raw bytes, before anything else looks at them.
 const maxArgumentDepth = 64
+
+// maxSchemaDepth and maxSchemaObjects bound a server's inputSchema before it is compiled:
+// how deeply its JSON nests (the schema object is level 1) and how many JSON objects it holds.
+const (
+	maxSchemaDepth   = 128
+	maxSchemaObjects = 10_000
+)
 
 // Guarding validation against a hostile inputSchema.
 //
@@ -72,6 +84,10 @@ const maxArgumentDepth = 64
 //     unavailable (elapsed time also measures the machine's load: a harmless definition must
 //     not be disabled by many large calls at once); the definition is remembered as unusable if
 //     that validation still runs limit.grace later, as for the step budget.
+//
+// Besides, before any validation: compileSchema bounds the schema's size (schemaShape) and
+// refuses a schema that is part of itself (refCycle), and a pattern only the ECMAScript engine
+// compiles has each of its matches cut off (compilePattern).
 //
 // Residual cost, stated plainly: Go cannot stop a goroutine from outside. A validation the
 // meter stopped is over. One abandoned at the backstop runs on: if it ends within limit.grace
@@ -121,8 +137,12 @@ type meteredSchema struct {
 	limit int
 }
 
-// stopValidation is the panic value with which the meter stops a validation.
-type stopValidation struct{ overBudget bool }
+// stopValidation is the panic value with which the meter stops a validation, and an ECMAScript
+// pattern whose match was cut off (see compilePattern).
+type stopValidation struct {
+	overBudget bool
+	pattern    string // the pattern whose match was cut off
+}
 
 // Validate implements jsonschema.SchemaExt: one step.
 func (m *meteredSchema) Validate(*jsonschema.ValidatorContext, any) {
@@ -224,26 +244,57 @@ func compileSchema(raw []byte, meter jsonschema.SchemaExt) (*jsonschema.Schema, 
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		raw = []byte(`{"type":"object"}`)
 	}
+	if err := schemaShape(raw); err != nil {
+		return nil, invalidSchema(err.Error(), err)
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+		return nil, invalidSchema(firstLine(err.Error()), err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(compilePattern)
 	if meter != nil {
 		c.RegisterVocabulary(&jsonschema.Vocabulary{URL: meterVocabURL,
 			Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return meter, nil }})
 		c.AssertVocabs() // else draft 2019+ schemas would enable it only through $vocabulary
 	}
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+		return nil, invalidSchema(compileErrorText(err), err)
 	}
 	sch, err := c.Compile(schemaURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, err)
+		return nil, invalidSchema(compileErrorText(err), err)
+	}
+	if loc, ok := refCycle(sch); ok {
+		return nil, invalidSchema(refCycleText(loc), nil)
 	}
 	return sch, nil
+}
+
+// refCycleText says that the schema object at loc is part of itself.
+func refCycleText(loc string) string {
+	return "$ref cycle: " + singleQuoted(loc) + " is part of itself through $ref and applicators on the same value (allOf, anyOf, oneOf, not, if), so validating against it never ends"
+}
+
+// invalidSchemaError is a schema that does not compile: ErrInvalidSchema, what is wrong with
+// it on one line, bounded, and the library's error if any.
+type invalidSchemaError struct {
+	text string
+	err  error
+}
+
+func invalidSchema(text string, err error) error {
+	return &invalidSchemaError{text: truncateString(text, maxSchemaErrorBytes), err: err}
+}
+
+func (e *invalidSchemaError) Error() string { return ErrInvalidSchema.Error() + ": " + e.text }
+func (e *invalidSchemaError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrInvalidSchema}
+	}
+	return []error{ErrInvalidSchema, e.err}
 }
 
 // validateArguments checks args (raw JSON, nil = {}) against t's input schema. It returns nil
@@ -308,7 +359,7 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 			case res := <-out:
 				if res.stopped != nil && res.stopped.overBudget {
 					c.refuse(fmt.Sprintf("validating arguments against it took more than %d steps (its $refs make the work explode)", m.limit))
-				} else if res.stopped == nil && res.panic == nil {
+				} else if (res.stopped == nil || res.stopped.pattern != "") && res.panic == nil {
 					c.release(m)
 				}
 			case <-grace.C:
@@ -324,6 +375,12 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 	limit := m.limit
 	c.release(m)
 	if res.stopped != nil {
+		if res.stopped.pattern != "" {
+			// Another value may match quickly: only this call is refused.
+			return &subjects.Error{Code: subjects.CodeInvalidArguments,
+				Message: fmt.Sprintf("a string of the arguments took too long to match the inputSchema's pattern %s (cut off after %v); nothing was run",
+					singleQuoted(truncateString(res.stopped.pattern, 200)), ecmaMatchTimeout)}
+		}
 		if res.stopped.overBudget {
 			return unusableSchema(t, c.refuse(fmt.Sprintf("validating arguments against it took more than %d steps (its $refs make the work explode)", limit)))
 		}
@@ -336,7 +393,15 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 	if !errors.As(res.err, &ve) {
 		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "arguments do not match the inputSchema"}
 	}
-	return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: failurePath(ve), Message: failureMessage(ve)}
+	issues := argumentIssues(ve)
+	for _, is := range issues {
+		// A cycle refCycle cannot see (a $dynamicRef resolved elsewhere than its static target)
+		// that the library met: the schema's fault, not the arguments'.
+		if k, ok := is.kind.(*kind.RefCycle); ok {
+			return unusableSchema(t, c.refuse(refCycleText(relativeLocations(k.URL))))
+		}
+	}
+	return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: issuesPath(issues), Message: issuesMessage(issues)}
 }
 
 // unusableSchema is the invalid_schema refusal of a call of t.
@@ -390,20 +455,163 @@ func countJSONValues(v any) int {
 	return n
 }
 
-// failurePath is the JSON pointer of the first failure: the first cause, followed through
-// references; a missing required or a forbidden additional property is pointed at itself.
-func failurePath(ve *jsonschema.ValidationError) string {
-	e := ve
-	for len(e.Causes) > 0 {
+// issue is one failure of a validation: where in the validated value (a JSON pointer's
+// tokens), and which rule.
+type issue struct {
+	at     []string
+	kind   jsonschema.ErrorKind
+	text   string
+	causes []*jsonschema.ValidationError // what failed inside it, for collectIssues
+}
+
+// argumentIssues are the failures of the arguments, each with its text from issueText, in a
+// fixed order (see collectIssues): a failure of a whole oneOf, anyOf, allOf or not comes first,
+// then the failures of its branches.
+func argumentIssues(ve *jsonschema.ValidationError) []issue {
+	return collectIssues(ve, issueText, true)
+}
+
+// schemaIssues are the failures of a schema against its meta-schema (their locations are
+// pointers into the schema), each with its text from schemaIssueText: the failures of single
+// rules only (the meta-schema's own allOf and anyOf say nothing about where the schema is
+// wrong).
+func schemaIssues(ve *jsonschema.ValidationError) []issue {
+	return collectIssues(ve, schemaIssueText, false)
+}
+
+// collectIssues walks the validation error tree depth-first, each level in one order: by
+// location (numeric tokens in numeric order), then by keyword in the order the validator
+// checks them (so a missing required property comes before a forbidden additional one),
+// then by text. The validator's own order follows Go maps (properties, patternProperties,
+// dependentSchemas). Failures that only pass others on (the whole schema, a group of failures
+// of one schema object, a $ref) are replaced by those: the library's flat output loses the
+// failure under a $ref (it reports the $ref's "validation failed" instead), which is why the
+// tree is walked here. composites keeps the failures that have causes (a oneOf none of whose
+// branches matched); without it only the failures of single rules are kept. Repeats (the
+// same failure at the same location, reached along several paths) are dropped.
+func collectIssues(ve *jsonschema.ValidationError, text func(jsonschema.ErrorKind) string, composites bool) []issue {
+	var out []issue
+	seen := map[string]bool{}
+	var walk func(nodes []*jsonschema.ValidationError)
+	walk = func(nodes []*jsonschema.ValidationError) {
+		level := make([]issue, len(nodes))
+		for i, n := range nodes {
+			if k, ok := n.ErrorKind.(*kind.AdditionalProperties); ok {
+				slices.Sort(k.Properties) // (in the order the validator met them in a Go map)
+			}
+			level[i] = issue{at: n.InstanceLocation, kind: n.ErrorKind, text: text(n.ErrorKind), causes: passOn(n.Causes)}
+		}
+		slices.SortStableFunc(level, func(a, b issue) int {
+			if c := compareLocations(a.at, b.at); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(keywordRank(a.kind), keywordRank(b.kind)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.text, b.text)
+		})
+		for _, is := range level {
+			if len(is.causes) == 0 || composites {
+				if key := pointer(is.at) + "\x00" + is.text; !seen[key] {
+					seen[key] = true
+					out = append(out, is)
+				}
+			}
+			walk(is.causes)
+		}
+	}
+	walk(passOn([]*jsonschema.ValidationError{ve}))
+	return out
+}
+
+// passOn replaces, in errs, the failures that only pass others on by those.
+func passOn(errs []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	var out []*jsonschema.ValidationError
+	for _, e := range errs {
 		switch e.ErrorKind.(type) {
-		case *kind.Schema, *kind.Reference, *kind.Group:
-			e = e.Causes[0]
+		case *kind.Schema, *kind.Group, *kind.Reference:
+			if len(e.Causes) > 0 {
+				out = append(out, passOn(e.Causes)...)
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// keywordRank is the place of a failure's keyword in the order the validator checks them.
+func keywordRank(k jsonschema.ErrorKind) int {
+	switch k.(type) {
+	case *kind.FalseSchema, *kind.RefCycle, *kind.InvalidJsonValue:
+		return 0
+	case *kind.Type:
+		return 1
+	case *kind.Const:
+		return 2
+	case *kind.Enum:
+		return 3
+	case *kind.Format:
+		return 4
+	case *kind.MinProperties, *kind.MaxProperties:
+		return 5
+	case *kind.Required:
+		return 6
+	case *kind.Dependency:
+		return 7
+	case *kind.AdditionalProperties:
+		return 8
+	case *kind.PropertyNames:
+		return 9
+	case *kind.DependentRequired:
+		return 10
+	case *kind.MinItems, *kind.MaxItems, *kind.UniqueItems, *kind.AdditionalItems:
+		return 11
+	case *kind.Contains, *kind.MinContains, *kind.MaxContains:
+		return 12
+	case *kind.MinLength, *kind.MaxLength, *kind.Pattern:
+		return 13
+	case *kind.ContentEncoding, *kind.ContentMediaType, *kind.ContentSchema:
+		return 14
+	case *kind.Minimum, *kind.Maximum, *kind.ExclusiveMinimum, *kind.ExclusiveMaximum, *kind.MultipleOf:
+		return 15
+	case *kind.Not:
+		return 16
+	case *kind.AllOf:
+		return 17
+	case *kind.AnyOf:
+		return 18
+	case *kind.OneOf:
+		return 19
+	}
+	return 20
+}
+
+// compareLocations orders JSON pointer tokens: a parent before its children, array indices
+// numerically.
+func compareLocations(a, b []string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] == b[i] {
 			continue
 		}
-		break
+		x, errx := strconv.ParseUint(a[i], 10, 64)
+		y, erry := strconv.ParseUint(b[i], 10, 64)
+		if errx == nil && erry == nil && x != y {
+			return cmp.Compare(x, y)
+		}
+		return strings.Compare(a[i], b[i])
 	}
-	loc := e.InstanceLocation
-	switch k := e.ErrorKind.(type) {
+	return cmp.Compare(len(a), len(b))
+}
+
+// issuesPath is the JSON pointer of the first issue; a missing required or a forbidden
+// additional property is pointed at itself.
+func issuesPath(issues []issue) string {
+	if len(issues) == 0 {
+		return ""
+	}
+	loc := issues[0].at
+	switch k := issues[0].kind.(type) {
 	case *kind.Required:
 		if len(k.Missing) > 0 {
 			loc = append(loc[:len(loc):len(loc)], k.Missing[0])
@@ -416,32 +624,18 @@ func failurePath(ve *jsonschema.ValidationError) string {
 	return pointer(loc)
 }
 
-// failureMessage lists the failures, at most maxMessageIssues: "at '/title': got object, want
-// string; missing property 'body'" (a failure of the arguments object itself has no location).
-// It never quotes the value that failed (see issueText).
-func failureMessage(ve *jsonschema.ValidationError) string {
-	out := ve.BasicOutput()
-	var parts []string
-	more := 0
-	for _, u := range out.Errors {
-		if u.Error == nil {
-			continue
-		}
-		msg := issueText(u.Error)
-		if strings.HasSuffix(msg, "validation failed") && strings.Contains(u.KeywordLocation, "$ref") {
-			continue
-		}
-		if len(parts) == maxMessageIssues {
-			more++
-			continue
-		}
-		parts = append(parts, atLocation(u.InstanceLocation)+msg)
+// issuesMessage lists the issues, at most maxMessageIssues: "at '/title': got object, want
+// string; missing property 'body'" (a failure of the value itself has no location).
+func issuesMessage(issues []issue) string {
+	if len(issues) == 0 {
+		return "does not match the inputSchema"
 	}
-	if len(parts) == 0 {
-		return atLocation(failurePath(ve)) + "does not match the inputSchema"
+	var parts []string
+	for _, is := range issues[:min(len(issues), maxMessageIssues)] {
+		parts = append(parts, atLocation(pointer(is.at))+is.text)
 	}
 	s := strings.Join(parts, "; ")
-	if more > 0 {
+	if more := len(issues) - maxMessageIssues; more > 0 {
 		s += fmt.Sprintf(" (and %d more)", more)
 	}
 	return s
@@ -462,8 +656,8 @@ func atLocation(pointer string) string {
 // whose text names only the schema, types, counts, indices or property names keep the
 // library's text; the ones whose text quotes the value (pattern, format, the numeric bounds,
 // content) are described here; a kind this code does not know gets its keyword only.
-func issueText(e *jsonschema.OutputError) string {
-	switch k := e.Kind.(type) {
+func issueText(ek jsonschema.ErrorKind) string {
+	switch k := ek.(type) {
 	case *kind.Pattern:
 		return "does not match pattern " + singleQuoted(k.Want)
 	case *kind.Format:
@@ -489,9 +683,9 @@ func issueText(e *jsonschema.OutputError) string {
 		*kind.PropertyNames, *kind.UniqueItems, *kind.Contains, *kind.MinContains, *kind.MaxContains,
 		*kind.MinLength, *kind.MaxLength, *kind.ContentSchema:
 		// Enum and Const print the allowed values, not the one given.
-		return e.String()
+		return k.LocalizedString(printer)
 	}
-	return singleQuoted(strings.Join(e.Kind.KeywordPath(), "/")) + " failed"
+	return singleQuoted(strings.Join(ek.KeywordPath(), "/")) + " failed"
 }
 
 func singleQuoted(s string) string { return "'" + s + "'" }
@@ -517,5 +711,8 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return truncateString(s, 300)
+	return truncateString(s, maxSchemaErrorBytes)
 }
+
+// printer prints the library's failure texts, as its own Error methods do.
+var printer = message.NewPrinter(language.English)

@@ -548,10 +548,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		ls.release(context.WithoutCancel(ctx))
 	}()
 
-	timeout := e.cfg.CallTimeout
-	if c.req.TimeoutMs > 0 {
-		timeout = min(time.Duration(c.req.TimeoutMs)*time.Millisecond, e.cfg.MaxCallTimeout)
-	}
+	timeout := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
 	if !t.retrySafe() {
 		ok, err := e.claim(ctx, c, timeout)
 		if err != nil {
@@ -591,7 +588,9 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			res.Status = subjects.CallRefused // nothing ran
 		}
 		msg := *rep.Error
-		msg.Message = e.audit.redact.String(msg.Message)
+		// (redacted before it is cut: a secret cut in two would not be found)
+		msg.Message = truncateString(e.audit.redact.String(msg.Message), maxDispatchErrorBytes)
+		msg.Reason = truncateString(msg.Reason, maxDispatchErrorBytes)
 		res.Error = &msg
 	case len(rep.Result) > e.cfg.MaxResultBytes:
 		res.Status = subjects.CallFailed

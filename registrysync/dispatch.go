@@ -100,8 +100,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		// found whole)
 		return dispatchErr(subjects.CodeProtocolError, truncate(redact(r.bad), 512)+"; the call was sent and may have run", "")
 	case r.rpcErr != nil:
-		return dispatchErr(subjects.CodeProtocolError,
-			redact(fmt.Sprintf("server answered JSON-RPC error %d: %s", r.rpcErr.Code, r.rpcErr.Message)), "")
+		return dispatchErr(subjects.CodeProtocolError, "server answered "+rpcErrorText(r.rpcErr, redact), "")
 	case len(r.raw) > 0:
 		var head struct {
 			ResultType string `json:"resultType"`
@@ -135,6 +134,17 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return dispatchErr(subjects.CodeOutcomeUnknown,
 			"the connection failed after the call was sent; it may have run: "+redact(errText(r.err)), "")
 	}
+}
+
+// maxServerErrorBytes caps the message of a server's JSON-RPC error that registrysync passes on
+// (dispatch replies, so call results and audit events; list failures; logs): a hostile server
+// can send megabytes of it.
+const maxServerErrorBytes = 1 << 10
+
+// rpcErrorText is a server's JSON-RPC error, its message redacted by redact, then cut (a secret
+// cut in two would not be found).
+func rpcErrorText(e *mcp.JSONRPCErrorDetails, redact func(string) string) string {
+	return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, truncate(redact(e.Message), maxServerErrorBytes))
 }
 
 func errText(err error) string {

@@ -34,6 +34,7 @@ import (
 //	          member names case-insensitively)
 //	badtypes  answers tools/call with an "error" member of the wrong shape
 //	huge      answers tools/call with a line longer than maxLineBytes
+//	errhuge   answers tools/call with a JSON-RPC error whose message is 2 MiB
 //	notifyfirst sends tools/list_changed just before its first tools/list result
 //	taskbadget, taskbadresult, taskhuge  list "t" as requiring tasks and answer its tools/call
 //	          with a task, then tasks/get (or tasks/result) with an "error" of the wrong shape,
@@ -114,6 +115,8 @@ func serveRawChild(mode string) int {
 				select {}
 			case "badtypes":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
+			case "errhuge":
+				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"call ` + strings.Repeat("spam ", 400<<10) + `"}}`)
 			case "huge":
 				// Larger than a line may be, with the id last, as the TypeScript SDK writes it.
 				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxLineBytes+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
@@ -391,5 +394,21 @@ func TestCappedReaders(t *testing.T) {
 	big := "data: " + strings.Repeat("z", 60) + "\ndata: " + strings.Repeat("z", 60) + "\n\n"
 	if _, err := read(&cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(big)), limit: 100}); !errors.Is(err, errResponseTooLarge) {
 		t.Errorf("an event over the limit: %v", err)
+	}
+}
+
+// TestJSONRPCErrorTextCapped: the message of a server's JSON-RPC error went whole (megabytes)
+// into the dispatch reply, so into the call's result and audit events (and a failed
+// list's into its log line); it is cut to maxServerErrorBytes.
+func TestJSONRPCErrorTextCapped(t *testing.T) {
+	h := run(t, nil, fastConfig(rawServer(t, "loud", "errhuge")))
+	rec := record(t, h.env, subjects.RegistryServer("loud"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	r := h.m.Dispatch(context.Background(), "loud", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000})
+	if r.Error == nil || r.Error.Code != subjects.CodeProtocolError || !strings.Contains(r.Error.Message, "JSON-RPC error -32000: call spam") {
+		t.Fatalf("got %+v, want protocol_error with the server's code and the beginning of its message", r.Error)
+	}
+	if n := len(r.Error.Message); n > maxServerErrorBytes+100 {
+		t.Errorf("the dispatch error holds %d bytes", n)
 	}
 }

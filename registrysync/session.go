@@ -436,7 +436,7 @@ func (s *session) startListening(f mcp.SubscriptionFilter) {
 			_, _, rpcErr, _ := cp.snapshot()
 			switch {
 			case rpcErr != nil:
-				s.c.log.Warn().Int("code", rpcErr.Code).Str("message", s.c.red.String(rpcErr.Message)).
+				s.c.log.Warn().Int("code", rpcErr.Code).Str("message", truncate(s.c.red.String(rpcErr.Message), maxServerErrorBytes)).
 					Msg("server refused subscriptions/listen; relying on periodic resync")
 				return
 			case err != nil:
@@ -586,7 +586,7 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	_, result, rpcErr, terr := cp.snapshot()
 	switch {
 	case rpcErr != nil:
-		return nil, codedf(subjects.CodeListFailed, "%s/list: JSON-RPC error %d: %s", kind, rpcErr.Code, rpcErr.Message)
+		return nil, codedf(subjects.CodeListFailed, "%s/list: %s", kind, rpcErrorText(rpcErr, s.c.red.String))
 	case result != nil:
 		// The raw bytes are what matter (mcp-go decoded none of them), and parsePage judges
 		// them.

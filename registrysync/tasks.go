@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -191,7 +190,7 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		switch {
 		case r.rpcErr != nil:
 			s.cancelTask(task.TaskID)
-			return callResult{sent: true, bad: fmt.Sprintf("tasks/get answered JSON-RPC error %d: %s", r.rpcErr.Code, r.rpcErr.Message)}
+			return callResult{sent: true, bad: "tasks/get answered " + rpcErrorText(r.rpcErr, s.c.red.String)}
 		case r.raw == nil && ended(ctx):
 			s.cancelTask(task.TaskID)
 			return callResult{sent: true, err: r.err}

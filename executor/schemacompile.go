@@ -1,0 +1,186 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// What compileSchema checks besides what the library does: the size of the schema before it
+// is compiled (schemaShape), $ref cycles after (refCycle), and what its errors say
+// (compileErrorText).
+
+// schemaShape checks the JSON text raw against maxSchemaDepth and maxSchemaObjects, from its
+// bytes and before anything decodes it: the library compiles every schema object it holds
+// (and validates the whole document against its meta-schema), recursively, so the bounds
+// bound the work of compiling and the memory of the compiled copies. Text that is not JSON is
+// refused when decoded.
+func schemaShape(raw []byte) error {
+	depth, objects, inString := 0, 0, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{':
+			if objects++; objects > maxSchemaObjects {
+				return fmt.Errorf("it holds more than %d objects", maxSchemaObjects)
+			}
+			fallthrough
+		case '[':
+			if depth++; depth > maxSchemaDepth {
+				return fmt.Errorf("it nests more than %d levels deep", maxSchemaDepth)
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// refCycle finds a schema object of the compiled schema root that is part of itself: reached
+// again, through $ref (or $recursiveRef, $dynamicRef) and the applicators that apply to the
+// same value (allOf, anyOf, oneOf, not, if/then/else, dependentSchemas), without descending
+// into the arguments. Validating against it never ends (the library stops such a loop when it
+// meets it, with an error that decides nothing where only a yes/no is asked, as under "not"):
+// the schema is refused instead. It returns the location of a schema object on the cycle.
+// Recursion through properties, items and the like descends, and is no cycle.
+func refCycle(root *jsonschema.Schema) (string, bool) {
+	// Every schema object reachable by any edge, each once.
+	all := []*jsonschema.Schema{root}
+	seen := map[*jsonschema.Schema]bool{root: true}
+	for i := 0; i < len(all); i++ {
+		same, deeper := schemaEdges(all[i])
+		for _, n := range append(same, deeper...) {
+			if !seen[n] {
+				seen[n] = true
+				all = append(all, n)
+			}
+		}
+	}
+	// A depth-first walk of the same-value edges alone: a cycle is an edge back to a schema
+	// on the current chain.
+	const (
+		unseen = iota
+		onChain
+		done
+	)
+	state := make(map[*jsonschema.Schema]int, len(all))
+	var found *jsonschema.Schema
+	var walk func(s *jsonschema.Schema) bool
+	walk = func(s *jsonschema.Schema) bool {
+		state[s] = onChain
+		same, _ := schemaEdges(s)
+		for _, n := range same {
+			switch state[n] {
+			case onChain:
+				found = n
+				return true
+			case unseen:
+				if walk(n) {
+					return true
+				}
+			}
+		}
+		state[s] = done
+		return false
+	}
+	for _, s := range all {
+		if state[s] == unseen && walk(s) {
+			return relativeLocations(found.Location), true
+		}
+	}
+	return "", false
+}
+
+// schemaEdges are the subschemas of s: those applied to the value s applies to (same) and those
+// applied to a value inside it or derived from it (deeper).
+func schemaEdges(s *jsonschema.Schema) (same, deeper []*jsonschema.Schema) {
+	add := func(to *[]*jsonschema.Schema, ss ...*jsonschema.Schema) {
+		for _, x := range ss {
+			if x != nil {
+				*to = append(*to, x)
+			}
+		}
+	}
+	addAny := func(to *[]*jsonschema.Schema, v any) { // nil, bool, *Schema or []*Schema
+		switch v := v.(type) {
+		case *jsonschema.Schema:
+			add(to, v)
+		case []*jsonschema.Schema:
+			add(to, v...)
+		}
+	}
+	add(&same, s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else)
+	if s.DynamicRef != nil {
+		add(&same, s.DynamicRef.Ref)
+	}
+	add(&same, s.AllOf...)
+	add(&same, s.AnyOf...)
+	add(&same, s.OneOf...)
+	for _, d := range s.DependentSchemas {
+		add(&same, d)
+	}
+	for _, d := range s.Dependencies {
+		addAny(&same, d)
+	}
+
+	add(&deeper, s.PropertyNames, s.UnevaluatedProperties, s.Contains, s.Items2020, s.UnevaluatedItems, s.ContentSchema)
+	for _, p := range s.Properties {
+		add(&deeper, p)
+	}
+	for _, p := range s.PatternProperties {
+		add(&deeper, p)
+	}
+	add(&deeper, s.PrefixItems...)
+	addAny(&deeper, s.AdditionalProperties)
+	addAny(&deeper, s.Items)
+	addAny(&deeper, s.AdditionalItems)
+	return same, deeper
+}
+
+// maxSchemaErrorBytes bounds what an invalid_schema message says of the schema.
+const maxSchemaErrorBytes = 512
+
+// compileErrorText says what is wrong with a schema the library refused, and where: a
+// keyword's JSON pointer in the schema ("at '/properties/x/type': …"), or a location relative
+// to the schema ("#/$defs/nope"), on one line.
+func compileErrorText(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
+		// The library's text says only "not valid against metaschema" on its first line.
+		return "not a valid JSON Schema: " + issuesMessage(schemaIssues(ve))
+	}
+	return oneLine(relativeLocations(err.Error()))
+}
+
+// relativeLocations writes locations inside the schema relative to it: "#/$defs/a" rather
+// than the URL the executor compiles it under.
+func relativeLocations(s string) string { return strings.ReplaceAll(s, schemaURL, "") }
+
+// oneLine joins the lines of a multi-line error text with "; ".
+func oneLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "- "))
+	}
+	return strings.Join(lines, "; ")
+}
+
+// schemaIssueText is the text of a failure of the schema against its meta-schema: the library's
+// own, which may quote the schema's values (the schema is the server's, and public).
+func schemaIssueText(k jsonschema.ErrorKind) string {
+	return relativeLocations(k.LocalizedString(printer))
+}
