@@ -65,6 +65,12 @@ type Config struct {
 	RetryMax int
 	// ReadyTimeout bounds the registry replay before workers start; 0 → 30s.
 	ReadyTimeout time.Duration
+	// ReconnectGrace is how long after the executor starts a call to a server that is
+	// connecting, or whose connector stopped or fell silent, waits for it to be ready (at most
+	// the call's timeout) instead of being refused unavailable: after a restart, the calls
+	// queued while everything was down are taken before the connectors are back. 0 → 30s;
+	// negative: no wait.
+	ReconnectGrace time.Duration
 	// RelistTimeout bounds a re-list of an expired tool list; 0 → 10s.
 	RelistTimeout time.Duration
 	// StopGrace bounds how long Run waits, once stopping, for dispatched calls to finish; calls
@@ -124,6 +130,7 @@ const (
 	DefaultSlotLease          = 30 * time.Second
 	DefaultRetryMax           = 3
 	DefaultReadyTimeout       = 30 * time.Second
+	DefaultReconnectGrace     = 30 * time.Second
 	DefaultRelistTimeout      = 10 * time.Second
 	DefaultStopGrace          = 10 * time.Second
 	DefaultReplyPrefix        = "_INBOX."
@@ -164,6 +171,9 @@ func (c Config) withDefaults() Config {
 	d(&c.SlotLease, DefaultSlotLease)
 	i(&c.RetryMax, DefaultRetryMax)
 	d(&c.ReadyTimeout, DefaultReadyTimeout)
+	if c.ReconnectGrace == 0 {
+		c.ReconnectGrace = DefaultReconnectGrace
+	}
 	d(&c.RelistTimeout, DefaultRelistTimeout)
 	d(&c.StopGrace, DefaultStopGrace)
 	return c

@@ -62,8 +62,10 @@
 //     authorization context holds → not_found (invisible, as in the catalog); Decide →
 //     forbidden. Asked again of what step 5 leaves (a re-list).
 //  5. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
-//     reason); server not ready → unavailable (with the reason); ttlMs run out → re-list, then
-//     decide again (unavailable if the re-list fails).
+//     reason); server not ready → unavailable (with the reason), except in the executor's
+//     first Config.ReconnectGrace, when a call to a server that is connecting or whose
+//     connector stopped or fell silent waits for it (awaitReconnect: calls queued across a
+//     restart); ttlMs run out → re-list, then decide again (unavailable if the re-list fails).
 //  6. arguments against the raw inputSchema (santhosh-tekuri/jsonschema: 2020-12 by default,
 //     older drafts by $schema; $ref, $defs, oneOf, anyOf) → invalid_arguments with the JSON
 //     pointer of the first failure in Error.Path and up to 5 failures in the message, sorted by

@@ -44,6 +44,7 @@ type Executor struct {
 	flight  flight
 
 	stats    stats
+	serving  atomic.Int64 // when the workers started (UnixNano): the start of ReconnectGrace
 	ready    atomic.Bool
 	stopping chan struct{} // closed when Run begins to stop
 	execSem  chan struct{}
@@ -187,6 +188,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		execSub.SetPendingLimits(-1, -1)
 	}
 
+	e.serving.Store(time.Now().UnixNano())
 	var workers sync.WaitGroup
 	var iters []*workerIter
 	if !e.cfg.NoWorkers {

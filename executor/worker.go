@@ -319,6 +319,14 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	// 4. Freshness, then the policy again: a re-list may have replaced the definition or the
 	// list's scope.
 	v, t, s := e.fresh(ctx, t)
+	if s != nil && s.e != nil && s.e.Code == subjects.CodeUnavailable {
+		switch e.awaitReconnect(ctx, c, t.Server) {
+		case reconnected:
+			v, t, s = e.fresh(ctx, t)
+		case reconnectStopping:
+			return &stop{err: errStopping} // handed back: another executor waits for it
+		}
+	}
 	if s != nil {
 		return s
 	}
@@ -387,6 +395,67 @@ func (e *Executor) configuredApproval(t *tool) bool {
 		}
 	}
 	return false
+}
+
+// awaitReconnect waits, in the executor's first ReconnectGrace and at most the call's timeout,
+// for server to be ready when its last status says it is coming back: connecting, or its
+// connector stopped or fell silent (a restart). After a restart the calls queued while
+// everything was down are taken before the connectors are back; refusing them unavailable
+// would throw away what the queue kept for them. A server that failed otherwise (connect_failed,
+// a crash loop) is not waited for. It reports whether the server is ready now, or the
+// executor is stopping.
+func (e *Executor) awaitReconnect(ctx context.Context, c *call, server string) reconnect {
+	if e.cfg.ReconnectGrace <= 0 {
+		return notReconnected
+	}
+	until := time.Unix(0, e.serving.Load()).Add(e.cfg.ReconnectGrace)
+	until = minTime(until, c.started.Add(requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)))
+	if !time.Now().Before(until) {
+		return notReconnected
+	}
+	deadline := time.NewTimer(time.Until(until))
+	defer deadline.Stop()
+	poll := time.NewTicker(reconnectPoll)
+	defer poll.Stop()
+	for {
+		status, code, _ := e.reg.view.ServerStatus(server)
+		switch {
+		case status == subjects.StatusReady:
+			return reconnected
+		case status == subjects.StatusConnecting,
+			status == subjects.StatusUnavailable && (code == subjects.CodeConnectorStopped || code == subjects.CodeConnectorLost):
+		default:
+			return notReconnected
+		}
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			return notReconnected
+		case <-e.stopping:
+			return reconnectStopping
+		case <-ctx.Done():
+			return reconnectStopping
+		}
+	}
+}
+
+// reconnect is the outcome of awaitReconnect.
+type reconnect int
+
+const (
+	notReconnected reconnect = iota
+	reconnected
+	reconnectStopping
+)
+
+// reconnectPoll is how often awaitReconnect looks at the server's status.
+const reconnectPoll = 50 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // fresh checks the freshness of t: stale, removed and revoked tools are refused stale; a server

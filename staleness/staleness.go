@@ -246,15 +246,16 @@ func (s *serverState) statusReason() string {
 	return r
 }
 
-// ServerStatus returns the last status of a server ("" if none was seen) and its reason.
-func (v *View) ServerStatus(server string) (status, reason string) {
+// ServerStatus returns the last status of a server ("" if none was seen), its code and its
+// reason.
+func (v *View) ServerStatus(server string) (status, code, reason string) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	s := v.servers[server]
 	if s == nil {
-		return "", ""
+		return "", "", ""
 	}
-	return s.status, s.reason
+	return s.status, s.code, s.reason
 }
 
 // ItemName extracts the identifying name of a raw definition: "name" for tools and prompts,
