@@ -81,6 +81,17 @@ func TestDeployUnits(t *testing.T) {
 		if _, isRole := findRole(name); !isRole {
 			t.Errorf("%s: %q is not a role", u, name)
 		}
+		// A unit that starts stdio servers (npx, uvx) under ProtectHome and ProtectSystem=strict
+		// must give them a home and a cache it may write: /home is hidden and the rest is
+		// read-only but for the unit's own directories.
+		if name == "registrysync" {
+			for _, want := range []string{"StateDirectory=mcpstream", "CacheDirectory=mcpstream",
+				"Environment=HOME=/var/lib/mcpstream", "Environment=npm_config_cache=/var/cache/mcpstream/"} {
+				if !strings.Contains(string(data), want) {
+					t.Errorf("%s: no %q: npx would find no writable home or cache", u, want)
+				}
+			}
+		}
 		// --help lists the flags; every flag the unit uses must be there.
 		var out strings.Builder
 		c.run(t.Context(), []string{"--help"}, &out, &out)
