@@ -31,7 +31,8 @@ var (
 // Mode use; any NATS client can do the same with the subjects alone.
 type Client struct {
 	NC *nats.Conn
-	// JS is needed by Submit and Await only.
+	// JS is needed by CallDirect, Submit and Await; Call uses it, when set, to find an answer
+	// whose reply was lost.
 	JS jetstream.JetStream
 }
 
@@ -46,17 +47,52 @@ func NewCallID() string {
 // the call sends it to this request's inbox). A request larger than the calls stream accepts is
 // answered too_large here without being sent; an empty ID gets a new one. The error is for
 // transport failures only (ErrNoExecutor, ctx's deadline): a refusal is a CallResult with Error
-// set. When ctx ends first and JS is set, the results stream is read once: an answer whose
-// reply was lost is still returned. Give ctx a deadline: the executor persists the call and
-// does not answer a caller that stopped waiting.
+// set. With JS the results stream is also read every 2 s while waiting, and once more when ctx
+// ends first: an answer whose reply was lost (a reconnect) is still returned. Give ctx a
+// deadline: the executor persists the call and does not answer a caller that stopped waiting.
 func (c Client) Call(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
 	req, data, res := prepare(tenant, req)
 	if res != nil {
 		return *res, nil
 	}
-	m, err := c.NC.RequestWithContext(ctx, subjects.Exec(tenant), data)
+	rctx, polled := ctx, make(chan subjects.CallResult, 1)
+	if c.JS != nil {
+		// The worker sends the answer to this request's inbox once: one sent while this
+		// connection was away (a NATS restart under a call waiting for approval, say) is lost
+		// to the inbox. The results stream keeps it: it is read every resultPoll, as CallDirect
+		// does, so such an answer still arrives, not only at ctx's end.
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			poll := time.NewTicker(resultPoll)
+			defer poll.Stop()
+			for {
+				select {
+				case <-rctx.Done():
+					return
+				case <-poll.C:
+				}
+				if stream, err := c.JS.Stream(rctx, subjects.ResultsStream); err == nil {
+					if res, ok, err := getResult(rctx, stream, tenant, req.ID); err == nil && ok {
+						polled <- res
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+	}
+	m, err := c.NC.RequestWithContext(rctx, subjects.Exec(tenant), data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return subjects.CallResult{}, fmt.Errorf("%w on %s", ErrNoExecutor, subjects.Exec(tenant))
+	}
+	if err != nil {
+		select {
+		case res := <-polled:
+			return res, nil
+		default:
+		}
 	}
 	if err != nil && c.JS != nil && ctx.Err() != nil {
 		// The answer may be stored with its reply lost (a reconnect): look once more.

@@ -112,7 +112,9 @@
 // and approval waits send progress heartbeats. A call delivered MaxDeliver (5) times is answered
 // without running again (outcome_unknown if claimed, else internal); the consumer delivers up to
 // five more times, so that answer is retried when storing it fails. A call handed back while it
-// waits for approval (its executor stopping) counts a delivery too.
+// waits for approval (its executor stopping) counts a delivery too: it is handed back with a
+// 2 s delay, so that another executor (or this one restarted) takes it, not the stopping
+// process's own workers.
 //
 // If a worker dies after dispatching a side-effecting call and before storing its answer, the
 // redelivered call finds the claim and answers outcome_unknown: never a second execution.
@@ -136,7 +138,8 @@
 // # Clients
 //
 // Client.Call is a request/reply on mcpstream.v1.exec.<tenant>: it fails fast (ErrNoExecutor)
-// when no front end runs. Client.CallDirect persists the request straight on the calls stream
+// when no front end runs; with Client.JS it also reads the results stream every 2 s, so an
+// answer sent while its connection was away (a NATS restart) still arrives. Client.CallDirect persists the request straight on the calls stream
 // with Mcpstream-Reply-To set to an inbox of a per-connection answer mux, skipping the front
 // end's hop (for in-process callers such as a gateway); a request made while no executor runs
 // waits in the stream. Submit and Await are the fire-and-forget pair. Stats counts what a

@@ -138,8 +138,9 @@ func (e *Executor) Stats() Stats {
 func (e *Executor) Ready() bool { return e.ready.Load() }
 
 // Run declares the executor's JetStream state, replays the registry, then serves until ctx is
-// done. On stop it stops taking calls, hands back calls waiting for approval (nak: another
-// worker takes them at once) and lets dispatched calls finish.
+// done. On stop it stops taking calls, hands back calls waiting for approval (nak after
+// handBackDelay: another executor, or this one restarted, takes them) and lets dispatched calls
+// finish.
 func (e *Executor) Run(ctx context.Context) error {
 	st, err := ensureState(ctx, e.js, e.cfg, !e.cfg.NoWorkers)
 	if err != nil {
@@ -273,7 +274,7 @@ func (w *workerIter) drain() {
 
 // work takes calls from its own iterator and handles them, one at a time, until the executor
 // stops: no hand-over between goroutines on the way to a call. Once stopping, a call taken is
-// handed back at once (nak) rather than after AckWait. An iterator closed while the executor
+// handed back (nak after handBackDelay) rather than after AckWait. An iterator closed while the executor
 // runs (its consumer was deleted, say) is replaced, the consumer declared again: workers never
 // stop silently while the executor says it is ready.
 func (e *Executor) work(w *workerIter) {
@@ -292,7 +293,7 @@ func (e *Executor) work(w *workerIter) {
 		}
 		select {
 		case <-e.stopping:
-			m.Nak()
+			m.NakWithDelay(handBackDelay)
 			continue
 		default:
 		}

@@ -28,12 +28,21 @@ var (
 	errRetry = errors.New("retry later")
 	// errTerminate drops the message for good (term): it can never be answered.
 	errTerminate = errors.New("terminate")
-	// errStopping hands the message back at once (nak) because this process is stopping.
+	// errStopping hands the message back (nak after handBackDelay) because this process is
+	// stopping.
 	errStopping = errors.New("executor stopping")
 )
 
 // retryDelay is the nak delay of errRetry.
 const retryDelay = time.Second
+
+// handBackDelay is the nak delay of a call handed back by a stopping executor (one that waited
+// for approval, or one taken while stopping). An immediate nak went straight back to the
+// stopping process's own workers, still draining their pull requests, which handed it back
+// again and again: each time a delivery, until MaxDeliver ended the call unanswered (or a
+// restarted executor refused it internal). By the delay the stopping workers are gone and
+// another executor, or this one restarted, takes the call.
+const handBackDelay = 2 * time.Second
 
 // Envelope bounds.
 const (
@@ -97,7 +106,7 @@ func (e *Executor) settle(m jetstream.Msg, err error) {
 		e.cfg.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("call message dropped")
 		m.Term()
 	case errors.Is(err, errStopping):
-		m.Nak()
+		m.NakWithDelay(handBackDelay)
 	default:
 		e.cfg.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("call will be redelivered")
 		m.NakWithDelay(retryDelay)

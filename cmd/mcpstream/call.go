@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/mcpstream/mcpstream/executor"
 	"github.com/mcpstream/mcpstream/policy"
@@ -40,7 +43,9 @@ Output:
 Exit status: 0 when the tool ran and answered; 1 when the call was refused or failed (the error
 code and message go to stderr, or stdout with --json), and 1 too when the tool reported a failure
 (isError: true; its result is printed). A --id already used gets the earlier answer, never a
-second execution: use it to retry safely.
+second execution: use it to retry safely. When NATS refuses this user the call's subjects (publish
+to mcpstream.v1.exec.<tenant>, subscribe to the reply inbox: see --nats-inbox), call fails at once
+with the server's permissions violation.
 
 Error codes: bad_request, too_large, not_found, stale, unavailable, unknown_principal, forbidden,
 denied, approval_timeout, needs_approval (--approval-timeout -1), invalid_arguments (with the JSON
@@ -120,12 +125,25 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		wait = cmpOr(timeout, executor.DefaultCallTimeout) + cmpOr(max(appr, 0), executor.DefaultApprovalTimeout) + 15*time.Second
 	}
 
-	nc, _, err := cf.connect("call")
+	// NATS answers a publish or a subscription the user's permissions refuse with an
+	// asynchronous error, nothing else: the request would wait for its answer until --wait.
+	// Refused on this call's own subjects (the exec subject, the reply inbox), it ends now.
+	denyCtx, denied := context.WithCancelCause(ctx)
+	defer denied(nil)
+	inbox := cmp.Or(cf.Inbox, strings.TrimSuffix(nats.InboxPrefix, "."))
+	nc, js, err := cf.connect("call", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		// The server's text is all there is: `... for Publish to "SUBJECT"`, `... for
+		// Subscription to "SUBJECT"` (nats.go reads its subject the same way).
+		if errors.Is(err, nats.ErrPermissionViolation) &&
+			(strings.Contains(err.Error(), `"`+subjects.Exec(tenant)+`"`) || strings.Contains(err.Error(), `"`+inbox+`.`)) {
+			denied(err)
+		}
+	}))
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	cctx, cancel := context.WithTimeout(ctx, wait)
+	cctx, cancel := context.WithTimeout(denyCtx, wait)
 	defer cancel()
 	// A call may wait minutes for a human approval: say so, with the id the approver needs.
 	waited := make(chan struct{})
@@ -145,10 +163,16 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		case <-waited:
 		}
 	}()
-	res, err := executor.Client{NC: nc}.Call(cctx, tenant, req)
+	// With JS the answer is also read from the results stream: one sent while this connection
+	// was away (NATS restarted under a call waiting for approval) still arrives.
+	res, err := executor.Client{NC: nc, JS: js}.Call(cctx, tenant, req)
 	close(waited)
 	<-hinted
 	switch {
+	case err != nil && errors.Is(context.Cause(denyCtx), nats.ErrPermissionViolation):
+		return fmt.Errorf("call: NATS refused it: %w (the NATS user needs to publish to %s and to subscribe to its reply inbox %s.>, "+
+			"see --nats-inbox; if the request went out, `call --id %s` again returns its answer without running it twice)",
+			context.Cause(denyCtx), subjects.Exec(tenant), inbox, req.ID)
 	case errors.Is(err, executor.ErrNoExecutor):
 		// Nothing was persisted: no executor front end answered.
 		res = subjects.CallResult{ID: req.ID, Tool: req.Tool, Status: subjects.CallRefused, Error: &subjects.Error{

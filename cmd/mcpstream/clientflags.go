@@ -83,6 +83,22 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 	return nc, js, nil
 }
 
+// ErrNoJetStream is wrapped by the error of a command or role that needs JetStream (the
+// streams) on a NATS server or account without it.
+var ErrNoJetStream = errors.New("JetStream is not enabled")
+
+// noJetStream explains err when it says that NATS has no JetStream for this connection: its
+// API has no responders (a server started without -js), or it answers that JetStream is not
+// enabled for the account. Other errors (and nil) are returned as they are.
+func (n *natsFlags) noJetStream(err error) error {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+		return fmt.Errorf("%w on %s for this account: mcpstream keeps its state in JetStream "+
+			"(run nats-server with -js or a jetstream block, as in nats.conf): %w", ErrNoJetStream, redactURL(n.URL), err)
+	}
+	return err
+}
+
 // redactURL hides the credentials of NATS URLs: the password of nats://user:pass@host, the
 // token of nats://token@host (all of the user part when it has no password).
 func redactURL(u string) string {

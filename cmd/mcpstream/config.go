@@ -43,7 +43,7 @@ type fileConfig struct {
 	embedder     *embeddings.Client
 	embedTimeout time.Duration
 	embedSecrets []string
-	// streams holds the streams section's retention (zero: the defaults).
+	// streams holds the streams section's retention (zero: not given; see keepLimits).
 	streams subjects.StreamOptions
 }
 

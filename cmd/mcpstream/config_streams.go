@@ -10,7 +10,8 @@ import (
 
 // streamsConfig is the streams section of the configuration file: how much of the results and
 // audit streams JetStream keeps. Applied by `up` (and every role process) when it declares the
-// streams.
+// streams; a value it does not give keeps the stream's current one (the default when the stream
+// is created), see keepLimits.
 type streamsConfig struct {
 	ResultsMaxAge   string `yaml:"resultsMaxAge"`   // Go duration; default 24h
 	ResultsMaxBytes string `yaml:"resultsMaxBytes"` // size such as 10GiB; default unlimited

@@ -15,7 +15,8 @@
 // The binary itself adds no subjects: roles consume and produce what their packages document
 // (registrysync, indexer, executor). Every process that runs roles declares the streams
 // (subjects.Streams) at start, idempotently, keeping an existing stream's replica count unless
-// --stream-replicas is given. `events` and `servers` read the registry, results and audit
+// --stream-replicas is given, and its limits (max age, bytes, messages) unless the
+// configuration's streams section gives them. `events` and `servers` read the registry, results and audit
 // streams with ordered consumers (ephemeral, in memory, no acks): reading never changes what
 // other consumers see.
 //
@@ -24,7 +25,8 @@
 // Under --data (default ./.mcpstream): nats/ (the embedded JetStream store, `up` without --nats
 // only, locked by DATA/LOCK against a second process), demo/ (the demo servers' control files),
 // and whatever roles keep there (indexer catalogs). Configuration secrets are resolved in memory
-// and handed only to registrysync.
+// and handed only to registrysync (which sends them to the servers) and the executor (which
+// redacts their values from audit events).
 //
 // # HTTP
 //

@@ -31,6 +31,10 @@ Replays stored events in order, oldest first, then exits once caught up (or, wit
 printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot, list_changed
 and status event of every MCP server. A --subject filter (any mcpstream subject with NATS wildcards,
 with or without the "mcpstream.v1." prefix) picks the stream it belongs to: registry, results or audit.
+Several --subject filters (all of one stream) print every event that any of them matches, once; a
+filter that another covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
+the registry events of that server: with --subject, each filter is narrowed to it
+(--server kb --subject 'registry.*.status' prints kb's status events only).
 
 Text output is one summary line per event: sequence, time, server, event, and for snapshots the
 number of items and what was added (+) or removed (-) since the previous snapshot of that server and
@@ -42,6 +46,7 @@ Examples:
   mcpstream events --json --since 2026-01-02T15:04:05Z
   mcpstream events --server ticketing --follow
   mcpstream events --subject 'registry.*.status'
+  mcpstream events --server ticketing --subject 'registry.*.status' --subject 'registry.*.changed.*'
   mcpstream events --subject 'audit.>' --since 10m --json`
 
 // stringList is a repeatable string flag.
@@ -61,7 +66,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("events", "events [flags]", eventsHelp)
 	cf.register(fs, false)
 	fs.Var(&filters, "subject", "subject filter (repeatable), e.g. registry.*.status, audit.>, mcpstream.v1.results.acme.>")
-	fs.StringVar(&server, "server", "", "only this MCP server's registry events")
+	fs.StringVar(&server, "server", "", "only this MCP server's registry events (narrows the --subject filters)")
 	fs.StringVar(&stream, "stream", "", "read this stream: registry (default), results or audit")
 	fs.StringVar(&since, "since", "", "start at this age (1h, 30m) or time (RFC3339); default: the whole history")
 	fs.BoolVar(&follow, "follow", false, "keep printing new events until interrupted")
@@ -72,15 +77,17 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(rest) > 0 {
 		return fmt.Errorf("events: unexpected argument %q", rest[0])
 	}
-	if server != "" {
-		if name, _, err := pickStream(stream, filters); err == nil && name != subjects.RegistryStream {
-			return fmt.Errorf("%w: --server selects registry events, not those of %s (filter it with --subject)", ErrBadFilter, name)
-		}
-		filters = append(filters, subjects.RegistryServer(server))
-	}
 	streamName, subjectFilters, err := pickStream(stream, filters)
 	if err != nil {
 		return err
+	}
+	if server != "" {
+		if streamName != subjects.RegistryStream {
+			return fmt.Errorf("%w: --server selects registry events, not those of %s (filter it with --subject)", ErrBadFilter, streamName)
+		}
+		if subjectFilters, err = forServer(subjectFilters, server); err != nil {
+			return err
+		}
 	}
 	start, err := parseSince(since, time.Now())
 	if err != nil {
@@ -98,7 +105,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cfg.OptStartTime = &start
 	}
 	p := &eventPrinter{w: stdout, json: cf.JSON, prev: map[string][]string{}}
-	return readStream(ctx, js, streamName, cfg, follow, p.print)
+	return cf.noJetStream(readStream(ctx, js, streamName, cfg, follow, p.print))
 }
 
 // pickStream resolves the stream and subject filters of `events`.
@@ -161,7 +168,90 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 	if name == "" {
 		name = subjects.RegistryStream
 	}
-	return name, out, nil
+	return name, dropCovered(out), nil
+}
+
+// forServer narrows registry subject filters to one server's events (--server with --subject):
+// the server token of each filter, a wildcard or that server, becomes the server; a filter of
+// another server selects none of its events. Without filters: every event of the server.
+func forServer(filters []string, server string) ([]string, error) {
+	all := subjects.RegistryServer(server)
+	if len(filters) == 0 {
+		return []string{all}, nil
+	}
+	var out []string
+	for _, f := range filters {
+		if n := intersect(f, all); n != "" {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: --subject %s: no event of server %q matches (--server narrows the filters to its events)",
+			ErrBadFilter, strings.Join(filters, ", "), server)
+	}
+	return dropCovered(out), nil
+}
+
+// dropCovered removes the filters that another filter covers (and repeated ones), keeping the
+// order of the rest: a JetStream consumer refuses a filter that is a subset of another
+// (registry.> with registry.kb.status), and the covering one selects the same events.
+func dropCovered(filters []string) []string {
+	out := make([]string, 0, len(filters))
+	for i, f := range filters {
+		covered := false
+		for j, g := range filters {
+			// Of two equal filters the first stays.
+			if i != j && covers(g, f) && (f != g || j < i) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// covers reports whether the NATS subject filter g matches every subject that filter f matches.
+func covers(g, f string) bool {
+	gt, ft := strings.Split(g, "."), strings.Split(f, ".")
+	for i, t := range gt {
+		switch {
+		case t == ">":
+			return len(ft) > i
+		case i >= len(ft) || ft[i] == ">":
+			return false
+		case t != "*" && t != ft[i]: // "*" covers a token or "*"; a literal only itself
+			return false
+		}
+	}
+	return len(ft) == len(gt)
+}
+
+// intersect returns the NATS subject filter matching exactly the subjects that both filters a
+// and b match, "" when there are none.
+func intersect(a, b string) string {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	var out []string
+	for i := 0; ; i++ {
+		switch {
+		case i == len(at) && i == len(bt):
+			return strings.Join(out, ".")
+		case i < len(at) && at[i] == ">" && i < len(bt):
+			return strings.Join(append(out, bt[i:]...), ".")
+		case i < len(bt) && bt[i] == ">" && i < len(at):
+			return strings.Join(append(out, at[i:]...), ".")
+		case i >= len(at) || i >= len(bt):
+			return ""
+		case at[i] == "*":
+			out = append(out, bt[i])
+		case bt[i] == "*" || at[i] == bt[i]:
+			out = append(out, at[i])
+		default:
+			return ""
+		}
+	}
 }
 
 // parseSince reads --since: "" (everything), a duration before now, or an RFC3339 time.

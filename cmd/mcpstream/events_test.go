@@ -282,7 +282,11 @@ func TestPickStream(t *testing.T) {
 		{stream: subjects.ResultsStream, want: subjects.ResultsStream, subs: []string{}},
 		{filters: []string{"registry.*.status"}, want: subjects.RegistryStream, subs: []string{"mcpstream.v1.registry.*.status"}},
 		{filters: []string{"mcpstream.v1.audit.acme.>"}, want: subjects.AuditStream, subs: []string{"mcpstream.v1.audit.acme.>"}},
-		{filters: []string{"results.>", "results.acme.*"}, want: subjects.ResultsStream, subs: []string{"mcpstream.v1.results.>", "mcpstream.v1.results.acme.*"}},
+		// A filter another covers is dropped (a JetStream consumer refuses it), a repeated one
+		// too; filters that overlap in part stay.
+		{filters: []string{"results.>", "results.acme.*"}, want: subjects.ResultsStream, subs: []string{"mcpstream.v1.results.>"}},
+		{filters: []string{"results.acme.*", "mcpstream.v1.results.>"}, want: subjects.ResultsStream, subs: []string{"mcpstream.v1.results.>"}},
+		{filters: []string{"audit.*.decision", "audit.acme.*", "audit.*.decision"}, want: subjects.AuditStream, subs: []string{"mcpstream.v1.audit.*.decision", "mcpstream.v1.audit.acme.*"}},
 		{stream: "nope", err: `--stream "nope": want registry, results or audit`},
 		{filters: []string{"calls.acme"}, err: "calls is a work queue"},
 		{filters: []string{">"}, err: "a filter must stay within one stream"},

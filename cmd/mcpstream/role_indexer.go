@@ -135,7 +135,7 @@ the flag. Under ` + "`mcpstream up`" + ` the roles share one process and no limi
 Examples:
   mcpstream indexer --nats nats://127.0.0.1:4222 --data /var/lib/mcpstream --replica 1
   mcpstream indexer --nats nats://nats-1:4222,nats://nats-2:4222 --config mcpstream.yaml --replica 2
-  rm -rf /var/lib/mcpstream/indexer/1 && mcpstream indexer --replica 1   # rebuild by replay`
+  rm -rf /var/lib/mcpstream/indexer/1 && mcpstream indexer --data /var/lib/mcpstream --replica 1   # rebuild by replay`
 
 // startIndexer opens the replica's catalog under DATA/indexer/REPLICA; Run follows the registry
 // stream and serves the catalog service until the role stops.

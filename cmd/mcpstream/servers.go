@@ -81,6 +81,7 @@ func runServersRemove(ctx context.Context, args []string, stdout, stderr io.Writ
 			if errors.Is(err, registrysync.ErrNotFound) {
 				err = fmt.Errorf("no server %q in the registry", name)
 			}
+			err = nf.noJetStream(err)
 			fmt.Fprintf(stderr, "mcpstream servers remove: %v\n", err)
 			failed++
 			continue
@@ -122,7 +123,7 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer nc.Close()
 	rows, bad, err := readServers(ctx, js)
 	if err != nil {
-		return err
+		return cf.noJetStream(err)
 	}
 	if bad > 0 {
 		fmt.Fprintf(stderr, "mcpstream servers: skipped %d malformed registry event(s)\n", bad)

@@ -415,7 +415,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	origins, err := ensureStreams(startCtx, js, o.StreamReplicas, cfg)
 	cancelStart()
 	if err != nil {
-		return err
+		return o.NATS.noJetStream(err)
 	}
 
 	h := &host{log: log, names: names, nc: nc, state: map[string]*roleState{}}
@@ -568,16 +568,19 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 
 // ensureStreams declares mcpstream's streams and returns when each was created. With replicas 0
 // an existing stream keeps its replica count (a role process never scales a cluster's streams
-// down) and a new one gets 1.
+// down) and a new one gets 1. An existing stream keeps the limits the configuration does not
+// give (see keepLimits).
 func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) (map[string]time.Time, error) {
 	origins := map[string]time.Time{}
 	for _, cfg := range subjects.Streams(fc.streamOptions(max(replicas, 1))) {
-		if replicas == 0 {
-			if s, err := js.Stream(ctx, cfg.Name); err == nil {
-				cfg.Replicas = s.CachedInfo().Config.Replicas
-			} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-				return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+		if s, err := js.Stream(ctx, cfg.Name); err == nil {
+			cur := s.CachedInfo().Config
+			if replicas == 0 {
+				cfg.Replicas = cur.Replicas
 			}
+			keepLimits(&cfg, cur, fc.streams)
+		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
 		s, err := js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {
@@ -586,6 +589,29 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc
 		origins[cfg.Name] = s.CachedInfo().Created
 	}
 	return origins, nil
+}
+
+// keepLimits gives the declaration cfg of an existing stream the current value (cur) of every
+// limit the configuration's streams section (named) does not set. The defaults apply when a
+// stream is created; after that a declaration would otherwise undo, at every start, what an
+// operator set with `nats stream edit` (max_age, max_bytes, max_msgs, max_msgs_per_subject) and
+// the section says nothing about.
+func keepLimits(cfg *jetstream.StreamConfig, cur jetstream.StreamConfig, named subjects.StreamOptions) {
+	var age time.Duration
+	var size int64
+	switch cfg.Name {
+	case subjects.ResultsStream:
+		age, size = named.ResultsMaxAge, named.ResultsMaxBytes
+	case subjects.AuditStream:
+		age, size = named.AuditMaxAge, named.AuditMaxBytes
+	}
+	if age == 0 {
+		cfg.MaxAge = cur.MaxAge
+	}
+	if size == 0 {
+		cfg.MaxBytes = cur.MaxBytes
+	}
+	cfg.MaxMsgs, cfg.MaxMsgsPerSubject = cur.MaxMsgs, cur.MaxMsgsPerSubject
 }
 
 // streamCheckEvery is how often watchStreams checks the streams (and at once after a reconnect).
