@@ -101,6 +101,13 @@ func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 	}
 }
 
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := hostOptions{Name: "up"}
 	fs := newFlagSet("up", "up [flags]", upHelp)
@@ -113,6 +120,10 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("up: unexpected argument %q", rest[0])
 	}
 	o.Embedded = o.NATS.URL == ""
+	if o.Embedded && flagGiven(fs, "nats-creds") {
+		// (The environment default is for the clients, which share it: not an error.)
+		return errors.New("up: --nats-creds needs --nats: the embedded NATS server takes no credentials")
+	}
 	names := make([]string, 0, len(roles))
 	for _, r := range roles {
 		names = append(names, r.name)

@@ -367,6 +367,18 @@ func TestUpBadConfig(t *testing.T) {
 	}
 }
 
+// --nats-creds given to up without --nats is refused: the embedded server takes no credentials,
+// and ignoring the flag hid that the user meant another server.
+func TestUpCredsWithoutNATS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	data := t.TempDir()
+	_, _, err := runCmd(t, ctx, "up", "--data", data, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--nats-creds", filepath.Join(data, "user.creds"))
+	if err == nil || !strings.Contains(err.Error(), "--nats-creds needs --nats") {
+		t.Errorf("up --nats-creds without --nats: %v", err)
+	}
+}
+
 func TestRoleSubcommandHelp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
