@@ -412,32 +412,7 @@ func unusableSchema(t *tool, why string) *subjects.Error {
 
 // nestsDeeper reports whether the JSON text raw nests arrays and objects more than limit levels
 // deep (text that is not JSON is refused later; any answer will do for it).
-func nestsDeeper(raw []byte, limit int) bool {
-	depth, inString := 0, false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > limit {
-				return true
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return false
-}
+func nestsDeeper(raw []byte, limit int) bool { return jsonShape(raw, limit, 0) == tooDeep }
 
 // countJSONValues is the number of JSON values in v (v itself and everything inside it).
 func countJSONValues(v any) int {

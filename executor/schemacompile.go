@@ -18,6 +18,29 @@ import (
 // bound the work of compiling and the memory of the compiled copies. Text that is not JSON is
 // refused when decoded.
 func schemaShape(raw []byte) error {
+	switch jsonShape(raw, maxSchemaDepth, maxSchemaObjects) {
+	case tooDeep:
+		return fmt.Errorf("it nests more than %d levels deep", maxSchemaDepth)
+	case tooManyObjects:
+		return fmt.Errorf("it holds more than %d objects", maxSchemaObjects)
+	}
+	return nil
+}
+
+// shape is what jsonShape finds.
+type shape int
+
+const (
+	shapeOK shape = iota
+	tooDeep
+	tooManyObjects
+)
+
+// jsonShape scans the JSON text raw, from its bytes and without decoding it, for nesting of
+// arrays and objects deeper than maxDepth levels or more than maxObjects objects (0: any
+// number), and stops at the first it finds. Text that is not JSON gets some answer: it is
+// refused when decoded.
+func jsonShape(raw []byte, maxDepth, maxObjects int) shape {
 	depth, objects, inString := 0, 0, false
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
@@ -34,19 +57,19 @@ func schemaShape(raw []byte) error {
 		case '"':
 			inString = true
 		case '{':
-			if objects++; objects > maxSchemaObjects {
-				return fmt.Errorf("it holds more than %d objects", maxSchemaObjects)
+			if objects++; maxObjects > 0 && objects > maxObjects {
+				return tooManyObjects
 			}
 			fallthrough
 		case '[':
-			if depth++; depth > maxSchemaDepth {
-				return fmt.Errorf("it nests more than %d levels deep", maxSchemaDepth)
+			if depth++; depth > maxDepth {
+				return tooDeep
 			}
 		case '}', ']':
 			depth--
 		}
 	}
-	return nil
+	return shapeOK
 }
 
 // refCycle finds a schema object of the compiled schema root that is part of itself: reached
