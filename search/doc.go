@@ -32,9 +32,11 @@
 //
 // # Text analysis
 //
-// Tokenize lower-cases, splits on non-alphanumerics, camelCase and
-// letter/digit boundaries (keeping the joined form too: getLogs → get, log,
-// getlog), drops a small English stop list, and applies a light stemmer
+// Tokenize reads text in Unicode normalization form C (an accent spelled as a
+// combining mark, e + U+0301, is the precomposed é), lower-cases, splits on
+// non-alphanumerics, camelCase and letter/digit boundaries (keeping the
+// joined form too: getLogs → get, log, getlog; and a short identifier inside
+// one, whose parts alone are dropped: listS3Buckets → s3), drops a small English stop list, and applies a light stemmer
 // (Porter step 1 with a final-e rule) to ASCII words. Han, Hiragana, Katakana
 // and Hangul runs become overlapping bigrams plus unigrams, so Chinese queries
 // and descriptions match without a dictionary. Queries are also searched
@@ -67,7 +69,7 @@
 //     words are adjacent in the query ("bar chart" → generate_bar_chart);
 //   - file intent: when a clause names a text file or a folder (report.md,
 //     /root/notes/; not report.pdf or chart.png, whose formats have tools of
-//     their own) with a verb of writing (save, write, export, ...) or of
+//     their own; not words joined by a slash, CI/CD or TCP/IP) with a verb of writing (save, write, export, ...) or of
 //     reading (read, open, load, ...), the operation is a need of its own: the
 //     best tool named for it (write_file, save_file, read_file: the words of
 //     the operation or related words in its name) takes a place at the top,
@@ -84,7 +86,8 @@
 //     request's own verbs ("save file"), tells. Path components weigh half
 //     (they are arguments, not intent);
 //   - exact mentions of a public name (server__tool) or of a multi-word
-//     original name (create_issue) put those tools first.
+//     original name (create_issue, 获取新闻; not search or 搜索) put those
+//     tools first.
 //
 // A score floor drops tools whose matched query words are too common (their
 // IDF sum is under Config.MinIDF): gibberish, stop words or a word found in

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Doc is one tool as the index sees it.
@@ -615,18 +616,25 @@ const maxFieldTokens = 4096
 
 // nameKey returns the lower-cased original name when it is specific enough
 // for an exact mention in a query to be meaningful: it has at least two words
-// (create_issue, getStories), not a single common word such as "search".
+// (create_issue, getStories, 获取新闻), not a single common word such as
+// "search" or 搜索. CJK text, unsegmented, counts a word per two characters
+// (its bigrams are no words of their own).
 func nameKey(name string) string {
-	words := 0
-	tokenize(name, maxTokenBytes*4, func(_ string, joined bool) {
-		if !joined {
-			words++
+	words, cjk := 0, 0
+	tokenize(name, maxTokenBytes*4, func(t string, joined bool) {
+		switch r, n := utf8.DecodeRuneInString(t); {
+		case !isCJK(r):
+			if !joined {
+				words++
+			}
+		case n == len(t):
+			cjk++ // a character
 		}
 	})
-	if words < 2 {
+	if words += (cjk + 1) / 2; words < 2 {
 		return ""
 	}
-	return lower(name)
+	return lower(nfc(name)) // as queries are read (see parseQuery)
 }
 
 func lower(s string) string {

@@ -55,7 +55,7 @@ func (op fileOp) query() string {
 // placeFileOps), except for the operations named in unserved (by key), which
 // no tool of the catalog can take.
 func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
-	text = truncate(text, maxQueryBytes)
+	text = nfc(truncate(text, maxQueryBytes))
 	pq := parsedQuery{terms: make([]queryTerm, 0, 32)}
 	index := make(map[string]int, 32)
 	add := func(t string, w float64, main bool) int {
@@ -325,7 +325,8 @@ func isTextPath(word string) bool {
 }
 
 // isPath reports whether a whitespace-delimited word looks like a file path
-// or file name, not a URL or a domain: /root/a.md, C:\x\y, ./notes, report.md.
+// or file name, not a URL, a domain or words joined by a slash (CI/CD):
+// /root/a.md, C:\x\y, ./notes, notes/, report.md.
 func isPath(word string) bool {
 	if !strings.ContainsAny(word, "/\\.") {
 		return false
@@ -336,10 +337,38 @@ func isPath(word string) bool {
 		return false
 	}
 	if strings.ContainsAny(word, "/\\") {
-		return strings.IndexFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) >= 0
+		if strings.IndexFunc(word, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) < 0 {
+			return false
+		}
+		// A slash between words is rarely a path: CI/CD, TCP/IP, A/B, and/or, 12/25/2026. A
+		// path is rooted (/x, ~/x, ./x, C:\x), a folder (notes/), a file (notes/a.md), or
+		// words in more components than two (src/main/notes).
+		if rooted(word) || strings.HasSuffix(word, "/") || strings.HasSuffix(word, "\\") {
+			return true
+		}
+		if hasFileExt(word[strings.LastIndexAny(word, "/\\")+1:]) {
+			return true
+		}
+		return strings.Count(word, "/")+strings.Count(word, "\\") >= 2 && strings.IndexFunc(word, unicode.IsLetter) >= 0
 	}
-	if i := strings.LastIndexByte(word, '.'); i > 0 && i < len(word)-1 {
-		return fileExts[lower(word[i+1:])]
+	return hasFileExt(word)
+}
+
+// hasFileExt reports whether a file name ends with a known extension (report.md).
+func hasFileExt(name string) bool {
+	i := strings.LastIndexByte(name, '.')
+	return i > 0 && i < len(name)-1 && fileExts[lower(name[i+1:])]
+}
+
+// rooted reports whether a path starts at a root, the home or the current folder: /x, \x, ~/x,
+// ./x, ../x, C:\x, C:/x.
+func rooted(word string) bool {
+	switch {
+	case word[0] == '/', word[0] == '\\', word[0] == '~', word[0] == '.':
+		return true
+	case len(word) > 2 && word[1] == ':' && (word[2] == '\\' || word[2] == '/'):
+		c := word[0] | 0x20
+		return c >= 'a' && c <= 'z'
 	}
 	return false
 }

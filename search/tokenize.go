@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	unorm "golang.org/x/text/unicode/norm"
 )
 
 // Tokenizer limits. Text beyond them is ignored, never an error: tool
@@ -19,7 +21,8 @@ const (
 )
 
 // Tokenize returns the index terms of text, in order, as both documents and
-// queries see them: lower-cased; split on anything that is not a letter or
+// queries see them: in Unicode normalization form C (e + U+0301 is é);
+// lower-cased; split on anything that is not a letter or
 // digit, on camelCase and on letter/digit boundaries (getLogs → get, log;
 // search_knowledge_base → search, knowledg, base); fullwidth forms of ASCII
 // (ＰＤＦ) read as ASCII; English stop words and one-character Latin tokens
@@ -27,7 +30,8 @@ const (
 // applied to ASCII words; runs of CJK characters
 // (Han, Hiragana, Katakana, Hangul) emitted as unigrams plus overlapping
 // bigrams. An alphanumeric run that was split also yields its joined form
-// (getLogs → get, log, getlog) so a query that spells it as one word matches.
+// (getLogs → get, log, getlog) so a query that spells it as one word matches,
+// and the short identifiers inside it (listS3Buckets → s3), as written alone.
 func Tokenize(text string) []string {
 	var out []string
 	tokenize(text, maxFieldBytes, func(tok string, _ bool) { out = append(out, tok) })
@@ -46,6 +50,7 @@ func tokenize(text string, limit int, emit func(tok string, joined bool)) {
 		}
 		text = text[:i]
 	}
+	text = nfc(text)
 	var stack [64]rune
 	buf := stack[:0] // current run
 	runKind := kindOther
@@ -92,6 +97,20 @@ func tokenize(text string, limit int, emit func(tok string, joined bool)) {
 		}
 	}
 	flush()
+}
+
+// nfc returns s in Unicode normalization form C: accents spelled as combining marks (e +
+// U+0301, as some PDFs and macOS file names have them) and Hangul spelled as conjoining jamo are
+// the same words as their precomposed forms, in tools and queries alike.
+func nfc(s string) string {
+	ascii := true
+	for i := 0; i < len(s) && ascii; i++ {
+		ascii = s[i] < utf8.RuneSelf
+	}
+	if ascii || unorm.NFC.IsNormalString(s) {
+		return s
+	}
+	return unorm.NFC.String(s)
 }
 
 type runeKind uint8
@@ -144,44 +163,62 @@ func emitCJK(run []rune, emit func(string, bool)) {
 }
 
 // emitWord splits one alphanumeric run at camelCase and letter/digit
-// boundaries and emits the parts, then the joined form when it was split.
-// A run too long to be one term is an identifier
+// boundaries and emits the parts, then the short identifiers inside it whose
+// parts alone are dropped (see emitCompounds), then the joined form when it
+// was split. A run too long to be one term is an identifier
 // (getRepositoryContributorStatisticsForOrganization) when its parts are
 // words, whose parts are emitted without the joined form, or a blob (a hash,
 // base64) when they are mostly a character or two, and then emits nothing.
 func emitWord(run []rune, emit func(string, bool)) {
-	if len(run) > maxTokenBytes {
-		parts := 1
-		for i := 1; i < len(run); i++ {
-			if isBoundary(run, i) {
-				parts++
-			}
+	var stack [4*maxTokenBytes/3 + 2]int // a run that is no blob has at most this many parts
+	bounds := append(stack[:0], 0)       // where each part starts, then len(run)
+	for i := 1; i < len(run); i++ {
+		if isBoundary(run, i) {
+			bounds = append(bounds, i)
 		}
-		if 3*parts > len(run) {
-			return // a blob
-		}
-		start := 0
-		for i := 1; i <= len(run); i++ {
-			if i == len(run) || isBoundary(run, i) {
-				emitPart(acronymSingular(run[start:i]), emit)
-				start = i
-			}
-		}
-		return
 	}
-	start, parts := 0, 0
-	for i := 1; i <= len(run); i++ {
-		if i < len(run) && !isBoundary(run, i) {
-			continue
-		}
-		emitPart(acronymSingular(run[start:i]), emit)
-		parts++
-		start = i
+	bounds = append(bounds, len(run))
+	parts := len(bounds) - 1
+	long := len(run) > maxTokenBytes
+	if long && 3*parts > len(run) {
+		return // a blob
+	}
+	for p := range parts {
+		emitPart(acronymSingular(run[bounds[p]:bounds[p+1]]), emit)
 	}
 	if parts > 1 {
+		emitCompounds(run, bounds, emit)
+	}
+	if parts > 1 && !long {
 		// The joined form also keeps short identifiers whose parts alone
 		// are dropped: S3, mp3, 24h.
 		emitPart(run, func(tok string, _ bool) { emit(tok, true) })
+	}
+}
+
+// emitCompounds emits, as joined terms, the short identifiers inside a run split into parts
+// (bounds: where each part starts, then len(run)) whose parts alone are dropped for being one
+// character: a number with a letter before it when either is one character, and with a single
+// letter after it (listS3Buckets → s3, getEC2Instances → ec2, getX509Cert → x509, listK8sPods →
+// k8s), as a query writes them alone. A number between longer words (base64Encode) is no such
+// identifier, and a run that is nothing else has its joined form already.
+func emitCompounds(run []rune, bounds []int, emit func(string, bool)) {
+	parts := len(bounds) - 1
+	for p := range parts {
+		a, b := bounds[p], bounds[p+1]
+		if !unicode.IsDigit(run[a]) {
+			continue
+		}
+		from, to := p, p+1
+		if p > 0 && (b-a == 1 || a-bounds[p-1] == 1) {
+			from = p - 1 // the letters before: parts next to a number are not digits
+		}
+		if from < p && p+2 <= parts && bounds[p+2]-b == 1 {
+			to = p + 2 // a single letter after (the s of k8s)
+		}
+		if to-from > 1 && to-from < parts {
+			emitPart(run[bounds[from]:bounds[to]], func(tok string, _ bool) { emit(tok, true) })
+		}
 	}
 }
 

@@ -33,7 +33,8 @@ func TestTokenize(t *testing.T) {
 		{"Katakana", "カタカナ", []string{"カ", "カタ", "タ", "タカ", "カ", "カナ", "ナ"}},
 		{"Hangul", "한국어", []string{"한", "한국", "국", "국어", "어"}},
 		{"accented Latin", "Café Müller naïve", []string{"café", "müller", "naïve"}},
-		{"combining mark", "e\u0301te", []string{"e\u0301te"}},
+		{"combining mark", "e\u0301te", []string{"\u00e9te"}}, // composed (NFC)
+		{"combining mark alone", "x\u0301yz", []string{"x\u0301yz"}},
 		{"Greek and Cyrillic", "ΑΒΓ Привет", []string{"αβγ", "привет"}},
 		{"path", "/root/markdown/report_v2.md", []string{"root", "markdown", "report", "v2", "md"}},
 	}
