@@ -9,9 +9,10 @@
 //
 // # Consumes
 //
-// Heartbeats (subjects.HeartbeatAll, a plain subscription), and the last status of every server
-// and then each new one (subjects.RegistryAllStatus on the registry stream, an ordered consumer
-// delivering the last message per subject first).
+// Heartbeats (subjects.HeartbeatAll, a plain subscription; only those of connectors that some
+// server's last status names are kept), and the last status of every server and then each new
+// one (subjects.RegistryAllStatus on the registry stream, an ordered consumer delivering the
+// last message per subject first).
 //
 // # Produces
 //

@@ -46,8 +46,9 @@ type Watchdog struct {
 	CheckEvery time.Duration
 
 	mu       sync.Mutex
-	beats    map[string]time.Time // connector → when its last heartbeat arrived
+	beats    map[string]time.Time // connector → when its last heartbeat arrived (named ones only)
 	servers  map[string]*watched  // server → its last status
+	named    map[string]int       // connector → how many servers' last status names it
 	since    time.Time            // start, or the last reconnection: silence counts from here at most
 	declared int
 	ready    atomic.Bool
@@ -87,7 +88,7 @@ func (w *Watchdog) Run(ctx context.Context) error {
 		return fmt.Errorf("liveness: %w", err)
 	}
 	w.mu.Lock()
-	w.beats, w.servers, w.since, w.pub = map[string]time.Time{}, map[string]*watched{}, time.Now(), pub
+	w.beats, w.servers, w.named, w.since, w.pub = map[string]time.Time{}, map[string]*watched{}, map[string]int{}, time.Now(), pub
 	w.mu.Unlock()
 	sub, err := w.NC.Subscribe(subjects.HeartbeatAll, w.onBeat)
 	if err != nil {
@@ -137,7 +138,13 @@ func (w *Watchdog) onBeat(m *nats.Msg) {
 		return
 	}
 	w.mu.Lock()
-	w.beats[id] = time.Now()
+	// Only the connectors some server's last status names: anyone who may publish on the
+	// heartbeat subjects could otherwise grow the map with made-up ids for hours. A heartbeat
+	// that comes before the first status naming its connector is not needed: silence is
+	// counted from when that status was seen at the earliest.
+	if w.named[id] > 0 {
+		w.beats[id] = time.Now()
+	}
 	w.mu.Unlock()
 }
 
@@ -203,8 +210,26 @@ func (w *Watchdog) consume(ctx context.Context) error {
 			continue
 		}
 		w.mu.Lock()
+		if c := ev.Status.Connector; c != "" {
+			w.named[c]++
+		}
+		if old := w.servers[ev.Status.Server]; old != nil {
+			w.unname(old.st.Connector)
+		}
 		w.servers[ev.Status.Server] = &watched{st: *ev.Status, seq: meta.Sequence.Stream, seen: time.Now()}
 		w.mu.Unlock()
+	}
+}
+
+// unname counts one status fewer naming connector (w.mu held); the heartbeats of a connector
+// no status names any more are forgotten.
+func (w *Watchdog) unname(connector string) {
+	if connector == "" {
+		return
+	}
+	if w.named[connector]--; w.named[connector] <= 0 {
+		delete(w.named, connector)
+		delete(w.beats, connector)
 	}
 }
 

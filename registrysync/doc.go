@@ -61,7 +61,8 @@
 // # Heartbeats
 //
 // While Run runs, a subjects.Heartbeat goes out on subjects.HeartbeatSubject(id) every
-// HeartbeatEvery (core NATS). Watchdogs (package liveness, in every indexer replica) declare the
+// HeartbeatEvery (core NATS), stopping included: until the calls in flight have drained, just
+// before connector_stopped is published. Watchdogs (package liveness, in every indexer replica) declare the
 // servers of a process silent for subjects.MissedHeartbeats periods unavailable
 // (connector_lost); a process still running that sees such a declaration about one of its
 // servers — live, or on the stream after a reconnection — publishes the server's current status

@@ -115,7 +115,10 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}
 	m.running, m.runCtx, m.ready = true, ctx, true
-	hbCtx, hbStop := context.WithCancel(ctx)
+	// The heartbeats outlive ctx: a stopping process still runs its servers while the calls in
+	// flight drain (up to DrainTimeout, which may exceed MissedHeartbeats periods), and must not
+	// be declared lost (connector_lost) before it publishes connector_stopped (retire).
+	hbCtx, hbStop := context.WithCancel(context.WithoutCancel(ctx))
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)

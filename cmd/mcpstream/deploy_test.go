@@ -91,6 +91,11 @@ func TestDeployUnits(t *testing.T) {
 					t.Errorf("%s: no %q: npx would find no writable home or cache", u, want)
 				}
 			}
+			// SIGTERM for registrysync alone: it stops its stdio servers itself, once their
+			// calls in flight are done (systemd's default sends it to the whole cgroup).
+			if !strings.Contains(string(data), "\nKillMode=mixed\n") {
+				t.Errorf("%s: no KillMode=mixed: a stop would send SIGTERM to the stdio servers under their calls in flight", u)
+			}
 		}
 		// --help lists the flags; every flag the unit uses must be there.
 		var out strings.Builder

@@ -22,9 +22,9 @@
 //
 // # State
 //
-// Under --data (default ./.mcpstream): nats/ (the embedded JetStream store, `up` without --nats
-// only, locked by DATA/LOCK against a second process), demo/ (the demo servers' control files),
-// and whatever roles keep there (indexer catalogs). Configuration secrets are resolved in memory
+// Under --data (default ./.mcpstream): LOCK (held by `up`, with or without --nats, against a
+// second `up`), nats/ (the embedded JetStream store, `up` without --nats only), demo/ (the demo
+// servers' control files), and whatever roles keep there (indexer catalogs). Configuration secrets are resolved in memory
 // and handed only to registrysync (which sends them to the servers) and the executor (which
 // redacts their values from audit events).
 //

@@ -359,12 +359,18 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			}
 		}),
 	}
-	if o.Embedded {
+	if o.Name == "up" {
+		// One `up` per data directory, with or without --nats: its indexer is always replica 0
+		// of DATA/indexer, and a second one would find that catalog locked only after its
+		// registrysync started — running the same servers a second time and publishing their
+		// statuses on the way.
 		unlock, err := lockDataDir(dataDir)
 		if err != nil {
 			return err
 		}
 		defer unlock()
+	}
+	if o.Embedded {
 		listen := o.NATSListen
 		if listen != "none" {
 			// nats-server would only log a port in use; check it here. Port 0 picks a free one.

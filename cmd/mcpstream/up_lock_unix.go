@@ -10,8 +10,9 @@ import (
 	"syscall"
 )
 
-// lockDataDir takes an exclusive lock on DIR/LOCK so that two processes never run an embedded
-// NATS server on one store. The lock ends with the process or when unlock is called.
+// lockDataDir takes an exclusive lock on DIR/LOCK so that two `up` processes never share one
+// data directory (an embedded NATS server's store, indexer replica 0). The lock ends with the
+// process or when unlock is called.
 func lockDataDir(dir string) (unlock func(), err error) {
 	path := filepath.Join(dir, "LOCK")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
