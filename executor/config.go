@@ -106,8 +106,9 @@ type Limits struct {
 
 // Rate is one limit: a sliding-window rate and a cap on calls in flight. Zero fields are off.
 //
-// The rate allows Burst calls in any window of Burst/PerSecond seconds (without Burst:
-// max(1, ceil(PerSecond)) calls per window), which averages PerSecond.
+// The rate allows Burst calls per window of Burst/PerSecond seconds, sliding (without Burst:
+// max(1, ceil(PerSecond)) calls per window), which averages PerSecond; across a window boundary
+// up to 2×Burst calls can fall within one window's span (see limiter).
 type Rate struct {
 	PerSecond   float64
 	Burst       int

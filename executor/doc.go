@@ -128,9 +128,11 @@
 //
 // Rates are sliding-window counters in the counter stream MCPSTREAM_LIMITS (AllowMsgCounter):
 // each call adds 1 with a Nats-Incr header to its window's counter and reads the new total in
-// the PubAck; the estimate previous×(1−elapsed fraction) + current must stay within the limit,
+// the PubAck; the estimate ⌊previous×(1−elapsed fraction)⌋ + current (the previous window's
+// whole calls still inside the sliding window, as if spread evenly) must stay within the limit,
 // else the call subtracts its 1 and is refused with the time until the estimate allows it. A
-// Rate{PerSecond, Burst} allows Burst calls per Burst/PerSecond seconds. Concurrency caps are
+// Rate{PerSecond, Burst} allows Burst calls per Burst/PerSecond seconds, sliding, which averages
+// PerSecond (up to 2×Burst within one window's span across a window boundary). Concurrency caps are
 // leases in the KV bucket MCPSTREAM_SLOTS: keys scope.key.0 … n−1 taken with Create, renewed by
 // the heartbeats, deleted at the end; the bucket's TTL (SlotLease, 30 s) frees the slots of a
 // crashed worker.

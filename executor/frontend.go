@@ -69,7 +69,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	tenant, err := subjects.TenantOf(m.Subject)
 	if err != nil {
 		return subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused,
-			Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + m.Subject}}, nil, false
+			Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + strings.TrimPrefix(err.Error(), subjects.ErrBadSubject.Error()+": ")}}, nil, false
 	}
 	if len(m.Data) > subjects.MaxCallBytes {
 		req, _ := decodeCall(m.Data)

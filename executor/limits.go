@@ -28,6 +28,9 @@ var ErrLimits = errors.New("limits unavailable")
 const (
 	minWindow = 100 * time.Millisecond
 	maxWindow = 10 * time.Minute
+	// maxWindowCalls caps the calls per window of a rate without Burst: 2^53, the largest count
+	// a float64 estimate still holds exactly (no limit in practice).
+	maxWindowCalls = 1 << 53
 	// concurrencyRetryAfter is the retry-after of a call refused by a concurrency cap.
 	concurrencyRetryAfter = 250 * time.Millisecond
 )
@@ -44,7 +47,9 @@ func (r Rate) window() (n int64, w time.Duration) {
 	}
 	n = int64(r.Burst)
 	if n <= 0 {
-		n = max(1, int64(math.Ceil(r.PerSecond)))
+		// Capped as a float: past the int64 range the conversion gives anything (the most
+		// negative int64 on amd64: a rate of 1e19/s became 1 call per 100 ms).
+		n = max(1, int64(min(math.Ceil(r.PerSecond), maxWindowCalls)))
 	}
 	// Clamped as a float: a float64 out of a Duration's range converts to anything (the most
 	// negative Duration on amd64, which would make a very slow rate the fastest window).
@@ -127,8 +132,8 @@ func (l Limits) maxWindowOf() time.Duration {
 //
 //   - rates with sliding-window counters in the counter stream subjects.LimitsStream: each call
 //     adds 1 to its window's counter (Nats-Incr; the PubAck carries the new total) and the
-//     estimate prev×(1−elapsed) + current must stay within the limit, else the call gives its 1
-//     back and is refused with the time until the estimate allows it;
+//     estimate ⌊prev×(1−elapsed)⌋ + current must stay within the limit, else the call gives its
+//     1 back and is refused with the time until the estimate allows it (see rateWait);
 //   - concurrency with leases in the KV bucket subjects.SlotsBucket: slot keys scope.key.0 … n−1,
 //     taken with Create (atomic), renewed while the call runs, deleted when it ends; the bucket's
 //     TTL frees the slot of a worker that crashed.
@@ -321,31 +326,39 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]string, *
 	}
 	if worst > 0 {
 		return nil, &subjects.Error{Code: subjects.CodeRateLimited, Message: why,
-			RetryAfterMs: max(1, int64(math.Ceil(float64(worst)/float64(time.Millisecond))))}, nil
+			RetryAfterMs: worst.Milliseconds() + 1}, nil // the first whole millisecond past it
 	}
 	return counted, nil, nil
 }
 
 // rateWait says how long a call that made the current window's counter cur must wait (0: it
-// may run now): the sliding estimate prev×(1−frac) + cur must not exceed n. The wait assumes
-// no other call comes meanwhile and that this one gives its count back.
+// may run now): the sliding estimate ⌊prev×(1−frac)⌋ + cur must not exceed n. The previous
+// window's calls still inside the sliding window are estimated as if spread evenly, and only
+// whole calls count: with prev×(1−frac) unrounded, a previous window of n calls kept a fraction
+// of a call against the limit until the very end of the next window, so at most n−1 calls fit
+// in it and a rate averaged (n−1)/n of PerSecond ({PerSecond: 1}: one call every 2 s). The wait
+// is until just after the moment the estimate allows the call, assuming no other call comes
+// meanwhile and that this one gives its count back.
 func rateWait(n int64, w time.Duration, frac float64, prev, cur int64) time.Duration {
-	if float64(prev)*(1-frac)+float64(cur) <= float64(n) {
+	if math.Floor(float64(prev)*(1-frac))+float64(cur) <= float64(n) {
 		return 0
 	}
 	others := cur - 1 // calls counted in this window besides this one
 	var at float64    // position of the allowed moment, in windows from this window's start
 	if others+1 <= n && prev > 0 {
-		// Within this window, once the previous window's weight dropped enough.
-		at = 1 - float64(n-others-1)/float64(prev)
+		// Within this window, once prev×(1−f) < n−others.
+		at = 1 - float64(n-others)/float64(prev)
 	} else {
-		// In the next window: this window's count becomes the previous one.
+		// In the next window: this window's count becomes the previous one; others×(1−f) < n.
 		at = 1
 		if others > 0 {
-			at += max(0, 1-float64(n-1)/float64(others))
+			at += max(0, 1-float64(n)/float64(others))
 		}
 	}
-	wait := time.Duration((at - frac) * float64(w))
+	// Strictly past that moment (the estimate equals the limit there): a microsecond more, so
+	// that a wait computed a little short in floating point does not bring the retry back
+	// exactly onto it.
+	wait := time.Duration((at-frac)*float64(w)) + time.Microsecond
 	return max(wait, time.Millisecond)
 }
 

@@ -125,6 +125,12 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 	if st.limits, err = js.CreateOrUpdateStream(ctx, lcfg); err != nil {
 		return nil, fmt.Errorf("limits stream: %w", err)
 	}
+	if !st.limits.CachedInfo().Config.AllowMsgCounter && cfg.Limits.maxWindowOf() > 0 {
+		// A nats-server before 2.12 ignores AllowMsgCounter and Nats-Incr: the stream is a plain
+		// one, no increment returns a total, and every call with a rate would be refused
+		// unavailable. Refused at start instead (concurrency caps alone need no counters).
+		return nil, fmt.Errorf("%w: stream %s is not a counter stream: rate limits need nats-server 2.12 or later", ErrLimits, lcfg.Name)
+	}
 	if st.claims, err = ensureKV(ctx, js, ClaimsConfig(cfg.ClaimTTL, cfg.MemoryState, replicas)); err != nil {
 		return nil, err
 	}

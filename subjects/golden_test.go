@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -125,6 +126,14 @@ func TestSubjects(t *testing.T) {
 	}
 	if tn, err := TenantOf(Result("a.c", "id")); err != nil || tn != "a.c" {
 		t.Errorf("TenantOf = %q, %v", tn, err)
+	}
+	// A tenant is bounded like principal.tenant: the subjects built from it must fit a NATS
+	// control line.
+	if tn, err := TenantOf(Calls(strings.Repeat(".", MaxUserBytes))); err != nil || len(tn) != MaxUserBytes {
+		t.Errorf("TenantOf of a %d-byte tenant: %d bytes, %v", MaxUserBytes, len(tn), err)
+	}
+	if tn, err := TenantOf(Calls(strings.Repeat("t", MaxUserBytes+1))); !errors.Is(err, ErrBadSubject) {
+		t.Errorf("TenantOf of a %d-byte tenant = %d bytes, %v; want ErrBadSubject", MaxUserBytes+1, len(tn), err)
 	}
 	if id, err := LastToken(Approvals("acme", "x y")); err != nil || id != "x y" {
 		t.Errorf("LastToken = %q, %v", id, err)

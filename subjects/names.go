@@ -193,6 +193,10 @@ const (
 )
 
 // TenantOf returns the decoded tenant token of a calls, exec, results, audit or catalog subject.
+// A tenant longer than MaxUserBytes (what principal.tenant may hold) is refused: the subjects
+// and keys built from a tenant (results with the call id, claims, rate counters, slots) must stay
+// within what a NATS control line holds (4 KiB by default), or the server closes the connection
+// that publishes one.
 func TenantOf(subject string) (string, error) {
 	for _, p := range []string{".calls.", ".exec.", ".results.", ".audit.", ".catalog."} {
 		rest, ok := strings.CutPrefix(subject, Root+p)
@@ -202,7 +206,10 @@ func TenantOf(subject string) (string, error) {
 		tok, _, _ := strings.Cut(rest, ".")
 		t, err := DecodeToken(tok)
 		if err != nil {
-			return "", fmt.Errorf("%w: %q: %w", ErrBadSubject, subject, err)
+			return "", fmt.Errorf("%w: %.300q: %w", ErrBadSubject, subject, err)
+		}
+		if len(t) > MaxUserBytes {
+			return "", fmt.Errorf("%w: %.300q: the tenant is %d bytes long; at most %d", ErrBadSubject, subject, len(t), MaxUserBytes)
 		}
 		return t, nil
 	}
