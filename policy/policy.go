@@ -89,6 +89,10 @@ func New(cfg *Config) (*Policy, error) {
 		}
 		for _, list := range [][]string{r.Allow, r.Deny, r.Approve} {
 			for _, pat := range list {
+				if NoToolPart(pat) {
+					return nil, fmt.Errorf(`%w: rule %d (%s): pattern %q matches no tool: patterns are server__tool (%q: every tool of server %s)`,
+						ErrInvalid, i+1, r.Name, pat, pat+"__*", pat)
+				}
 				if !ValidPattern(pat) {
 					return nil, fmt.Errorf("%w: rule %d (%s): bad pattern %q", ErrInvalid, i+1, r.Name, pat)
 				}
@@ -275,11 +279,19 @@ func MatchTool(pat, server, name string) bool {
 	return strings.HasPrefix(tp, "_") && strings.HasSuffix(server, "_") && Match(sp+"_", server) && Match(tp[1:], name)
 }
 
-// ValidPattern reports whether pat is a server__tool pattern MatchTool can use: not empty, and
-// a valid glob both as a whole and in each part MatchTool matches on its own (the parts before
-// and after the first "__"), so that it never silently matches nothing ("[a__b]", `x\__y`).
+// NoToolPart reports whether pat has neither "__" nor a glob character: MatchTool compares it
+// with the whole server__tool name, which always holds "__", so it matches nothing ("github"
+// meant "github__*"). A deny written so would silently deny nothing.
+func NoToolPart(pat string) bool {
+	return !strings.Contains(pat, "__") && !strings.ContainsAny(pat, "*?[\\")
+}
+
+// ValidPattern reports whether pat is a server__tool pattern MatchTool can use: not empty, not
+// NoToolPart, and a valid glob both as a whole and in each part MatchTool matches on its own
+// (the parts before and after the first "__"), so that it never silently matches nothing
+// ("[a__b]", `x\__y`, "github").
 func ValidPattern(pat string) bool {
-	if pat == "" {
+	if pat == "" || NoToolPart(pat) {
 		return false
 	}
 	parts := []string{pat}

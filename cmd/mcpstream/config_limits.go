@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/mcpstream/mcpstream/executor"
 	"github.com/mcpstream/mcpstream/policy"
@@ -80,14 +79,14 @@ func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 				errs = append(errs, fmt.Errorf("%w: %s: empty name", ErrLimits, section))
 				continue
 			}
-			if section == "limits.tools" && !policy.ValidPattern(k) {
-				errs = append(errs, fmt.Errorf("%w: %s: %q is not a valid glob pattern", ErrLimits, section, k))
-				continue
-			}
-			if section == "limits.tools" && !strings.Contains(k, "__") && !strings.ContainsAny(k, `*?[\`) {
+			if section == "limits.tools" && policy.NoToolPart(k) {
 				// Compared with the whole public name server__tool, which always holds "__": a
 				// limit that silently applies to nothing.
 				errs = append(errs, fmt.Errorf(`%w: %s: %q matches no tool: patterns are server__tool (%q: every tool of server %s)`, ErrLimits, section, k, k+"__*", k))
+				continue
+			}
+			if section == "limits.tools" && !policy.ValidPattern(k) {
+				errs = append(errs, fmt.Errorf("%w: %s: %q is not a valid glob pattern", ErrLimits, section, k))
 				continue
 			}
 			r, err := in[k].rate(section + "." + k)

@@ -227,6 +227,13 @@ func TestLoadConfigErrors(t *testing.T) {
 			want: []string{`: policy: rule 1 (r): bad pattern "[x"`},
 		},
 		{
+			// Compared with server__tool, which always holds "__": a deny that silently
+			// denied nothing.
+			name: "policy pattern without a tool part",
+			yaml: "servers: []\npolicy:\n  rules:\n    - {name: r, allow: ['*'], deny: [github]}\n",
+			want: []string{`: policy: rule 1 (r): pattern "github" matches no tool: patterns are server__tool ("github__*": every tool of server github)`},
+		},
+		{
 			name: "wrong type",
 			yaml: "servers:\n  - name: a\n    command: x\n    args: --flag\n",
 			want: []string{":4: servers[0] (a): field args: cannot unmarshal !!str `--flag` into []string"},
