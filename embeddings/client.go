@@ -19,7 +19,8 @@ const (
 	maxDimensions    = 16384
 )
 
-// defaultHTTP is used when Client.HTTP is nil (shared, so connections are reused).
+// defaultHTTP is used when Client.HTTP is nil (shared, so connections are reused). Its timeout
+// applies only to a context without a deadline (see embedBatch).
 var defaultHTTP = &http.Client{Timeout: 30 * time.Second}
 
 // Client calls POST BaseURL+"/embeddings". The zero value is not usable: BaseURL and Model
@@ -30,7 +31,7 @@ type Client struct {
 	APIKey     string       // sent as "Authorization: Bearer KEY" when not empty; never appears in errors
 	Dimensions int          // optional "dimensions" request field (0: not sent)
 	MaxBatch   int          // inputs per request; 0 → 64
-	HTTP       *http.Client // nil → a client with a 30s timeout
+	HTTP       *http.Client // nil → a shared client; a 30s timeout when the context has no deadline
 
 	maxBody int64 // response size cap; 0 → maxResponseBytes (tests lower it)
 }
@@ -129,9 +130,23 @@ func (c *Client) embedBatch(ctx context.Context, endpoint string, texts []string
 	hc := c.HTTP
 	if hc == nil {
 		hc = defaultHTTP
+		if _, ok := ctx.Deadline(); ok {
+			// The caller's deadline bounds the exchange, longer than the default timeout too:
+			// a slow endpoint (CPU inference of a large batch) may need the minute it is given.
+			noTimeout := *hc
+			noTimeout.Timeout = 0
+			hc = &noTimeout
+		}
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
+		// The *url.Error's text quotes the URL, whose query parameters (kept from BaseURL) may
+		// hold a credential, and net/http strips only a password: quote it without them.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			shown := url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host, Path: req.URL.Path}
+			err = fmt.Errorf("%s %q: %w", ue.Op, shown.String(), ue.Err)
+		}
 		return nil, c.transportError(ctx, 0, err)
 	}
 	defer resp.Body.Close()

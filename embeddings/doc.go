@@ -13,7 +13,8 @@
 // with at most Client.MaxBatch texts (64 by default), "dimensions" only when
 // Client.Dimensions > 0, and "Authorization: Bearer APIKey" only when APIKey is not empty.
 // Texts are sent as they are (an empty string too; invalid UTF-8 becomes U+FFFD, as
-// encoding/json does).
+// encoding/json does). With Client.HTTP nil, a request is bounded by the context's deadline, or
+// by 30 s when the context has none.
 //
 // # Produces
 //
@@ -41,7 +42,8 @@
 // Status is the HTTP status when there was a response (also for embeddings_malformed). For a
 // status error, Message holds the status and at most 200 bytes of the body. Messages are
 // printable (control and other non-printable characters replaced) and never hold APIKey: it is
-// replaced by "[redacted]" wherever it appears.
+// replaced by "[redacted]" wherever it appears. They quote the endpoint URL without the query
+// parameters or password of BaseURL, which may hold a credential too.
 //
 // Error.Unwrap returns ErrEmbeddings. The underlying error, when there is one (the transport
 // error, the context's error, a JSON error), is matched by Error.Is rather than unwrapped: with

@@ -72,7 +72,10 @@
 // With Config.Embedder, a background goroutine of Follow attaches a vector to every tool whose
 // text (name, title, description, parameters, server description) changed: from the cache, else
 // from the embedder in batches of 64, retried with backoff while it fails; a tool re-listed
-// meanwhile gets the vector of its new text only. Each search request is embedded too (bounded
+// meanwhile gets the vector of its new text only. A batch the endpoint refuses for its texts
+// (an embeddings_malformed answer, HTTP 400, 413 or 422: a text too long for the model, say)
+// is embedded text by text, and a tool whose text is refused alone goes without a vector until
+// it changes, rather than keeping the others of its batch from theirs. Each search request is embedded too (bounded
 // by Config.EmbedTimeout; the embeddings of the last 1,024 distinct requests are kept) and the search package fuses the vector ranking with the lexical one
 // (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
 // lexical ones. Tools without a vector yet and requests whose embedding fails are served

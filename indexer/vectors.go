@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/mcpstream/mcpstream/embeddings"
 	"github.com/mcpstream/mcpstream/search"
 )
 
@@ -119,7 +121,6 @@ func (c *Catalog) vectorize(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			c.embedErrors.Add(1)
 			c.log.Warn().Err(err).Dur("retry_in", wait).Msg("tool embeddings failed; search is lexical for the tools without a vector")
 			select {
 			case <-ctx.Done():
@@ -211,17 +212,18 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		}
 	}
 	if len(texts) > 0 {
-		ectx, cancel := context.WithTimeout(ctx, embedBatchTimeout)
-		vecs, err := c.cfg.Embedder.Embed(ectx, texts)
-		cancel()
-		if err == nil && len(vecs) != len(texts) {
-			err = errors.New("the embedder returned a different number of vectors")
-		}
+		vecs, refused, err := c.embedTexts(ctx, texts)
 		if err != nil {
 			return 0, err
 		}
 		wb := c.db.NewWriteBatch()
 		for j, i := range missing {
+			if refused[j] != nil {
+				// Dropped below like any want that cannot be met: the tool's next change asks again.
+				c.log.Warn().Err(refused[j]).Str("server", jobs[i].server).Str("tool", jobs[i].tool).
+					Msg("the embeddings endpoint refused this tool's text; it is found lexically only")
+				continue
+			}
 			jobs[i].vec = vecs[j]
 			if err := wb.Set(append([]byte(pfxVector), jobs[i].want.key[:]...), encodeVector(vecs[j])); err != nil {
 				wb.Cancel()
@@ -251,6 +253,75 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 	return done, nil
 }
 
+// embedTexts embeds the texts of tools in one call. When the endpoint refuses the batch for
+// what it holds (see refusedInput: a text longer than the model takes, say), each text is
+// embedded alone, so that one tool's text does not keep the others of its batch from their
+// vectors forever: refused[i] is then the error of a text refused alone (and vecs[i] nil).
+// When no text of a batch of several is embedded alone either, the endpoint refuses
+// everything (a bad request format, say): that is the call's error, and every want stays.
+func (c *Catalog) embedTexts(ctx context.Context, texts []string) (vecs [][]float32, refused []error, err error) {
+	refused = make([]error, len(texts))
+	vecs, err = c.embed(ctx, texts)
+	if err == nil || !refusedInput(err) {
+		return vecs, refused, err
+	}
+	if len(texts) == 1 {
+		refused[0] = err
+		return make([][]float32, 1), refused, nil
+	}
+	vecs = make([][]float32, len(texts))
+	embedded := false
+	for i, text := range texts {
+		v, e := c.embed(ctx, []string{text})
+		switch {
+		case e == nil:
+			vecs[i], embedded = v[0], true
+		case refusedInput(e):
+			refused[i] = e
+		default: // the endpoint failed: retried later, with backoff
+			return nil, nil, e
+		}
+	}
+	if !embedded {
+		return nil, nil, err
+	}
+	return vecs, refused, nil
+}
+
+// embed is one background Embed call (counted in embedErrors when it fails).
+func (c *Catalog) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	ectx, cancel := context.WithTimeout(ctx, embedBatchTimeout)
+	vecs, err := c.cfg.Embedder.Embed(ectx, texts)
+	cancel()
+	if err == nil && len(vecs) != len(texts) {
+		err = errors.New("the embedder returned a different number of vectors")
+	}
+	if err != nil && ctx.Err() == nil {
+		c.embedErrors.Add(1)
+	}
+	return vecs, err
+}
+
+// refusedInput reports whether err is the endpoint refusing the texts of a request rather
+// than failing or refusing every request: a 2xx response that is not as specified (a wrong
+// count or dimension, say), or HTTP 400, 413 or 422 (what OpenAI, vLLM and
+// text-embeddings-inference answer to an input longer than the model takes). A bad key (401,
+// 403) or model (404) refuses every text alike: isolating texts would only multiply requests.
+func refusedInput(err error) bool {
+	var e *embeddings.Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch {
+	case e.Code == embeddings.CodeMalformed:
+		return true
+	case e.Code == embeddings.CodeRejected:
+		return e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge ||
+			e.Status == http.StatusUnprocessableEntity
+	}
+	return false
+}
+
 // queryVector embeds a search request (nil when there is no Embedder or it fails in time).
 func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	if c.cfg.Embedder == nil {
@@ -277,7 +348,12 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	vecs, err := c.cfg.Embedder.Embed(qctx, []string{query})
 	if err != nil || len(vecs) != 1 {
 		c.embedErrors.Add(1)
-		if ctx.Err() == nil { // the endpoint's failure, not a caller that stopped waiting
+		switch {
+		case refusedInput(err):
+			// The endpoint answered, refusing this request's text (too long for the model,
+			// say): no reason to keep the next requests, other searchers', from it.
+			c.embedDown.ok()
+		case ctx.Err() == nil: // the endpoint's failure, not a caller that stopped waiting
 			c.embedDown.fail(c.embedRetryMin)
 		}
 		c.log.Debug().Err(err).Msg("query embedding failed; lexical search only")

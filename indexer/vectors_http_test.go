@@ -1,0 +1,100 @@
+package indexer
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/embeddings"
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// embeddingsServer is an OpenAI-compatible embeddings endpoint on loopback that answers with
+// conceptEmbedder's vectors, except that a request holding a text with refuse in it is answered
+// with refuseStatus (as text-embeddings-inference answers 413 to an input longer than its
+// model takes). It counts the requests.
+func embeddingsServer(t *testing.T, refuse string, refuseStatus int) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var requests atomic.Int64
+	concept := &conceptEmbedder{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		var req struct {
+			Input []string `json:"input"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, `{"error":"bad request"}`, http.StatusBadRequest)
+			return
+		}
+		if refuse != "" && slices.ContainsFunc(req.Input, func(s string) bool { return strings.Contains(s, refuse) }) {
+			http.Error(w, `{"error":"Input validation error: inputs must have less than 512 tokens"}`, refuseStatus)
+			return
+		}
+		vecs, _ := concept.Embed(r.Context(), req.Input)
+		type item struct {
+			Index     int       `json:"index"`
+			Embedding []float32 `json:"embedding"`
+		}
+		data := make([]item, len(vecs))
+		for i, v := range vecs {
+			data[i] = item{i, v}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &requests
+}
+
+// TestHybridOneRefusedText: an endpoint that refuses one tool's text (too long for its model)
+// must not keep the other tools of its batch from their vectors: they used to be retried
+// together, forever, and never got one.
+func TestHybridOneRefusedText(t *testing.T) {
+	env := natstest.Start(t)
+	evs := append(hybridEvents(),
+		status("wiki", subjects.StatusReady),
+		snapshot("wiki", "Knowledge base",
+			tool("dump_everything", "TOOLONG "+strings.Repeat("words and words ", 200))))
+	seq := publish(t, env.JS, evs...)
+	srv, _ := embeddingsServer(t, "TOOLONG", http.StatusRequestEntityTooLarge)
+	emb := &embeddings.Client{BaseURL: srv.URL + "/v1", Model: "m"}
+	r := startReplicaConfig(t, env, Config{Embedder: emb}, nil)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3) // every tool but the refused one, and nothing left pending
+	if got := names(find(t, r.Catalog, "will it rain tomorrow").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
+		t.Errorf("hybrid search: %v, want meteo__get_outlook first", got)
+	}
+}
+
+// TestHybridRefusedQueryNoHoldOff: an endpoint that refuses one request's text (too long for
+// its model) answered, at once: that says nothing of the next request. It used to hold off
+// request embeddings for every searcher (5 s, then up to a minute after each such request),
+// so one caller sending long queries kept search lexical for all.
+func TestHybridRefusedQueryNoHoldOff(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	srv, requests := embeddingsServer(t, "TOOLONG", http.StatusRequestEntityTooLarge)
+	emb := &embeddings.Client{BaseURL: srv.URL + "/v1", Model: "m"}
+	r := startReplicaConfig(t, env, Config{Embedder: emb}, nil)
+	r.Catalog.embedRetryMin = time.Hour // a hold-off, if any, lasts the whole test
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+
+	rep := find(t, r.Catalog, "TOOLONG "+strings.Repeat("list incidents ", 100))
+	mustNoErr(t, rep.Error)
+	if got := names(rep.Tools); len(got) == 0 || got[0] != "desk__list_incidents" {
+		t.Errorf("refused request: %v, want its lexical answer", got)
+	}
+	before := requests.Load()
+	if got := names(find(t, r.Catalog, "will it rain tomorrow").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
+		t.Errorf("the next request: %v, want meteo__get_outlook first (through its vector)", got)
+	}
+	if requests.Load() == before {
+		t.Error("the next request was not embedded: request embeddings are held off")
+	}
+}
