@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,8 @@ import (
 
 // Dispatcher runs tools/call on the session a connector holds for server. The reply's Error.Code
 // tells whether the request reached the server: unavailable means it was not sent (safe to
-// retry or refuse); protocol_error, timeout and outcome_unknown mean it may have run.
+// retry or refuse), and so does too_large (a request NATS cannot carry); protocol_error, timeout
+// and outcome_unknown mean it may have run.
 // In-process it is the registrysync manager; across processes NATSDispatcher.
 type Dispatcher interface {
 	Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply
@@ -29,29 +31,50 @@ type Relister interface {
 // NATSDispatcher dispatches over NATS request/reply on subjects.Dispatch(server).
 type NATSDispatcher struct {
 	NC *nats.Conn
-	// Grace is added to the call's timeout for the NATS request; 0 → 2s.
+	// Grace is added to the call's timeout for the NATS request, also past the deadline of
+	// the context Dispatch is given: the connector's answer is awaited that long; 0 → 2s.
 	Grace time.Duration
 }
 
 // Dispatch implements Dispatcher.
 func (d NATSDispatcher) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
-	data, err := json.Marshal(req)
-	if err != nil {
+	// Not json.Marshal: it would escape every <, > and & of the arguments as six bytes, and
+	// HTML arguments well within a call's 4 MiB would no longer fit in a NATS message.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(req); err != nil {
 		return dispatchErr(subjects.CodeInternal, "encode dispatch request: "+err.Error())
 	}
+	data := bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
 	grace := d.Grace
 	if grace <= 0 {
 		grace = 2 * time.Second
 	}
 	if req.TimeoutMs > 0 {
+		// The connector's answer comes after the caller's deadline: it times the call out on
+		// its own clock, started when the request reached it, and its answer (a result that
+		// came at the last moment, or its own timeout) still has to cross NATS. The caller's
+		// deadline (the executor's is the call's timeout) does not end the wait, only the
+		// grace past it does; a cancellation of the caller's context still does.
+		parent := ctx
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond+grace)
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(parent), time.Duration(req.TimeoutMs)*time.Millisecond+grace)
 		defer cancel()
+		stop := context.AfterFunc(parent, func() {
+			if !errors.Is(parent.Err(), context.DeadlineExceeded) {
+				cancel()
+			}
+		})
+		defer stop()
 	}
 	msg, err := d.NC.RequestWithContext(ctx, subjects.Dispatch(server), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		return dispatchErr(subjects.CodeUnavailable, "no connector serves server "+server)
+	case errors.Is(err, nats.ErrMaxPayload):
+		// Refused by the client before publishing: nothing was sent.
+		return dispatchErr(subjects.CodeTooLarge, fmt.Sprintf("the dispatch request is %d bytes, more than a NATS message holds; nothing was sent", len(data)))
 	case err != nil && ctx.Err() != nil:
 		// The connector may have run the call: its answer did not come.
 		return dispatchErr(subjects.CodeOutcomeUnknown, "no answer from the connector of "+server+": "+err.Error())

@@ -94,8 +94,11 @@
 //  10. dispatch tools/call with a timeout (timeoutMs capped at MaxCallTimeout) → timeout; result
 //     over 4 MiB → result_too_large (the call ran; not retried); a connector that could not send →
 //     unavailable; protocol_error and outcome_unknown as the connector reports them, their text
-//     redacted and cut to 4 KiB. Retries with backoff: a failure before sending (unavailable) for any
-//     tool, transport failures and unknown outcomes for read-only or idempotent tools only.
+//     redacted and cut to 4 KiB. Over NATS the connector's answer is awaited 2 s past the
+//     deadline (it times the call out on its own clock): a result that came in time is the
+//     answer, a protocol_error or result_too_large keeps its code, no answer is timeout. Retries
+//     with backoff: a failure before sending (unavailable) for any tool, transport failures and
+//     unknown outcomes for read-only or idempotent tools only.
 //
 // A tool result with isError: true is status ok with the MCP result as the server sent it
 // (content, structuredContent, isError): the model reads it. Protocol and transport failures are

@@ -725,10 +725,16 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			return rep
 		}
 		if ctx.Err() != nil && !notSent(rep.Error.Code) {
-			already := rep.Error.Code == subjects.CodeTimeout // the connector's own timeout says so
-			rep.Error.Code = subjects.CodeTimeout
-			if !already && !strings.Contains(rep.Error.Message, "timeout") {
-				rep.Error.Message = fmt.Sprintf("no answer within %s: %s", timeout, rep.Error.Message)
+			// Past the deadline an unknown outcome is a timeout; an answer that says what
+			// happened (the server's protocol_error, a result_too_large: the call ran) keeps
+			// its code — the connector's answer may come after the deadline (NATSDispatcher's
+			// grace).
+			if code := rep.Error.Code; code != subjects.CodeProtocolError && code != subjects.CodeResultTooLarge {
+				already := code == subjects.CodeTimeout // the connector's own timeout says so
+				rep.Error.Code = subjects.CodeTimeout
+				if !already && !strings.Contains(rep.Error.Message, "timeout") {
+					rep.Error.Message = fmt.Sprintf("no answer within %s: %s", timeout, rep.Error.Message)
+				}
 			}
 			return rep
 		}
@@ -1034,7 +1040,8 @@ func encodeResult(res subjects.CallResult) ([]byte, error) {
 // notSent reports whether a dispatch error code means the call never reached the server.
 func notSent(code string) bool {
 	return code == subjects.CodeUnavailable || code == subjects.CodeNotFound || code == subjects.CodeBadRequest ||
-		code == subjects.CodeStale // refused by dispatch itself (revoked since admission)
+		code == subjects.CodeStale || // refused by dispatch itself (revoked since admission)
+		code == subjects.CodeTooLarge // a dispatch request NATS cannot carry
 }
 
 func isJSONObject(b []byte) bool {

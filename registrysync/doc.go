@@ -82,6 +82,9 @@
 // Both answer bad_request to malformed JSON, and not_found for a server removed while the
 // request was on its way (Manager.Remove). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
 // sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, not_found).
+// A tools/call an HTTP server refuses unrun — 404 for a session it no longer knows (it
+// restarted), 401 for the host's credentials — is unavailable, and the session is lost at once:
+// the connector reconnects, or reports why it cannot.
 // A server's JSON-RPC error becomes protocol_error with its code and its message, redacted and
 // cut to 1 KiB (also in list failures and logs): a hostile server's message may be megabytes.
 // Manager.Dispatch and Manager.Relist are the same in-process.

@@ -856,10 +856,27 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 	if err == nil && terr != nil {
 		err = terr
 	}
+	if raw == nil && rpcErr == nil && s.refusedUnrun(err) {
+		sent = false
+	}
 	if sent && raw == nil && rpcErr == nil && ended(ctx) {
 		s.cancelHTTP(cp.requestID(), ctx)
 	}
 	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+}
+
+// refusedUnrun reports whether err says that the server refused a request without running it
+// — it does not know this session (HTTP 404 on legacy streamable HTTP: it restarted, or the
+// session expired; the spec has a server answer so, and mcp-go sends nothing more on the
+// session after one), or the host's credentials (HTTP 401) — and then marks the session lost,
+// so that the connector reconnects (or reports why it cannot) at once instead of at the next
+// probe. The caller may take such a request as not sent.
+func (s *session) refusedUnrun(err error) bool {
+	if !errors.Is(err, transport.ErrSessionTerminated) && !errors.Is(err, transport.ErrAuthorizationRequired) {
+		return false
+	}
+	s.markLost(fmt.Errorf("the server refused the session: %w", err))
+	return true
 }
 
 // ended reports whether ctx is done or its deadline has passed.

@@ -1,0 +1,115 @@
+package registrysync
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// swappable serves the handler it holds: swapping it is a server restart that forgets every
+// session.
+type swappable struct{ h atomic.Pointer[http.Handler] }
+
+func (s *swappable) ServeHTTP(w http.ResponseWriter, r *http.Request) { (*s.h.Load()).ServeHTTP(w, r) }
+
+func (s *swappable) set(h http.Handler) { s.h.Store(&h) }
+
+// A legacy streamable HTTP server that restarted answers the old session's tools/call 404
+// (the spec: it MUST, for a session it does not know): the call did not run. It used to be
+// answered outcome_unknown, and so was every call after it (mcp-go sends nothing once the
+// session ended) until a periodic probe noticed: a session that ended is lost at once, and
+// the calls are unavailable, nothing sent, until the connector has reconnected.
+func TestSessionTerminatedCallNotRun(t *testing.T) {
+	var ran atomic.Int32
+	restarted := newFixture(fixtureOptions{})
+	restarted.AddTool(mcp.NewTool("echo", mcp.WithString("text")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran.Add(1)
+			return mcp.NewToolResultText("ran"), nil
+		})
+	sw := &swappable{}
+	sw.set(server.NewStreamableHTTPServer(newFixture(fixtureOptions{}), server.WithStateful(true)))
+	ts := httptest.NewServer(sw)
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "restarts", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	rec := record(t, h.env, subjects.RegistryServer("restarts"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	sw.set(server.NewStreamableHTTPServer(restarted, server.WithStateful(true)))
+
+	args := json.RawMessage(`{"text":"hi"}`)
+	for i := range 2 {
+		r := dispatch(t, h, "restarts", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args})
+		if r.Error == nil {
+			// (the connector reconnected in between: the call ran on the new session)
+			if i == 0 {
+				t.Fatalf("call %d: got result %s before the session could be found ended", i, r.Result)
+			}
+			continue
+		}
+		if r.Error.Code != subjects.CodeUnavailable {
+			t.Errorf("call %d: got %+v; want unavailable (the server did not run it)", i, r.Error)
+		}
+	}
+	if n := ran.Load(); n != 0 {
+		t.Errorf("the tool ran %d times on the old session", n)
+	}
+	// The connector reconnects by itself, and the call runs on the new session.
+	waitUntil(t, "a call on the new session", func() bool {
+		r := dispatch(t, h, "restarts", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args})
+		return r.Error == nil
+	})
+}
+
+// refusing answers every POST 401 while refuse is set: the host's credential was revoked.
+type refusing struct {
+	next   http.Handler
+	refuse atomic.Bool
+}
+
+func (r *refusing) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r.refuse.Load() && req.Method == http.MethodPost {
+		http.Error(w, "token expired", http.StatusUnauthorized)
+		return
+	}
+	r.next.ServeHTTP(w, req)
+}
+
+// A tools/call the server answers 401 did not run: unavailable, not outcome_unknown, and the
+// connector reconnects (here once the credential is good again).
+func TestUnauthorizedCallNotRun(t *testing.T) {
+	var ran atomic.Int32
+	srv := newFixture(fixtureOptions{})
+	srv.AddTool(mcp.NewTool("echo", mcp.WithString("text")),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran.Add(1)
+			return mcp.NewToolResultText("ran"), nil
+		})
+	rf := &refusing{next: server.NewStreamableHTTPServer(srv, server.WithStateful(true))}
+	ts := httptest.NewServer(rf)
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "auth", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	rec := record(t, h.env, subjects.RegistryServer("auth"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	rf.refuse.Store(true)
+	args := json.RawMessage(`{"text":"hi"}`)
+	r := dispatch(t, h, "auth", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args})
+	if r.Error == nil || r.Error.Code != subjects.CodeUnavailable {
+		t.Errorf("got result %s, error %+v; want unavailable (the server did not run it)", r.Result, r.Error)
+	}
+	if n := ran.Load(); n != 0 {
+		t.Errorf("the tool ran %d times", n)
+	}
+	rf.refuse.Store(false)
+	waitUntil(t, "a call once the server takes the credential again", func() bool {
+		r := dispatch(t, h, "auth", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args})
+		return r.Error == nil
+	})
+}
