@@ -302,7 +302,9 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		return refused(subjects.CodeUnknownPrincipal, err.Error())
 	}
 	if rp.Tenant != c.tenant {
-		return refused(subjects.CodeUnknownPrincipal, fmt.Sprintf("user %q belongs to tenant %q: send the call on %s", rp.User, rp.Tenant, subjects.Exec(rp.Tenant)))
+		// Which tenant the user belongs to is not said: a publisher on one tenant's subjects
+		// learns nothing of another tenant's users.
+		return refused(subjects.CodeUnknownPrincipal, fmt.Sprintf("user %q is not a principal of tenant %q: a user of another tenant calls on that tenant's subject (%s)", rp.User, c.tenant, subjects.Exec("TENANT")))
 	}
 	c.pr = rp
 

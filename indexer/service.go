@@ -193,7 +193,8 @@ func (c *Catalog) pinTenant(tenant string, pr *subjects.Principal) *subjects.Err
 		return apiError(subjects.CodeUnknownPrincipal, "%v", err)
 	}
 	if rp.Tenant != tenant {
-		return apiError(subjects.CodeUnknownPrincipal, "user %q belongs to tenant %q: send the request on %s", rp.User, rp.Tenant, subjects.CatalogSearch(rp.Tenant))
+		// Which tenant the user belongs to is not said (see the executor's admit).
+		return apiError(subjects.CodeUnknownPrincipal, "user %q is not a principal of tenant %q: a user of another tenant sends on that tenant's subjects (%s)", rp.User, tenant, subjects.CatalogSearch("TENANT"))
 	}
 	return nil
 }

@@ -273,6 +273,10 @@ func TestServiceTenantFromSubject(t *testing.T) {
 			t.Errorf("%s: got %+v, %d tools; want %s and none", tc.name, rep.Error, len(rep.Tools), tc.code)
 		}
 	}
+	// The refusal does not say which tenant alice belongs to.
+	if rep := search("local", subjects.Principal{User: "alice"}); rep.Error == nil || strings.Contains(rep.Error.Message, "acme") {
+		t.Errorf("alice on local: %+v, want unknown_principal without her tenant", rep.Error)
+	}
 	det, err := cl.Details(ctx, "beta", subjects.DetailsRequest{V: 1, Names: []string{"kb__search_knowledge_base"}, Principal: subjects.Principal{User: "alice"}})
 	if err != nil || det.Error == nil || det.Error.Code != subjects.CodeUnknownPrincipal || len(det.Tools) != 0 {
 		t.Errorf("details of alice on beta: %+v, %v; want unknown_principal", det.Error, err)
