@@ -256,16 +256,15 @@ func (m *Manager) respondJSON(req micro.Request, v any) {
 }
 
 // handle runs fn for a request on its own goroutine (a slow tools/call must not hold up the
-// subscription), recovering from panics with an internal error answer.
-func (m *Manager) handle(req micro.Request, fn func()) {
+// subscription), recovering from panics with the answer panicked gives.
+func (m *Manager) handle(req micro.Request, panicked *subjects.Error, fn func()) {
 	m.handlers.Add(1)
 	go func() {
 		defer m.handlers.Done()
 		defer func() {
 			if r := recover(); r != nil {
 				m.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Str("subject", req.Subject()).Msg("handler panicked")
-				m.respondJSON(req, subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{
-					Code: subjects.CodeInternal, Message: "internal error"}})
+				m.respondJSON(req, subjects.DispatchReply{V: subjects.Version, Error: panicked})
 			}
 		}()
 		fn()
@@ -287,7 +286,7 @@ func (m *Manager) handleRelist(req micro.Request) {
 			return
 		}
 	}
-	m.handle(req, func() {
+	m.handle(req, &subjects.Error{Code: subjects.CodeInternal, Message: "internal error"}, func() {
 		m.respondJSON(req, m.Relist(context.Background(), server, r))
 	})
 }
@@ -310,8 +309,14 @@ func (m *Manager) handleDispatch(req micro.Request) {
 			"too many calls in flight in this registrysync; nothing was sent", ""))
 		return
 	}
-	m.handle(req, func() {
+	// A panic may come after tools/call was sent: the call may have run.
+	panicked := &subjects.Error{Code: subjects.CodeOutcomeUnknown,
+		Message: "the connector failed while handling the call (internal error); it may have run"}
+	m.handle(req, panicked, func() {
 		defer func() { <-m.calls }()
+		if hook := m.beforeDispatch.Load(); hook != nil {
+			(*hook)(server)
+		}
 		m.respond(req, encodeDispatchReply(m.Dispatch(context.Background(), server, r)))
 	})
 }

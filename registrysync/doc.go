@@ -147,7 +147,8 @@
 // badly (malformed JSON, endless cursors) keeps its session and is re-listed with backoff. Each
 // connector runs on its own goroutines; panics in its loop and in mcp-go callbacks are
 // recovered and reported (a panicking loop publishes unavailable with code internal and
-// starts over after BackoffMax).
+// starts over after BackoffMax). A panicking dispatch handler answers outcome_unknown: the
+// call may have been sent before it; a panicking re-list answers internal.
 //
 // # Ack and retry semantics
 //

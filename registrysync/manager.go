@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -42,6 +43,10 @@ type Manager struct {
 	nc  *nats.Conn
 	cfg Config
 	log zerolog.Logger
+
+	// beforeDispatch, when set, runs on a dispatch handler's goroutine before the call (a
+	// test seam: it lets a test make the handler panic).
+	beforeDispatch atomic.Pointer[func(server string)]
 
 	mu      sync.Mutex
 	conns   map[string]*connector
