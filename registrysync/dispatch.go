@@ -292,6 +292,12 @@ func (m *Manager) handleRelist(req micro.Request) {
 }
 
 func (m *Manager) handleDispatch(req micro.Request) {
+	if req.Reply() == "" {
+		// The answer, and so whether the call ran, could reach nobody: not run. (Only the
+		// executor dispatches, always as a request.)
+		m.log.Warn().Str("subject", req.Subject()).Msg("dispatch without a reply subject ignored: nothing was run")
+		return
+	}
 	server, err := subjects.LastToken(req.Subject())
 	if err != nil {
 		m.respondJSON(req, dispatchErr(subjects.CodeBadRequest, "bad server token in subject", ""))

@@ -1,6 +1,8 @@
 package registrysync
 
 import (
+	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -22,5 +24,30 @@ func TestDispatchPanicIsOutcomeUnknown(t *testing.T) {
 	h.m.beforeDispatch.Store(nil)
 	if r := dispatch(t, h, "fx", subjects.DispatchRequest{V: 1, CallID: "c2", Tool: "echo", Arguments: []byte(`{"text":"hi"}`)}); r.Error != nil {
 		t.Errorf("after the panic: %+v, want a result", r.Error)
+	}
+}
+
+// A dispatch message without a reply subject is not run: its answer, and so the call's outcome,
+// could reach nobody (only the executor dispatches, always as a request).
+func TestDispatchWithoutReplyNotRun(t *testing.T) {
+	h := run(t, nil, fastConfig(stdioServer(t, "fx", "fixture")))
+	waitUntil(t, "endpoints up", h.m.Ready)
+	var mu sync.Mutex
+	var ran []string
+	hook := func(string) { mu.Lock(); ran = append(ran, "x"); mu.Unlock() }
+	h.m.beforeDispatch.Store(&hook)
+	data, _ := json.Marshal(subjects.DispatchRequest{V: 1, CallID: "fire-and-forget", Tool: "echo", Arguments: []byte(`{"text":"hi"}`)})
+	if err := h.env.NC.Publish(subjects.Dispatch("fx"), data); err != nil {
+		t.Fatal(err)
+	}
+	// A request after it, on the same subscription: handled once the first was taken.
+	if r := dispatch(t, h, "fx", subjects.DispatchRequest{V: 1, CallID: "asked", Tool: "echo", Arguments: []byte(`{"text":"hi"}`)}); r.Error != nil {
+		t.Fatalf("request: %+v", r.Error)
+	}
+	h.m.handlers.Wait() // every handler started has finished
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 {
+		t.Errorf("%d dispatches ran, want 1 (the one asked as a request)", len(ran))
 	}
 }
