@@ -3,6 +3,7 @@ package registrysync
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +42,10 @@ type capture struct {
 	result []byte
 	rpcErr *mcp.JSONRPCErrorDetails
 	err    error
+	// status and retryAfter are of the HTTP answer to the POST that carried the request (0
+	// when none came: stdio, a connection that failed), see cappedTransport.
+	status     int
+	retryAfter string
 	// rawOnly: the caller takes the raw result; mcp-go decodes an empty object instead.
 	rawOnly bool
 }
@@ -54,6 +59,29 @@ func (cp *capture) snapshot() (sent bool, result []byte, rpcErr *mcp.JSONRPCErro
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	return cp.sent, cp.result, cp.rpcErr, cp.err
+}
+
+// httpAnswered records the status of the HTTP answer to the POST carrying the request. Only the
+// first final answer counts: a redirect is followed by the client, and the answers mcp-go
+// POSTs to the server's requests on the request's event stream (with a context derived from
+// the request's) come after it.
+func (cp *capture) httpAnswered(resp *http.Response) {
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.status == 0 {
+		cp.status = resp.StatusCode
+		cp.retryAfter = truncate(resp.Header.Get("Retry-After"), 64)
+	}
+}
+
+// httpStatus is the status of the HTTP answer to the last request sent, and its Retry-After.
+func (cp *capture) httpStatus() (int, string) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.status, cp.retryAfter
 }
 
 // requestID is the JSON-RPC id of the last request sent with this slot.
@@ -86,6 +114,7 @@ func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*
 		cp.sent = true
 		cp.id = req.ID
 		cp.result, cp.rpcErr, cp.err = nil, nil, nil
+		cp.status, cp.retryAfter = 0, ""
 		cp.mu.Unlock()
 	}
 	resp, err := t.inner.SendRequest(ctx, req)

@@ -29,7 +29,8 @@ const (
 // CallToolResult (content, structuredContent and isError exactly as the server sent them), or an
 // error whose code tells what the caller may assume:
 //
-//   - not_found, bad_request, unavailable: nothing was sent to the server;
+//   - not_found, bad_request, too_large, unavailable: nothing was sent to the server, or the
+//     server refused it unprocessed (an HTTP status such as 429, see refusedStatus);
 //   - protocol_error: the server answered with a JSON-RPC error (its code is in the message);
 //   - timeout: the request was sent and no answer came in time: outcome unknown;
 //   - outcome_unknown: the connection failed after sending: outcome unknown.
@@ -120,6 +121,10 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 			c.log.Warn().Str("tool", req.Tool).Msg("a tool result held a configured secret value: redacted")
 		}
 		return subjects.DispatchReply{V: subjects.Version, Result: res}
+	case r.refused != nil:
+		e := *r.refused
+		e.Message += ": " + truncate(redact(errText(r.err)), 512)
+		return subjects.DispatchReply{V: subjects.Version, Error: &e}
 	case !r.sent:
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return dispatchErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")

@@ -81,10 +81,16 @@
 //
 // Both answer bad_request to malformed JSON, and not_found for a server removed while the
 // request was on its way (Manager.Remove). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
-// sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, not_found).
+// sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, too_large,
+// not_found).
 // A tools/call an HTTP server refuses unrun — 404 for a session it no longer knows (it
 // restarted), 401 for the host's credentials — is unavailable, and the session is lost at once:
-// the connector reconnects, or reports why it cannot.
+// the connector reconnects, or reports why it cannot. One whose POST the server (or a proxy in
+// front of it) answers with a status that by HTTP says it was not processed is refused too, the
+// session kept: 429 and 503 are unavailable with retryAfterMs from a Retry-After (at most an
+// hour), 403, 405 and 415 unavailable, 413 too_large, 400 and 422 bad_request. Any other 5xx
+// stays outcome_unknown: the server may have run the call. (A 4xx whose body is a JSON-RPC
+// error is the server's protocol_error.)
 // A server's JSON-RPC error becomes protocol_error with its code and its message, redacted and
 // cut to 1 KiB (also in list failures and logs): a hostile server's message may be megabytes.
 // Manager.Dispatch and Manager.Relist are the same in-process.

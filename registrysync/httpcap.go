@@ -9,7 +9,11 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/mcpstream/mcpstream/subjects"
 )
 
 // errResponseTooLarge is the read error of an HTTP response over its bound (see cappedTransport).
@@ -35,7 +39,15 @@ type cappedTransport struct {
 
 func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if err != nil || resp.Body == nil {
+	if err != nil {
+		return resp, err
+	}
+	if r.Method == http.MethodPost {
+		if cp, _ := r.Context().Value(captureKey{}).(*capture); cp != nil {
+			cp.httpAnswered(resp) // mcp-go reports most statuses as error text only
+		}
+	}
+	if resp.Body == nil {
 		return resp, err
 	}
 	if err := notAnEventStream(r, resp); err != nil {
@@ -54,6 +66,52 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
 	}
 	return resp, nil
+}
+
+// refusedStatus is the dispatch error for a request the server answered with an HTTP status
+// that says it did not process it, or nil: 400, 403, 405, 413, 415, 422, 429 and 503 (the
+// last says the server is unavailable; another 5xx may come after the server ran the call).
+// mcp-go reports them as error text, which used to make a tools/call outcome_unknown. 429 and
+// 503 are unavailable with the server's Retry-After, if any; 413 is too_large; 400 and 422,
+// a request the server found malformed, are bad_request; 403, 405 and 415 are unavailable.
+// (401 and 404 are handled by refusedUnrun.) All of them are codes that say nothing was sent.
+func refusedStatus(status int, retryAfter string, now time.Time) *subjects.Error {
+	code := subjects.CodeUnavailable
+	switch status {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusForbidden,
+		http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType:
+	case http.StatusRequestEntityTooLarge:
+		code = subjects.CodeTooLarge
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		code = subjects.CodeBadRequest
+	default:
+		return nil
+	}
+	e := &subjects.Error{Code: code, Message: fmt.Sprintf("the server refused the request with HTTP %d (%s); nothing ran", status, http.StatusText(status))}
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		e.RetryAfterMs = retryAfterMs(retryAfter, now)
+	}
+	return e
+}
+
+// maxRetryAfter bounds the wait a server's Retry-After asks for: a hostile or broken one may
+// ask for years.
+const maxRetryAfter = time.Hour
+
+// retryAfterMs is an HTTP Retry-After (seconds, or a date) in milliseconds from now, at most
+// maxRetryAfter; 0 when absent, malformed or past.
+func retryAfterMs(v string, now time.Time) int64 {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseUint(v, 10, 64); err == nil {
+		d = time.Duration(min(secs, uint64(maxRetryAfter/time.Second))) * time.Second
+	} else if at, err := http.ParseTime(v); err == nil {
+		d = min(at.Sub(now), maxRetryAfter)
+	}
+	return max(d.Milliseconds(), 0)
 }
 
 // notAnEventStream refuses the answer to a GET that opens an event stream (the legacy SSE

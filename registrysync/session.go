@@ -837,6 +837,9 @@ type callResult struct {
 	sent   bool
 	err    error
 	bad    string // the server broke the protocol (a task that could not complete): protocol_error
+	// refused: the server answered the request's HTTP POST with a status that says it did not
+	// process it (refusedStatus); sent is false.
+	refused *subjects.Error
 }
 
 // callTool sends tools/call with args passed through byte for byte. The caller registered it
@@ -856,13 +859,28 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 	if err == nil && terr != nil {
 		err = terr
 	}
-	if raw == nil && rpcErr == nil && s.refusedUnrun(err) {
-		sent = false
+	var refused *subjects.Error
+	if raw == nil && rpcErr == nil {
+		sent, refused = s.unrun(sent, err, cp)
 	}
 	if sent && raw == nil && rpcErr == nil && ended(ctx) {
 		s.cancelHTTP(cp.requestID(), ctx)
 	}
-	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err, refused: refused}
+}
+
+// unrun tells a request the server refused without running it (sent false), for a request
+// that got neither a result nor a JSON-RPC error: refusedUnrun, or an HTTP status that says
+// so, whose dispatch error is refused (refusedStatus).
+func (s *session) unrun(sent bool, err error, cp *capture) (_ bool, refused *subjects.Error) {
+	if s.refusedUnrun(err) || !sent {
+		return false, nil
+	}
+	status, retryAfter := cp.httpStatus()
+	if refused = refusedStatus(status, retryAfter, time.Now()); refused != nil {
+		return false, refused
+	}
+	return true, nil
 }
 
 // refusedUnrun reports whether err says that the server refused a request without running it

@@ -141,10 +141,10 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		if err == nil && terr != nil {
 			err = terr
 		}
-		if raw == nil && rpcErr == nil && s.refusedUnrun(err) {
-			sent = false // no task was created
-		}
 		r = callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+		if raw == nil && rpcErr == nil {
+			r.sent, r.refused = s.unrun(sent, err, cp) // not sent: no task was created
+		}
 	}
 	if r.rpcErr != nil || r.raw == nil {
 		return r

@@ -95,7 +95,7 @@ type Error struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	Path         string `json:"path,omitempty"`         // invalid_arguments: JSON pointer of the failure
-	RetryAfterMs int64  `json:"retryAfterMs,omitempty"` // rate_limited
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"` // rate_limited; unavailable: the server's Retry-After
 	Reason       string `json:"reason,omitempty"`       // unavailable, stale: why
 }
 
