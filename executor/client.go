@@ -73,12 +73,10 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 					return
 				case <-poll.C:
 				}
-				if stream, err := c.JS.Stream(rctx, subjects.ResultsStream); err == nil {
-					if res, ok, err := getResult(rctx, stream, tenant, req.ID); err == nil && ok {
-						polled <- res
-						cancel()
-						return
-					}
+				if res, ok := c.stored(rctx, tenant, req.ID); ok {
+					polled <- res
+					cancel()
+					return
 				}
 			}
 		}()
@@ -98,10 +96,8 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 		// The answer may be stored with its reply lost (a reconnect): look once more.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		if stream, serr := c.JS.Stream(lctx, subjects.ResultsStream); serr == nil {
-			if res, ok, gerr := getResult(lctx, stream, tenant, req.ID); gerr == nil && ok {
-				return res, nil
-			}
+		if res, ok := c.stored(lctx, tenant, req.ID); ok {
+			return res, nil
 		}
 	}
 	if err != nil {
@@ -147,14 +143,6 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	if err != nil {
 		return notStored(err), nil
 	}
-	stored := func(ctx context.Context) (subjects.CallResult, bool) {
-		stream, err := c.JS.Stream(ctx, subjects.ResultsStream)
-		if err != nil {
-			return subjects.CallResult{}, false
-		}
-		res, ok, err := getResult(ctx, stream, tenant, req.ID)
-		return res, err == nil && ok
-	}
 	poll := time.NewTicker(resultPoll)
 	defer poll.Stop()
 	okc, errc := fut.Ok(), fut.Err()
@@ -182,12 +170,12 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 		case err := <-errc:
 			return notStored(err), nil
 		case <-poll.C:
-			if res, ok := stored(ctx); ok {
+			if res, ok := c.stored(ctx, tenant, req.ID); ok {
 				return res, nil
 			}
 		case <-ctx.Done():
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			res, ok := stored(lctx)
+			res, ok := c.stored(lctx, tenant, req.ID)
 			cancel()
 			if ok {
 				return res, nil
@@ -195,6 +183,17 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 			return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, ctx.Err())
 		}
 	}
+}
+
+// stored is the answer of call id stored on the results stream, if it is there (and the stream
+// could be read).
+func (c Client) stored(ctx context.Context, tenant, id string) (subjects.CallResult, bool) {
+	stream, err := c.JS.Stream(ctx, subjects.ResultsStream)
+	if err != nil {
+		return subjects.CallResult{}, false
+	}
+	res, ok, err := getResult(ctx, stream, tenant, id)
+	return res, err == nil && ok
 }
 
 // prepare fills the request's defaults and encodes it, or answers a request too large to send.
