@@ -181,8 +181,8 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		// The request may be persisted: its answer will be on the results stream.
 		res = subjects.CallResult{ID: req.ID, Tool: req.Tool, Status: subjects.CallFailed, Error: &subjects.Error{
 			Code: subjects.CodeTimeout, Message: fmt.Sprintf("no answer within %s; the call may still complete: "+
-				"`mcpstream events --subject 'results.%s.%s'` shows its answer, and `call --id %s` again returns it without running it twice",
-				wait, subjects.EncodeToken(tenant), subjects.EncodeToken(req.ID), req.ID)}}
+				"`call --id %s` again returns its answer without running it twice (an operator can also see it with `mcpstream events --subject 'results.%s.%s'`)",
+				wait, req.ID, subjects.EncodeToken(tenant), subjects.EncodeToken(req.ID))}}
 	case err != nil:
 		return fmt.Errorf("call: %w", err)
 	}
