@@ -47,7 +47,9 @@ to change a demo server's tools (it announces list_changed).
 The embedded NATS server listens on --nats-listen so other processes (the mcpstream client
 commands, the nats CLI, more role processes) can connect. HTTP on --http-listen serves
 GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before, while stopping and while
-the NATS connection is down (status nats_disconnected).
+the NATS connection is down (status nats_disconnected) or NATS does not answer a PING within
+0.8 s (status nats_unresponsive: a half-open connection; the process reconnects by itself within
+about a minute).
 GET /metrics: Prometheus text format: Go runtime and process metrics, and per role
 mcpstream_executor_*, mcpstream_catalog_* (label replica) and mcpstream_server_* (label server).
 
@@ -242,6 +244,12 @@ func (h *host) healthz(w http.ResponseWriter, r *http.Request) {
 		// The roles keep their state and resume once the connection is back; meanwhile none of
 		// them serves (no search, no call, no registry event).
 		status, code = "nats_disconnected", http.StatusServiceUnavailable
+	case h.nc.FlushTimeout(healthPingTimeout) != nil:
+		// Connected on paper, but the server does not answer a PING: a half-open TCP
+		// connection (a NATS host that vanished without closing it, a network partition) looks
+		// connected until the client's own pings fail (natsPingInterval × natsMaxPingsOut), and
+		// nothing is served meanwhile.
+		status, code, natsState = "nats_unresponsive", http.StatusServiceUnavailable, "unresponsive"
 	case !ok:
 		status, code = "starting", http.StatusServiceUnavailable
 	}
@@ -250,6 +258,18 @@ func (h *host) healthz(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(map[string]any{"status": status, "roles": states, "nats": natsState})
 }
+
+// healthPingTimeout bounds the PING /healthz sends to NATS: a probe answers within it (probes
+// usually allow 1 s or more).
+var healthPingTimeout = 800 * time.Millisecond
+
+// natsPingInterval and natsMaxPingsOut detect a dead connection that TCP does not report (a
+// half-open connection): the client reconnects after natsMaxPingsOut unanswered pings, within
+// about a minute (nats.go's defaults, 2 min × 2, took up to 6 min).
+const (
+	natsPingInterval = 20 * time.Second
+	natsMaxPingsOut  = 3
+)
 
 // natsState reports whether the process's NATS connection is up, and its state in words
 // (connected, reconnecting, closed, ...).
@@ -339,6 +359,8 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	reconnected := make(chan struct{}, 1)
 	connOpts := []nats.Option{
 		nats.Name("mcpstream " + o.Name),
+		nats.PingInterval(natsPingInterval),
+		nats.MaxPingsOutstanding(natsMaxPingsOut),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			ev := log.Warn().Err(err)
 			if sub != nil {
