@@ -26,10 +26,12 @@ import (
 const maxLineBytes = 64 << 20
 
 // safeEnv lists the variables a stdio child inherits from this process unless
-// ServerConfig.InheritEnv is set (as the MCP SDKs do): enough to run, no credentials.
+// ServerConfig.InheritEnv is set (as the MCP SDKs do): enough to run, no credentials. That
+// includes where npx and uvx, which start most stdio servers, keep their caches: the systemd
+// unit (deploy/) points them at a directory it may write.
 var safeEnv = []string{
 	"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
-	"TMPDIR", "TEMP", "TMP", "XDG_RUNTIME_DIR",
+	"TMPDIR", "TEMP", "TMP", "XDG_RUNTIME_DIR", "XDG_CACHE_HOME", "npm_config_cache", "UV_CACHE_DIR",
 	"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT", "PROCESSOR_ARCHITECTURE",
 	"SYSTEMDRIVE", "SYSTEMROOT", "USERNAME", "USERPROFILE", "PROGRAMFILES", "COMSPEC",
 }

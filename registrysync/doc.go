@@ -87,10 +87,13 @@
 // restarted), 401 for the host's credentials — is unavailable, and the session is lost at once:
 // the connector reconnects, or reports why it cannot. One whose POST the server (or a proxy in
 // front of it) answers with a status that by HTTP says it was not processed is refused too, the
-// session kept: 429 and 503 are unavailable with retryAfterMs from a Retry-After (at most an
-// hour), 403, 405 and 415 unavailable, 413 too_large, 400 and 422 bad_request. Any other 5xx
-// stays outcome_unknown: the server may have run the call. (A 4xx whose body is a JSON-RPC
-// error is the server's protocol_error.)
+// session kept: 429 is unavailable with retryAfterMs from a Retry-After (at most an hour),
+// 403, 405 and 415 unavailable, 413 too_large, 400 and 422 bad_request. A 5xx, 503 included,
+// stays outcome_unknown: the server may have run the call (a proxy answers 503 when the
+// server's connection ends after the request went out). So does a 404 or 401 that comes after
+// the POST was accepted (on the GET that resumes the call's event stream): the session is
+// lost, but the call was taken. (A 4xx whose body is a JSON-RPC error is the server's
+// protocol_error.)
 // A server's JSON-RPC error becomes protocol_error with its code and its message, redacted and
 // cut to 1 KiB (also in list failures and logs): a hostile server's message may be megabytes.
 // Manager.Dispatch and Manager.Relist are the same in-process.
@@ -125,8 +128,9 @@
 // # Failure handling
 //
 // Stdio children are started by the connector itself in their own process group, with a
-// minimal inherited environment (PATH, HOME, USER, LANG, TMPDIR...) plus ServerConfig.Env, so
-// other servers' credentials never reach them (ServerConfig.InheritEnv passes everything).
+// minimal inherited environment (PATH, HOME, USER, LANG, TMPDIR, the npx and uvx caches...)
+// plus ServerConfig.Env, so other servers' credentials never reach them
+// (ServerConfig.InheritEnv passes everything).
 // Their stderr is drained and logged at debug level, redacted (of a very long line, its
 // start); a child that ends is reported with its exit status and its last stderr line (the
 // connector waits up to 250 ms for them after a broken pipe or a closed stdout, which a crash

@@ -69,17 +69,20 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // refusedStatus is the dispatch error for a request the server answered with an HTTP status
-// that says it did not process it, or nil: 400, 403, 405, 413, 415, 422, 429 and 503 (the
-// last says the server is unavailable; another 5xx may come after the server ran the call).
-// mcp-go reports them as error text, which used to make a tools/call outcome_unknown. 429 and
-// 503 are unavailable with the server's Retry-After, if any; 413 is too_large; 400 and 422,
-// a request the server found malformed, are bad_request; 403, 405 and 415 are unavailable.
-// (401 and 404 are handled by refusedUnrun.) All of them are codes that say nothing was sent.
+// that says it did not process it, or nil: 400, 403, 405, 413, 415, 422 and 429. mcp-go
+// reports them as error text, which used to make a tools/call outcome_unknown. 429 is
+// unavailable with the server's Retry-After, if any; 413 is too_large; 400 and 422, a request
+// the server found malformed, are bad_request; 403, 405 and 415 are unavailable. (401 and 404
+// are handled by refusedUnrun.) All of them are codes that say nothing was sent. No 5xx is
+// among them, 503 included: a proxy answers 503 when the server's connection ends after the
+// request went out (Envoy's "upstream connect error or disconnect/reset before headers"), say
+// a server that crashed after the tool's side effect, and the executor retries a call that
+// was not sent.
 func refusedStatus(status int, retryAfter string, now time.Time) *subjects.Error {
 	code := subjects.CodeUnavailable
 	switch status {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable, http.StatusForbidden,
-		http.StatusMethodNotAllowed, http.StatusUnsupportedMediaType:
+	case http.StatusTooManyRequests, http.StatusForbidden, http.StatusMethodNotAllowed,
+		http.StatusUnsupportedMediaType:
 	case http.StatusRequestEntityTooLarge:
 		code = subjects.CodeTooLarge
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
@@ -88,7 +91,7 @@ func refusedStatus(status int, retryAfter string, now time.Time) *subjects.Error
 		return nil
 	}
 	e := &subjects.Error{Code: code, Message: fmt.Sprintf("the server refused the request with HTTP %d (%s); nothing ran", status, http.StatusText(status))}
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+	if status == http.StatusTooManyRequests {
 		e.RetryAfterMs = retryAfterMs(retryAfter, now)
 	}
 	return e

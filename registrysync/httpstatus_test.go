@@ -57,8 +57,8 @@ func echoCounted(ran *atomic.Int32) *server.MCPServer {
 // A tools/call the server (or what stands in front of it) answers with a 4xx that says it was
 // not processed — 429, 403, 413, 400... — did not run: it used to be answered outcome_unknown
 // ("may have run"), as mcp-go reports these statuses as error text only. It is refused with a
-// code the executor takes as nothing sent (429 and 503 with the server's Retry-After); a 5xx
-// other than 503 stays outcome_unknown (the server may have run it).
+// code the executor takes as nothing sent (429 with the server's Retry-After); a 5xx, 503
+// included, stays outcome_unknown (the server may have run it: TestProxy503AfterForwardMayHaveRun).
 func TestHTTPRefusedCallNotRun(t *testing.T) {
 	cases := []struct {
 		status     int
@@ -68,7 +68,7 @@ func TestHTTPRefusedCallNotRun(t *testing.T) {
 	}{
 		{http.StatusTooManyRequests, "7", subjects.CodeUnavailable, 7000},
 		{http.StatusForbidden, "", subjects.CodeUnavailable, 0},
-		{http.StatusServiceUnavailable, "", subjects.CodeUnavailable, 0},
+		{http.StatusServiceUnavailable, "3", subjects.CodeOutcomeUnknown, 0},
 		{http.StatusRequestEntityTooLarge, "", subjects.CodeTooLarge, 0},
 		{http.StatusBadRequest, "", subjects.CodeBadRequest, 0},
 		{http.StatusUnprocessableEntity, "", subjects.CodeBadRequest, 0},

@@ -873,10 +873,10 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 // that got neither a result nor a JSON-RPC error: refusedUnrun, or an HTTP status that says
 // so, whose dispatch error is refused (refusedStatus).
 func (s *session) unrun(sent bool, err error, cp *capture) (_ bool, refused *subjects.Error) {
-	if s.refusedUnrun(err) || !sent {
+	status, retryAfter := cp.httpStatus()
+	if s.refusedUnrun(err, status) || !sent {
 		return false, nil
 	}
-	status, retryAfter := cp.httpStatus()
 	if refused = refusedStatus(status, retryAfter, time.Now()); refused != nil {
 		return false, refused
 	}
@@ -888,13 +888,16 @@ func (s *session) unrun(sent bool, err error, cp *capture) (_ bool, refused *sub
 // session expired; the spec has a server answer so, and mcp-go sends nothing more on the
 // session after one), or the host's credentials (HTTP 401) — and then marks the session lost,
 // so that the connector reconnects (or reports why it cannot) at once instead of at the next
-// probe. The caller may take such a request as not sent.
-func (s *session) refusedUnrun(err error) bool {
+// probe. The caller may take such a request as not sent. status is the HTTP answer to the
+// request's POST (0 if none came): when it accepted the request (2xx), the error came later,
+// from the GET that resumes the request's event stream (SEP-1699: a server may end it before
+// the answer) — the session is gone all the same, but the request was taken and may have run.
+func (s *session) refusedUnrun(err error, status int) bool {
 	if !errors.Is(err, transport.ErrSessionTerminated) && !errors.Is(err, transport.ErrAuthorizationRequired) {
 		return false
 	}
 	s.markLost(fmt.Errorf("the server refused the session: %w", err))
-	return true
+	return status < 200 || status > 299
 }
 
 // ended reports whether ctx is done or its deadline has passed.
