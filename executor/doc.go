@@ -99,9 +99,17 @@
 //     answer, a protocol_error or result_too_large keeps its code, no answer is timeout. Retries
 //     with backoff: a failure before sending (unavailable) for any tool, transport failures and
 //     unknown outcomes for read-only or idempotent tools only.
+//  11. a result that is not isError, of a tool that declares an outputSchema, against that
+//     schema (of the definition admitted in steps 3–7; the inputSchema's validator, bounds,
+//     step budget and backstop): no structuredContent, or one that does not match →
+//     protocol_error (the call ran; Error.Path a JSON pointer into the result), the result
+//     withheld from the answer and kept in the audit result event. A result the check cannot
+//     judge (an outputSchema that cannot be used, structuredContent nested over 128 levels, a
+//     pattern match cut off, the backstop) is passed on; the audit result event says why.
+//     See output.go.
 //
 // A tool result with isError: true is status ok with the MCP result as the server sent it
-// (content, structuredContent, isError): the model reads it. Protocol and transport failures are
+// (content, structuredContent, isError, unchecked against the outputSchema): the model reads it. Protocol and transport failures are
 // status failed with a code; refusals before dispatch are status refused.
 //
 // # Ack and retry

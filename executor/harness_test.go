@@ -153,6 +153,7 @@ func newFixture() *server.MCPServer {
 			n := wiped.Add(1)
 			return mcp.NewToolResultStructured(map[string]any{"runs": n}, fmt.Sprintf("wiped (run %d)", n)), nil
 		})
+	addReportTools(srv)
 	srv.AddTool(mcp.NewTool("exit", mcp.WithDescription("Ends the server process."), hints(false, false, false)),
 		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			os.Exit(3)

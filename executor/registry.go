@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,14 @@ type tool struct {
 	Idempotent  bool            // annotations.idempotentHint: true
 	Destructive bool            // annotations.destructiveHint: true (and not read-only)
 
+	// OutputSchema is the raw outputSchema (an object or a boolean schema), nil when the tool
+	// declares none: its results are checked against it (see checkOutput).
+	OutputSchema json.RawMessage
+
 	schema compiledSchema // compiled on first use
+	output compiledSchema // the outputSchema, compiled on the first result
+	// outputWarned: the log said once that this definition's outputSchema cannot be used.
+	outputWarned atomic.Bool
 }
 
 // retrySafe reports whether the tool may run again: read-only or idempotent by annotation.
@@ -147,6 +155,9 @@ func parseTool(server, fingerprint string, raw json.RawMessage) (*tool, bool) {
 		Name:        name,
 		InputSchema: d["inputSchema"],
 		Fingerprint: fingerprint,
+	}
+	if out := bytes.TrimSpace(d["outputSchema"]); len(out) > 0 && !bytes.Equal(out, []byte("null")) {
+		t.OutputSchema = d["outputSchema"] // (null declares none, as the connector reads it)
 	}
 	var a map[string]json.RawMessage
 	if json.Unmarshal(d["annotations"], &a) == nil {

@@ -232,6 +232,68 @@ func (c *compiledSchema) refuse(why string) string {
 	return *c.unusable.Load()
 }
 
+// meteredOutcome is the outcome of one validation run by metered.
+type meteredOutcome struct {
+	validationOutcome
+	limit   int  // the step budget it ran under
+	overran bool // the wall-clock backstop passed first: no outcome (it runs on, see metered)
+}
+
+// metered validates inst (size bytes of JSON) on a compiled copy of the definition (raw is its
+// schema, compiled again if no copy is idle), within lim's step budget and wall-clock backstop
+// (the wait, returned), in a goroutine of its own. A panic other than the meter's is raised
+// again on the caller's goroutine (whose recoverer answers the call). A validation the backstop
+// cut off runs on: if it ends within lim.grace its copy is given back (or, had it overrun the
+// step budget, the definition is unusable); if not, the definition is unusable and the meter
+// stops it at its next step. what names the value validated in the reasons ("arguments").
+func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationLimits, what string) (meteredOutcome, time.Duration, error) {
+	m, err := c.acquire(raw)
+	if err != nil {
+		return meteredOutcome{}, 0, err
+	}
+	m.steps, m.limit = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst)
+	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(size)>>20)
+	out := make(chan validationOutcome, 1)
+	go m.run(inst, out)
+	timer := time.NewTimer(wall)
+	defer timer.Stop()
+	var res validationOutcome
+	select {
+	case res = <-out:
+	case <-timer.C:
+		// The definition is remembered unusable only if the validation is still running after
+		// lim.grace more (a runaway the meter cannot see); the meter then stops it at its next
+		// step. A late finish gives the copy back.
+		go func() {
+			grace := time.NewTimer(lim.grace)
+			defer grace.Stop()
+			select {
+			case res := <-out:
+				if res.stopped != nil && res.stopped.overBudget {
+					c.refuse(overBudgetText(what, m.limit))
+				} else if (res.stopped == nil || res.stopped.pattern != "") && res.panic == nil {
+					c.release(m)
+				}
+			case <-grace.C:
+				c.refuse(fmt.Sprintf("validating %s against it ran for more than %v", what, wall+lim.grace))
+			}
+		}()
+		return meteredOutcome{overran: true}, wall, nil
+	}
+	if res.panic != nil {
+		panic(res.panic) // on the worker's goroutine, whose recoverer answers the call
+	}
+	limit := m.limit
+	c.release(m)
+	return meteredOutcome{validationOutcome: res, limit: limit}, wall, nil
+}
+
+// overBudgetText is why a definition is unusable whose validation of what overran the step
+// budget limit.
+func overBudgetText(what string, limit int) string {
+	return fmt.Sprintf("validating %s against it took more than %d steps (its $refs make the work explode)", what, limit)
+}
+
 // noLoader refuses every URL that is not a meta-schema (those are built in).
 type noLoader struct{}
 
@@ -333,47 +395,16 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "arguments are not valid JSON"}
 	}
 
-	m, err := c.acquire(t.InputSchema)
+	res, wall, err := c.metered(t.InputSchema, inst, len(trimmed), lim, "arguments")
 	if err != nil { // it compiled once: it does again
 		return unusableSchema(t, firstLine(err.Error()))
 	}
-	m.steps, m.limit = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst)
-	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(len(trimmed))>>20)
-	out := make(chan validationOutcome, 1)
-	go m.run(inst, out)
-	timer := time.NewTimer(wall)
-	defer timer.Stop()
-	var res validationOutcome
-	select {
-	case res = <-out:
-	case <-timer.C:
+	if res.overran {
 		// Only this call is refused: elapsed time also measures the machine's load (many large
-		// calls at once), which must not disable a harmless definition for everyone. The
-		// definition is remembered unusable only if the validation is still running after
-		// lim.grace more (a runaway the meter cannot see); the meter then stops it at its next
-		// step. A late finish gives the copy back.
-		go func() {
-			grace := time.NewTimer(lim.grace)
-			defer grace.Stop()
-			select {
-			case res := <-out:
-				if res.stopped != nil && res.stopped.overBudget {
-					c.refuse(fmt.Sprintf("validating arguments against it took more than %d steps (its $refs make the work explode)", m.limit))
-				} else if (res.stopped == nil || res.stopped.pattern != "") && res.panic == nil {
-					c.release(m)
-				}
-			case <-grace.C:
-				c.refuse(fmt.Sprintf("validating arguments against it ran for more than %v", wall+lim.grace))
-			}
-		}()
+		// calls at once), which must not disable a harmless definition for everyone.
 		return &subjects.Error{Code: subjects.CodeUnavailable,
 			Message: fmt.Sprintf("validating the arguments took longer than %v (a busy executor, or a costly schema); nothing was run", wall)}
 	}
-	if res.panic != nil {
-		panic(res.panic) // on the worker's goroutine, whose recoverer answers the call
-	}
-	limit := m.limit
-	c.release(m)
 	if res.stopped != nil {
 		if res.stopped.pattern != "" {
 			// Another value may match quickly: only this call is refused.
@@ -382,7 +413,7 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 					singleQuoted(truncateString(res.stopped.pattern, 200)), ecmaMatchTimeout)}
 		}
 		if res.stopped.overBudget {
-			return unusableSchema(t, c.refuse(fmt.Sprintf("validating arguments against it took more than %d steps (its $refs make the work explode)", limit)))
+			return unusableSchema(t, c.refuse(overBudgetText("arguments", res.limit)))
 		}
 		return unusableSchema(t, *c.unusable.Load()) // another call found it unusable meanwhile
 	}

@@ -175,6 +175,12 @@ type call struct {
 	// seq is the request's calls stream sequence: what tells its own claim from the claim of
 	// another request of the same call id.
 	seq uint64
+	// withheld is the server's result of a call answered protocol_error because it fails the
+	// tool's outputSchema: not in the answer, kept in the audit result event.
+	withheld json.RawMessage
+	// unchecked says why a result was passed on without checking it against the outputSchema
+	// (for the audit result event).
+	unchecked string
 }
 
 func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
@@ -576,9 +582,15 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 	ev := subjects.AuditEvent{Decision: res.Status, IsError: toolError}
 	if res.Error != nil {
 		ev.Code, ev.Message = res.Error.Code, res.Error.Message
+	} else if c.unchecked != "" {
+		ev.Message = e.audit.redact.String(c.unchecked + "; the result was passed on without checking it against the outputSchema")
 	}
-	if len(res.Result) > 0 {
-		ev.Result, ev.ResBytes, ev.Truncated = e.audit.resultPayload(res.Result)
+	result := res.Result
+	if len(result) == 0 {
+		result = c.withheld
+	}
+	if len(result) > 0 {
+		ev.Result, ev.ResBytes, ev.Truncated = e.audit.resultPayload(result)
 	}
 	e.audit.emit(subjects.AuditResult, c.audit(ev))
 	return nil
@@ -680,6 +692,23 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		res.Status = subjects.CallFailed
 		res.Error = &subjects.Error{Code: subjects.CodeProtocolError, Message: "the server's tools/call result is not a JSON object"}
 	default:
+		// The tool ran: a result that fails its outputSchema is a malformed answer of the
+		// server, never a refusal (see checkOutput).
+		out := checkOutput(t, rep.Result)
+		if out.fail != nil {
+			res.Status = subjects.CallFailed
+			res.Error = out.fail
+			res.Error.Message = truncateString(e.audit.redact.String(res.Error.Message), maxDispatchErrorBytes)
+			if len(res.Error.Path) > maxOutputPath || e.audit.redact.String(res.Error.Path) != res.Error.Path {
+				res.Error.Path = ""
+			}
+			c.withheld = rep.Result
+			break
+		}
+		if out.unusable && t.outputWarned.CompareAndSwap(false, true) {
+			e.cfg.Log.Warn().Str("tool", t.Public).Str("why", out.unchecked).Msg("results of this tool are passed on without checking them against its outputSchema")
+		}
+		c.unchecked = out.unchecked
 		res.Status = subjects.CallOK
 		res.Result = rep.Result
 	}

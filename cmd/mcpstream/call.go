@@ -50,7 +50,9 @@ with the server's permissions violation.
 Error codes: bad_request, too_large, not_found, stale, unavailable, unknown_principal, forbidden,
 denied, approval_timeout, needs_approval (--approval-timeout -1), invalid_arguments (with the JSON
 pointer of the failure), invalid_schema, rate_limited (with the time to retry), timeout,
-result_too_large, protocol_error, outcome_unknown (the call may have run: check before retrying).
+result_too_large, protocol_error (also a result without the structuredContent its tool's
+outputSchema asks for: the tool ran, the JSON pointer says where), outcome_unknown (the call may
+have run: check before retrying).
 
 Tools annotated destructive (and those the policy marks) wait for a human:
   mcpstream approve ID   or   mcpstream deny ID

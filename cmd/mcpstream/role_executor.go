@@ -37,7 +37,9 @@ Each call is checked in order: the principal is known (unknown_principal), the t
 ttlMs is re-listed first, then the policy is asked again), the arguments match the tool's real inputSchema (invalid_arguments with the JSON pointer of the
 failure), a human approved it if it is destructive or the policy says so (denied,
 approval_timeout), the limits allow it (rate_limited with retryAfterMs); then tools/call runs
-with a timeout (timeout, result_too_large). A tool that is neither read-only nor idempotent is
+with a timeout (timeout, result_too_large), and a result that is not isError is checked against
+the tool's outputSchema (protocol_error: the tool ran, its result is withheld; a schema that
+cannot be used lets results pass, and the audit says so). A tool that is neither read-only nor idempotent is
 claimed before dispatch: if an executor dies mid-call, the answer is outcome_unknown, never a
 second execution.
 
