@@ -98,7 +98,9 @@
 //     deadline (it times the call out on its own clock): a result that came in time is the
 //     answer, a protocol_error or result_too_large keeps its code, no answer is timeout. Retries
 //     with backoff: a failure before sending (unavailable) for any tool, transport failures and
-//     unknown outcomes for read-only or idempotent tools only.
+//     unknown outcomes for read-only or idempotent tools only; never before the retryAfterMs of
+//     the server's refusal (429), and not at all when that is over 1 s or past the deadline
+//     (the answer carries it).
 //  11. a result that is not isError, of a tool that declares an outputSchema, against that
 //     schema (of the definition admitted in steps 3–7; the inputSchema's validator, bounds,
 //     step budget and backstop): no structuredContent, or one that does not match →
@@ -142,9 +144,12 @@
 // the PubAck; the estimate ⌊previous×(1−elapsed fraction)⌋ + current (the previous window's
 // whole calls still inside the sliding window, as if spread evenly) must stay within the limit,
 // else the call subtracts its 1 and is refused with the time until the estimate allows it. A
+// give-back stored before its increment's sequence (a new stream: a NATS restart emptied it) or
+// leaving the counter below 0 is undone. A dispatched call counts whatever its answer. A
 // Rate{PerSecond, Burst} allows Burst calls per Burst/PerSecond seconds, sliding, which averages
 // PerSecond (up to 2×Burst within one window's span across a window boundary). Concurrency caps are
-// leases in the KV bucket MCPSTREAM_SLOTS: keys scope.key.0 … n−1 taken with Create, renewed by
+// leases in the KV bucket MCPSTREAM_SLOTS: keys scope.key.0 … n−1, read from a
+// random one and the first free one taken with Create (a refusal writes nothing), renewed by
 // the heartbeats, deleted at the end; the bucket's TTL (SlotLease, 30 s) frees the slots of a
 // crashed worker.
 //

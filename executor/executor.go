@@ -320,8 +320,8 @@ func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
 		case <-time.After(wait):
 		}
 	}
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	bo := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		w.mu.Lock()
 		if w.drained {

@@ -133,10 +133,10 @@ func (l Limits) maxWindowOf() time.Duration {
 //   - rates with sliding-window counters in the counter stream subjects.LimitsStream: each call
 //     adds 1 to its window's counter (Nats-Incr; the PubAck carries the new total) and the
 //     estimate ⌊prev×(1−elapsed)⌋ + current must stay within the limit, else the call gives its
-//     1 back and is refused with the time until the estimate allows it (see rateWait);
+//     1 back and is refused with the time until the estimate allows it (see rateWait, giveBack);
 //   - concurrency with leases in the KV bucket subjects.SlotsBucket: slot keys scope.key.0 … n−1,
-//     taken with Create (atomic), renewed while the call runs, deleted when it ends; the bucket's
-//     TTL frees the slot of a worker that crashed.
+//     taken with Create (atomic; see takeSlot), renewed while the call runs, deleted when it
+//     ends; the bucket's TTL frees the slot of a worker that crashed.
 type limiter struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
@@ -164,7 +164,13 @@ type lease struct {
 	l       *limiter
 	mu      sync.Mutex
 	slots   []slotLease
-	counted []string // rate counter subjects this call added 1 to (for refund)
+	counted []increment // what this call added to the rate counters (for refund)
+}
+
+// increment is a call's acknowledged +1 on a rate counter.
+type increment struct {
+	subject string
+	seq     uint64 // the stream sequence it was stored at
 }
 
 type slotLease struct {
@@ -251,9 +257,9 @@ type rateCount struct {
 }
 
 // checkRates adds 1 to the current window's counter of every rate of lim and checks the
-// estimates. It returns the counter subjects it added to (the caller gives them back if the call
-// does not run after all), or a refusal or error, in which case it gave back every count itself.
-func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]string, *subjects.Error, error) {
+// estimates. It returns the increments it made (the caller gives them back if the call does not
+// run after all), or a refusal or error, in which case it gave back every count itself.
+func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]increment, *subjects.Error, error) {
 	now := l.now()
 	var ps []rateCount
 	for _, s := range lim {
@@ -271,7 +277,7 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]string, *
 		}
 		ps = append(ps, rateCount{s: s, n: n, w: w, idx: idx, frac: frac, fut: fut})
 	}
-	var counted []string
+	var counted []increment
 	var late []rateCount // not acknowledged before ctx ended: may have counted
 	var worst time.Duration
 	var why string
@@ -292,7 +298,7 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]string, *
 			late = append(late, p)
 			continue
 		}
-		counted = append(counted, p.fut.Msg().Subject)
+		counted = append(counted, increment{p.fut.Msg().Subject, ack.Sequence})
 		cur, err := strconv.ParseInt(ack.Value, 10, 64)
 		if err != nil {
 			if firstErr == nil {
@@ -307,8 +313,9 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]string, *
 			}
 			continue
 		}
-		// A counter never holds fewer than the calls it counted (this one included); guard the
-		// estimate anyway, so a counter that went below 0 cannot let extra calls through.
+		// A counter holds at least the calls it counted (this one included), except for the
+		// moment a give-back that landed on a counter emptied by a NATS restart takes to be
+		// undone (see giveBack): never count fewer than this call.
 		cur, prev = max(cur, 1), max(prev, 0)
 		if wait := rateWait(p.n, p.w, p.frac, prev, cur); wait > 0 {
 			if wait > worst {
@@ -395,14 +402,50 @@ func (l *limiter) previous(ctx context.Context, s scopeLimit, idx int64) (int64,
 	return val, nil
 }
 
-// giveBack subtracts the counts of a refused call: -1 on each counter subject it added 1 to
-// (acknowledged increments only, each given back once, so a counter never goes below the calls
-// it counted). The counters live in JetStream: every worker sees the give-back.
-func (l *limiter) giveBack(subs []string) {
-	for _, s := range subs {
-		msg := &nats.Msg{Subject: s, Header: nats.Header{"Nats-Incr": []string{"-1"}}}
-		l.js.PublishMsgAsync(msg)
+// giveBack subtracts the counts of a refused call: -1 on each counter it added 1 to
+// (acknowledged increments only, each given back once). The counters live in JetStream: every
+// worker sees the give-back.
+//
+// A give-back must not land on a counter that does not hold its increment: the counters are in
+// memory storage, a NATS server restart empties them (the first call that finds them gone
+// declares them again), and a call counted before the restart may give back after it — refused
+// at its claim, or its -1 waiting in the client's reconnect buffer. The counter would hold fewer
+// than the calls it counted (below 0 if none), and each call missing lets one more through in
+// that window. So each give-back is checked once acknowledged and undone (+1) when it was stored
+// at a sequence before its increment's (the stream is a new one) or left the counter below 0
+// (it held fewer than it counted). A -1 that takes a counter below 0 is always followed by its
+// +1, so no counter stays below 0, whatever the order of give-backs. (A stale -1 that finds
+// neither — the new stream already past the old one's sequence, the counter above 0 — still
+// lets one call more through in its window: a restart already started every window over.)
+func (l *limiter) giveBack(incs []increment) {
+	var sent []increment
+	var futs []jetstream.PubAckFuture
+	for _, in := range incs {
+		msg := &nats.Msg{Subject: in.subject, Header: nats.Header{"Nats-Incr": []string{"-1"}}}
+		if fut, err := l.js.PublishMsgAsync(msg); err == nil {
+			sent, futs = append(sent, in), append(futs, fut)
+		}
 	}
+	if len(futs) == 0 {
+		return
+	}
+	go func() {
+		timeout := time.NewTimer(auditAckWait)
+		defer timeout.Stop()
+		for i, fut := range futs {
+			select {
+			case ack := <-fut.Ok():
+				if v, err := strconv.ParseInt(ack.Value, 10, 64); ack.Sequence > sent[i].seq && (err != nil || v >= 0) {
+					continue
+				}
+				msg := &nats.Msg{Subject: sent[i].subject, Header: nats.Header{"Nats-Incr": []string{"1"}}}
+				l.js.PublishMsgAsync(msg)
+			case <-fut.Err():
+			case <-timeout.C:
+				return
+			}
+		}
+	}()
 }
 
 // giveBackWhenAcked gives back, in the background, the increments whose acknowledgement was
@@ -418,8 +461,8 @@ func (l *limiter) giveBackWhenAcked(ps []rateCount) {
 		defer timeout.Stop()
 		for _, p := range ps {
 			select {
-			case <-p.fut.Ok():
-				l.giveBack([]string{p.fut.Msg().Subject})
+			case ack := <-p.fut.Ok():
+				l.giveBack([]increment{{p.fut.Msg().Subject, ack.Sequence}})
 			case <-p.fut.Err():
 			case <-timeout.C:
 				return
@@ -444,6 +487,13 @@ func (ls *lease) refund() {
 // kvToken makes any string a valid KV key token, injectively (EncodeToken with '=' for '~').
 func kvToken(s string) string { return strings.ReplaceAll(subjects.EncodeToken(s), "~", "=") }
 
+// takeSlot takes a free slot of s's concurrency cap, looking at its n slots from a random one
+// (so that concurrent callers spread over them) until one is free. Each is read first and only a
+// free one is written (Create: atomic, so two calls never hold one slot and the cap is never
+// exceeded). Trying every slot with Create cost n writes and n reads for each refusal at a full
+// cap — under overload, when NATS is busiest, and by every refused caller again at each retry; a
+// refusal now costs n reads (direct gets: nothing is stored) and no write, and a call is refused
+// only when every slot it read was held.
 func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string) (slotLease, bool, error) {
 	n := s.rate.Concurrency
 	start := rand.IntN(n)
@@ -451,11 +501,18 @@ func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string) (sl
 	val := []byte(l.owner + " " + callID)
 	for i := range n {
 		key := prefix + strconv.Itoa((start+i)%n)
+		_, err := l.slots.Get(ctx, key)
+		if err == nil {
+			continue // held
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) { // (also a slot released: a delete marker)
+			return slotLease{}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
+		}
 		rev, err := l.slots.Create(ctx, key, val)
 		if err == nil {
 			return slotLease{key: key, rev: rev}, true, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !errors.Is(err, jetstream.ErrKeyExists) { // taken since it was read: look further
 			return slotLease{}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
 		}
 	}

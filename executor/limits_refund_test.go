@@ -126,7 +126,7 @@ func TestRefundOnLimitErrors(t *testing.T) {
 	if err := env.JS.DeleteKeyValue(ctx, subjects.SlotsBucket); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 { // each try takes ~0.5 s: the publish retries on no responders
+	for i := range 2 {
 		if _, refusal, err := l.acquire(ctx, "noslots"+strconv.Itoa(i), []scopeLimit{rate, capped}); !errors.Is(err, ErrLimits) || refusal != nil {
 			t.Fatalf("without slots bucket: got %v %+v, want ErrLimits", err, refusal)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpstream/mcpstream/natsembed"
+	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -14,19 +15,25 @@ import (
 // store, as an operator restarting nats-server does; the rig's connections reconnect.
 func (r *rig) restartNATS() {
 	r.t.Helper()
-	r.env.Server.Shutdown()
-	listen := strings.TrimPrefix(r.env.URL, "nats://")
+	restartServer(r.t, r.env)
+}
+
+// restartServer restarts env's server on the same port with its store (memory storage is lost).
+func restartServer(t testing.TB, env *natstest.Env) {
+	t.Helper()
+	env.Server.Shutdown()
+	listen := strings.TrimPrefix(env.URL, "nats://")
 	var err error
 	for range 50 { // the port may take a moment to be free again
 		var srv *natsembed.Server
-		if srv, err = natsembed.Start(natsembed.Config{StoreDir: r.env.Dir, Listen: listen}); err == nil {
-			r.env.Server = srv
-			r.t.Cleanup(srv.Shutdown)
+		if srv, err = natsembed.Start(natsembed.Config{StoreDir: env.Dir, Listen: listen}); err == nil {
+			env.Server = srv
+			t.Cleanup(srv.Shutdown)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r.t.Fatalf("restart nats: %v", err)
+	t.Fatalf("restart nats: %v", err)
 }
 
 // TestLimitsAfterNATSRestart: a NATS server restarted with its store keeps the streams, and the
@@ -35,7 +42,17 @@ func (r *rig) restartNATS() {
 // unavailable ("limits cannot be checked") until the executor process was restarted, and no
 // stream check noticed.
 func TestLimitsAfterNATSRestart(t *testing.T) {
-	limits := Limits{Servers: map[string]Rate{"*": {PerSecond: 1000, Burst: 1000, Concurrency: 4}}}
+	for name, limits := range map[string]Limits{
+		"rates and caps": {Servers: map[string]Rate{"*": {PerSecond: 1000, Burst: 1000, Concurrency: 4}}},
+		// The slots are read before they are taken: a read of a bucket that is gone finds no
+		// responders, which must declare it again too.
+		"caps alone": {Servers: map[string]Rate{"*": {Concurrency: 4}}},
+	} {
+		t.Run(name, func(t *testing.T) { limitsAfterNATSRestart(t, limits) })
+	}
+}
+
+func limitsAfterNATSRestart(t *testing.T, limits Limits) {
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Limits: limits}})
 	if res := r.call("local", "fixture__echo", `{"text":"before"}`); res.Status != subjects.CallOK {
 		t.Fatalf("before the restart: %s %+v", res.Status, res.Error)

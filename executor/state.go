@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -147,10 +148,11 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 
 // stateLost reports whether err says a stream or bucket of the executor's state is gone: the
 // limits stream and the slots bucket (memory storage) do not survive a restart of a NATS
-// server that is not clustered, even one that keeps its store.
+// server that is not clustered, even one that keeps its store. A read of a slot (a direct get)
+// finds no responders when the bucket is gone.
 func stateLost(err error) bool {
 	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) ||
-		errors.Is(err, jetstream.ErrBucketNotFound)
+		errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, nats.ErrNoResponders)
 }
 
 func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {

@@ -718,17 +718,26 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	return e.finish(context.WithoutCancel(ctx), c, res)
 }
 
+// maxRetryWait is the longest a worker waits before it retries a dispatch: the backoff's bound,
+// and the longest retryAfterMs of a server's refusal it waits for. A server that asks for longer
+// (a 429's Retry-After) gets its answer to the caller, retryAfterMs included, at once:
+// the caller can wait without holding a worker and the call's concurrency slot, and a server that
+// answers every call so would otherwise park every worker of the executor, whatever the server.
+const maxRetryWait = time.Second
+
 // dispatch sends tools/call, retrying what is safe to retry: a failure before sending
 // (unavailable) for any tool; transport failures and unknown outcomes only for read-only or
-// idempotent tools. Never a protocol error, never past the call's deadline. Each attempt first
+// idempotent tools. Never a protocol error, never past the call's deadline, never before the
+// server's retryAfterMs (not at all when that is past maxRetryWait or the deadline: the answer
+// carries it). Each attempt first
 // checks the freshness view: a tool revoked, removed or stale since admission is not sent.
 func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration) subjects.DispatchReply {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 50 * time.Millisecond
-	bo.MaxInterval = time.Second
-	bo.MaxElapsedTime = 0
+	// Options, not fields set afterwards: the constructor starts the first interval at the
+	// default 500 ms, and a field set after it only applied from the second retry on.
+	bo := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
+		backoff.WithMaxInterval(maxRetryWait), backoff.WithMaxElapsedTime(0))
 	deadline, _ := ctx.Deadline()
 	var last *subjects.DispatchReply // the previous attempt's answer
 	for {
@@ -776,8 +785,13 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		}
 		last = &rep
 		wait := bo.NextBackOff()
-		if time.Until(deadline) <= wait {
-			return rep
+		if ra := time.Duration(rep.Error.RetryAfterMs) * time.Millisecond; ra > wait {
+			// The server said when to come back (a 429's Retry-After): sooner it
+			// would refuse again, and a server shedding load is the last one to send more to.
+			wait = ra
+		}
+		if wait > maxRetryWait || time.Until(deadline) <= wait {
+			return rep // with the server's retryAfterMs, for the caller
 		}
 		select {
 		case <-time.After(wait):
