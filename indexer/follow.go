@@ -37,8 +37,10 @@ func (c *Catalog) Follow(ctx context.Context, js jetstream.JetStream) error {
 		go func() { defer close(done); c.vectorize(vctx) }()
 		defer func() { cancel(); <-done }()
 	}
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	// Options, not fields set afterwards: the constructor starts the first interval at the
+	// default 500 ms.
+	bo := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
+		backoff.WithMaxInterval(5*time.Second), backoff.WithMaxElapsedTime(0))
 	for {
 		err := c.follow(ctx, js, bo)
 		if ctx.Err() != nil {

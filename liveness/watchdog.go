@@ -151,8 +151,10 @@ func (w *Watchdog) onBeat(m *nats.Msg) {
 // follow feeds every server's last status, then each new one, into w.servers until ctx ends,
 // starting over (with backoff) when the consumer fails.
 func (w *Watchdog) follow(ctx context.Context) {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 250*time.Millisecond, 10*time.Second, 0
+	// Options, not fields set afterwards: the constructor starts the first interval at the
+	// default 500 ms.
+	bo := backoff.NewExponentialBackOff(backoff.WithInitialInterval(250*time.Millisecond),
+		backoff.WithMaxInterval(10*time.Second), backoff.WithMaxElapsedTime(0))
 	for ctx.Err() == nil {
 		err := w.consume(ctx)
 		if ctx.Err() != nil {
