@@ -3,6 +3,8 @@ package embeddings
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +12,10 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/mcpstream/mcpstream/redact"
 )
 
 const (
@@ -33,17 +38,30 @@ type Client struct {
 	MaxBatch   int          // inputs per request; 0 → 64
 	HTTP       *http.Client // nil → a shared client; a 30s timeout when the context has no deadline
 
+	// Secrets are other values that never appear in errors, replaced as APIKey is: those a
+	// configuration resolved into BaseURL (${ENV} references), say.
+	Secrets []string
+
 	maxBody int64 // response size cap; 0 → maxResponseBytes (tests lower it)
 }
 
 // Name identifies the vector space: "openai-compatible:" + Model, plus ":" + Dimensions when
-// Dimensions > 0. Vectors with different names must not be compared.
+// Dimensions > 0, plus "@" and 16 hex digits of a SHA-256 of the endpoint (scheme, host and
+// path of BaseURL, without its user information and query, which may hold credentials): two
+// endpoints may serve different models under one name (a local server's "text-embedding-3-small"
+// is not OpenAI's). Vectors with different names must not be compared. The same name does not
+// prove the same model: one may be replaced under its name (the indexer checks that too).
 func (c *Client) Name() string {
 	name := "openai-compatible:" + c.Model
 	if c.Dimensions > 0 {
 		name += ":" + strconv.Itoa(c.Dimensions)
 	}
-	return name
+	endpoint := c.BaseURL
+	if u, err := url.Parse(c.BaseURL); err == nil {
+		endpoint = (&url.URL{Scheme: u.Scheme, Host: strings.ToLower(u.Host), Path: strings.TrimSuffix(u.Path, "/")}).String()
+	}
+	sum := sha256.Sum256([]byte(endpoint))
+	return name + "@" + hex.EncodeToString(sum[:8])
 }
 
 // Embed returns one vector per text, in input order, sending at most MaxBatch texts per
@@ -193,18 +211,41 @@ func (c *Client) statusError(resp *http.Response) *Error {
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
 		code = CodeUnavailable
 	}
-	// A read error only shortens the quote.
-	limit := maxSnippet + len(c.APIKey)
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(limit)))
+	// A read error only shortens the quote. The body is read whole up to maxErrorBody, more
+	// than is quoted, so that a JSON body can be decoded (see redactBody).
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	// The read limit, or a read error (a connection lost mid-body), may have cut a copy of the
 	// key: drop its start, which redaction would not find, and which cleaning (white space
 	// trimmed, characters replaced) could move into the quoted part.
 	body = c.dropKeyStart(body)
 	msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-	if s := c.snippet(body); s != "" {
+	if body, ok := c.redactBody(body); !ok {
+		msg += ": (response body withheld: its JSON escapes may spell the API key)"
+	} else if s := c.snippet(body); s != "" {
 		msg += ": " + s
 	}
 	return c.fail(code, resp.StatusCode, nil, "%s", msg)
+}
+
+// maxErrorBody is the most of an error response's body read for its quote.
+const maxErrorBody = 64 << 10
+
+// redactBody returns body without APIKey and Secrets in any JSON spelling. An endpoint that
+// echoes the key in a JSON error body may escape its characters ("\/" for '/', "\u0073" for
+// 's', as encoders other than Go's do), which a search for the key's bytes does not find: a
+// JSON body is decoded and the key replaced in its strings. Text that may spell the key with
+// such escapes but cannot be decoded (not JSON, or JSON cut at the read limit) cannot be
+// checked: ok is false, and nothing of it may be quoted.
+func (c *Client) redactBody(body []byte) (out []byte, ok bool) {
+	v := redact.New(append([]string{c.APIKey}, c.Secrets...)...)
+	if v.Empty() {
+		return body, true
+	}
+	out, _ = v.JSON(body) // as text when it is not JSON
+	if _, err := redact.Decode(body); err != nil && v.In(out) {
+		return nil, false
+	}
+	return out, true
 }
 
 // dropKeyStart returns body without a trailing part that is the start of APIKey.

@@ -628,13 +628,16 @@ func TestEmbedConfig(t *testing.T) {
 }
 
 func TestName(t *testing.T) {
+	const openai = "@d9617135d6fdd0a2" // https://api.openai.com/v1
 	tests := []struct {
 		client Client
 		want   string
 	}{
-		{Client{Model: "text-embedding-3-small"}, "openai-compatible:text-embedding-3-small"},
-		{Client{Model: "text-embedding-3-small", Dimensions: 256}, "openai-compatible:text-embedding-3-small:256"},
-		{Client{Model: "nomic-embed-text", BaseURL: "http://127.0.0.1:11434/v1", APIKey: "k", MaxBatch: 8}, "openai-compatible:nomic-embed-text"},
+		{Client{Model: "text-embedding-3-small", BaseURL: "https://api.openai.com/v1"}, "openai-compatible:text-embedding-3-small" + openai},
+		{Client{Model: "text-embedding-3-small", BaseURL: "https://API.openai.com/v1/", APIKey: "k", MaxBatch: 8},
+			"openai-compatible:text-embedding-3-small" + openai},
+		{Client{Model: "text-embedding-3-small", BaseURL: "https://u:pw@api.openai.com/v1?key=x"}, "openai-compatible:text-embedding-3-small" + openai},
+		{Client{Model: "text-embedding-3-small", Dimensions: 256, BaseURL: "https://api.openai.com/v1"}, "openai-compatible:text-embedding-3-small:256" + openai},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -642,6 +645,12 @@ func TestName(t *testing.T) {
 				t.Errorf("Name() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+	// Another endpoint serving a model of the same name is another vector space.
+	a := Client{Model: "text-embedding-3-small", BaseURL: "https://api.openai.com/v1"}
+	b := Client{Model: "text-embedding-3-small", BaseURL: "http://127.0.0.1:4000/v1"}
+	if a.Name() == b.Name() {
+		t.Errorf("two endpoints share the name %q", a.Name())
 	}
 }
 

@@ -25,7 +25,9 @@
 // float32 range) with at most 16384 dimensions, all of the same dimension across the whole
 // Embed call (across batches too), equal to Client.Dimensions when that is set. Nothing is
 // kept between calls: no cache, no retries (the caller decides). Client.Name identifies the
-// vector space, for use as a cache key.
+// vector space, for use as a cache key: the model, the dimensions and (hashed) the endpoint's
+// scheme, host and path. It cannot tell a model replaced under the same name at the same
+// endpoint: a cache should check that (the indexer embeds a probe text).
 //
 // # Errors
 //
@@ -41,9 +43,12 @@
 //
 // Status is the HTTP status when there was a response (also for embeddings_malformed). For a
 // status error, Message holds the status and at most 200 bytes of the body. Messages are
-// printable (control and other non-printable characters replaced) and never hold APIKey: it is
-// replaced by "[redacted]" wherever it appears. They quote the endpoint URL without the query
-// parameters or password of BaseURL, which may hold a credential too.
+// printable (control and other non-printable characters replaced) and never hold APIKey or
+// Client.Secrets: they are replaced by "[redacted]" wherever they appear, in a JSON body also
+// where it spells them with escapes (decoded first: "\/", "\u0073"); a body that may spell
+// them so but cannot be decoded (not JSON, or cut at 64 KiB) is not quoted. They quote the
+// endpoint URL without the query parameters or password of BaseURL, which may hold a
+// credential too.
 //
 // Error.Unwrap returns ErrEmbeddings. The underlying error, when there is one (the transport
 // error, the context's error, a JSON error), is matched by Error.Is rather than unwrapped: with

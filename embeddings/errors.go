@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpstream/mcpstream/redact"
 )
 
 // ErrEmbeddings is matched (errors.Is) by every error of this package.
@@ -55,10 +57,14 @@ func (c *Client) clean(s string) string {
 }
 
 func (c *Client) redact(s string) string {
+	if len(c.Secrets) > 0 {
+		// Longest first, overlapping values together (package redact).
+		s = redact.New(append([]string{c.APIKey}, c.Secrets...)...).String(s)
+	}
 	if c.APIKey == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, c.APIKey, placeholder)
+	return strings.ReplaceAll(s, c.APIKey, placeholder) // a key too short for redact.New too
 }
 
 // snippet returns the start of a response body for an error message: cleaned, then cut to

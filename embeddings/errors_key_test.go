@@ -58,3 +58,58 @@ func noKeyPrefix(t *testing.T, msg, key string) {
 		}
 	}
 }
+
+// TestStatusErrorEscapedKey: an endpoint that echoes the key in a JSON error body may spell its
+// characters with escapes Go does not write ("\/" for '/', as PHP and older JSON libraries do;
+// "\u0073" for 's'): the key must not reach the error through them. A body that may spell it
+// so but cannot be decoded is not quoted at all.
+func TestStatusErrorEscapedKey(t *testing.T) {
+	const key = "sk-proj/AbCdEf0123456789+xyz"
+	tests := []struct {
+		name, body string
+		wantQuote  string // "" when the body must be withheld
+	}{
+		{"slash escaped", `{"error":{"message":"Incorrect API key provided: sk-proj\/AbCdEf0123456789+xyz."}}`,
+			`{"error":{"message":"Incorrect API key provided: [redacted]."}}`},
+		{"unicode escapes", `{"error":"bad key \u0073k-proj\u002FAbCdEf0123456789\u002bxyz"}`,
+			`{"error":"bad key [redacted]"}`},
+		{"not JSON", `bad key sk-proj\/AbCdEf0123456789+xyz`, ""},
+		{"plain JSON without the key keeps its escapes", `{"error":"see https:\/\/example.com\/docs"}`,
+			`{"error":"see https:\/\/example.com\/docs"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newFake(t, func(int, *http.Request, []string) (int, string) {
+				return http.StatusUnauthorized, tt.body
+			})
+			c := &Client{BaseURL: srv.URL, Model: "m", APIKey: key}
+			_, err := c.Embed(t.Context(), []string{"a"})
+			e := asError(t, err)
+			for _, part := range []string{"AbCdEf0123456789", `proj\/`, `u0073k`} {
+				if strings.Contains(e.Message, part) {
+					t.Fatalf("message %q holds part of the API key (%q)", e.Message, part)
+				}
+			}
+			want := "HTTP 401 Unauthorized: " + tt.wantQuote
+			if tt.wantQuote == "" {
+				want = "HTTP 401 Unauthorized: (response body withheld"
+			}
+			if !strings.HasPrefix(e.Message, want) {
+				t.Errorf("message = %q, want prefix %q", e.Message, want)
+			}
+		})
+	}
+}
+
+// TestStatusErrorSecrets: Secrets (values a configuration resolved into the URL) are redacted
+// from errors as the key is.
+func TestStatusErrorSecrets(t *testing.T) {
+	srv := newFake(t, func(int, *http.Request, []string) (int, string) {
+		return http.StatusNotFound, `{"error":"no deployment tenant-4711-secret"}`
+	})
+	c := &Client{BaseURL: srv.URL, Model: "m", Secrets: []string{"tenant-4711-secret"}}
+	_, err := c.Embed(t.Context(), []string{"a"})
+	if e := asError(t, err); strings.Contains(e.Message, "4711") {
+		t.Errorf("message %q holds a secret", e.Message)
+	}
+}

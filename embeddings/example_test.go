@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 
 	"github.com/mcpstream/mcpstream/embeddings"
 )
@@ -35,7 +36,8 @@ func ExampleClient_Embed() {
 
 	c := &embeddings.Client{BaseURL: srv.URL + "/v1", Model: "text-embedding-3-small", Dimensions: 2}
 	vecs, err := c.Embed(context.Background(), []string{"create issue", "get weather"})
-	fmt.Println(c.Name(), vecs, err)
+	space, _, _ := strings.Cut(c.Name(), "@") // then a hash of the endpoint (a random port here)
+	fmt.Println(space, vecs, err)
 
 	// Vectors of another dimension are refused.
 	c.Dimensions = 3

@@ -48,14 +48,19 @@ type Catalog struct {
 	// Hybrid search (Config.Embedder): tools waiting for a vector (guarded by mu), the
 	// vectorizer's wake-up, and counters.
 	vecWant     map[string]vecWant
+	vecRefused  map[string]vecWant // texts the endpoint refused, asked again at their retry time
 	vecKick     chan struct{}
+	vecProbed   bool // the vector space was checked (see probeSpace); the vectorizer's own
 	queryVecs   vecCache
 	embedErrors atomic.Uint64
 	// embedDown holds off request embeddings after a failure, for at least embedRetryMin
 	// (a field: tests shorten it).
 	embedDown     breaker
 	embedRetryMin time.Duration
-	badVectors    atomic.Uint64
+	// refusedRetry is the first hold-off of a refused tool text (refusedRetryMin; a field:
+	// tests shorten it).
+	refusedRetry time.Duration
+	badVectors   atomic.Uint64
 
 	applying uint64 // stream sequence of the message being planned (Follow only)
 	nextOrd  int    // next serverMem.ord
@@ -117,7 +122,7 @@ func Open(cfg Config) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1), embedRetryMin: embedRetryMin,
+	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1), embedRetryMin: embedRetryMin, refusedRetry: refusedRetryMin,
 		served: map[string]*endpointCounters{"search": {}, "details": {}, "servers": {}}}
 	c.reset()
 	if err := c.load(); err != nil {
@@ -136,6 +141,7 @@ func (c *Catalog) reset() {
 	c.byPublic = map[string]*entry{}
 	c.removed = map[string]removedRec{}
 	c.vecWant = map[string]vecWant{}
+	c.vecRefused = map[string]vecWant{}
 	c.index = search.New(c.cfg.Search)
 	c.view = staleness.New(c.cfg.Now)
 	c.nextOrd = 0

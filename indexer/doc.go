@@ -55,6 +55,9 @@
 //	v/<sha256>        with Config.Embedder: a cached vector (little-endian float32s) by the
 //	                  embedder's Name and the embedded text; derived data, not in Digest; entries
 //	                  no current tool wants are deleted at Open
+//	v/probe           sha256 of the embedder's Name, then its vector of a fixed probe text: the
+//	                  vectorizer embeds the text again when it starts, and a vector that differs
+//	                  (another model answering under the same Name) drops every cached vector
 //
 // (<server> is length-prefixed, so any name is a valid key.) The search index, the freshness
 // view (package staleness) and the public-name map live in memory and are rebuilt from Badger
@@ -72,10 +75,13 @@
 // With Config.Embedder, a background goroutine of Follow attaches a vector to every tool whose
 // text (name, title, description, parameters, server description) changed: from the cache, else
 // from the embedder in batches of 64, retried with backoff while it fails; a tool re-listed
-// meanwhile gets the vector of its new text only. A batch the endpoint refuses for its texts
-// (an embeddings_malformed answer, HTTP 400, 413 or 422: a text too long for the model, say)
-// is embedded text by text, and a tool whose text is refused alone goes without a vector until
-// it changes, rather than keeping the others of its batch from theirs. Each search request is embedded too (bounded
+// meanwhile gets the vector of its new text only. It first embeds the probe text (see v/probe
+// above), retried likewise, and attaches nothing before. A batch the endpoint refuses for its
+// texts (an embeddings_malformed answer, HTTP 400, 413 or 422: a text too long for the model,
+// say) is embedded text by text, and a tool whose text is refused alone (or answered with a
+// zero vector) goes without a vector, rather than keeping the others of its batch from theirs:
+// nothing is cached for it, and its text is asked again after a minute, twice as long after
+// each further refusal (up to 6 hours), at once when it changes. Each search request is embedded too (bounded
 // by Config.EmbedTimeout; the embeddings of the last 1,024 distinct requests are kept) and the search package fuses the vector ranking with the lexical one
 // (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
 // lexical ones. Tools without a vector yet and requests whose embedding fails are served

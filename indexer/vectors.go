@@ -43,12 +43,38 @@ const (
 // skips it) that spares the embedder a second request for a text it embedded before.
 const pfxVector = "v/"
 
+// keyProbe holds the vector space's probe (see probeSpace): sha256 of the embedder's name, then
+// the probe text's vector. Under pfxVector, so that load and Digest skip it too.
+const keyProbe = pfxVector + "probe"
+
+// probeText is embedded each time the vectorizer starts (see probeSpace).
+const probeText = "mcpstream vector space probe: open a ticket, read a file, search the web"
+
+// probeMinCosine is how close the probe's vector must stay to the one stored with the cache
+// for the cache to be used: the same model gives the same text the same vector up to float
+// noise (a cosine above 0.9999); another model, even of the same dimension, one that has
+// nothing to do with it.
+const probeMinCosine = 0.99
+
 // vecWant is a tool whose vector the vectorizer should attach: the cache key of its text. The
 // text itself is rebuilt from Badger when its turn comes, so a replay of 100k tools does not
 // hold 100k texts in memory.
 type vecWant struct {
 	key [32]byte
+	// A text the endpoint refused: when it is asked again (in vecRefused), and the hold-off
+	// it was given (doubled after each refusal, from refusedRetryMin to refusedRetryMax).
+	retryAt time.Time
+	wait    time.Duration
 }
+
+// A text the endpoint refused (too long for the model, say, or a proxy's 400 in an outage) is
+// asked again after refusedRetryMin, then twice as long after each further refusal, up to
+// refusedRetryMax: a refusal that lasts costs one request per text per refusedRetryMax, and a
+// passing one does not leave the tool without a vector until its text changes.
+const (
+	refusedRetryMin = time.Minute
+	refusedRetryMax = 6 * time.Hour
+)
 
 // embedText is what is embedded for a tool: its name, title, description, parameters and the
 // server's description, cut to maxEmbedText.
@@ -97,7 +123,14 @@ func (c *Catalog) upsertDoc(d search.Doc) {
 	if c.cfg.Embedder == nil {
 		return
 	}
-	c.vecWant[d.ID] = vecWant{key: c.vectorKey(embedText(d))}
+	key := c.vectorKey(embedText(d))
+	if r, ok := c.vecRefused[d.ID]; ok {
+		if r.key == key {
+			return // the same text, refused: asked again at its retry time
+		}
+		delete(c.vecRefused, d.ID)
+	}
+	c.vecWant[d.ID] = vecWant{key: key}
 	select {
 	case c.vecKick <- struct{}{}:
 	default:
@@ -108,6 +141,7 @@ func (c *Catalog) upsertDoc(d search.Doc) {
 func (c *Catalog) removeDoc(public string) {
 	c.index.Remove(public)
 	delete(c.vecWant, public)
+	delete(c.vecRefused, public)
 }
 
 // vectorize attaches vectors to the tools that want one until ctx ends: from the cache, else
@@ -116,7 +150,13 @@ func (c *Catalog) removeDoc(public string) {
 func (c *Catalog) vectorize(ctx context.Context) {
 	wait := time.Second
 	for {
-		n, err := c.vectorizeBatch(ctx)
+		var n int
+		var err error
+		if !c.vecProbed {
+			err = c.probeSpace(ctx)
+		} else {
+			n, err = c.vectorizeBatch(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -133,12 +173,115 @@ func (c *Catalog) vectorize(ctx context.Context) {
 			wait = time.Second
 			continue // more may be waiting
 		}
+		var retry <-chan time.Time // the next refused text's retry time, if any
+		var timer *time.Timer
+		if next, ok := c.retryRefused(); ok {
+			timer = time.NewTimer(time.Until(next))
+			retry = timer.C
+		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-c.vecKick:
+		case <-retry:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
+}
+
+// retryRefused wants again the refused texts whose retry time has come, and returns the
+// earliest retry time of those left (ok false: none).
+func (c *Catalog) retryRefused() (next time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	for public, r := range c.vecRefused {
+		if !r.retryAt.After(now) {
+			delete(c.vecRefused, public)
+			c.vecWant[public] = r
+			next, ok = now, true
+			continue
+		}
+		if !ok || r.retryAt.Before(next) {
+			next, ok = r.retryAt, true
+		}
+	}
+	return next, ok
+}
+
+// probeSpace embeds probeText and compares its vector with the one stored with the vector
+// cache. The cache is keyed by the embedder's Name, which says what the configuration names
+// (model, dimensions, endpoint), not what answers: a model replaced under the same name (a new
+// version pulled under an Ollama tag, a gateway alias pointed at another model) makes vectors
+// that must not meet the cached ones, in a ranking or in the index (whose dimension the first
+// vector fixes). When the probe's vector differs (another dimension, or a cosine under
+// probeMinCosine), every cached vector is deleted before any is used. It runs before the
+// vectorizer attaches anything; until it succeeds no vector is attached (nor could a request be
+// embedded: the endpoint fails).
+func (c *Catalog) probeSpace(ctx context.Context) error {
+	vecs, err := c.embed(ctx, []string{probeText})
+	if err != nil {
+		return err
+	}
+	name := sha256.Sum256([]byte(c.cfg.Embedder.Name()))
+	var old []float32
+	err = c.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(keyProbe))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error {
+			if len(v) > len(name) && [32]byte(v[:len(name)]) == name {
+				old = decodeVector(v[len(name):])
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if old != nil && !sameDirection(old, vecs[0]) {
+		c.log.Warn().Msg("the embeddings endpoint answers with another model than the cached vectors were made with; they are dropped and every tool embedded again")
+		if err := c.dropVectorCache(); err != nil {
+			return err
+		}
+	}
+	if old == nil || !sameDirection(old, vecs[0]) {
+		if err := c.db.Update(func(txn *badger.Txn) error {
+			return txn.Set([]byte(keyProbe), append(name[:], encodeVector(vecs[0])...))
+		}); err != nil {
+			return err
+		}
+	}
+	c.vecProbed = true
+	return nil
+}
+
+// sameDirection reports whether a and b have the same dimension and a cosine of at least
+// probeMinCosine.
+func sameDirection(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	return na > 0 && nb > 0 && dot/math.Sqrt(na*nb) >= probeMinCosine
+}
+
+// dropVectorCache deletes every cached vector (not the probe).
+func (c *Catalog) dropVectorCache() error {
+	return c.deleteVectors(func([]byte) bool { return true })
 }
 
 // vectorizeBatch handles up to embedBatch wanted tools and reports how many wants it settled
@@ -151,6 +294,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		serverDesc   string
 		text         string
 		vec          []float32
+		refused      bool // the endpoint refused the text: asked again later (vecRefused)
 	}
 	c.mu.RLock()
 	jobs := make([]job, 0, embedBatch)
@@ -218,10 +362,17 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		}
 		wb := c.db.NewWriteBatch()
 		for j, i := range missing {
+			if refused[j] == nil && !usableVector(vecs[j]) {
+				// Zero or not finite: the index would refuse it. Not cached, as a refusal.
+				c.badVectors.Add(1)
+				refused[j] = errors.New("the embedder returned a zero or non-finite vector")
+			}
 			if refused[j] != nil {
-				// Dropped below like any want that cannot be met: the tool's next change asks again.
+				// Not cached: set aside below, and asked again after a hold-off (or once the
+				// tool's text changes), not forever lexical and not at every batch either.
+				jobs[i].refused = true
 				c.log.Warn().Err(refused[j]).Str("server", jobs[i].server).Str("tool", jobs[i].tool).
-					Msg("the embeddings endpoint refused this tool's text; it is found lexically only")
+					Msg("the embeddings endpoint refused this tool's text; it is found lexically only until it is asked again")
 				continue
 			}
 			jobs[i].vec = vecs[j]
@@ -246,6 +397,11 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		}
 		delete(c.vecWant, j.public)
 		done++
+		if j.refused {
+			w := max(c.refusedRetry, min(2*j.want.wait, refusedRetryMax))
+			c.vecRefused[j.public] = vecWant{key: j.want.key, retryAt: time.Now().Add(w), wait: w}
+			continue
+		}
 		if j.vec != nil && !c.index.SetVector(j.public, j.vec) {
 			c.badVectors.Add(1)
 		}
@@ -450,6 +606,18 @@ func (vc *vecCache) put(key string, vec []float32) {
 	}
 }
 
+// usableVector reports whether v is a vector the index takes: not empty, finite and not zero.
+func usableVector(v []float32) bool {
+	nonZero := false
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return false
+		}
+		nonZero = nonZero || f != 0
+	}
+	return nonZero
+}
+
 func encodeVector(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, f := range v {
@@ -478,6 +646,13 @@ func (c *Catalog) sweepVectors() error {
 	for _, w := range c.vecWant {
 		keep[w.key] = true
 	}
+	return c.deleteVectors(func(k []byte) bool {
+		return len(k) != len(pfxVector)+32 || !keep[[32]byte(k[len(pfxVector):])]
+	})
+}
+
+// deleteVectors deletes the cached vectors whose keys stale says are stale (never the probe).
+func (c *Catalog) deleteVectors(isStale func(key []byte) bool) error {
 	var stale [][]byte
 	err := c.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -487,7 +662,7 @@ func (c *Catalog) sweepVectors() error {
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			k := it.Item().KeyCopy(nil)
-			if len(k) != len(pfxVector)+32 || !keep[[32]byte(k[len(pfxVector):])] {
+			if string(k) != keyProbe && isStale(k) {
 				stale = append(stale, k)
 			}
 		}

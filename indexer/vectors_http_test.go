@@ -98,3 +98,45 @@ func TestHybridRefusedQueryNoHoldOff(t *testing.T) {
 		t.Error("the next request was not embedded: request embeddings are held off")
 	}
 }
+
+// TestHybridRefusedTextAskedAgain: a tool text the endpoint refused is not given up on until
+// the tool changes: a refusal may pass (a proxy answering 400 in an outage, a model limit
+// raised), so it is asked again after a hold-off. It used to stay lexical for the life of the
+// process.
+func TestHybridRefusedTextAskedAgain(t *testing.T) {
+	env := natstest.Start(t)
+	var refusing atomic.Bool
+	refusing.Store(true)
+	concept := &conceptEmbedder{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if refusing.Load() && slices.ContainsFunc(req.Input, func(s string) bool { return strings.Contains(s, "TOOLONG") }) {
+			http.Error(w, `{"error":"Input validation error: inputs must have less than 512 tokens"}`, http.StatusRequestEntityTooLarge)
+			return
+		}
+		vecs, _ := concept.Embed(r.Context(), req.Input)
+		data := make([]map[string]any, len(vecs))
+		for i, v := range vecs {
+			data[i] = map[string]any{"index": i, "embedding": v}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(srv.Close)
+	r := startReplicaConfig(t, env, Config{Embedder: &embeddings.Client{BaseURL: srv.URL + "/v1", Model: "m"}}, nil)
+	r.Catalog.mu.Lock()
+	r.Catalog.refusedRetry = 20 * time.Millisecond // before any tool: the test does not wait a minute
+	r.Catalog.mu.Unlock()
+	seq := publish(t, env.JS, append(hybridEvents(),
+		status("wiki", subjects.StatusReady),
+		snapshot("wiki", "Knowledge base", tool("dump_everything", "TOOLONG umbrella rain forecast")))...)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3) // the refused text set aside: nothing pending
+	refusing.Store(false)
+	waitVectors(t, r.Catalog, 4)
+	if got := names(find(t, r.Catalog, "will it be sunny").Tools); !slices.Contains(got, "wiki__dump_everything") {
+		t.Errorf("hybrid search: %v, want wiki__dump_everything among them (through its vector)", got)
+	}
+}

@@ -175,8 +175,8 @@ func TestHybridSearchEmbedderDown(t *testing.T) {
 	again := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
 	waitSeq(t, again.Catalog, seq)
 	waitVectors(t, again.Catalog, 3)
-	if got := emb.texts.Load(); got != embedded {
-		t.Errorf("restart embedded %d texts again, want 0 (cache)", got-embedded)
+	if got := emb.texts.Load(); got != embedded+1 {
+		t.Errorf("restart embedded %d texts again, want the probe alone (cache)", got-embedded)
 	}
 	if got := names(find(t, again.Catalog, "will it rain tomorrow").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
 		t.Errorf("after restart: %v", got)
@@ -227,8 +227,8 @@ func TestHybridManyTools(t *testing.T) {
 	r := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
 	waitSeq(t, r.Catalog, seq)
 	waitVectors(t, r.Catalog, 500)
-	if got := emb.texts.Load(); got != 500 {
-		t.Errorf("embedded %d texts, want 500", got)
+	if got := emb.texts.Load(); got != 500+1 {
+		t.Errorf("embedded %d texts, want 500 and the probe", got)
 	}
 	if calls := emb.calls.Load(); calls < 8 { // 500 / 64
 		t.Errorf("%d embed calls, want batches of at most 64", calls)
@@ -284,5 +284,69 @@ func TestHybridSearchEmbedderHangs(t *testing.T) {
 	}
 	if r.Catalog.embedDown.wait.Load() != 0 {
 		t.Error("a success did not reset the hold-off")
+	}
+}
+
+// rotatedEmbedder is conceptEmbedder's model replaced under the same name: the same texts get
+// other vectors (the concepts' dimensions rotated), of dims dimensions (0: the same number).
+type rotatedEmbedder struct {
+	conceptEmbedder
+	dims int
+}
+
+func (e *rotatedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	vecs, err := e.conceptEmbedder.Embed(ctx, texts)
+	for i, v := range vecs {
+		out := make([]float32, max(e.dims, len(v)))
+		for d := range v {
+			out[(d+1)%len(v)] = v[d]
+		}
+		for d := len(v); d < len(out); d++ {
+			out[d] = 0.01
+		}
+		vecs[i] = out
+	}
+	return vecs, err
+}
+
+// TestHybridModelSwappedUnderSameName: the vector cache is keyed by the embedder's name, which
+// does not change when another model answers under it (an Ollama tag pulled again, a gateway
+// alias moved). Its cached vectors must not meet the new model's: a restarted replica used to
+// attach the old vectors and embed the requests with the new model (a ranking of unrelated
+// spaces), or, with another dimension, to refuse every new vector and ignore every request's.
+func TestHybridModelSwappedUnderSameName(t *testing.T) {
+	for _, dims := range []int{0, 8} {
+		t.Run(fmt.Sprintf("dims=%d", dims), func(t *testing.T) {
+			env := natstest.Start(t)
+			seq := publish(t, env.JS, hybridEvents()...)
+			dir := filepath.Join(t.TempDir(), "r")
+			r := startReplicaConfig(t, env, Config{Dir: dir, Embedder: &conceptEmbedder{}}, nil)
+			waitSeq(t, r.Catalog, seq)
+			waitVectors(t, r.Catalog, 3)
+			r.stop(t)
+
+			swapped := &rotatedEmbedder{dims: dims}
+			again := startReplicaConfig(t, env, Config{Dir: dir, Embedder: swapped}, nil)
+			waitSeq(t, again.Catalog, seq)
+			waitVectors(t, again.Catalog, 3)
+			if got := swapped.texts.Load(); got != 3+1 {
+				t.Errorf("the new model embedded %d texts, want the 3 tools' again and the probe", got)
+			}
+			if st := again.Stats(); st.BadVectors != 0 {
+				t.Errorf("stats %+v: vectors refused", st)
+			}
+			if got := names(find(t, again.Catalog, "will it rain tomorrow").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
+				t.Errorf("hybrid search after the swap: %v, want meteo__get_outlook first", got)
+			}
+			// The same model again: the cache serves (the probe alone is embedded).
+			again.stop(t)
+			before := swapped.texts.Load()
+			third := startReplicaConfig(t, env, Config{Dir: dir, Embedder: swapped}, nil)
+			waitSeq(t, third.Catalog, seq)
+			waitVectors(t, third.Catalog, 3)
+			if got := swapped.texts.Load() - before; got != 1 {
+				t.Errorf("a restart with the same model embedded %d texts, want the probe alone", got)
+			}
+		})
 	}
 }

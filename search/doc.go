@@ -103,7 +103,10 @@
 // see: the search then ranks and scores exactly as over an index holding
 // only those tools, so a tool it may not see weighs on nothing it is shown.
 // The statistics of a visibility class (Query.VisibleKey) are computed once
-// per generation of the index (a pass over every tool) and kept.
+// per generation of the index (a pass over every tool) and kept: for at most
+// 256 classes, with at most 262,144 remembered document frequencies over all
+// of them (a frequency not remembered is counted again), so that keys a
+// client makes up cost searches time, not the index memory.
 //
 // On a small catalog the floor is lowered below the IDF of a word found in
 // as many tools as a server has on average (at least three, at most 16 and

@@ -1,7 +1,6 @@
 package search
 
 import (
-	"hash/fnv"
 	"math"
 	"sort"
 	"strings"
@@ -113,7 +112,7 @@ type docRec struct {
 type serverRec struct {
 	name      string
 	nameTerms []uint32 // distinct terms of the name
-	hash      uint64   // of the indexed description
+	desc      string   // the indexed description
 	terms     []uint32 // distinct terms of the description
 	length    uint32   // description length in terms
 	tools     int
@@ -169,8 +168,9 @@ type Index struct {
 	global      atomic.Pointer[collStats]
 	compactions uint64 // compactions so far: they renumber slots
 	visStats    struct {
-		mu sync.Mutex
-		m  map[string]*collStats
+		mu   sync.Mutex
+		m    map[string]*collStats
+		memo int // document frequencies remembered by the statistics in m (maxDFMemoTotal)
 	}
 }
 
@@ -237,7 +237,6 @@ func (ix *Index) Len() int {
 func (ix *Index) Upsert(d Doc) {
 	fields := analyze(d)
 	key := nameKey(d.Name)
-	srvText := analyzeServer(d.ServerDescription)
 	vec, vecOK := unitVector(nil, d.Vector)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
@@ -290,7 +289,7 @@ func (ix *Index) Upsert(d Doc) {
 		ix.byName[key] = append(ix.byName[key], slot)
 	}
 	ix.docs = append(ix.docs, rec)
-	ix.hot = append(ix.hot, docHot{lens: lens, srv: ix.serverFor(d.Server, d.ServerDescription, srvText)})
+	ix.hot = append(ix.hot, docHot{lens: lens, srv: ix.serverFor(d.Server, d.ServerDescription)})
 	ix.live++
 	if vecOK && (ix.vecs.dims == 0 || ix.vecs.dims == len(vec)) {
 		ix.setVec(slot, vec)
@@ -457,11 +456,11 @@ func (ix *Index) compactTerms() {
 }
 
 // serverFor returns the server slot for name, (re)indexing its description
-// when it is new or changed, and counts one more tool on it.
-func (ix *Index) serverFor(name, desc string, toks []string) uint32 {
-	h := fnv.New64a()
-	h.Write([]byte(desc))
-	sum := h.Sum64()
+// when it is new or changed, and counts one more tool on it. Every tool of a
+// server carries its description (Doc.ServerDescription): it is tokenized
+// only when it changed, not once per tool, which a rebuild of many tools of
+// few servers would pay for every tool.
+func (ix *Index) serverFor(name, desc string) uint32 {
 	s, ok := ix.srvByName[name]
 	if !ok {
 		if n := len(ix.srvFree); n > 0 {
@@ -481,10 +480,10 @@ func (ix *Index) serverFor(name, desc string, toks []string) uint32 {
 			}
 		})
 		ix.srvLive++
-		ix.indexServer(s, sum, toks)
-	} else if ix.servers[s].hash != sum {
+		ix.indexServer(s, desc)
+	} else if ix.servers[s].desc != desc {
 		ix.unindexServer(s)
-		ix.indexServer(s, sum, toks)
+		ix.indexServer(s, desc)
 	}
 	ix.servers[s].tools++
 	return s
@@ -503,7 +502,8 @@ func (ix *Index) releaseServer(s uint32) {
 	ix.srvLive--
 }
 
-func (ix *Index) indexServer(s uint32, hash uint64, toks []string) {
+func (ix *Index) indexServer(s uint32, desc string) {
+	toks := analyzeServer(desc)
 	tf := map[uint32]uint16{}
 	var order []uint32
 	for _, t := range toks {
@@ -519,7 +519,7 @@ func (ix *Index) indexServer(s uint32, hash uint64, toks []string) {
 		ix.terms[id].srv = append(ix.terms[id].srv, srvPosting{srv: s, tf: tf[id]})
 	}
 	rec := &ix.servers[s]
-	rec.hash, rec.terms, rec.length = hash, order, uint32(len(toks))
+	rec.desc, rec.terms, rec.length = strings.Clone(desc), order, uint32(len(toks))
 	ix.srvLenSum += int64(len(toks))
 }
 
@@ -536,7 +536,7 @@ func (ix *Index) unindexServer(s uint32) {
 		}
 	}
 	ix.srvLenSum -= int64(rec.length)
-	rec.terms, rec.length, rec.hash = nil, 0, 0
+	rec.terms, rec.length, rec.desc = nil, 0, ""
 }
 
 // analyze tokenizes the fields of d.

@@ -23,13 +23,18 @@ type collStats struct {
 	srvN   float64  // servers with a tool in the statistics
 	srvLen float64  // their description lengths, summed
 
-	mu sync.Mutex
-	df map[uint32]float64 // visible document frequencies found so far
+	mu      sync.Mutex
+	df      map[uint32]float64 // visible document frequencies found so far
+	retired bool               // no longer kept by the index: df takes no more (see dfMemo)
 }
 
 func hasBit(set []uint64, i uint32) bool { return set[i>>6]&(1<<(i&63)) != 0 }
 
-// maxStatsKeys bounds the visibility classes whose statistics are kept.
+// maxStatsKeys bounds the visibility classes whose statistics are kept. A class's statistics
+// hold a bit per tool slot and per server (12.5 KB at 100k tools), a normalization table (16 KB)
+// and their memo of document frequencies, bounded by maxDFMemo and, over every class, by
+// maxDFMemoTotal: about 17 MB in all at 100k tools (it was ~600 MB with memos bounded per class
+// alone).
 const maxStatsKeys = 256
 
 // globalStats returns the statistics of every tool. Callers hold ix.mu (read or write).
@@ -113,19 +118,36 @@ func (ix *Index) statsFor(key string, visible func(id string) bool) *collStats {
 		// Full: the classes not searched since the last write go first, else any one.
 		for k, old := range m {
 			if old.gen != ix.gen {
+				ix.retire(old)
 				delete(m, k)
 			}
 		}
-		for k := range m {
+		for k, old := range m {
 			if len(m) < maxStatsKeys {
 				break
 			}
+			ix.retire(old)
 			delete(m, k)
 		}
+	}
+	if old := m[key]; old != nil && old != st {
+		ix.retire(old)
 	}
 	m[key] = st
 	ix.visStats.mu.Unlock()
 	return st
+}
+
+// retire gives back the memo of statistics the index no longer keeps (see maxDFMemoTotal).
+// Searches still holding them read them as before. Callers hold ix.visStats.mu.
+func (ix *Index) retire(st *collStats) {
+	st.mu.Lock()
+	if !st.retired {
+		st.retired = true
+		ix.visStats.memo -= len(st.df)
+		st.df = nil
+	}
+	st.mu.Unlock()
 }
 
 // df is the document frequency of term among the tools of st.
@@ -144,16 +166,29 @@ func (ix *Index) df(st *collStats, term uint32) float64 {
 			d++
 		}
 	}
+	ix.visStats.mu.Lock()
 	st.mu.Lock()
-	if len(st.df) < maxDFMemo {
-		st.df[term] = d
+	if !st.retired && len(st.df) < maxDFMemo && ix.visStats.memo < maxDFMemoTotal {
+		if _, ok := st.df[term]; !ok {
+			st.df[term] = d
+			ix.visStats.memo++
+		}
 	}
 	st.mu.Unlock()
+	ix.visStats.mu.Unlock()
 	return d
 }
 
-// maxDFMemo bounds the document frequencies a class's statistics remember.
-const maxDFMemo = 1 << 16
+// maxDFMemo bounds the document frequencies a class's statistics remember, and
+// maxDFMemoTotal those of every class together (about 36 bytes each: 9.5 MB): classes are made
+// of the tenants, users and roles requests name (as the policy's rules tell them apart), so
+// a client naming role after role fills maxStatsKeys classes, and its queries, word after
+// word, their memos. A frequency not remembered is counted again when asked (a walk of the
+// term's postings).
+const (
+	maxDFMemo      = 1 << 16
+	maxDFMemoTotal = 1 << 18
+)
 
 // idf is the IDF of term among the tools of st.
 func (ix *Index) idf(st *collStats, term uint32) float64 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpstream/mcpstream/embeddings"
+	"github.com/mcpstream/mcpstream/registrysync"
 )
 
 // searchConfig is the search section of the configuration file.
@@ -17,7 +18,7 @@ type searchConfig struct {
 
 // embeddingsConfig is an OpenAI-compatible embeddings endpoint.
 type embeddingsConfig struct {
-	URL        string `yaml:"url"`        // base URL: POST URL/embeddings, e.g. https://api.openai.com/v1
+	URL        string `yaml:"url"`        // base URL: POST URL/embeddings, e.g. https://api.openai.com/v1; may hold ${ENV_VAR}
 	Model      string `yaml:"model"`      // e.g. text-embedding-3-small
 	APIKey     string `yaml:"apiKey"`     // usually ${OPENAI_API_KEY}; sent as a bearer token
 	Dimensions int    `yaml:"dimensions"` // optional: ask the model for this many dimensions
@@ -34,10 +35,15 @@ func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &configError{File: c.Path, Where: "search.embeddings", Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
-	u, err := url.Parse(e.URL)
+	// ${ENV_VAR} in the URL as in a server's (a host, a deployment path or a query parameter
+	// that holds a credential): the resolved values are secrets, like the key.
+	rawURL, urlSecrets, uerr := expandEnv(e.URL, lookup)
+	u, err := url.Parse(rawURL)
 	switch {
 	case e.URL == "":
 		bad("url", "required: the base URL of an OpenAI-compatible embeddings API (POST URL/embeddings)")
+	case uerr != nil:
+		bad("url", "%v", uerr)
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		bad("url", "want an http(s) URL such as https://api.openai.com/v1")
 	}
@@ -62,8 +68,12 @@ func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	c.embedder = &embeddings.Client{BaseURL: e.URL, Model: e.Model, APIKey: key, Dimensions: e.Dimensions}
+	// What the connectors would redact of such a URL (its password, credential-like query
+	// parameters) and the resolved references: kept out of the client's errors and, with the
+	// key, out of audit events.
+	urlSecrets = registrysync.SecretValues(registrysync.ServerConfig{URL: rawURL, Secrets: urlSecrets})
+	c.embedder = &embeddings.Client{BaseURL: rawURL, Model: e.Model, APIKey: key, Dimensions: e.Dimensions, Secrets: urlSecrets}
 	c.embedTimeout = timeout
-	c.embedSecrets = append(secrets, key)
+	c.embedSecrets = append(append(secrets, key), urlSecrets...)
 	return nil
 }

@@ -431,6 +431,25 @@ func TestSearchEmbeddingsConfig(t *testing.T) {
 	if cfg.embedTimeout != 500*time.Millisecond || !slices.Contains(cfg.embedSecrets, testEnv["GITHUB_TOKEN"]) {
 		t.Errorf("timeout %v, secrets %d", cfg.embedTimeout, len(cfg.embedSecrets))
 	}
+	// ${ENV_VAR} in the URL, as in a server's: resolved, and the values are secrets (audit
+	// events, the client's errors).
+	os.WriteFile(path, []byte("servers: []\nsearch:\n  embeddings:\n    url: https://${HOST}/v1?api_key=${DB_PASSWORD}\n    model: mini\n"), 0o644)
+	cfg, err = loadConfig(path, lookupTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := cfg.embedder; e == nil || e.BaseURL != "https://tools.example.com/v1?api_key="+testEnv["DB_PASSWORD"] {
+		t.Fatalf("embedder = %+v, want the URL's references resolved", e)
+	}
+	for _, v := range []string{testEnv["HOST"], testEnv["DB_PASSWORD"]} {
+		if !slices.Contains(cfg.embedSecrets, v) || !slices.Contains(cfg.embedder.Secrets, v) {
+			t.Errorf("%q is not a secret: %q / %q", v, cfg.embedSecrets, cfg.embedder.Secrets)
+		}
+	}
+	os.WriteFile(path, []byte("servers: []\nsearch:\n  embeddings:\n    url: https://${NOT_SET_ANYWHERE}/v1\n    model: mini\n"), 0o644)
+	if _, err := loadConfig(path, lookupTest); err == nil || !strings.Contains(err.Error(), "NOT_SET_ANYWHERE is not set") {
+		t.Errorf("an unset variable in the URL: %v", err)
+	}
 	// Without the section: lexical only.
 	os.WriteFile(path, []byte("servers: []\n"), 0o644)
 	if cfg, err := loadConfig(path, lookupTest); err != nil || cfg.embedder != nil {
