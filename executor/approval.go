@@ -146,12 +146,21 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	}
 }
 
+// Caps of an approval's by and reason in the call's answer and audit events: the approval
+// message may be as large as NATS carries, and an answer past what the results stream takes is
+// never stored (the call would go back to the queue and wait for approval again).
+const (
+	maxApprovalBy     = subjects.MaxUserBytes
+	maxApprovalReason = 4 << 10
+)
+
 // approvalDecision is the outcome of a call decided by a: nil when approved.
 func (e *Executor) approvalDecision(c *call, a subjects.Approval) *stop {
-	by := a.By
+	by := truncateString(a.By, maxApprovalBy)
 	if by == "" {
 		by = "an approver"
 	}
+	a.Reason = truncateString(a.Reason, maxApprovalReason)
 	if !a.Approve {
 		msg := "denied by " + by
 		if a.Reason != "" {

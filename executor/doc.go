@@ -72,18 +72,20 @@
 //     location (failures under a $ref at the argument that failed; never the failing values).
 //     A schema that cannot be used → invalid_schema, for every call of the definition: it does
 //     not compile (the message says what and where: a JSON pointer into the schema, at most 512
-//     bytes), nests more than 128 levels or holds more than 10,000 objects (checked on its bytes
-//     before compiling), is part of itself through $ref and same-value applicators (a $ref
-//     cycle), or validating against it overran its step budget (see schema.go). Patterns are
-//     ECMA-262: Go's regexp runs those it compiles, regexp2 (ECMAScript mode) the rest, each
-//     match cut off after 1 s → invalid_arguments for that call only.
+//     bytes), nests more than 128 levels or holds more than 10,000 objects and booleans (true
+//     and false are schemas too; checked on its bytes before compiling), is part of itself
+//     through $ref and same-value applicators (a $ref cycle), or validating against it overran
+//     its step budget (see schema.go). Patterns are ECMA-262: Go's regexp runs those it
+//     compiles, regexp2 (ECMAScript mode) the rest, their matches in one call cut off after
+//     1 s in all → invalid_arguments for that call only.
 //     Checked before approval so nobody is asked to approve a call that cannot run.
 //  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
 //     rules' approve patterns and Config.Approve: an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
 //     must hold "approve" (true or false): one without it is answered bad_request and decides
-//     nothing. Freshness is checked again after approval.
+//     nothing; its by and reason are cut (1 KiB, 4 KiB) in the answer and audit events.
+//     Freshness is checked again after approval.
 //  8. limits → rate_limited with retryAfterMs (see below).
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer

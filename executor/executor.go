@@ -217,6 +217,12 @@ func (e *Executor) Run(ctx context.Context) error {
 			workers.Go(func() { e.work(w) })
 		}
 	}
+	// Ready means served: a subscription reaches the server asynchronously, and a caller told
+	// "ready" must not get no responders. (A failing flush is not fatal: the subscription is
+	// registered once the connection is back.)
+	if err := e.nc.FlushTimeout(5 * time.Second); err != nil && ctx.Err() == nil {
+		e.cfg.Log.Warn().Err(err).Msg("flush before serving")
+	}
 	e.ready.Store(true)
 	e.cfg.Log.Info().Int("workers", e.cfg.Workers).Bool("frontEnd", *e.cfg.FrontEnd).Msg("executor serving")
 

@@ -115,7 +115,7 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 		// Only this result goes unchecked: elapsed time also measures the machine's load.
 		return outputCheck{unchecked: fmt.Sprintf("checking it against the outputSchema took longer than %v (a busy executor, or a costly schema)", wall)}
 	case res.stopped != nil && res.stopped.pattern != "":
-		return outputCheck{unchecked: fmt.Sprintf("a string of its structuredContent took too long to match the outputSchema's pattern %s (cut off after %v)",
+		return outputCheck{unchecked: fmt.Sprintf("the strings of its structuredContent took too long to match the outputSchema's pattern %s (matching is cut off after %v per result)",
 			singleQuoted(truncateString(res.stopped.pattern, 200)), ecmaMatchTimeout)}
 	case res.stopped != nil && res.stopped.overBudget:
 		return unusableOutput(t, c.refuse(overBudgetText("a result", res.limit)))

@@ -133,8 +133,10 @@ type compiledSchema struct {
 type meteredSchema struct {
 	owner *compiledSchema
 	sch   *jsonschema.Schema
-	steps int // only the goroutine validating with the copy touches steps and limit
+	steps int // only the goroutine validating with the copy touches steps, limit and ecmaLeft
 	limit int
+	// ecmaLeft is what is left of the validation's ecmaMatchTimeout (see compilePattern).
+	ecmaLeft time.Duration
 }
 
 // stopValidation is the panic value with which the meter stops a validation, and an ECMAScript
@@ -192,7 +194,7 @@ func (c *compiledSchema) check(raw []byte) error {
 }
 
 func (c *compiledSchema) compileCopy(raw []byte) (*meteredSchema, error) {
-	m := &meteredSchema{owner: c}
+	m := &meteredSchema{owner: c, ecmaLeft: ecmaMatchTimeout} // (each validation sets its own)
 	sch, err := compileSchema(raw, m)
 	if err != nil {
 		return nil, err
@@ -251,7 +253,7 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 	if err != nil {
 		return meteredOutcome{}, 0, err
 	}
-	m.steps, m.limit = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst)
+	m.steps, m.limit, m.ecmaLeft = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst), ecmaMatchTimeout
 	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(size)>>20)
 	out := make(chan validationOutcome, 1)
 	go m.run(inst, out)
@@ -302,7 +304,7 @@ func (noLoader) Load(url string) (any, error) { return nil, fmt.Errorf("%w: %s",
 // compileSchema compiles a raw schema as is: $schema picks the draft (default 2020-12); $ref,
 // $defs, oneOf, anyOf and the rest keep their meaning. A missing schema means any object. A
 // non-nil meter is put on every schema object as an extension (it adds no keyword).
-func compileSchema(raw []byte, meter jsonschema.SchemaExt) (*jsonschema.Schema, error) {
+func compileSchema(raw []byte, meter *meteredSchema) (*jsonschema.Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		raw = []byte(`{"type":"object"}`)
 	}
@@ -316,7 +318,7 @@ func compileSchema(raw []byte, meter jsonschema.SchemaExt) (*jsonschema.Schema, 
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
-	c.UseRegexpEngine(compilePattern)
+	c.UseRegexpEngine(func(pattern string) (jsonschema.Regexp, error) { return compilePattern(pattern, meter) })
 	if meter != nil {
 		c.RegisterVocabulary(&jsonschema.Vocabulary{URL: meterVocabURL,
 			Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return meter, nil }})
@@ -409,7 +411,7 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 		if res.stopped.pattern != "" {
 			// Another value may match quickly: only this call is refused.
 			return &subjects.Error{Code: subjects.CodeInvalidArguments,
-				Message: fmt.Sprintf("a string of the arguments took too long to match the inputSchema's pattern %s (cut off after %v); nothing was run",
+				Message: fmt.Sprintf("the strings of the arguments took too long to match the inputSchema's pattern %s (matching is cut off after %v per call); nothing was run",
 					singleQuoted(truncateString(res.stopped.pattern, 200)), ecmaMatchTimeout)}
 		}
 		if res.stopped.overBudget {

@@ -22,7 +22,7 @@ func schemaShape(raw []byte) error {
 	case tooDeep:
 		return fmt.Errorf("it nests more than %d levels deep", maxSchemaDepth)
 	case tooManyObjects:
-		return fmt.Errorf("it holds more than %d objects", maxSchemaObjects)
+		return fmt.Errorf("it holds more than %d objects and booleans (each may be a schema)", maxSchemaObjects)
 	}
 	return nil
 }
@@ -37,9 +37,12 @@ const (
 )
 
 // jsonShape scans the JSON text raw, from its bytes and without decoding it, for nesting of
-// arrays and objects deeper than maxDepth levels or more than maxObjects objects (0: any
-// number), and stops at the first it finds. Text that is not JSON gets some answer: it is
-// refused when decoded.
+// arrays and objects deeper than maxDepth levels or more than maxObjects objects and booleans
+// (0: any number), and stops at the first it finds. Booleans count because true and false are
+// schemas too, each compiled as an object is (the library's compile time grows with the square
+// of the schemas it holds: 100,000 "true" in a 512 KiB definition took minutes); a boolean
+// that is only a value (a default, an enum) counts as well, which no real schema has 10,000
+// of. Text that is not JSON gets some answer: it is refused when decoded.
 func jsonShape(raw []byte, maxDepth, maxObjects int) shape {
 	depth, objects, inString := 0, 0, false
 	for i := 0; i < len(raw); i++ {
@@ -56,6 +59,10 @@ func jsonShape(raw []byte, maxDepth, maxObjects int) shape {
 		switch c {
 		case '"':
 			inString = true
+		case 't', 'f': // true, false (outside a string, no other JSON token starts so)
+			if objects++; maxObjects > 0 && objects > maxObjects {
+				return tooManyObjects
+			}
 		case '{':
 			if objects++; maxObjects > 0 && objects > maxObjects {
 				return tooManyObjects

@@ -123,7 +123,12 @@ func decodeCall(data []byte) (subjects.CallRequest, *subjects.Error) {
 		var head struct {
 			ID string `json:"id"`
 		}
-		if json.Unmarshal(data, &head) == nil {
+		// (json.Unmarshal fills what it could decode before it failed: req.ID may be set.)
+		req.ID = ""
+		if json.Unmarshal(data, &head) == nil && len(head.ID) <= maxCallID {
+			// Bounded as a valid request's id: the refusal's results subject and claim key
+			// are built from it, and past a NATS control line the server closes the
+			// connection that publishes one. A longer id is no id to answer to.
 			req.ID = head.ID
 		}
 		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "call request is not a valid CallRequest JSON object: " + truncateString(err.Error(), 200)}
@@ -308,9 +313,10 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		return refused(subjects.CodeUnknownPrincipal, err.Error())
 	}
 	if rp.Tenant != c.tenant {
-		// Which tenant the user belongs to is not said: a publisher on one tenant's subjects
-		// learns nothing of another tenant's users.
-		return refused(subjects.CodeUnknownPrincipal, fmt.Sprintf("user %q is not a principal of tenant %q: a user of another tenant calls on that tenant's subject (%s)", rp.User, c.tenant, subjects.Exec("TENANT")))
+		// Which tenant the user belongs to is not said, nor that it is one: a publisher on one
+		// tenant's subjects learns nothing of another tenant's users (the words of a name
+		// nobody configures).
+		return refused(subjects.CodeUnknownPrincipal, policy.NotInTenant(rp.User, c.tenant).Error())
 	}
 	c.pr = rp
 

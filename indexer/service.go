@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -193,8 +194,9 @@ func (c *Catalog) pinTenant(tenant string, pr *subjects.Principal) *subjects.Err
 		return apiError(subjects.CodeUnknownPrincipal, "%v", err)
 	}
 	if rp.Tenant != tenant {
-		// Which tenant the user belongs to is not said (see the executor's admit).
-		return apiError(subjects.CodeUnknownPrincipal, "user %q is not a principal of tenant %q: a user of another tenant sends on that tenant's subjects (%s)", rp.User, tenant, subjects.CatalogSearch("TENANT"))
+		// Which tenant the user belongs to is not said, nor that it is one (see the
+		// executor's admit).
+		return apiError(subjects.CodeUnknownPrincipal, "%v", policy.NotInTenant(rp.User, tenant))
 	}
 	return nil
 }

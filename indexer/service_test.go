@@ -277,6 +277,13 @@ func TestServiceTenantFromSubject(t *testing.T) {
 	if rep := search("local", subjects.Principal{User: "alice"}); rep.Error == nil || strings.Contains(rep.Error.Message, "acme") {
 		t.Errorf("alice on local: %+v, want unknown_principal without her tenant", rep.Error)
 	}
+	// Nor that she is anyone's user: her refusal reads as that of a name nobody configures.
+	for _, tenant := range []string{"local", "beta"} {
+		alice, nobody := search(tenant, subjects.Principal{User: "alice"}).Error, search(tenant, subjects.Principal{User: "mallory"}).Error
+		if alice == nil || nobody == nil || strings.ReplaceAll(alice.Message, `"alice"`, "U") != strings.ReplaceAll(nobody.Message, `"mallory"`, "U") {
+			t.Errorf("on %s, alice (acme's) and mallory (nobody's) are told apart: %+v / %+v", tenant, alice, nobody)
+		}
+	}
 	det, err := cl.Details(ctx, "beta", subjects.DetailsRequest{V: 1, Names: []string{"kb__search_knowledge_base"}, Principal: subjects.Principal{User: "alice"}})
 	if err != nil || det.Error == nil || det.Error.Code != subjects.CodeUnknownPrincipal || len(det.Tools) != 0 {
 		t.Errorf("details of alice on beta: %+v, %v; want unknown_principal", det.Error, err)

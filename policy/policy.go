@@ -168,17 +168,25 @@ func (p *Policy) Resolve(pr subjects.Principal) (subjects.Principal, error) {
 	}
 	pc, ok := p.principals[pr.User]
 	if !ok {
-		return pr, fmt.Errorf("%w: %q", ErrUnknownPrincipal, pr.User)
+		return pr, NotInTenant(pr.User, pr.Tenant)
 	}
 	// A principal configured without a tenant is the local tenant's: before, it acted in
 	// whatever tenant's subject carried it, with the roles configured for it.
 	tenant := cmp.Or(pc.Tenant, Local.Tenant)
 	if pr.Tenant != Local.Tenant && pr.Tenant != tenant {
-		return pr, fmt.Errorf("%w: %q does not belong to tenant %q", ErrUnknownPrincipal, pr.User, pr.Tenant)
+		return pr, NotInTenant(pr.User, pr.Tenant)
 	}
 	pr.Tenant = tenant
 	pr.Roles = slices.Clone(pc.Roles)
 	return pr, nil
+}
+
+// NotInTenant is the ErrUnknownPrincipal of user asked for in tenant: the same words whether
+// nobody configures the name or another tenant does, so that a client of one tenant cannot
+// tell which names are another tenant's users. Callers that pin a tenant and get another one
+// from Resolve (see Resolve) refuse with it too.
+func NotInTenant(user, tenant string) error {
+	return fmt.Errorf("%w: %q is not a principal of tenant %q (a user of another tenant sends on that tenant's subjects)", ErrUnknownPrincipal, user, tenant)
 }
 
 // Tool is what a decision needs to know about a tool.
