@@ -103,13 +103,15 @@
 //     unknown outcomes for read-only or idempotent tools only; never before the retryAfterMs of
 //     the server's refusal (429), and not at all when that is over 1 s or past the deadline
 //     (the answer carries it).
-//  11. a result that is not isError, of a tool that declares an outputSchema, against that
-//     schema (of the definition admitted in steps 3–7; the inputSchema's validator, bounds,
-//     step budget and backstop): no structuredContent, or one that does not match →
-//     protocol_error (the call ran; Error.Path a JSON pointer into the result), the result
-//     withheld from the answer and kept in the audit result event. A result the check cannot
-//     judge (an outputSchema that cannot be used, structuredContent nested over 128 levels, a
-//     pattern match cut off, the backstop) is passed on; the audit result event says why.
+//  11. a result that is not isError (to a case-sensitive reader and to encoding/json alike),
+//     of a tool that declares an outputSchema, against that schema (of the definition admitted
+//     in steps 3–7; the inputSchema's validator, bounds, step budget and backstop): no
+//     structuredContent (by its exact name), or one that does not match (what either reader
+//     takes for it) → protocol_error (the call ran; Error.Path a JSON pointer into the result),
+//     the result withheld from the answer and kept in the audit result event. A result the
+//     check cannot judge (an outputSchema that cannot be used, structuredContent nested over 128
+//     levels, a pattern match cut off, the backstop, a failing structuredContent the connector
+//     redacted) is passed on; the audit result event says why.
 //     See output.go.
 //
 // A tool result with isError: true is status ok with the MCP result as the server sent it

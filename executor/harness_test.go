@@ -174,6 +174,8 @@ type rigOptions struct {
 	noExecutor bool
 	// protocol pins the connectors' MCP protocol version ("" negotiates).
 	protocol string
+	// secrets are every connector's ServerConfig.Secrets (redacted from what it passes on).
+	secrets []string
 }
 
 // rig is one test's system: embedded JetStream, a real registrysync manager with the servers as
@@ -232,6 +234,7 @@ func startRig(t testing.TB, o rigOptions) *rig {
 	for _, name := range o.servers {
 		sc, control := serverConfig(t, r.dir, name)
 		sc.ProtocolVersion = o.protocol
+		sc.Secrets = o.secrets
 		scs = append(scs, sc)
 		r.control[name] = control
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -29,7 +29,11 @@ import (
 // The check runs against the definition the call was admitted against (call.tool: the one whose
 // arguments were validated and whose annotations decided claiming), not one listed while the
 // call ran. It is skipped for isError results (MCP does not ask a tool error to match the
-// schema of the tool's output) and for tools that declare no outputSchema.
+// schema of the tool's output) and for tools that declare no outputSchema. The result is read
+// as its readers read it (see structuredContents): a case-sensitive one takes the members named
+// exactly isError and structuredContent, encoding/json members named so up to case. A result is
+// an isError one only when it is to both, it has a structuredContent only when a case-sensitive
+// reader finds one, and what each reader takes for it is checked.
 //
 // Output validation is a contract check for callers that read structuredContent (Code Mode
 // stubs, programs), not a security boundary: a server can always return conforming nonsense. So
@@ -46,7 +50,9 @@ import (
 // no remote $ref, ECMA-262 patterns), the same bounds on the schema, the step meter and the
 // wall-clock backstop, sized by the structuredContent (at most MaxResultBytes), and failure
 // texts that never quote the values that failed. It sees the result as the connector passed it
-// on, with the host's secrets already redacted.
+// on, with the host's secrets already redacted: a structuredContent that fails and holds the
+// redaction placeholder is passed on unchecked (the server's may have matched), as the audit
+// result event says.
 
 // maxResultDepth bounds how deeply a structuredContent may nest (the value itself is level 1)
 // for the executor to check it: deeper ones are passed on unchecked. It bounds the recursion of
@@ -74,7 +80,7 @@ func checkOutput(t *tool, result []byte) outputCheck {
 }
 
 func checkOutputWithin(t *tool, result []byte, lim validationLimits) outputCheck {
-	if t.OutputSchema == nil || isToolError(result) {
+	if t.OutputSchema == nil || isToolErrorToAll(result) {
 		return outputCheck{}
 	}
 	c := &t.output
@@ -85,7 +91,7 @@ func checkOutputWithin(t *tool, result []byte, lim validationLimits) outputCheck
 		return unusableOutput(t, *why)
 	}
 	members := structuredContents(result)
-	if len(members) == 0 {
+	if len(members) == 0 || members[0].name != "structuredContent" { // none to a case-sensitive reader
 		return outputCheck{fail: &subjects.Error{Code: subjects.CodeProtocolError, Path: "/structuredContent",
 			Message: ranBut(t) + "it has no structuredContent, which a tool that declares an outputSchema must return"}}
 	}
@@ -123,6 +129,10 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 		return unusableOutput(t, *c.unusable.Load()) // another call found it unusable meanwhile
 	case res.err == nil:
 		return outputCheck{}
+	case bytes.Contains(value, []byte(redact.Placeholder)):
+		// The connector took a configured secret out of it: what fails may be the
+		// placeholder (in a pattern, a type, a property name), not what the server sent.
+		return outputCheck{unchecked: "its structuredContent held a secret value the host redacted, which may be what fails the outputSchema"}
 	}
 	fail := &subjects.Error{Code: subjects.CodeProtocolError, Path: "/" + name, Message: ranBut(t) + "its structuredContent does not match the outputSchema"}
 	var ve *jsonschema.ValidationError
@@ -171,21 +181,56 @@ type structuredMember struct {
 	value json.RawMessage
 }
 
-// structuredContents returns the members of the MCP result that are its structuredContent,
-// sorted by name: the one named so, and any named so up to case, which encoding/json (and so
-// a Go client reading the result) takes for it too. None when the result has no such member.
-// A member named twice counts once, as the last one, which is what JSON decoders keep.
+// structuredContents returns the members of the MCP result that its readers take for its
+// structuredContent: the last one named so exactly, which a case-sensitive reader (JavaScript,
+// Python: MCP's JSON is case-sensitive) takes, first, then the last one named so up to case,
+// which encoding/json (and so a Go client such as mcp-go) takes, when that is another member.
+// None when the result has no such member. Members no reader takes are not checked: a result
+// may spell the name in 2^16 × 3 ways ("ſ" folds to "s"), and checking each, with the whole
+// budget of a result, held a worker for as long as the server liked.
 func structuredContents(result []byte) []structuredMember {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(result, &members) != nil {
+	dec := json.NewDecoder(bytes.NewReader(result))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil
 	}
-	var out []structuredMember
-	for name, value := range members {
-		if strings.EqualFold(name, "structuredContent") {
-			out = append(out, structuredMember{name: name, value: value})
+	var exact, folded *structuredMember
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
 		}
+		name, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		if !strings.EqualFold(name, "structuredContent") {
+			continue
+		}
+		m := &structuredMember{name: name, value: value}
+		if name == "structuredContent" {
+			exact = m
+		}
+		folded = m
 	}
-	slices.SortFunc(out, func(a, b structuredMember) int { return strings.Compare(a.name, b.name) })
+	var out []structuredMember
+	if exact != nil {
+		out = append(out, *exact)
+	}
+	if folded != nil && folded != exact {
+		out = append(out, *folded)
+	}
 	return out
+}
+
+// isToolErrorToAll reports whether every reader of an MCP result takes it for a tool error:
+// encoding/json (isToolError: the last member named isError up to case) and a case-sensitive
+// reader (the last member named exactly isError). A result that is a tool error to one only
+// is a result whose structuredContent the other reads.
+func isToolErrorToAll(result []byte) bool {
+	if !isToolError(result) {
+		return false
+	}
+	var members map[string]json.RawMessage
+	return json.Unmarshal(result, &members) == nil && isTrue(members["isError"])
 }

@@ -26,6 +26,9 @@ const reportSchema = `{
   "required": ["runs", "ref"]
 }`
 
+// reportSecret is a value the report tool's mode "secret" puts in its result.
+const reportSecret = "90210777"
+
 // reportDepth is how deeply the report tool's mode "deep" nests its tree: past maxResultDepth.
 const reportDepth = maxResultDepth + 20
 
@@ -44,6 +47,7 @@ const reportDepth = maxResultDepth + 20
 //	deep      tree nests reportDepth levels (the rest matches)
 //	big       about 2.7 MiB of items, all strings
 //	bigwrong  the same, with the last item a number
+//	secret    ref R-<reportSecret> (matches, but not once the connector redacts reportSecret)
 //
 // report's outputSchema is reportSchema; report_any's true, report_none's false, and
 // report_broken's does not compile.
@@ -94,6 +98,9 @@ func addReportTools(srv *server.MCPServer) {
 			sc = ok
 		case "bigwrong":
 			ok["items"] = items(42)
+			sc = ok
+		case "secret":
+			ok["ref"] = "R-" + reportSecret
 			sc = ok
 		default:
 			return mcp.NewToolResultError("unknown mode " + mode), nil

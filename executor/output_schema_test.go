@@ -219,8 +219,9 @@ func TestOutputSchemaGuard(t *testing.T) {
 	}
 }
 
-// The outputSchema is read by its exact member name (null declares none), and every member a
-// Go client would take for the result's structuredContent (its name up to case) is checked.
+// The outputSchema is read by its exact member name (null declares none), and the members a
+// reader takes for the result's structuredContent (its exact name; for a Go client, its name up
+// to case) are checked (see TestOutputSchemaReaders).
 func TestOutputSchemaMembers(t *testing.T) {
 	for def, want := range map[string]string{
 		`{"name":"a","inputSchema":{"type":"object"},"outputSchema":{"type":"object"}}`:                     `{"type":"object"}`,
@@ -238,8 +239,8 @@ func TestOutputSchemaMembers(t *testing.T) {
 	for result, path := range map[string]string{
 		`{"content":[],"structuredContent":{"runs":1,"ref":"R-1"}}`:                                  "",
 		`{"content":[],"structuredContent":{"runs":1,"ref":"R-1"},"StructuredContent":{"runs":"1"}}`: "/StructuredContent/ref",
-		`{"content":[],"structuredcontent":{"runs":1,"ref":"R-1"}}`:                                  "",
-		`{"content":[],"structuredContent":{"runs":"1"},"structuredContent":{"runs":1,"ref":"R-1"}}`: "", // the last one counts
+		`{"content":[],"structuredcontent":{"runs":1,"ref":"R-1"}}`:                                  "/structuredContent", // none to a case-sensitive reader
+		`{"content":[],"structuredContent":{"runs":"1"},"structuredContent":{"runs":1,"ref":"R-1"}}`: "",                   // the last one counts
 		`{"content":[],"isError":false}`:                                                             "/structuredContent",
 		`{"content":[],"isError":true}`:                                                              "",
 		`{"content":[],"isError":true,"structuredContent":{"runs":"1"}}`:                             "",

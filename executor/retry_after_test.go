@@ -98,3 +98,20 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		}
 	})
 }
+
+// Only the server's retryAfterMs ends the retries early, not the backoff's jitter: with a
+// RetryMax that lets the backoff reach its 1 s bound, a randomised wait of up to 1.5 s was
+// taken for a server asking for more than a worker waits, and the call was answered after a
+// random number of attempts, with no retryAfterMs at all.
+func TestRetryBackoffJitterIsNotRetryAfter(t *testing.T) {
+	const attempts = 14 // the backoff reaches 1 s at the 9th wait (50 ms × 1.5^n)
+	disp := &busyDispatcher{busy: 100}
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Dispatcher: disp, RetryMax: attempts}})
+	res := r.call("local", "fixture__echo", `{"text":"hi"}`, func(req *subjects.CallRequest) { req.TimeoutMs = 60_000 })
+	if res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeUnavailable {
+		t.Fatalf("got %s %+v, want refused unavailable", res.Status, res.Error)
+	}
+	if n := len(disp.times()); n != attempts || res.Attempts != attempts {
+		t.Errorf("dispatched %d times (attempts %d), want %d: nothing asked to stop earlier", n, res.Attempts, attempts)
+	}
+}

@@ -724,8 +724,8 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	return e.finish(context.WithoutCancel(ctx), c, res)
 }
 
-// maxRetryWait is the longest a worker waits before it retries a dispatch: the backoff's bound,
-// and the longest retryAfterMs of a server's refusal it waits for. A server that asks for longer
+// maxRetryWait is the backoff's bound before a dispatch is retried (randomised by ±50%, as every
+// backoff wait), and the longest retryAfterMs of a server's refusal a worker waits for. A server that asks for longer
 // (a 429's Retry-After) gets its answer to the caller, retryAfterMs included, at once:
 // the caller can wait without holding a worker and the call's concurrency slot, and a server that
 // answers every call so would otherwise park every worker of the executor, whatever the server.
@@ -790,13 +790,13 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			return rep
 		}
 		last = &rep
-		wait := bo.NextBackOff()
-		if ra := time.Duration(rep.Error.RetryAfterMs) * time.Millisecond; ra > wait {
-			// The server said when to come back (a 429's Retry-After): sooner it
-			// would refuse again, and a server shedding load is the last one to send more to.
-			wait = ra
-		}
-		if wait > maxRetryWait || time.Until(deadline) <= wait {
+		// The server said when to come back (a 429's Retry-After): sooner it would refuse
+		// again, and a server shedding load is the last one to send more to. Only what it asked
+		// is held against maxRetryWait: the backoff's own wait, randomised around its 1 s bound,
+		// may come out longer.
+		ra := time.Duration(rep.Error.RetryAfterMs) * time.Millisecond
+		wait := max(bo.NextBackOff(), ra)
+		if ra > maxRetryWait || time.Until(deadline) <= wait {
 			return rep // with the server's retryAfterMs, for the caller
 		}
 		select {
