@@ -78,7 +78,9 @@
 //     its step budget (see schema.go). Patterns are ECMA-262: Go's regexp runs those it
 //     compiles, regexp2 (ECMAScript mode) the rest, their matches in one call cut off after
 //     1 s in all → invalid_arguments for that call only.
-//     Checked before approval so nobody is asked to approve a call that cannot run.
+//     Checked before approval so nobody is asked to approve a call that cannot run. Decoding
+//     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
+//     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).
 //  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
 //     rules' approve patterns and Config.Approve: an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default

@@ -48,6 +48,8 @@ type Executor struct {
 	ready    atomic.Bool
 	stopping chan struct{} // closed when Run begins to stop
 	execSem  chan struct{}
+	// decode bounds the large JSON values decoded for schema validation at once (decodebudget.go).
+	decode *byteBudget
 }
 
 // New returns an executor on nc; Run starts it.
@@ -82,6 +84,7 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	e := &Executor{
+		decode:   newByteBudget(decodeBudget),
 		cfg:      cfg,
 		nc:       nc,
 		js:       js,

@@ -360,7 +360,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	}
 
 	// 5. Arguments against the real inputSchema (before any human is asked to approve).
-	if verr := validateArguments(t, c.req.Arguments); verr != nil {
+	if verr := e.validateArguments(ctx, t, c.req.Arguments); verr != nil {
 		return &stop{status: subjects.CallRefused, e: verr}
 	}
 
@@ -385,7 +385,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 			if _, s := e.authorize(rp, nt, nv, " as re-listed while it waited for approval"); s != nil {
 				return s
 			}
-			if verr := validateArguments(nt, c.req.Arguments); verr != nil {
+			if verr := e.validateArguments(ctx, nt, c.req.Arguments); verr != nil {
 				return &stop{status: subjects.CallRefused, e: verr}
 			}
 		}
@@ -700,7 +700,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	default:
 		// The tool ran: a result that fails its outputSchema is a malformed answer of the
 		// server, never a refusal (see checkOutput).
-		out := checkOutput(t, rep.Result)
+		out := e.checkOutput(ctx, t, rep.Result)
 		if out.fail != nil {
 			res.Status = subjects.CallFailed
 			res.Error = out.fail
@@ -805,6 +805,32 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			return rep
 		}
 	}
+}
+
+// validateArguments is validateArguments within the process's decode budget: large arguments
+// wait for room to be decoded (see decodebudget.go).
+func (e *Executor) validateArguments(ctx context.Context, t *tool, args []byte) *subjects.Error {
+	release, err := e.decode.acquire(ctx, len(args))
+	if err != nil {
+		return &subjects.Error{Code: subjects.CodeUnavailable,
+			Message: "the executor stopped waiting for memory to validate large arguments (" + err.Error() + "); nothing was run"}
+	}
+	defer release()
+	return validateArguments(t, args)
+}
+
+// checkOutput is checkOutput within the process's decode budget. The tool ran: the wait is not
+// cut short by the call's deadline (other holders' validations are bounded in time).
+func (e *Executor) checkOutput(ctx context.Context, t *tool, result []byte) outputCheck {
+	if t.OutputSchema == nil {
+		return outputCheck{}
+	}
+	release, err := e.decode.acquire(context.WithoutCancel(ctx), len(result))
+	if err != nil { // (not expected: the context is not cancelled)
+		return outputCheck{unchecked: "no memory to check it: " + err.Error()}
+	}
+	defer release()
+	return checkOutput(t, result)
 }
 
 // claimKey is the claims-bucket key of a call.
