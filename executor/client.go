@@ -136,7 +136,7 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	m.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID(tenant, req.ID))
 	m.Header.Set(subjects.HeaderReplyTo, inbox)
 	notStored := func(err error) subjects.CallResult {
-		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeUnavailable,
+		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: notPersistedCode(err),
 			Message: "the call could not be persisted: " + err.Error()})
 	}
 	fut, err := c.JS.PublishMsgAsync(m)
@@ -194,6 +194,20 @@ func (c Client) stored(ctx context.Context, tenant, id string) (subjects.CallRes
 	}
 	res, ok, err := getResult(ctx, stream, tenant, id)
 	return res, err == nil && ok
+}
+
+// notPersistedCode is the code of a call request the calls stream did not store: too_large when
+// it is larger than a message may be — the connection's max_payload, or the stream's
+// max_msg_size (MaxCallBytes), which JetStream counts with the headers (Nats-Msg-Id,
+// Mcpstream-Reply-To), so a request a few bytes under MaxCallBytes passes prepare's check and is
+// still refused — else unavailable (retrying may work).
+func notPersistedCode(err error) string {
+	var apiErr *jetstream.APIError
+	if errors.Is(err, nats.ErrMaxPayload) || strings.Contains(err.Error(), "maximum message size") ||
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum) {
+		return subjects.CodeTooLarge
+	}
+	return subjects.CodeUnavailable
 }
 
 // prepare fills the request's defaults and encodes it, or answers a request too large to send.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -105,11 +104,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	ack, err := e.js.PublishMsg(ctx, pub)
 	cancel()
 	if err != nil {
-		code := subjects.CodeUnavailable
-		if errors.Is(err, nats.ErrMaxPayload) || strings.Contains(err.Error(), "maximum message size") {
-			code = subjects.CodeTooLarge
-		}
-		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: "the call could not be persisted: " + err.Error()}), nil, false
+		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: notPersistedCode(err), Message: "the call could not be persisted: " + err.Error()}), nil, false
 	}
 	if direct != "" {
 		if !ack.Duplicate {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,15 +70,21 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 		return exitCode(2)
 	}
 	id := rest[0]
-	nc, _, err := cf.connect(name)
+	subject := subjects.Approvals(cmp.Or(tenant, policy.Local.Tenant), id)
+	wctx, stop, watch := cf.watchPermissions(ctx, subject)
+	defer stop(nil)
+	nc, _, err := cf.connect(name, watch)
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
-	cctx, cancel := context.WithTimeout(ctx, wait)
+	cctx, cancel := context.WithTimeout(wctx, wait)
 	defer cancel()
 	rep, err := executor.Client{NC: nc}.Decide(cctx, subjects.Approval{ID: id, Approve: approve, Tenant: tenant, By: by, Reason: reason})
-	if errors.Is(err, executor.ErrNoWaiter) || errors.Is(err, context.DeadlineExceeded) {
+	if perr := cf.permissionsError(wctx, name, subject); err != nil && perr != nil {
+		// Not "no call is waiting": NATS never let the decision (or its answer) through.
+		err = perr
+	} else if errors.Is(err, executor.ErrNoWaiter) || errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%s: no call %s is waiting for approval (already decided, timed out, or another tenant's)", name, id)
 	}
 	if err == nil && rep.Error != nil {

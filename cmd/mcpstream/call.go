@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,6 +94,13 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return fmt.Errorf("call: read arguments from stdin: %w", err)
 		}
+		if len(b) > subjects.MaxCallBytes {
+			// Read no further: whatever it holds, no call request carries it (and cut short it
+			// would be refused as malformed JSON, which it may well not be).
+			return printCallResult(stdout, stderr, subjects.CallResult{Tool: name, Status: subjects.CallRefused, Error: &subjects.Error{
+				Code:    subjects.CodeTooLarge,
+				Message: fmt.Sprintf("the arguments on stdin are over %d bytes, more than a call request holds", subjects.MaxCallBytes)}}, cf.JSON)
+		}
 		rawArgs = string(b)
 	}
 	arguments := bytes.TrimSpace([]byte(rawArgs))
@@ -130,17 +136,10 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// NATS answers a publish or a subscription the user's permissions refuse with an
 	// asynchronous error, nothing else: the request would wait for its answer until --wait.
 	// Refused on this call's own subjects (the exec subject, the reply inbox), it ends now.
-	denyCtx, denied := context.WithCancelCause(ctx)
+	denyCtx, denied, watch := cf.watchPermissions(ctx, subjects.Exec(tenant))
 	defer denied(nil)
-	inbox := cmp.Or(cf.Inbox, strings.TrimSuffix(nats.InboxPrefix, "."))
-	nc, js, err := cf.connect("call", nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		// The server's text is all there is: `... for Publish to "SUBJECT"`, `... for
-		// Subscription to "SUBJECT"` (nats.go reads its subject the same way).
-		if errors.Is(err, nats.ErrPermissionViolation) &&
-			(strings.Contains(err.Error(), `"`+subjects.Exec(tenant)+`"`) || strings.Contains(err.Error(), `"`+inbox+`.`)) {
-			denied(err)
-		}
-	}))
+	inbox := cf.inbox()
+	nc, js, err := cf.connect("call", watch)
 	if err != nil {
 		return err
 	}

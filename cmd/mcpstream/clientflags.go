@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -81,6 +83,47 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return nc, js, nil
+}
+
+// watchPermissions returns a context derived from ctx that ends, with the server's permissions
+// violation as its cause, once NATS refuses the connection made with the returned option a
+// publish to one of subjects or a subscription under its reply inbox (--nats-inbox). NATS says
+// so asynchronously and nothing else: a request would wait for its answer until its timeout and
+// report that instead (a timeout, or "no call is waiting" for an approval).
+func (n *natsFlags) watchPermissions(ctx context.Context, subjects ...string) (context.Context, context.CancelCauseFunc, nats.Option) {
+	wctx, denied := context.WithCancelCause(ctx)
+	inbox := n.inbox()
+	return wctx, denied, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			return
+		}
+		// The server's text is all there is: `... for Publish to "SUBJECT"`, `... for
+		// Subscription to "SUBJECT"` (nats.go reads its subject the same way).
+		if strings.Contains(err.Error(), `"`+inbox+`.`) {
+			denied(err)
+			return
+		}
+		for _, s := range subjects {
+			if strings.Contains(err.Error(), `"`+s+`"`) {
+				denied(err)
+				return
+			}
+		}
+	})
+}
+
+// inbox is the reply inbox prefix of the connection: --nats-inbox, else nats.go's _INBOX.
+func (n *natsFlags) inbox() string { return cmp.Or(n.Inbox, strings.TrimSuffix(nats.InboxPrefix, ".")) }
+
+// permissionsError is the error of a request NATS refused (see watchPermissions), saying what
+// the user needs; nil when ctx did not end for that.
+func (n *natsFlags) permissionsError(ctx context.Context, what, subject string) error {
+	cause := context.Cause(ctx)
+	if cause == nil || !errors.Is(cause, nats.ErrPermissionViolation) {
+		return nil
+	}
+	return fmt.Errorf("%s: NATS refused it: %w (the NATS user needs to publish to %s and to subscribe to its reply inbox %s.>, see --nats-inbox)",
+		what, cause, subject, n.inbox())
 }
 
 // ErrNoJetStream is wrapped by the error of a command or role that needs JetStream (the

@@ -411,7 +411,7 @@ func TestDocumentedConfigs(t *testing.T) {
 		t.Fatalf("README.md configuration example: %v", err)
 	}
 	for name, c := range map[string]*fileConfig{"README.md": rc, "deploy/mcpstream.yaml": cfg} {
-		if o := c.streamOptions(3); o.ResultsMaxAge != 24*time.Hour || o.ResultsMaxBytes != 20<<30 || o.AuditMaxAge != 720*time.Hour || o.AuditMaxBytes != 200<<30 || o.Replicas != 3 {
+		if o := c.streamOptions(3); o.ResultsMaxAge != 24*time.Hour || o.ResultsMaxBytes != 20<<30 || o.AuditMaxAge != 720*time.Hour || o.AuditMaxBytes != 60<<30 || o.Replicas != 3 {
 			t.Errorf("%s: streams section gives %+v", name, o)
 		}
 	}

@@ -51,16 +51,16 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		usageError(fs, stderr, "want one tool NAME (server__tool)", rest)
 		return exitCode(2)
 	}
-	cs, err := openCatalog(&cf, "inspect", *timeout)
+	cs, err := openCatalog(ctx, &cf, "inspect", *timeout, subjects.CatalogDetails)
 	if err != nil {
 		return requestFailure(stdout, cf.JSON, err)
 	}
-	defer cs.nc.Close()
-	rep, err := cs.cl.Details(ctx, cs.tenant, subjects.DetailsRequest{
+	defer cs.close()
+	rep, err := cs.cl.Details(cs.ctx, cs.tenant, subjects.DetailsRequest{
 		V: subjects.Version, Names: []string{strings.TrimSpace(rest[0])}, Principal: cs.pr,
 	})
 	if err != nil {
-		return requestFailure(stdout, cf.JSON, err)
+		return requestFailure(stdout, cf.JSON, cs.failed(err))
 	}
 	if rep.Error != nil || len(rep.Tools) == 0 {
 		e := rep.Error

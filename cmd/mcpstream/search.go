@@ -84,18 +84,18 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		usageError(fs, stderr, "want a QUERY", nil)
 		return exitCode(2)
 	}
-	cs, err := openCatalog(&cf, "search", *timeout)
+	cs, err := openCatalog(ctx, &cf, "search", *timeout, subjects.CatalogSearch)
 	if err != nil {
 		return requestFailure(stdout, cf.JSON, err)
 	}
-	defer cs.nc.Close()
+	defer cs.close()
 	req := subjects.SearchRequest{
 		V: subjects.Version, Query: query, K: *k, Detail: *detail, Principal: cs.pr,
 		Servers: splitList(*servers), Tags: splitList(*tags), IncludeUnavailable: *all,
 	}
-	rep, err := cs.cl.Search(ctx, cs.tenant, req)
+	rep, err := cs.cl.Search(cs.ctx, cs.tenant, req)
 	if err != nil {
-		return requestFailure(stdout, cf.JSON, err)
+		return requestFailure(stdout, cf.JSON, cs.failed(err))
 	}
 	if rep.Error != nil {
 		return catalogFailure(stdout, cf.JSON, rep.Error)
@@ -133,26 +133,50 @@ func tenantOf(pr subjects.Principal) string {
 }
 
 // catalogSession is a catalog client command's connection: the principal of its flags, the
-// tenant its requests go to, and a client of the catalog service.
+// tenant its requests go to, and a client of the catalog service. Its requests use ctx, which
+// ends as soon as NATS refuses the user the request's subject or its reply inbox.
 type catalogSession struct {
-	pr     subjects.Principal
-	tenant string
-	cl     indexer.Client
-	nc     *nats.Conn
+	pr      subjects.Principal
+	tenant  string
+	cl      indexer.Client
+	nc      *nats.Conn
+	ctx     context.Context
+	name    string // the command's
+	subject string // the catalog subject the command requests
+	flags   *clientFlags
+	stop    context.CancelCauseFunc
 }
 
 // openCatalog parses the principal flags and connects (the command's name names the
-// connection). Close the session's nc when done.
-func openCatalog(cf *clientFlags, name string, timeout time.Duration) (*catalogSession, error) {
+// connection) to request subject(tenant). Call close when done.
+func openCatalog(ctx context.Context, cf *clientFlags, name string, timeout time.Duration, subject func(tenant string) string) (*catalogSession, error) {
 	pr, err := catalogPrincipal(cf)
 	if err != nil {
 		return nil, &badRequestError{err}
 	}
-	nc, _, err := cf.connect(name)
+	tenant := tenantOf(pr)
+	subj := subject(tenant)
+	wctx, stop, watch := cf.watchPermissions(ctx, subj)
+	nc, _, err := cf.connect(name, watch)
 	if err != nil {
+		stop(nil)
 		return nil, err
 	}
-	return &catalogSession{pr: pr, tenant: tenantOf(pr), cl: indexer.Client{NC: nc, Timeout: timeout}, nc: nc}, nil
+	return &catalogSession{pr: pr, tenant: tenant, cl: indexer.Client{NC: nc, Timeout: timeout}, nc: nc,
+		ctx: wctx, name: name, subject: subj, flags: cf, stop: stop}, nil
+}
+
+func (cs *catalogSession) close() {
+	cs.nc.Close()
+	cs.stop(nil)
+}
+
+// failed is the error of a request that got no answer: NATS's refusal when it refused it.
+func (cs *catalogSession) failed(err error) error {
+	if perr := cs.flags.permissionsError(cs.ctx, cs.name, cs.subject); perr != nil {
+		return perr
+	}
+	return err
 }
 
 // catalogPrincipal parses --principal [TENANT/]USER[:ROLE,ROLE] and --roles.

@@ -623,11 +623,56 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc
 		}
 		s, err := js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("ensure stream %s: %w", cfg.Name, err)
+			return nil, fmt.Errorf("ensure stream %s: %w%s", cfg.Name, err, storageHint(err, cfg))
 		}
 		origins[cfg.Name] = s.CachedInfo().Created
 	}
 	return origins, nil
+}
+
+// JetStream's answers when a stream's storage cannot be reserved: on one server (10047), and
+// when a cluster finds no peers with room (10023). nats.go names neither.
+const (
+	jsErrCodeStorageExceeded       jetstream.ErrorCode = 10047
+	jsErrCodeInsufficientResources jetstream.ErrorCode = 10023
+)
+
+// storageHint explains a stream declaration that JetStream refused for lack of storage: it
+// reserves a stream's max bytes from the server's file store limit (max_file_store; the
+// embedded server's is 75% of the free disk) when the stream is declared, so a size bound of
+// the streams section larger than what is left stops every role at start. NATS's own text
+// names neither the setting nor the limit. "" for any other error.
+func storageHint(err error, cfg jetstream.StreamConfig) string {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || (apiErr.ErrorCode != jsErrCodeStorageExceeded && apiErr.ErrorCode != jsErrCodeInsufficientResources) {
+		return ""
+	}
+	what := "the streams' size bounds"
+	switch {
+	case cfg.MaxBytes <= 0:
+	case cfg.Name == subjects.ResultsStream:
+		what = sizeText(cfg.MaxBytes) + " for it (streams.resultsMaxBytes)"
+	case cfg.Name == subjects.AuditStream:
+		what = sizeText(cfg.MaxBytes) + " for it (streams.auditMaxBytes)"
+	default:
+		what = sizeText(cfg.MaxBytes) + " for it"
+	}
+	return fmt.Sprintf(" (JetStream reserves %s, with the other streams' bounds, from the server's "+
+		"file store limit: max_file_store, or 75%% of the free disk for the embedded server; lower "+
+		"streams.resultsMaxBytes or streams.auditMaxBytes, or give NATS more storage)", what)
+}
+
+// sizeText writes n bytes in the largest binary unit that divides it (20GiB, 512MiB, 1000B).
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d%s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
 }
 
 // keepLimits gives the declaration cfg of an existing stream the current value (cur) of every
