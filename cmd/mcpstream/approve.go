@@ -81,19 +81,21 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 	cctx, cancel := context.WithTimeout(wctx, wait)
 	defer cancel()
 	rep, err := executor.Client{NC: nc}.Decide(cctx, subjects.Approval{ID: id, Approve: approve, Tenant: tenant, By: by, Reason: reason})
+	code := subjects.CodeUnavailable // (--json: the error's code)
 	if perr := cf.permissionsError(wctx, name, subject); err != nil && perr != nil {
 		// Not "no call is waiting": NATS never let the decision (or its answer) through.
-		err = perr
+		err, code = perr, subjects.CodeForbidden
 	} else if errors.Is(err, executor.ErrNoWaiter) || errors.Is(err, context.DeadlineExceeded) {
-		err = fmt.Errorf("%s: no call %s is waiting for approval (already decided, timed out, or another tenant's)", name, id)
+		err, code = fmt.Errorf("%s: no call %s is waiting for approval (already decided, timed out, or another tenant's)", name, id), subjects.CodeNotFound
 	}
 	if err == nil && rep.Error != nil {
-		err = fmt.Errorf("%s %s: %s: %s", name, id, rep.Error.Code, rep.Error.Message)
+		err, code = fmt.Errorf("%s %s: %s: %s", name, id, rep.Error.Code, rep.Error.Message), rep.Error.Code
 	}
 	if cf.JSON {
 		out := map[string]any{"id": id, "ok": err == nil, "approve": approve}
 		if err != nil {
-			out["error"] = err.Error()
+			// The shape of every command's --json error: {"error":{"code","message"}}.
+			out["error"] = &subjects.Error{Code: code, Message: err.Error()}
 		}
 		b, _ := json.Marshal(out)
 		fmt.Fprintf(stdout, "%s\n", b)

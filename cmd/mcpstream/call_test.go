@@ -154,6 +154,15 @@ func TestCallCommand(t *testing.T) {
 			if _, _, err := runCmd(t, ctx, decide, id, "--nats", p.nats); err == nil {
 				t.Errorf("a second %s of %s succeeded", decide, id)
 			}
+			// With --json, the error has the shape of every command's: {"code","message"}.
+			out, _, _ := runCmd(t, ctx, decide, id, "--json", "--wait", "2s", "--nats", p.nats)
+			var js struct {
+				OK    bool
+				Error *subjects.Error
+			}
+			if err := json.Unmarshal([]byte(out), &js); err != nil || js.OK || js.Error == nil || js.Error.Code != subjects.CodeNotFound {
+				t.Errorf("a second %s --json: %q (%v), want ok false and error code not_found", decide, out, err)
+			}
 		})
 	}
 
