@@ -100,6 +100,7 @@ func TestExecutorRoleStopGraceFollowsStopTimeout(t *testing.T) {
 // its HTTP listener on a free port.
 type roleProcess struct {
 	http   string
+	out    *syncBuffer
 	errOut *syncBuffer
 	cancel context.CancelFunc
 	done   chan error
@@ -107,8 +108,8 @@ type roleProcess struct {
 
 func startRole(t *testing.T, args ...string) *roleProcess {
 	t.Helper()
-	p := &roleProcess{errOut: &syncBuffer{}, done: make(chan error, 1)}
-	out := &syncBuffer{}
+	p := &roleProcess{out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	out := p.out
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go func() { p.done <- run(ctx, append(args, "--http-listen", "127.0.0.1:0"), out, p.errOut) }()
@@ -214,6 +215,10 @@ func TestRoleHealthFollowsNATS(t *testing.T) {
 	waitFor(t, "/healthz 200", 600, func() bool { code, _, _ := p.healthz(); return code == http.StatusOK })
 	if _, _, st := p.healthz(); st != "connected" {
 		t.Errorf("/healthz nats = %q, want connected", st)
+	}
+	// The start line names servers only where the process runs them (registrysync).
+	if line := p.out.String(); strings.Contains(line, "servers ") || !strings.Contains(line, "config demo servers") {
+		t.Errorf("indexer start line %q: want the config, not servers it does not run", line)
 	}
 
 	n.srv.Shutdown()

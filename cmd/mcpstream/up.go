@@ -483,12 +483,18 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	if cfg.Path != "" {
 		source = cfg.Path
 	}
-	serverNames := make([]string, 0, len(cfg.Servers))
-	for _, s := range cfg.Servers {
-		serverNames = append(serverNames, s.Name)
+	// The servers only where this process runs them (registrysync); the other roles read the
+	// configuration's policy, limits and search settings.
+	served := "config " + source
+	if slices.Contains(names, "registrysync") {
+		serverNames := make([]string, 0, len(cfg.Servers))
+		for _, s := range cfg.Servers {
+			serverNames = append(serverNames, s.Name)
+		}
+		served = "servers " + strings.Join(serverNames, ",") + " (" + source + ")"
 	}
-	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s, data %s, roles %s, servers %s (%s)\n",
-		o.Name, natsURL, httpURL, dataDir, strings.Join(names, ","), strings.Join(serverNames, ","), source)
+	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s, data %s, roles %s, %s\n",
+		o.Name, natsURL, httpURL, dataDir, strings.Join(names, ","), served)
 
 	failed := make(chan string, len(selected))
 	var started []role
