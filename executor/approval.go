@@ -105,6 +105,9 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 
 	w := newApprovalWait(c)
 	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {
+		if m.Reply != "" && !subjects.Answerable(m.Reply) {
+			return // its reply would be written to a subject of mcpstream or the server: nothing decided
+		}
 		r, ok := w.answer(m.Data)
 		if !ok || m.Reply == "" {
 			return

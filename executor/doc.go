@@ -12,6 +12,10 @@
 //	                                      caller directly. A duplicate id gets the earlier answer
 //	                                      (duplicate: true); a reply subject outside Config.ReplyPrefixes
 //	                                      ("_INBOX.") is answered by the front end from the results subject.
+//	                                      A request whose reply subject is one of mcpstream's own or the
+//	                                      server's "$" subjects (subjects.Answerable) is dropped, not run:
+//	                                      NATS does not check reply subjects, and the answer would be the
+//	                                      executor's write to another tenant's calls, results or slots.
 //	mcpstream.v1.calls.<tenant>           stream MCPSTREAM_CALLS (work queue), durable consumer
 //	                                      "mcpstream-executor" shared by every worker of every process.
 //	                                      Callers that do not wait publish here and watch the result; a

@@ -19,6 +19,13 @@ const waitSlack = 10 * time.Second
 
 // onExec serves one request on subjects.ExecAll: each waits on its own goroutine.
 func (e *Executor) onExec(m *nats.Msg) {
+	if m.Reply != "" && !subjects.Answerable(m.Reply) {
+		// The answer would be this executor's write to one of mcpstream's subjects or the
+		// server's (another tenant's calls, results, slots, claims): not served, not run.
+		e.cfg.Log.Warn().Str("subject", m.Subject).Str("reply", truncateString(m.Reply, 300)).
+			Msg("call request dropped: its reply subject is not an inbox but one of mcpstream's or the NATS server's own subjects")
+		return
+	}
 	select {
 	case e.execSem <- struct{}{}:
 	default:

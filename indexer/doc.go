@@ -18,6 +18,8 @@
 //	mcpstream.v1.catalog.<tenant>.search    SearchRequest  → SearchReply
 //	mcpstream.v1.catalog.<tenant>.details   DetailsRequest → DetailsReply
 //	mcpstream.v1.catalog.<tenant>.servers   ServersRequest → ServersReply
+//	                                        (a request whose reply subject is one of mcpstream's own or
+//	                                        the server's "$" subjects is not served: subjects.Answerable)
 //
 // The tenant is the subject's token: the request's principal is resolved within it (another
 // principal.tenant → bad_request; a configured user of another tenant → unknown_principal), so

@@ -110,6 +110,13 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 // (indexer BenchmarkSearch, nats against bare-search). With a backlog, each request gets its
 // own goroutine, at most Workers at once.
 func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, m *nats.Msg, sem chan struct{}, wg *sync.WaitGroup) {
+	if m.Reply != "" && !subjects.Answerable(m.Reply) {
+		// The reply would be this replica's write to one of mcpstream's subjects or the
+		// server's (another tenant's calls, a KV bucket): not served.
+		c.log.Warn().Str("subject", m.Subject).Str("reply", headerSafe(m.Reply)).
+			Msg("catalog request dropped: its reply subject is not an inbox but one of mcpstream's or the NATS server's own subjects")
+		return
+	}
 	sem <- struct{}{}
 	wg.Add(1)
 	// Pending counts the message being delivered until its callback returns.

@@ -244,7 +244,7 @@ func (m *Manager) respond(req micro.Request, data []byte) {
 	// Published directly rather than with req.Respond: handlers answer from their own
 	// goroutines, and req.Respond records a failure in the request, which micro reads once
 	// Handle has returned (a data race).
-	if req.Reply() == "" {
+	if !subjects.Answerable(req.Reply()) { // (see handleDispatch)
 		return
 	}
 	if err := m.nc.Publish(req.Reply(), data); err != nil {
@@ -297,10 +297,13 @@ func (m *Manager) handleRelist(req micro.Request) {
 }
 
 func (m *Manager) handleDispatch(req micro.Request) {
-	if req.Reply() == "" {
+	if !subjects.Answerable(req.Reply()) {
 		// The answer, and so whether the call ran, could reach nobody: not run. (Only the
-		// executor dispatches, always as a request.)
-		m.log.Warn().Str("subject", req.Subject()).Msg("dispatch without a reply subject ignored: nothing was run")
+		// executor dispatches, always as a request to an inbox.) Nor is an answer written
+		// where a reply subject points into mcpstream's own subjects or the server's "$"
+		// ones (see subjects.Answerable): this process would write there with its own
+		// permissions.
+		m.log.Warn().Str("subject", req.Subject()).Str("reply", truncate(req.Reply(), 200)).Msg("dispatch without a reply subject to answer ignored: nothing was run")
 		return
 	}
 	server, err := subjects.LastToken(req.Subject())

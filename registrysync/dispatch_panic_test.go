@@ -27,8 +27,9 @@ func TestDispatchPanicIsOutcomeUnknown(t *testing.T) {
 	}
 }
 
-// A dispatch message without a reply subject is not run: its answer, and so the call's outcome,
-// could reach nobody (only the executor dispatches, always as a request).
+// A dispatch message without a reply subject to answer is not run: its answer, and so the
+// call's outcome, could reach nobody (only the executor dispatches, always as a request to an
+// inbox).
 func TestDispatchWithoutReplyNotRun(t *testing.T) {
 	h := run(t, nil, fastConfig(stdioServer(t, "fx", "fixture")))
 	waitUntil(t, "endpoints up", h.m.Ready)
@@ -39,6 +40,13 @@ func TestDispatchWithoutReplyNotRun(t *testing.T) {
 	data, _ := json.Marshal(subjects.DispatchRequest{V: 1, CallID: "fire-and-forget", Tool: "echo", Arguments: []byte(`{"text":"hi"}`)})
 	if err := h.env.NC.Publish(subjects.Dispatch("fx"), data); err != nil {
 		t.Fatal(err)
+	}
+	// Nor one whose reply subject points into mcpstream's subjects (another tenant's calls) or
+	// "$" ones: the answer would be written there with the connector's permissions.
+	for _, reply := range []string{subjects.Calls("globex"), "$KV.MCPSTREAM_SLOTS.tenant.globex.0"} {
+		if err := h.env.NC.PublishRequest(subjects.Dispatch("fx"), reply, data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A request after it, on the same subscription: handled once the first was taken.
 	if r := dispatch(t, h, "fx", subjects.DispatchRequest{V: 1, CallID: "asked", Tool: "echo", Arguments: []byte(`{"text":"hi"}`)}); r.Error != nil {

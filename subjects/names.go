@@ -222,3 +222,18 @@ func LastToken(subject string) (string, error) {
 	i := strings.LastIndexByte(subject, '.')
 	return DecodeToken(subject[i+1:])
 }
+
+// Answerable reports whether a service of mcpstream may publish its answer to reply, the reply
+// subject of a request it serves. NATS checks a publisher's permissions on the subject it
+// publishes to, never on the reply subject it names, and a service answers with its own
+// permissions, which reach every tenant's subjects: a client allowed only on one tenant's
+// subjects could otherwise name mcpstream's own subjects as its reply (another tenant's calls
+// subject, where the answer would run as that tenant's call, or its results) or the server's
+// "$" subjects (a KV bucket's, where it would hold another tenant's concurrency slots or claim
+// its call ids; the JetStream API) and have the service write there for it. A request with such
+// a reply subject is not served (clients reply to inboxes, "_INBOX." by default). "" is not
+// answerable either (nobody to answer).
+func Answerable(reply string) bool {
+	ns, _, _ := strings.Cut(Root, ".")
+	return reply != "" && !strings.HasPrefix(reply, "$") && reply != ns && !strings.HasPrefix(reply, ns+".")
+}

@@ -81,3 +81,27 @@ func FuzzToken(f *testing.F) {
 		}
 	})
 }
+
+func TestAnswerable(t *testing.T) {
+	for _, tc := range []struct {
+		reply string
+		want  bool
+	}{
+		{"_INBOX.acme.abc.1", true},
+		{"_CUSTOM.inbox.x", true},
+		{"mcpstreamer.x", true},
+		{"", false},
+		{Calls("globex"), false},
+		{Result("globex", "c-1"), false},
+		{RegistryStatus("kb"), false},
+		{"mcpstream.v2.calls.globex", false},
+		{"mcpstream", false},
+		{"$KV.MCPSTREAM_SLOTS.tenant.globex.0", false},
+		{"$JS.API.STREAM.DELETE.MCPSTREAM_AUDIT", false},
+		{"$SYS.REQ.SERVER.PING", false},
+	} {
+		if got := Answerable(tc.reply); got != tc.want {
+			t.Errorf("Answerable(%q) = %v, want %v", tc.reply, got, tc.want)
+		}
+	}
+}
