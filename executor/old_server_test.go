@@ -52,6 +52,10 @@ func oldJetStream(t *testing.T, real *natstest.Env) jetstream.JetStream {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// The subscription reaches the server asynchronously: a request before it got no responders.
+	if err := front.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
