@@ -102,6 +102,17 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 		return refused(subjects.CodeNeedsApproval, c.tool.Public+" needs approval and the request asked not to wait (approvalTimeoutMs -1)")
 	}
 	wait := requestWait(c.req.ApprovalTimeoutMs, e.cfg.ApprovalTimeout, e.cfg.MaxApprovalTimeout)
+	// A waiting call holds its worker, and workers serve every tenant: past MaxApprovalWaits,
+	// one tenant's pending approvals would stop everyone's calls for up to an hour.
+	select {
+	case e.approvalWaits <- struct{}{}:
+		defer func() { <-e.approvalWaits }()
+	default:
+		s := refused(subjects.CodeRateLimited, fmt.Sprintf("%s needs approval, and %d calls already wait for approval on this executor (its limit, so that calls needing none are served); nothing was run: try again later",
+			c.tool.Public, cap(e.approvalWaits)))
+		s.e.RetryAfterMs = approvalWaitRetryAfter.Milliseconds()
+		return s
+	}
 
 	w := newApprovalWait(c)
 	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {
@@ -148,6 +159,10 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 		return &stop{err: errStopping}
 	}
 }
+
+// approvalWaitRetryAfter is the retry-after of a call refused because too many calls wait for
+// approval.
+const approvalWaitRetryAfter = 5 * time.Second
 
 // Caps of an approval's by and reason in the call's answer and audit events: the approval
 // message may be as large as NATS carries, and an answer past what the results stream takes is

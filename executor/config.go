@@ -43,6 +43,11 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// MaxApprovalTimeout caps a request's approvalTimeoutMs; 0 → 1 hour.
 	MaxApprovalTimeout time.Duration
+	// MaxApprovalWaits caps the calls of this process waiting for approval at once: each holds
+	// a worker while it waits (up to MaxApprovalTimeout), and workers are shared by every
+	// tenant. A call that needs approval past it is refused rate_limited. 0 → Workers/2 (at
+	// least 1), so that at least half the workers serve calls that need none.
+	MaxApprovalWaits int
 	// AckWait is the consumer's ack wait: how long after a crashed worker a call is redelivered.
 	// Long calls and approval waits send progress heartbeats every AckWait/3; 0 → 30s.
 	AckWait time.Duration
@@ -163,6 +168,7 @@ func (c Config) withDefaults() Config {
 	d(&c.MaxCallTimeout, DefaultMaxCallTimeout)
 	d(&c.ApprovalTimeout, DefaultApprovalTimeout)
 	d(&c.MaxApprovalTimeout, DefaultMaxApprovalTimeout)
+	i(&c.MaxApprovalWaits, max(1, c.Workers/2))
 	d(&c.AckWait, DefaultAckWait)
 	i(&c.MaxDeliver, DefaultMaxDeliver)
 	i(&c.MaxAckPending, DefaultMaxAckPending)

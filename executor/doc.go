@@ -86,7 +86,8 @@
 //     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
 //     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).
 //  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
-//     rules' approve patterns and Config.Approve: an audit.decision needs_approval event, then a wait
+//     rules' approve patterns and Config.Approve: past Config.MaxApprovalWaits calls waiting in this
+//     process (a wait holds a worker) → rate_limited; else an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
 //     must hold "approve" (true or false): one without it is answered bad_request and decides

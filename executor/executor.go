@@ -50,6 +50,8 @@ type Executor struct {
 	execSem  chan struct{}
 	// decode bounds the large JSON values decoded for schema validation at once (decodebudget.go).
 	decode *byteBudget
+	// approvalWaits holds a token per call waiting for approval (Config.MaxApprovalWaits).
+	approvalWaits chan struct{}
 }
 
 // New returns an executor on nc; Run starts it.
@@ -94,6 +96,8 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 		relist:   cfg.Relister,
 		stopping: make(chan struct{}),
 		execSem:  make(chan struct{}, maxExecWaiting),
+
+		approvalWaits: make(chan struct{}, cfg.MaxApprovalWaits),
 	}
 	if e.disp == nil {
 		e.disp = NATSDispatcher{NC: nc}

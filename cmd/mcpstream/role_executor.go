@@ -54,8 +54,9 @@ Examples:
 
 // executorOptions are the executor subcommand's own flags (defaults under up).
 var executorOptions struct {
-	Workers int
-	NoFront bool
+	Workers          int
+	MaxApprovalWaits int
+	NoFront          bool
 }
 
 func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -63,6 +64,7 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs := newFlagSet("executor", "executor [flags]", executorHelp)
 	o.register(fs, false)
 	fs.IntVar(&executorOptions.Workers, "workers", executor.DefaultWorkers, "calls this process handles at once")
+	fs.IntVar(&executorOptions.MaxApprovalWaits, "max-approval-waits", 0, "calls waiting for approval at once; each holds a worker, and one past this is refused\nrate_limited (0 = half of --workers)")
 	fs.BoolVar(&executorOptions.NoFront, "no-front-end", false, "do not serve "+subjects.ExecAll+" (workers only)")
 	rest, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
@@ -73,6 +75,9 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	if executorOptions.Workers < 1 {
 		return fmt.Errorf("executor: --workers %d: want at least 1", executorOptions.Workers)
+	}
+	if executorOptions.MaxApprovalWaits < 0 || executorOptions.MaxApprovalWaits > executorOptions.Workers {
+		return fmt.Errorf("executor: --max-approval-waits %d: want 0 (half of --workers) up to --workers (%d)", executorOptions.MaxApprovalWaits, executorOptions.Workers)
 	}
 	return runRoles(ctx, o, []string{"executor"}, stdout, stderr)
 }
@@ -85,10 +90,11 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 		return roleRun{}, fmt.Errorf("%s: %w", configName(env.Config), err)
 	}
 	cfg := executor.Config{
-		Policy:  env.Policy,
-		Limits:  limits,
-		Workers: executorOptions.Workers,
-		Log:     env.Log,
+		Policy:           env.Policy,
+		Limits:           limits,
+		Workers:          executorOptions.Workers,
+		MaxApprovalWaits: executorOptions.MaxApprovalWaits,
+		Log:              env.Log,
 		// Calls in flight when the process stops finish within --stop-timeout (not a fixed
 		// 10 s: a call cut there is answered only after AckWait, outcome_unknown if it has
 		// side effects, though it ran).
