@@ -3,6 +3,7 @@ package registrysync
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,12 @@ import (
 // transport kind, checked by TestWrappersForwardOptionalInterfaces.
 
 type captureKey struct{}
+
+// requestIDKey holds the mcp.RequestId of the request an HTTP exchange carries.
+type requestIDKey struct{}
+
+// errAnotherID is the error of a request answered with the id of another one.
+var errAnotherID = errors.New("the server answered with the id of another request")
 
 // capture is the slot one request's raw answer lands in. With multi round-trip requests
 // (input_required) the last answer wins, which is the one the caller sees.
@@ -117,7 +124,15 @@ func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*
 		cp.status, cp.retryAfter = 0, ""
 		cp.mu.Unlock()
 	}
-	resp, err := t.inner.SendRequest(ctx, req)
+	// The event stream of an HTTP request knows its id (sseRequests.want).
+	resp, err := t.inner.SendRequest(context.WithValue(ctx, requestIDKey{}, req.ID), req)
+	if resp != nil && resp.ID.String() != req.ID.String() && !(resp.ID.IsNil() && resp.Error != nil) {
+		// mcp-go's streamable HTTP transport takes the answer to a POST for the request's,
+		// whatever its id: a late answer to an earlier call (a gateway that mixes its
+		// connections up) would be taken for this one's. (A JSON-RPC error may have a null
+		// id: the server could not tell the request's.)
+		resp, err = nil, errAnotherID
+	}
 	if cp != nil {
 		cp.mu.Lock()
 		cp.err = err

@@ -121,9 +121,18 @@
 // since notifications sent while it was down are lost (backing off from 1 s to 30 s between
 // re-lists while the stream keeps ending at once). A tools/call that times out on a legacy
 // HTTP or SSE connection is cancelled with notifications/cancelled (closing the request is no
-// cancellation there). Requests a legacy SSE server sends on its stream (ping, sampling...)
-// are answered as a stdio child's are, outside mcp-go, whose SSE transport would take them for
-// responses.
+// cancellation there). Requests a server sends (ping, sampling, elicitation, roots...) are
+// answered by the connector on every transport, outside mcp-go, as the stream carrying them
+// is read: ping with an empty result, anything else with -32601 (method not found: the
+// connector declares no client capability). A server that floods them while it does not take
+// the answers stalls its own stream. (mcp-go's SSE transport would take them for responses;
+// its streamable HTTP transport answered each on a goroutine of its own.) On streamable HTTP
+// an answer whose id is not its request's (a gateway that mixes its streams up) is never
+// taken for the request's: on the request's event stream it is skipped, and the stream ends
+// after the request's own answer; as the whole body, it fails the request (a tools/call
+// outcome_unknown, a list malformed_response). mcp-go's transport errors are logged as a
+// warning once per kind and session, then at debug level: a server cannot fill the log by
+// sending what mcp-go complains about.
 //
 // # Failure handling
 //

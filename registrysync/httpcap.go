@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -59,8 +61,17 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			t.listenOpened()
 		}
 		resp.Body = &cappedEvents{ReadCloser: resp.Body, limit: t.limit}
-		if t.serverRequests != nil {
-			resp.Body = &sseRequests{src: resp.Body, answer: t.serverRequests}
+		answer := t.serverRequests
+		if r.Context().Value(answerKey{}) != nil {
+			answer = nil // the stream of a POST that answers a server's request (see answerKey)
+		}
+		want, _ := r.Context().Value(requestIDKey{}).(mcp.RequestId)
+		if answer != nil || !want.IsNil() {
+			f := &sseRequests{src: resp.Body, answer: answer}
+			if !want.IsNil() {
+				f.want = want.String()
+			}
+			resp.Body = f
 		}
 	} else {
 		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
@@ -187,16 +198,25 @@ func (e *cappedEvents) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sseRequests takes the requests a server sends on a legacy HTTP+SSE event stream out of it.
-// mcp-go's SSE transport has no request handler: it takes every message with an id for a
-// response, so a server's request (ping, sampling, roots...) whose id equals that of a request
-// in flight completed that request with an empty answer, and the server never got a reply.
-// Each complete event is passed through, except a "message" event holding a JSON-RPC request,
-// which is handed to answer (on the reader's goroutine, so a server flooding requests stalls
-// its own stream rather than growing goroutines) and dropped.
+// sseRequests takes the requests a server sends on an event stream out of it. mcp-go's SSE
+// transport has no request handler: it takes every message with an id for a response, so a
+// server's request (ping, sampling, roots...) whose id equals that of a request in flight
+// completed that request with an empty answer, and the server never got a reply; its
+// streamable HTTP transport answers each on a goroutine of its own. Each complete event is
+// passed through, except a "message" event holding a JSON-RPC request, which is handed to
+// answer (on the reader's goroutine, so a server flooding requests stalls its own stream
+// rather than growing goroutines; nil: dropped unanswered) and dropped.
+//
+// On the stream of one request (a streamable HTTP POST, or the GET resuming it), want is that
+// request's id (mcp.RequestId.String()): mcp-go takes the first response on the stream for the
+// request's, whatever its id, and blocks for ever handing over a third. An answer with another
+// id (a gateway routing a late answer to an earlier call to this stream) is dropped, and the
+// stream ends after the request's own.
 type sseRequests struct {
 	src    io.ReadCloser
 	answer func(id json.RawMessage, method string)
+	want   string
+	last   bool   // the answer to want was passed: nothing more is read
 	in     []byte // read, not yet split into events: the start of the next event
 	line   int    // where the line being read starts in in
 	seen   int    // in[:seen] was searched for line ends (none twice: an event may be MiBs)
@@ -259,6 +279,10 @@ func (f *sseRequests) split() {
 		if !f.take(event) {
 			f.out = append(f.out, event...)
 		}
+		if f.last {
+			f.in, f.line, f.seen, f.err = nil, 0, 0, io.EOF
+			return
+		}
 	}
 	f.line, f.seen = pos-start, len(f.in)-start
 	if start == 0 {
@@ -287,16 +311,29 @@ func (f *sseRequests) take(event []byte) bool {
 			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
 		}
 	}
-	if name != "" && name != "message" || !mayHoldMember(data, "method") {
+	if name != "" && name != "message" || f.want == "" && !mayHoldMember(data, "method") {
 		return false
 	}
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method *string         `json:"method"`
 	}
-	if json.Unmarshal(data, &m) != nil || m.Method == nil || len(m.ID) == 0 || string(m.ID) == "null" {
+	if json.Unmarshal(data, &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" {
 		return false // a notification (or not JSON): mcp-go handles it
 	}
-	f.answer(m.ID, *m.Method)
-	return true
+	if m.Method != nil {
+		if f.answer != nil {
+			f.answer(m.ID, *m.Method)
+		}
+		return true
+	}
+	if f.want == "" {
+		return false
+	}
+	var id mcp.RequestId
+	if json.Unmarshal(m.ID, &id) != nil || id.String() != f.want {
+		return true // the answer to another request
+	}
+	f.last = true
+	return false
 }

@@ -197,6 +197,9 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		}()
 	case TransportHTTP:
 		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
+		// Requests the server sends on an event stream are answered by the connector, as over
+		// legacy SSE (see answerServerRequest): mcp-go answered each on a goroutine of its own.
+		s.hc.Transport.(*cappedTransport).serverRequests = s.answerServerRequest
 		opts := []transport.StreamableHTTPCOption{
 			transport.WithHTTPHeaders(sc.Headers),
 			transport.WithHTTPBasicClient(s.hc),
@@ -218,7 +221,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		tr = &httpWrap{base: base{inner: h}, http: h}
 	case TransportSSE:
 		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
-		s.hc.Transport.(*cappedTransport).serverRequests = s.answerSSERequest
+		s.hc.Transport.(*cappedTransport).serverRequests = s.answerServerRequest
 		h, err := transport.NewSSE(sc.URL,
 			transport.WithHeaders(sc.Headers),
 			transport.WithHTTPClient(s.hc),
@@ -609,8 +612,9 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %s", kind, mal.Error())
 	case s.isLost():
 		return nil, &lostError{err: s.lostErr}
-	case errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF):
-		// The server answered, but not with JSON (a cut body decodes to unexpected EOF).
+	case errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errAnotherID):
+		// The server answered, but not with JSON (a cut body decodes to unexpected EOF), or
+		// with the id of another request.
 		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %v", kind, err)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(cause, context.DeadlineExceeded):
 		return nil, codedf(subjects.CodeListFailed, "%s/list: no answer in time", kind)
@@ -620,18 +624,34 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	return nil, fmt.Errorf("%s/list: %w", kind, err)
 }
 
-// answerSSERequest answers a request the server sent on its legacy HTTP+SSE stream, as a stdio
-// child's are answered (child.answerRequest): ping with an empty result, anything else with
-// "method not found" (the connector declares no client capability). The answer is posted to
-// the session's message endpoint; a server that does not take it within serverRequestWait
-// gets none.
-func (s *session) answerSSERequest(id json.RawMessage, method string) {
-	tr, ok := s.cl.GetTransport().(*sseWrap)
-	if !ok {
-		return
-	}
-	endpoint := tr.sse.GetEndpoint()
-	if endpoint == nil {
+// answerServerRequest answers a request the server sent on an event stream — its legacy
+// HTTP+SSE stream, or a streamable HTTP GET or POST stream — as a stdio child's are answered
+// (child.answerRequest): ping with an empty result, anything else with "method not found" (the
+// connector declares no client capability). It runs on the stream's reader, so a server that
+// floods requests while it does not take the answers stalls its own stream. mcp-go would
+// answer each on a goroutine of its own, holding a POST open for up to 30 s (on streamable
+// HTTP; its SSE transport takes requests for responses), and with -32603 for sampling, roots
+// and elicitation. The answer is posted to the session's message endpoint (SSE) or URL
+// (streamable HTTP); a server that does not take it within serverRequestWait gets none.
+func (s *session) answerServerRequest(id json.RawMessage, method string) {
+	header := http.Header{}
+	var endpoint string
+	switch tr := s.cl.GetTransport().(type) {
+	case *sseWrap:
+		u := tr.sse.GetEndpoint()
+		if u == nil {
+			return
+		}
+		endpoint = u.String()
+	case *httpWrap:
+		endpoint = s.c.sc.URL
+		header.Set("Accept", "application/json, text/event-stream")
+		if p := s.proto.Load(); p == nil || !mcp.IsModernProtocol(*p) {
+			if sid := tr.http.GetSessionId(); sid != "" {
+				header.Set(transport.HeaderKeySessionID, sid)
+			}
+		}
+	default:
 		return
 	}
 	answer := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{}}`
@@ -640,9 +660,15 @@ func (s *session) answerSSERequest(id json.RawMessage, method string) {
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, serverRequestWait)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint.String(), bytes.NewReader([]byte(answer)))
+	// Requests on an event stream answering this POST are not answered: a server could nest
+	// them without end on this goroutine's stack.
+	ctx = context.WithValue(ctx, answerKey{}, true)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader([]byte(answer)))
 	if err != nil {
 		return
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if p := s.proto.Load(); p != nil && *p != "" {
@@ -658,6 +684,9 @@ func (s *session) answerSSERequest(id json.RawMessage, method string) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
 }
+
+// answerKey marks the context of the POST that carries an answer to a server's request.
+type answerKey struct{}
 
 // ping probes the connection: ping on legacy connections, server/discover on 2026-07-28
 // (where ping was removed). A JSON-RPC error answer proves the server alive.

@@ -5,22 +5,48 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/rs/zerolog"
 )
 
 // newSlog returns a slog.Logger for mcp-go's transports that writes to the connector's zerolog
-// logger, redacted, at debug level (warn for slog errors): transport chatter is not the
-// operator's first concern, connector status events are.
+// logger, redacted, at debug level (warn for slog errors, once per message of a session):
+// transport chatter is not the operator's first concern, connector status events are.
 func newSlog(log zerolog.Logger, red redactor) *slog.Logger {
-	return slog.New(&slogHandler{log: log, red: red})
+	return slog.New(&slogHandler{log: log, red: red, warned: &warned{seen: map[string]bool{}}})
 }
 
 type slogHandler struct {
-	log   zerolog.Logger
-	red   redactor
-	attrs []slog.Attr
-	group string
+	log    zerolog.Logger
+	red    redactor
+	attrs  []slog.Attr
+	group  string
+	warned *warned
+}
+
+// maxWarned bounds the messages warned remembers; past it, every error goes to debug.
+const maxWarned = 64
+
+// warned remembers the messages of the errors logged at warn level. mcp-go logs an error for
+// each message it cannot handle (a notification whose params are not an object, an SSE message
+// that is not JSON...): a server that floods them would have had the connector write a warning
+// line for each. The first of each kind is a warning, the rest debug, as for a stdio server's
+// noise (child.noteNoise).
+type warned struct {
+	mu   sync.Mutex
+	seen map[string]bool // mcp-go's messages, constant texts (the details are attributes)
+}
+
+// first reports whether msg is logged at warn level for the first time.
+func (w *warned) first(msg string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen[msg] || len(w.seen) >= maxWarned {
+		return false
+	}
+	w.seen[msg] = true
+	return true
 }
 
 func (h *slogHandler) Enabled(_ context.Context, l slog.Level) bool {
@@ -42,7 +68,7 @@ func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(write)
 	ev := h.log.Debug()
-	if r.Level >= slog.LevelError {
+	if r.Level >= slog.LevelError && h.warned.first(r.Message) {
 		ev = h.log.Warn()
 	}
 	ev.Str("source", "mcp-go").Msg(truncate(h.red.String(b.String()), 1000))
