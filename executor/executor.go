@@ -48,6 +48,8 @@ type Executor struct {
 	ready    atomic.Bool
 	stopping chan struct{} // closed when Run begins to stop
 	execSem  chan struct{}
+	// execWaiting counts each tenant's share of execSem.
+	execWaiting tenantCounts
 	// decode bounds the large JSON values decoded for schema validation at once (decodebudget.go).
 	decode *byteBudget
 	// approvalWaits holds a token per call waiting for approval (Config.MaxApprovalWaits).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,15 +27,25 @@ func (e *Executor) onExec(m *nats.Msg) {
 			Msg("call request dropped: its reply subject is not an inbox but one of mcpstream's or the NATS server's own subjects")
 		return
 	}
+	// The waiting calls are shared by every tenant: one tenant holds at most a quarter of them
+	// (its subject's last token; a malformed one is refused in exec), so that its resends or
+	// calls answered on non-inbox subjects cannot keep every other tenant out.
+	tenant := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+	if !e.execWaiting.take(tenant, execTenantShare) {
+		e.respond(m, subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused,
+			Error: &subjects.Error{Code: subjects.CodeRateLimited, Message: "this executor front end holds too many waiting calls of this tenant", RetryAfterMs: 1000}})
+		return
+	}
 	select {
 	case e.execSem <- struct{}{}:
 	default:
+		e.execWaiting.give(tenant)
 		e.respond(m, subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused,
 			Error: &subjects.Error{Code: subjects.CodeRateLimited, Message: "this executor front end holds too many waiting calls", RetryAfterMs: 1000}})
 		return
 	}
 	go func() {
-		defer func() { <-e.execSem }()
+		defer func() { <-e.execSem; e.execWaiting.give(tenant) }()
 		res, raw, handedOff := e.exec(m)
 		if handedOff {
 			return // the worker answers m.Reply
@@ -225,4 +236,35 @@ func (e *Executor) waitBound(req subjects.CallRequest) time.Duration {
 	call := requestWait(req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
 	approval := requestWait(req.ApprovalTimeoutMs, e.cfg.ApprovalTimeout, e.cfg.MaxApprovalTimeout)
 	return call + approval + e.cfg.AckWait + waitSlack
+}
+
+// execTenantShare is how many of a front end's maxExecWaiting waiting calls one tenant may hold.
+var execTenantShare = maxExecWaiting / 4
+
+// tenantCounts counts what each tenant holds of a shared pool.
+type tenantCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts one more for tenant unless it holds max already.
+func (c *tenantCounts) take(tenant string, max int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[tenant] >= max {
+		return false
+	}
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[tenant]++
+	return true
+}
+
+func (c *tenantCounts) give(tenant string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[tenant]--; c.n[tenant] <= 0 {
+		delete(c.n, tenant)
+	}
 }
