@@ -26,7 +26,8 @@
 // NATS permissions on the subjects pin each tenant to its own catalog.
 //
 // Errors are replies with a JSON "error" holding a stable code (subjects.Code…); the micro error
-// headers carry the same code.
+// headers carry the same code. A reply larger than the connection's max_payload (details of many
+// large definitions, a full search at a high k) is answered too_large rather than not at all.
 //
 // # Ack and retry
 //

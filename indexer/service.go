@@ -108,7 +108,7 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 // A request with nothing queued behind it on its subscription is served right here, on the
 // goroutine that received it: handing it to another goroutine cost about 45 µs a request here
 // (indexer BenchmarkSearch, nats against bare-search). With a backlog, each request gets its
-// own goroutine, at most Workers at once.
+// own goroutine, at most Workers at once; so does every search of a hybrid replica.
 func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, m *nats.Msg, sem chan struct{}, wg *sync.WaitGroup) {
 	if m.Reply != "" && !subjects.Answerable(m.Reply) {
 		// The reply would be this replica's write to one of mcpstream's subjects or the
@@ -119,8 +119,11 @@ func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handl
 	}
 	sem <- struct{}{}
 	wg.Add(1)
-	// Pending counts the message being delivered until its callback returns.
-	if n, _, err := m.Sub.Pending(); err == nil && n <= 1 {
+	// Pending counts the message being delivered until its callback returns. A hybrid search
+	// may wait for the embeddings endpoint (up to EmbedTimeout): served here, it would hold
+	// every request that comes meanwhile on this subscription, with workers free.
+	mayWait := name == "search" && c.cfg.Embedder != nil
+	if n, _, err := m.Sub.Pending(); err == nil && n <= 1 && !mayWait {
 		defer func() { <-sem; wg.Done() }()
 		c.respond(ctx, nc, name, h, m)
 		return
@@ -130,6 +133,10 @@ func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handl
 		c.respond(ctx, nc, name, h, m)
 	}()
 }
+
+// replyHeaderRoom is the part of a NATS message kept for the reply's headers (micro's error
+// headers hold at most a 256-byte description and a code).
+const replyHeaderRoom = 1 << 10
 
 // respond answers one request on m.Reply.
 func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, m *nats.Msg) {
@@ -142,6 +149,13 @@ func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h han
 			V     int             `json:"v"`
 			Error *subjects.Error `json:"error"`
 		}{subjects.Version, apiErr})
+	}
+	if mp := nc.MaxPayload(); mp > 0 && int64(len(body)) > mp-replyHeaderRoom {
+		// NATS would refuse to publish it (max_payload), and the client would wait for its
+		// timeout as if no replica ran: say why at once instead.
+		apiErr = apiError(subjects.CodeTooLarge, "reply of %d bytes exceeds the %d bytes a NATS message may hold: ask for fewer names, a lower k or a lower detail",
+			len(body), mp-replyHeaderRoom)
+		body, _ = json.Marshal(errorReply(apiErr))
 	}
 	// Counted before the reply goes out: a client that got it finds it counted.
 	if ec := c.served[name]; ec != nil {

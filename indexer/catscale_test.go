@@ -1,0 +1,135 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// bigTool is a definition of about size bytes: its inputSchema holds a long description.
+func bigTool(name string, size int) json.RawMessage {
+	schema := fmt.Sprintf(`{"type":"object","description":%q,"properties":{}}`, strings.Repeat("y", size))
+	return tool(name, "a tool with a large schema", "inputSchema", schema)
+}
+
+// TestRepliesLargerThanAMessage: a details or full search answer larger than a NATS message may
+// be (definitions up to 512 KiB each, inputSchema and definition both given) could not be
+// published: the replica logged it at debug level and the client waited for its timeout, as if
+// no replica ran. It is answered too_large, at once, saying to ask for less.
+func TestRepliesLargerThanAMessage(t *testing.T) {
+	env := natstest.Start(t)
+	var items []json.RawMessage
+	var names []string
+	for i := range 12 {
+		items = append(items, bigTool(fmt.Sprintf("big%d", i), 400<<10))
+		names = append(names, fmt.Sprintf("huge__big%d", i))
+	}
+	seq := publish(t, env.JS, status("huge", subjects.StatusReady), snapshot("huge", "huge schemas", items...))
+	r := startReplica(t, env, "", nil, env.Connect(t))
+	waitSeq(t, r.Catalog, seq)
+	cl := Client{NC: env.Connect(t), Timeout: 20 * time.Second}
+	waitFor(t, "service up", func() bool {
+		_, err := cl.Servers(context.Background(), "local", subjects.ServersRequest{V: 1})
+		return err == nil
+	})
+
+	// One name fits: answered in full.
+	one, err := cl.Details(context.Background(), "local", subjects.DetailsRequest{V: 1, Names: names[:1]})
+	if err != nil || one.Error != nil || len(one.Tools) != 1 || len(one.Tools[0].Definition) < 400<<10 {
+		t.Fatalf("one name: err %v, reply error %+v, %d tools", err, one.Error, len(one.Tools))
+	}
+
+	det, err := cl.Details(context.Background(), "local", subjects.DetailsRequest{V: 1, Names: names})
+	if err != nil {
+		t.Fatalf("details of %d large tools: %v (want a too_large reply, not silence)", len(names), err)
+	}
+	if det.Error == nil || det.Error.Code != subjects.CodeTooLarge {
+		t.Fatalf("details of %d large tools: error %+v, %d tools; want too_large", len(names), det.Error, len(det.Tools))
+	}
+	s, err := cl.Search(context.Background(), "local", subjects.SearchRequest{V: 1, Query: "select:" + strings.Join(names, ","), K: MaxK, Detail: subjects.DetailFull})
+	if err != nil {
+		t.Fatalf("full search of %d large tools: %v (want a too_large reply, not silence)", len(names), err)
+	}
+	if s.Error == nil || s.Error.Code != subjects.CodeTooLarge {
+		t.Fatalf("full search of %d large tools: error %+v, %d tools; want too_large", len(names), s.Error, len(s.Tools))
+	}
+	if st := r.Stats().Endpoints["details"]; st.Errors == 0 {
+		t.Errorf("details endpoint errors %d, want the too_large reply counted", st.Errors)
+	}
+}
+
+// slowQueryEmbedder embeds tools at once and holds the embedding of one query text until
+// release is closed (an endpoint that is slow for one request).
+type slowQueryEmbedder struct {
+	conceptEmbedder
+	slow    string
+	entered chan struct{} // closed when the slow text is being embedded
+	once    sync.Once
+	release chan struct{}
+}
+
+func (e *slowQueryEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 1 && texts[0] == e.slow {
+		e.once.Do(func() { close(e.entered) })
+		select {
+		case <-e.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return e.conceptEmbedder.Embed(ctx, texts)
+}
+
+// TestSlowEmbeddingHoldsNoOtherSearch: a search with nothing queued behind it was served on
+// the subscription's own goroutine; in hybrid mode that goroutine then waited for the
+// embeddings endpoint (up to EmbedTimeout), and every search that came meanwhile waited
+// behind it, although workers were free. A search that may wait on the endpoint is served on
+// a worker of its own.
+func TestSlowEmbeddingHoldsNoOtherSearch(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &slowQueryEmbedder{slow: "will it rain tomorrow", entered: make(chan struct{}), release: make(chan struct{})}
+	r := startReplicaConfig(t, env, Config{Embedder: emb, EmbedTimeout: time.Minute}, env.Connect(t))
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+	cl := Client{NC: env.Connect(t), Timeout: 10 * time.Second}
+	waitFor(t, "service up", func() bool {
+		_, err := cl.Servers(context.Background(), "local", subjects.ServersRequest{V: 1})
+		return err == nil
+	})
+
+	slowDone := make(chan error, 1)
+	go func() {
+		rep, err := Client{NC: env.Connect(t), Timeout: time.Minute}.Search(context.Background(), "local", subjects.SearchRequest{V: 1, Query: emb.slow})
+		if err == nil && rep.Error != nil {
+			err = fmt.Errorf("%s: %s", rep.Error.Code, rep.Error.Message)
+		}
+		slowDone <- err
+	}()
+	defer func() {
+		close(emb.release)
+		if err := <-slowDone; err != nil {
+			t.Errorf("slow search: %v", err)
+		}
+	}()
+	select {
+	case <-emb.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow search never reached the embedder")
+	}
+	// The slow search is waiting for the endpoint; another search needs no embedding.
+	rep, err := cl.Search(context.Background(), "local", subjects.SearchRequest{V: 1, Query: "select:desk__open_incident"})
+	if err != nil {
+		t.Fatalf("a search while another waits for the embeddings endpoint: %v", err)
+	}
+	if rep.Error != nil || len(rep.Tools) != 1 {
+		t.Fatalf("select: error %+v, tools %v", rep.Error, names(rep.Tools))
+	}
+}
