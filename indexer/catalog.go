@@ -57,6 +57,10 @@ type Catalog struct {
 	// (a field: tests shorten it).
 	embedDown     breaker
 	embedRetryMin time.Duration
+	// embedWaits holds a token per search waiting for its query's embedding: at most half
+	// the service's workers wait on the endpoint, the others serve (lexically, details,
+	// servers) whatever the endpoint does.
+	embedWaits chan struct{}
 	// refusedRetry is the first hold-off of a refused tool text (refusedRetryMin; a field:
 	// tests shorten it).
 	refusedRetry time.Duration
@@ -123,7 +127,8 @@ func Open(cfg Config) (*Catalog, error) {
 		return nil, err
 	}
 	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1), embedRetryMin: embedRetryMin, refusedRetry: refusedRetryMin,
-		served: map[string]*endpointCounters{"search": {}, "details": {}, "servers": {}}}
+		embedWaits: make(chan struct{}, max(1, cfg.workers()/2)),
+		served:     map[string]*endpointCounters{"search": {}, "details": {}, "servers": {}}}
 	c.reset()
 	if err := c.load(); err != nil {
 		db.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,5 +132,65 @@ func TestSlowEmbeddingHoldsNoOtherSearch(t *testing.T) {
 	}
 	if rep.Error != nil || len(rep.Tools) != 1 {
 		t.Fatalf("select: error %+v, tools %v", rep.Error, names(rep.Tools))
+	}
+}
+
+// allQueriesSlowEmbedder embeds tool texts at once and holds the embedding of every query
+// text in slow until release is closed (an endpoint that has become slow).
+type allQueriesSlowEmbedder struct {
+	conceptEmbedder
+	slow    map[string]bool
+	waiting atomic.Int64
+	release chan struct{}
+}
+
+func (e *allQueriesSlowEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 1 && e.slow[texts[0]] {
+		e.waiting.Add(1)
+		defer e.waiting.Add(-1)
+		select {
+		case <-e.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return e.conceptEmbedder.Embed(ctx, texts)
+}
+
+// TestSlowEndpointHoldsHalfTheWorkers: with a slow embeddings endpoint every hybrid search
+// waited on it (up to EmbedTimeout), each on a worker, until every worker waited and details,
+// servers and lexical searches waited too. At most half the workers wait for query embeddings;
+// a search past that is answered lexically at once.
+func TestSlowEndpointHoldsHalfTheWorkers(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &allQueriesSlowEmbedder{release: make(chan struct{}), slow: map[string]bool{"will it rain tomorrow": true, "open an incident": true}}
+	r := startReplicaConfig(t, env, Config{Embedder: emb, EmbedTimeout: time.Minute, Workers: 2}, env.Connect(t))
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+	cl := Client{NC: env.Connect(t), Timeout: 10 * time.Second}
+	waitFor(t, "service up", func() bool {
+		_, err := cl.Servers(context.Background(), "local", subjects.ServersRequest{V: 1})
+		return err == nil
+	})
+
+	slowDone := make(chan error, 1)
+	go func() {
+		_, err := Client{NC: env.Connect(t), Timeout: time.Minute}.Search(context.Background(), "local", subjects.SearchRequest{V: 1, Query: "will it rain tomorrow"})
+		slowDone <- err
+	}()
+	defer func() {
+		close(emb.release)
+		if err := <-slowDone; err != nil {
+			t.Errorf("slow search: %v", err)
+		}
+	}()
+	waitFor(t, "a search waits for the endpoint", func() bool { return emb.waiting.Load() == 1 })
+	rep, err := cl.Search(context.Background(), "local", subjects.SearchRequest{V: 1, Query: "open an incident"})
+	if err != nil || rep.Error != nil {
+		t.Fatalf("a second search while one waits for the endpoint: %v %+v", err, rep.Error)
+	}
+	if n := emb.waiting.Load(); n != 1 {
+		t.Errorf("%d searches wait for the endpoint, want 1 (half of 2 workers)", n)
 	}
 }

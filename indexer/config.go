@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -106,4 +107,12 @@ type EndpointStats struct {
 	Requests uint64  // answered
 	Errors   uint64  // answered with an error (its code in the reply)
 	Seconds  float64 // total time from taking a request to its reply being ready to send
+}
+
+// workers is Workers or its default, 2 × GOMAXPROCS.
+func (c Config) workers() int {
+	if c.Workers > 0 {
+		return c.Workers
+	}
+	return 2 * runtime.GOMAXPROCS(0)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -38,11 +37,7 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		}
 	}
 	tick.Stop()
-	workers := c.cfg.Workers
-	if workers <= 0 {
-		workers = 2 * runtime.GOMAXPROCS(0)
-	}
-	sem := make(chan struct{}, workers)
+	sem := make(chan struct{}, c.cfg.workers())
 	var wg sync.WaitGroup
 	endpoints := []struct {
 		name, subject string

@@ -499,6 +499,14 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	if !c.embedDown.try(timeout) {
 		return nil // the embedder failed lately: lexical at once, not after its timeout
 	}
+	select {
+	case c.embedWaits <- struct{}{}:
+		defer func() { <-c.embedWaits }()
+	default:
+		// Half the workers wait on the endpoint already (a slow one): lexical at once, so that
+		// search never depends on the endpoint.
+		return nil
+	}
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	vecs, err := c.cfg.Embedder.Embed(qctx, []string{query})
