@@ -528,8 +528,31 @@ func (c *Catalog) plan(ev subjects.RegistryEvent) ([]write, func(), error) {
 		return c.planStatus(ev.Status)
 	case ev.Revocation != nil:
 		return c.planRevocation(ev.Revocation)
+	case ev.Confirmed != nil:
+		return c.planConfirmed(ev.Confirmed)
 	}
 	return nil, nil, nil
+}
+
+// planConfirmed restarts the TTL of the list a Confirmed event names: its stored listedAt moves
+// to the confirmation's, so that a restarted replica (whose freshness view is rebuilt from the
+// stored metadata) and a replica rebuilt by replay hold the same. As in the freshness view
+// (staleness.View.Confirm), a confirmation of another fingerprint, or not newer than the
+// listedAt held, changes nothing, and a list_changed flag stays set.
+func (c *Catalog) planConfirmed(cf *subjects.Confirmed) ([]write, func(), error) {
+	s := c.servers[cf.Server]
+	if s == nil {
+		return nil, nil, nil
+	}
+	old := s.kinds[cf.Kind]
+	if old == nil || !old.Listed || old.Fingerprint != cf.Fingerprint || !cf.ListedAt.After(old.ListedAt) {
+		return nil, nil, nil
+	}
+	km := *old
+	km.ListedAt = cf.ListedAt
+	return []write{putJSON(kindKey(cf.Server, cf.Kind), km)}, func() {
+		c.server(cf.Server).setKind(cf.Kind, &km)
+	}, nil
 }
 
 func (c *Catalog) curRec(server string) serverRec {

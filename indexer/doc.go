@@ -4,8 +4,8 @@
 //
 // # Consumes
 //
-// Every message of subjects.RegistryStream (subjects.RegistryAll: snapshots, list_changed, status
-// and revocations of every server), in stream order, through an ordered consumer: ephemeral, no
+// Every message of subjects.RegistryStream (subjects.RegistryAll: snapshots, list_changed,
+// confirmations, status and revocations of every server), in stream order, through an ordered consumer: ephemeral, no
 // acks, no server-side state. A replica starts at its stored last sequence + 1, or at the first
 // message when its directory is empty (rebuild by replay), and then follows the stream.
 //
@@ -49,7 +49,10 @@
 //	m/first           stream sequence of the first message applied (a stream purged past it rebuilds)
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
-//	                  authContext), list_changed flag, names of prompts and resources
+//	                  authContext), list_changed flag, names of prompts and resources; a
+//	                  confirmation of that fingerprint (subjects.Confirmed: re-listed unchanged)
+//	                  moves listedAt forward, restarting the list's ttlMs (never its
+//	                  list_changed flag), so a restart or a replay gives the same freshness
 //	t/<server><tool>  one tool: its public name and raw definition, byte-faithful (zstd-compressed
 //	                  in the value log; never re-encoded)
 //	r/<public>        a removed tool's public name → (server, tool, removal sequence), to answer

@@ -104,6 +104,8 @@ func eventMsg(t testing.TB, ev any) (string, []byte) {
 		subject = subjects.RegistryStatus(e.Server)
 	case *subjects.Revocation:
 		subject = subjects.RegistryRevoked(e.Server)
+	case *subjects.Confirmed:
+		subject = subjects.RegistryConfirmed(e.Server, e.Kind)
 	default:
 		t.Fatalf("unknown event %T", ev)
 	}

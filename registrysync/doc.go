@@ -7,6 +7,7 @@
 //
 //	mcpstream.v1.registry.<server>.snapshot.<kind>  subjects.Snapshot
 //	mcpstream.v1.registry.<server>.changed.<kind>   subjects.ListChanged
+//	mcpstream.v1.registry.<server>.confirmed.<kind> subjects.Confirmed
 //	mcpstream.v1.registry.<server>.status           subjects.Status
 //
 // A Snapshot is the whole list of one kind over every page (Config.MaxPages caps them; a
@@ -27,6 +28,18 @@
 // nothing: the connector remembers the last fingerprint of every kind and reads it back from
 // the stream at start (GetLastMsgForSubject), so a restart does not republish either. A kind
 // the server stops offering gets an empty snapshot.
+//
+// An unchanged re-list of a list that has a ttlMs (on demand, as an executor asks when the TTL
+// ran out, a periodic resync, a re-list after a reconnection) publishes a small Confirmed event
+// instead (fingerprint and listedAt): consumers restart the list's TTL, so indexer replicas and
+// every executor show it fresh again, not only the executor that asked, and a replay restores
+// it. One is published only when the list was last published or confirmed at least half its
+// ttlMs ago (and at least a second ago), so that short TTLs and frequent re-lists do not flood
+// the stream, which keeps every event; its Nats-Msg-Id (<server token>/<kind>/<fingerprint>/
+// confirmed/<period number>) makes concurrent connectors of one server store one per period.
+// A list without a ttlMs (nothing expires) or with a ttlMs of 0 or less (expired at once) is
+// never confirmed. A confirmation never lifts a ListChanged: while one waits, the re-list
+// publishes a Snapshot as below.
 //
 // A list_changed notification is published as a ListChanged event at once (consumers mark the
 // list stale whatever its TTL said); bursts are debounced (Config.Debounce), the kind is

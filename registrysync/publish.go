@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -22,13 +23,16 @@ const publishTimeout = 10 * time.Second
 const headerRoom = 4 << 10
 
 // kindState is what the registry stream holds for one server and kind, as far as the connector
-// knows: the last snapshot (fingerprint, sequence, emptiness) and the last ListChanged event.
+// knows: the last snapshot (fingerprint, sequence, emptiness, ttlMs), when it was last listed
+// (by it or a Confirmed event) and the last ListChanged event.
 type kindState struct {
-	known      bool   // a snapshot exists on the stream
-	fp         string // its fingerprint
-	seq        uint64 // its stream sequence
-	empty      bool   // it has no items
-	changedSeq uint64 // sequence of the last ListChanged event; a snapshot must follow it
+	known      bool      // a snapshot exists on the stream
+	fp         string    // its fingerprint
+	seq        uint64    // its stream sequence
+	empty      bool      // it has no items
+	ttlMs      *int64    // its ttlMs
+	listedAt   time.Time // its listedAt, or that of a later Confirmed event of its fingerprint
+	changedSeq uint64    // sequence of the last ListChanged event; a snapshot must follow it
 }
 
 // needsConfirm reports whether a ListChanged event is not yet followed by a snapshot.
@@ -88,10 +92,12 @@ func (m *Manager) lastMsg(ctx context.Context, subject string) (*jetstream.RawSt
 // snapshotHead is the part of a stored snapshot the connector needs.
 type snapshotHead struct {
 	Fingerprint string            `json:"fingerprint"`
+	ListedAt    time.Time         `json:"listedAt"`
+	TTLMs       *int64            `json:"ttlMs"`
 	Items       []json.RawMessage `json:"items"`
 }
 
-// loadKind reads the stream's last snapshot and ListChanged event of one kind.
+// loadKind reads the stream's last snapshot, Confirmed and ListChanged event of one kind.
 func (c *connector) loadKind(ctx context.Context, kind subjects.Kind) (kindState, error) {
 	var st kindState
 	msg, err := c.m.lastMsg(ctx, subjects.RegistrySnapshot(c.sc.Name, kind))
@@ -102,6 +108,20 @@ func (c *connector) loadKind(ctx context.Context, kind subjects.Kind) (kindState
 		var head snapshotHead
 		if err := json.Unmarshal(msg.Data, &head); err == nil {
 			st.known, st.fp, st.seq, st.empty = true, head.Fingerprint, msg.Sequence, len(head.Items) == 0
+			st.ttlMs, st.listedAt = head.TTLMs, head.ListedAt
+		}
+	}
+	if st.known && confirmEvery(st.ttlMs) > 0 {
+		// A restart does not confirm again a list confirmed a moment ago.
+		msg, err = c.m.lastMsg(ctx, subjects.RegistryConfirmed(c.sc.Name, kind))
+		if err != nil {
+			return st, err
+		}
+		if msg != nil && msg.Sequence > st.seq {
+			if ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data); err == nil && ev.Confirmed.Fingerprint == st.fp &&
+				ev.Confirmed.ListedAt.After(st.listedAt) {
+				st.listedAt = ev.Confirmed.ListedAt
+			}
 		}
 	}
 	msg, err = c.m.lastMsg(ctx, subjects.RegistryChanged(c.sc.Name, kind))
@@ -161,6 +181,7 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	fp := l.fingerprint()
 	st := c.kind(l.Kind)
 	if st.known && st.fp == fp && !st.needsConfirm() {
+		c.confirmUnchanged(ctx, l.Kind, st)
 		return publishResult{fp: fp, seq: st.seq}, nil
 	}
 	snap := subjects.Snapshot{
@@ -201,7 +222,7 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 		}
 		var head snapshotHead
 		if last != nil && json.Unmarshal(last.Data, &head) == nil && head.Fingerprint == fp && last.Sequence >= st.changedSeq {
-			c.recordSnapshot(l, fp, last.Sequence)
+			c.recordSnapshot(l, fp, last.Sequence, head.ListedAt)
 			return publishResult{fp: fp, seq: last.Sequence}, nil
 		}
 		after := st.changedSeq
@@ -214,16 +235,74 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 			return publishResult{}, err
 		}
 	}
-	c.recordSnapshot(l, fp, ack.Sequence)
+	c.recordSnapshot(l, fp, ack.Sequence, snap.ListedAt)
 	return publishResult{fp: fp, seq: ack.Sequence, published: !ack.Duplicate}, nil
 }
 
-func (c *connector) recordSnapshot(l *listing, fp string, seq uint64) {
+func (c *connector) recordSnapshot(l *listing, fp string, seq uint64, listedAt time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.kstate[l.Kind]
 	st.known, st.fp, st.seq, st.empty = true, fp, seq, len(l.Items) == 0
+	st.ttlMs, st.listedAt = l.TTLMs, listedAt
 	c.kstate[l.Kind] = st
+}
+
+// minConfirmEvery bounds how often one list is confirmed, whatever its ttlMs.
+const minConfirmEvery = time.Second
+
+// confirmEvery is how long after a list was published or last confirmed an unchanged re-list
+// of it is confirmed on the stream again: half its ttlMs, so that a list re-listed at least
+// that often never runs out in any consumer, and at least minConfirmEvery, so that short TTLs
+// and frequent re-lists (resyncs, every executor's re-list of an expired list) do not flood
+// the registry stream, which keeps every event. 0 means never: without a ttlMs nothing
+// expires, and a ttlMs of 0 or less is out of date at once, confirmed or not.
+func confirmEvery(ttlMs *int64) time.Duration {
+	if ttlMs == nil || *ttlMs <= 0 {
+		return 0
+	}
+	return max(staleness.TTL(*ttlMs)/2, minConfirmEvery)
+}
+
+// confirmUnchanged publishes a Confirmed event for a re-list that found the list st holds
+// unchanged, when the list has a ttlMs and was last published or confirmed at least
+// confirmEvery ago: every consumer (indexer replicas, every executor, a replay) restarts its
+// TTL, not only the executor that asked for the re-list. The caller holds pubMu, so a
+// ListChanged the server sends meanwhile is stored after it (and a confirmation never lifts
+// one). A failed publish is logged and not retried: the list is unchanged, the next re-list
+// confirms it.
+func (c *connector) confirmUnchanged(ctx context.Context, kind subjects.Kind, st kindState) {
+	every := confirmEvery(st.ttlMs)
+	now := time.Now().UTC()
+	if every == 0 || now.Sub(st.listedAt) < every {
+		return
+	}
+	data, err := encodeJSON(subjects.Confirmed{
+		V: subjects.Version, Type: subjects.EventConfirmed, Server: c.sc.Name, Kind: kind,
+		Fingerprint: st.fp, ListedAt: now,
+	})
+	if err != nil {
+		c.log.Error().Err(err).Str("kind", string(kind)).Msg("cannot encode a confirmation")
+		return
+	}
+	// Connectors of one server that confirm within the same period store one event.
+	id := subjects.EncodeToken(c.sc.Name) + "/" + string(kind) + "/" + st.fp + "/confirmed/" +
+		strconv.FormatInt(now.UnixNano()/int64(every), 10)
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	if _, err := c.m.publish(pctx, subjects.RegistryConfirmed(c.sc.Name, kind), subjects.EventConfirmed, id, data); err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot publish a confirmation; the next re-list will")
+		}
+		return
+	}
+	c.log.Debug().Str("kind", string(kind)).Msg("list confirmed unchanged")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := c.kstate[kind]; cur.fp == st.fp && now.After(cur.listedAt) {
+		cur.listedAt = now
+		c.kstate[kind] = cur
+	}
 }
 
 // publish stores one registry event.

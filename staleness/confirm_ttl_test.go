@@ -60,3 +60,52 @@ func TestLongTTL(t *testing.T) {
 		t.Errorf("negative ttlMs: %s, want expired", got)
 	}
 }
+
+func confirmed(server, fp string, at time.Time) subjects.RegistryEvent {
+	return subjects.RegistryEvent{Confirmed: &subjects.Confirmed{V: 1, Type: subjects.EventConfirmed, Server: server,
+		Kind: subjects.KindTools, Fingerprint: fp, ListedAt: at}}
+}
+
+// A Confirmed event on the stream restarts the TTL of the list it names, as Confirm does: a
+// consumer that did not ask for the re-list learns of it. One of another fingerprint, or older
+// than what the view holds, changes nothing; none lifts a list_changed.
+func TestConfirmedEvent(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	now := t0
+	v := New(func() time.Time { return now })
+	ms := int64(1000)
+	fp := "fp-" + t0.String()
+	v.Apply(status("kb", subjects.StatusReady))
+	v.Apply(snap("kb", &ms, t0, "search"))
+	now = t0.Add(2 * time.Second)
+	if got := v.Tool("kb", "search").State; got != Expired {
+		t.Fatalf("before: %s, want expired", got)
+	}
+	// Another list's confirmation (its snapshot is on its way): still expired.
+	v.Apply(confirmed("kb", "fp-other", now))
+	if got := v.Tool("kb", "search").State; got != Expired {
+		t.Errorf("after another list's confirmation: %s, want expired", got)
+	}
+	v.Apply(confirmed("kb", fp, now))
+	if got := v.Tool("kb", "search"); got.State != Fresh || !got.ListedAt.Equal(now) {
+		t.Errorf("after the confirmation: %s listed at %s, want fresh at %s", got.State, got.ListedAt, now)
+	}
+	// An older confirmation (delivered late) does not move listedAt back.
+	v.Apply(confirmed("kb", fp, t0.Add(time.Second)))
+	if got := v.Tool("kb", "search").ListedAt; !got.Equal(now) {
+		t.Errorf("after an older confirmation: listed at %s, want %s", got, now)
+	}
+	// A list_changed, then a confirmation of the list held (a re-list made before the change):
+	// stale, until the snapshot that follows.
+	v.Apply(subjects.RegistryEvent{ListChanged: &subjects.ListChanged{V: 1, Type: subjects.EventChanged,
+		Server: "kb", Kind: subjects.KindTools, At: now}})
+	v.Apply(confirmed("kb", fp, now.Add(time.Millisecond)))
+	if got := v.Tool("kb", "search"); got.State != Stale {
+		t.Errorf("after list_changed and a confirmation event: %s (%s), want stale", got.State, got.Reason)
+	}
+	// A confirmation for a server or kind never listed does not make one up.
+	v.Apply(confirmed("nobody", fp, now))
+	if got := v.Tool("nobody", "search").State; got != Unknown {
+		t.Errorf("confirmation of an unknown server: %s, want unknown", got)
+	}
+}

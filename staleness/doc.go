@@ -1,7 +1,7 @@
 // Package staleness is the freshness state machine shared by the indexer and the executor.
 //
-// A View consumes registry events (subjects.RegistryEvent: snapshots, list_changed, status,
-// revocations) in stream order and answers, for any (server, tool), one State:
+// A View consumes registry events (subjects.RegistryEvent: snapshots, list_changed,
+// confirmations, status, revocations) in stream order and answers, for any (server, tool), one State:
 //
 //	fresh        listed, not past its ttlMs, server ready
 //	expired      listed, but ttlMs has run out: revalidate by re-listing before use (not refused)
@@ -14,7 +14,11 @@
 // Precedence, strongest first: revoked, removed, unknown, unavailable, stale, expired, fresh. A
 // list_changed makes the whole list of that kind stale at once, whatever its TTL said; only a new
 // snapshot makes it fresh again (a re-list that confirms the same content restarts the TTL of
-// a list, but does not lift a list_changed).
+// a list, but does not lift a list_changed). A confirmation is either local (Confirm, from the
+// answer to a re-list this process asked for) or a subjects.Confirmed event on the stream
+// (registrysync publishes one when a re-list of a list with a ttlMs finds it unchanged, so
+// that every consumer's TTL restarts, and a replay restores it); both apply only to the list
+// of the fingerprint they name, and never move its listedAt back.
 //
 // A View holds no I/O and no goroutines: its state lives in memory and is rebuilt by replaying
 // the registry stream. It is safe for concurrent use.

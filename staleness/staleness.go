@@ -141,6 +141,9 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 	case ev.Revocation != nil:
 		s := v.server(ev.Revocation.Server)
 		s.allRev = ev.Revocation.Apply(s.revoked, s.allRev)
+	case ev.Confirmed != nil:
+		cf := ev.Confirmed
+		v.confirm(cf.Server, cf.Kind, cf.Fingerprint, cf.ListedAt)
 	}
 }
 
@@ -160,10 +163,17 @@ func TTL(ms int64) time.Duration {
 // restarting its TTL without a new snapshot. A confirmation of another fingerprint is ignored:
 // the snapshot that changed it is on its way. A confirmation does not lift a list_changed:
 // it may come from a re-list made before the change (its answer and the list_changed travel
-// apart); only the snapshot the connector publishes after the list_changed does.
+// apart); only the snapshot the connector publishes after the list_changed does. A
+// subjects.Confirmed event on the registry stream is applied the same way (Apply), so every
+// consumer learns of a confirmation, not only the one that asked for the re-list.
 func (v *View) Confirm(server string, kind subjects.Kind, fingerprint string, listedAt time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.confirm(server, kind, fingerprint, listedAt)
+}
+
+// confirm is Confirm with v.mu held.
+func (v *View) confirm(server string, kind subjects.Kind, fingerprint string, listedAt time.Time) {
 	s := v.servers[server]
 	if s == nil {
 		return

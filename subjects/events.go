@@ -16,6 +16,8 @@ const (
 	EventChanged  = "changed"
 	EventStatus   = "status"
 	EventRevoked  = "revoked"
+	// EventConfirmed is an unchanged re-list of a list with a ttlMs (see Confirmed).
+	EventConfirmed = "confirmed"
 )
 
 // Server states carried by Status events.
@@ -118,6 +120,26 @@ type ListChanged struct {
 	At     time.Time `json:"at"`
 }
 
+// Confirmed records that a re-list at ListedAt found a server's list of one kind unchanged: the
+// list with Fingerprint, whose snapshot is on the stream already. It restarts the list's ttlMs
+// without a new snapshot (registrysync de-duplicates those): consumers set the list's listedAt
+// to ListedAt when they hold that fingerprint and ListedAt is not older than what they hold, and
+// ignore it otherwise (another list, whose snapshot is on its way or came since). It never makes
+// a list that a ListChanged made stale fresh again: the re-list may predate the change; only
+// the snapshot that follows a ListChanged does.
+//
+// registrysync publishes one only for a list that has a ttlMs (without one nothing expires),
+// and at most once per half that TTL (and at most once a second) per list, so that frequent
+// re-lists do not flood the registry stream, which keeps every event.
+type Confirmed struct {
+	V           int       `json:"v"`
+	Type        string    `json:"type"` // "confirmed"
+	Server      string    `json:"server"`
+	Kind        Kind      `json:"kind"`
+	Fingerprint string    `json:"fingerprint"` // the Snapshot's fingerprint
+	ListedAt    time.Time `json:"listedAt"`
+}
+
 // Status is a server's connection state. Connector is the registrysync process (an id it draws
 // at start) that runs the server, or in a connector_lost status the one that fell silent; while
 // it runs the server it sends a Heartbeat at least every HeartbeatMs (absent: nobody watches for
@@ -208,6 +230,7 @@ type RegistryEvent struct {
 	ListChanged *ListChanged
 	Status      *Status
 	Revocation  *Revocation
+	Confirmed   *Confirmed
 }
 
 // DecodeRegistry decodes a registry payload and checks its version, type and server.
@@ -241,14 +264,22 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 	case EventRevoked:
 		ev.Revocation = &Revocation{}
 		target = ev.Revocation
+	case EventConfirmed:
+		ev.Confirmed = &Confirmed{}
+		target = ev.Confirmed
 	default:
 		return RegistryEvent{}, fmt.Errorf("%w: unknown type %q", ErrBadPayload, head.Type)
 	}
 	if err := json.Unmarshal(data, target); err != nil {
 		return RegistryEvent{}, fmt.Errorf("%w: %s: %w", ErrBadPayload, head.Type, err)
 	}
-	if ev.Snapshot != nil && !ev.Snapshot.Kind.Valid() || ev.ListChanged != nil && !ev.ListChanged.Kind.Valid() {
+	if ev.Snapshot != nil && !ev.Snapshot.Kind.Valid() || ev.ListChanged != nil && !ev.ListChanged.Kind.Valid() ||
+		ev.Confirmed != nil && !ev.Confirmed.Kind.Valid() {
 		return RegistryEvent{}, fmt.Errorf("%w: unknown kind", ErrBadPayload)
+	}
+	if ev.Confirmed != nil && (ev.Confirmed.Fingerprint == "" || ev.Confirmed.ListedAt.IsZero()) {
+		// It would confirm a list without a fingerprint, or at no time.
+		return RegistryEvent{}, fmt.Errorf("%w: confirmed event without a fingerprint or a listedAt", ErrBadPayload)
 	}
 	if ev.Status != nil && ev.Status.Status == "" {
 		// Consumers read an empty status as "none seen yet" (listed, so usable): an event
@@ -282,6 +313,8 @@ func DecodeRegistryMsg(subject string, data []byte) (RegistryEvent, error) {
 		server, event = ev.Status.Server, EventStatus
 	case ev.Revocation != nil:
 		server, event = ev.Revocation.Server, EventRevoked
+	case ev.Confirmed != nil:
+		server, event, kind = ev.Confirmed.Server, EventConfirmed, ev.Confirmed.Kind
 	}
 	if server != rs.Server || event != rs.Event || kind != rs.Kind {
 		return RegistryEvent{}, fmt.Errorf("%w: payload (%s %s %s) does not match subject %q",

@@ -27,6 +27,8 @@ func TestGoldenPayloads(t *testing.T) {
 			Rejected: []Rejected{{Name: "huge", Code: CodeDefinitionTooLarge, Message: "definition is 5242880 bytes, limit 262144"}},
 			Info:     &ServerInfo{Description: "Issue tracker", Transport: "stdio", Protocol: "2025-11-25", Name: "ticketing", Version: "1.0.0"}},
 		"changed": ListChanged{V: Version, Type: EventChanged, Server: "ticketing", Kind: KindTools, At: at},
+		"confirmed": Confirmed{V: Version, Type: EventConfirmed, Server: "ticketing", Kind: KindTools,
+			Fingerprint: "9f86d081884c7d65", ListedAt: at},
 		"status": Status{V: Version, Type: EventStatus, Server: "ticketing", Status: StatusUnavailable,
 			Code: CodeConnectionLost, Reason: "process exited", Attempt: 2, RetryInMs: 500,
 			Connector: "Zq3Xb2mVhY7TkP0rLw9d1A", HeartbeatMs: 5000, At: at},
@@ -52,7 +54,7 @@ func TestGoldenPayloads(t *testing.T) {
 }
 
 func TestDecodeRegistry(t *testing.T) {
-	for _, name := range []string{"snapshot", "changed", "status", "revoked"} {
+	for _, name := range []string{"snapshot", "changed", "confirmed", "status", "revoked"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name+".golden.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +63,7 @@ func TestDecodeRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if ev.Snapshot == nil && ev.ListChanged == nil && ev.Status == nil && ev.Revocation == nil {
+		if ev.Snapshot == nil && ev.ListChanged == nil && ev.Status == nil && ev.Revocation == nil && ev.Confirmed == nil {
 			t.Fatalf("%s: decoded nothing", name)
 		}
 	}
@@ -80,7 +82,11 @@ func TestDecodeRegistry(t *testing.T) {
 		`{"v":1,"type":"status"}`, `{"v":1,"type":"snapshot","server":"x","kind":"widgets"}`, `{"v":1,"type":"status","server":"x","at":5}`,
 		// A status event must say the status: an empty one read as "no status yet", which a
 		// server that was never ready is not.
-		`{"v":1,"type":"status","server":"x"}`, `{"v":1,"type":"status","server":"x","status":""}`}
+		`{"v":1,"type":"status","server":"x"}`, `{"v":1,"type":"status","server":"x","status":""}`,
+		// A confirmation names the list it confirms, and when.
+		`{"v":1,"type":"confirmed","server":"x","kind":"tools","listedAt":"2026-11-30T12:00:00Z"}`,
+		`{"v":1,"type":"confirmed","server":"x","kind":"tools","fingerprint":"ab"}`,
+		`{"v":1,"type":"confirmed","server":"x","kind":"widgets","fingerprint":"ab","listedAt":"2026-11-30T12:00:00Z"}`}
 	for _, b := range bad {
 		if _, err := DecodeRegistry([]byte(b)); !errors.Is(err, ErrBadPayload) {
 			t.Errorf("DecodeRegistry(%q) error = %v, want ErrBadPayload", b, err)
@@ -92,6 +98,7 @@ func TestSubjects(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{RegistrySnapshot("a.b", KindTools), "mcpstream.v1.registry.a~2Eb.snapshot.tools"},
 		{RegistryChanged("kb", KindPrompts), "mcpstream.v1.registry.kb.changed.prompts"},
+		{RegistryConfirmed("a.b", KindTools), "mcpstream.v1.registry.a~2Eb.confirmed.tools"},
 		{RegistryStatus("kb"), "mcpstream.v1.registry.kb.status"},
 		{HeartbeatSubject("Zq3X.b"), "mcpstream.v1.heartbeat.Zq3X~2Eb"},
 		{RegistryRevoked("kb"), "mcpstream.v1.registry.kb.revoked"},
@@ -119,7 +126,10 @@ func TestSubjects(t *testing.T) {
 	if err != nil || rs.Server != "a.b c" || rs.Event != EventSnapshot || rs.Kind != KindResources {
 		t.Errorf("ParseRegistry = %+v, %v", rs, err)
 	}
-	for _, s := range []string{"foo.bar", Root + ".registry.x", Root + ".registry.x.snapshot.widgets", Root + ".registry.~ZZ.status", Root + ".registry.x.status.extra"} {
+	if rs, err := ParseRegistry(RegistryConfirmed("kb", KindPrompts)); err != nil || rs.Server != "kb" || rs.Event != EventConfirmed || rs.Kind != KindPrompts {
+		t.Errorf("ParseRegistry(confirmed) = %+v, %v", rs, err)
+	}
+	for _, s := range []string{"foo.bar", Root + ".registry.x", Root + ".registry.x.snapshot.widgets", Root + ".registry.x.confirmed", Root + ".registry.~ZZ.status", Root + ".registry.x.status.extra"} {
 		if _, err := ParseRegistry(s); !errors.Is(err, ErrBadSubject) {
 			t.Errorf("ParseRegistry(%q) error = %v, want ErrBadSubject", s, err)
 		}

@@ -80,6 +80,12 @@ func RegistryChanged(server string, kind Kind) string {
 	return Root + ".registry." + EncodeToken(server) + ".changed." + string(kind)
 }
 
+// RegistryConfirmed is the subject of the confirmations that a server's list of one kind was
+// re-listed unchanged (Confirmed).
+func RegistryConfirmed(server string, kind Kind) string {
+	return Root + ".registry." + EncodeToken(server) + ".confirmed." + string(kind)
+}
+
 // RegistryStatus is the subject of a server's status events.
 func RegistryStatus(server string) string {
 	return Root + ".registry." + EncodeToken(server) + ".status"
@@ -104,8 +110,8 @@ const (
 // RegistrySubject is a parsed registry subject.
 type RegistrySubject struct {
 	Server string // decoded server name
-	Event  string // "snapshot", "changed", "status" or "revoked"
-	Kind   Kind   // for snapshot and changed
+	Event  string // "snapshot", "changed", "confirmed", "status" or "revoked"
+	Kind   Kind   // for snapshot, changed and confirmed
 }
 
 // ParseRegistry parses a registry subject.
@@ -121,7 +127,7 @@ func ParseRegistry(subject string) (RegistrySubject, error) {
 	}
 	out := RegistrySubject{Server: server}
 	switch {
-	case len(parts) == 3 && (parts[1] == EventSnapshot || parts[1] == EventChanged):
+	case len(parts) == 3 && (parts[1] == EventSnapshot || parts[1] == EventChanged || parts[1] == EventConfirmed):
 		out.Event, out.Kind = parts[1], Kind(parts[2])
 		if !out.Kind.Valid() {
 			return RegistrySubject{}, fmt.Errorf("%w: %q: unknown kind %q", ErrBadSubject, subject, parts[2])

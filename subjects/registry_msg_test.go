@@ -16,10 +16,17 @@ func TestDecodeRegistryMsg(t *testing.T) {
 	if ev, err := DecodeRegistryMsg(RegistrySnapshot("a.b", KindTools), snap); err != nil || ev.Snapshot == nil {
 		t.Fatalf("matching snapshot: %+v, %v", ev, err)
 	}
+	conf := []byte(`{"v":1,"type":"confirmed","server":"kb","kind":"tools","fingerprint":"ab","listedAt":"2026-11-30T12:00:00Z"}`)
+	if ev, err := DecodeRegistryMsg(RegistryConfirmed("kb", KindTools), conf); err != nil || ev.Confirmed == nil {
+		t.Fatalf("matching confirmation: %+v, %v", ev, err)
+	}
 	for _, tc := range []struct {
 		subject string
 		data    []byte
 	}{
+		{RegistryConfirmed("kb", KindPrompts), conf},                               // another kind
+		{RegistryChanged("kb", KindTools), conf},                                   // another event
+		{RegistryConfirmed("other", KindTools), conf},                              // another server
 		{RegistryStatus("other"), status},                                          // another server
 		{RegistryRevoked("kb"), status},                                            // another event
 		{RegistrySnapshot("a.b", KindPrompts), snap},                               // another kind

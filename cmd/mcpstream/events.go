@@ -28,8 +28,8 @@ func init() {
 
 const eventsHelp = `
 Replays stored events in order, oldest first, then exits once caught up (or, with --follow, keeps
-printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot, list_changed
-and status event of every MCP server. A --subject filter (any mcpstream subject with NATS wildcards,
+printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot, list_changed,
+confirmation (re-listed unchanged) and status event of every MCP server. A --subject filter (any mcpstream subject with NATS wildcards,
 with or without the "mcpstream.v1." prefix) picks the stream it belongs to: registry, results or audit.
 Several --subject filters (all of one stream) print every event that any of them matches, once; a
 filter that another covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
@@ -470,6 +470,8 @@ func (p *eventPrinter) registrySummary(subject string, data []byte) string {
 		return b.String()
 	case ev.ListChanged != nil:
 		return fmt.Sprintf("%s changed %s (list_changed)", ev.ListChanged.Server, ev.ListChanged.Kind)
+	case ev.Confirmed != nil:
+		return fmt.Sprintf("%s confirmed %s (re-listed unchanged, ttl restarted)", ev.Confirmed.Server, ev.Confirmed.Kind)
 	case ev.Status != nil:
 		s := ev.Status
 		var b strings.Builder

@@ -81,6 +81,8 @@ func seedRegistry(t *testing.T) *natstest.Env {
 	publish(t, js, subjects.RegistryStatus("old"), status("old", subjects.StatusRemoved, t0.Add(3*time.Minute)))
 	publish(t, js, subjects.RegistryStatus("evil"), []byte("not json {"))
 	publish(t, js, subjects.RegistryStatus("liar"), status("someone-else", subjects.StatusReady, t0))
+	publish(t, js, subjects.RegistryConfirmed("ticketing", subjects.KindTools), subjects.Confirmed{V: 1, Type: subjects.EventConfirmed,
+		Server: "ticketing", Kind: subjects.KindTools, Fingerprint: "fp-ticketing", ListedAt: t0.Add(4 * time.Minute)})
 	return env
 }
 
@@ -158,8 +160,8 @@ func TestEventsJSONLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 12 {
-		t.Fatalf("got %d lines, want 12", len(lines))
+	if len(lines) != 13 {
+		t.Fatalf("got %d lines, want 13", len(lines))
 	}
 	for i, l := range lines {
 		var ev struct {

@@ -18,6 +18,8 @@ reconnects with backoff, and publishes to the registry stream:
 
   mcpstream.v1.registry.<server>.snapshot.<kind>   whole list of one kind
   mcpstream.v1.registry.<server>.changed.<kind>    list_changed received
+  mcpstream.v1.registry.<server>.confirmed.<kind>  re-listed unchanged: its ttlMs restarts
+                                                   (lists with a ttlMs; at most once per half TTL)
   mcpstream.v1.registry.<server>.status            connecting | ready | unavailable | removed
 
 It also answers mcpstream.v1.control.relist.<server> (re-list now) and

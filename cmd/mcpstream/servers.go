@@ -242,6 +242,8 @@ func eventServer(ev subjects.RegistryEvent) string {
 		return ev.Status.Server
 	case ev.Revocation != nil:
 		return ev.Revocation.Server
+	case ev.Confirmed != nil:
+		return ev.Confirmed.Server
 	}
 	return ""
 }

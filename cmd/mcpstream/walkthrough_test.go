@@ -181,7 +181,7 @@ func eventSeqs(t *testing.T, url string, args ...string) ([]uint64, error) {
 // events and X for every server (or failed at JetStream, the two filters overlapping); the
 // --subject filters are narrowed to the server.
 func TestEventsServerAndSubject(t *testing.T) {
-	env := seedRegistry(t) // ticketing: 4 snapshot, 5 status, 6 changed, 7 snapshot
+	env := seedRegistry(t) // ticketing: 4 snapshot, 5 status, 6 changed, 7 snapshot, 13 confirmed
 	tests := []struct {
 		args []string
 		want []uint64
@@ -189,7 +189,7 @@ func TestEventsServerAndSubject(t *testing.T) {
 	}{
 		{args: []string{"--subject", "registry.*.status"}, want: []uint64{5}},
 		{args: []string{"--subject", "registry.*.status", "--subject", "registry.*.changed.*"}, want: []uint64{5, 6}},
-		{args: []string{"--subject", "mcpstream.v1.registry.>"}, want: []uint64{4, 5, 6, 7}},
+		{args: []string{"--subject", "mcpstream.v1.registry.>"}, want: []uint64{4, 5, 6, 7, 13}},
 		{args: []string{"--subject", "registry.ticketing.snapshot.tools"}, want: []uint64{4, 7}},
 		{args: []string{"--subject", "registry.kb.>"}, err: `no event of server "ticketing"`},
 	}
@@ -217,9 +217,9 @@ func TestEventsRedundantSubjects(t *testing.T) {
 		subjects []string
 		want     []uint64
 	}{
-		{[]string{"registry.>", "registry.kb.status"}, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{[]string{"registry.>", "registry.kb.status"}, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}},
 		{[]string{"registry.kb.status", "registry.*.status", "registry.*.status"}, []uint64{1, 3, 5, 8, 10, 11, 12}},
-		{[]string{"registry.*.status", "registry.ticketing.>"}, []uint64{1, 3, 4, 5, 6, 7, 8, 10, 11, 12}},
+		{[]string{"registry.*.status", "registry.ticketing.>"}, []uint64{1, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13}},
 	}
 	for _, tt := range tests {
 		var args []string
