@@ -137,7 +137,7 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	m.Header.Set(subjects.HeaderReplyTo, inbox)
 	notStored := func(err error) subjects.CallResult {
 		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: notPersistedCode(err),
-			Message: "the call could not be persisted: " + err.Error()})
+			Message: notPersistedMessage(err)})
 	}
 	fut, err := c.JS.PublishMsgAsync(m)
 	if err != nil {
@@ -208,6 +208,12 @@ func notPersistedCode(err error) string {
 		return subjects.CodeTooLarge
 	}
 	return subjects.CodeUnavailable
+}
+
+// notPersistedMessage says why the calls stream did not store a request, naming the stream: a
+// bound reached (NATS's "maximum messages exceeded") or a JetStream out of storage.
+func notPersistedMessage(err error) string {
+	return "the call could not be stored on the calls stream " + subjects.CallsStream + ": " + err.Error()
 }
 
 // prepare fills the request's defaults and encodes it, or answers a request too large to send.

@@ -99,9 +99,12 @@
 //     (duplicate: true); without one → outcome_unknown, once the claim's holder is past its
 //     deadline when the claim is another request's (a resend after the de-duplication window
 //     while the first still runs waits for the first's answer, also when it is delivered again;
-//     the claim names the calls stream sequence of the request that made it).
+//     the claim names the calls stream sequence of the request that made it). A claim JetStream
+//     refuses to store (no room: its storage full, a bound on the bucket) → unavailable at once,
+//     naming the bucket: the call is not run without one, nor delivered again to ask again.
 //  10. dispatch tools/call with a timeout (timeoutMs capped at MaxCallTimeout) → timeout; result
-//     over 4 MiB → result_too_large (the call ran; not retried); a connector that could not send →
+//     over 4 MiB, or too large for its answer to fit a NATS message (the connection's max_payload,
+//     the results stream's message size) → result_too_large (the call ran; not retried); a connector that could not send →
 //     unavailable; protocol_error and outcome_unknown as the connector reports them, their text
 //     redacted and cut to 4 KiB. Over NATS the connector's answer is awaited 2 s past the
 //     deadline (it times the call out on its own clock): a result that came in time is the
@@ -142,6 +145,12 @@
 //
 // If a worker dies after dispatching a side-effecting call and before storing its answer, the
 // redelivered call finds the claim and answers outcome_unknown: never a second execution.
+//
+// An answer JetStream has no room for (the server's or the account's storage is full:
+// subjects.OutOfStorage) is not handed back: its worker keeps it and stores it once there is
+// room (storeWhenRoom), or hands the call back when the executor stops. Handed back, the call
+// ran again if read-only, was answered outcome_unknown though its result was known, and once
+// its deliveries ran out it was never answered.
 //
 // Only one answer of a call id is ever stored: the results stream takes an answer only while the
 // call's results subject holds none (Nats-Expected-Last-Subject-Sequence), so a resend after

@@ -122,7 +122,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	ack, err := e.js.PublishMsg(ctx, pub)
 	cancel()
 	if err != nil {
-		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: notPersistedCode(err), Message: "the call could not be persisted: " + err.Error()}), nil, false
+		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: notPersistedCode(err), Message: notPersistedMessage(err)}), nil, false
 	}
 	if direct != "" {
 		if !ack.Duplicate {

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/demoservers"
+	"github.com/mcpstream/mcpstream/natsembed"
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -176,6 +177,8 @@ type rigOptions struct {
 	protocol string
 	// secrets are every connector's ServerConfig.Secrets (redacted from what it passes on).
 	secrets []string
+	// nats configures the embedded NATS server (its limits); the zero value is natstest's.
+	nats natsembed.Config
 }
 
 // rig is one test's system: embedded JetStream, a real registrysync manager with the servers as
@@ -225,7 +228,7 @@ func serverConfig(t testing.TB, dir, name string) (registrysync.ServerConfig, st
 
 func startRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
-	env := natstest.Start(t)
+	env := natstest.StartWith(t, o.nats)
 	r := &rig{t: t, env: env, control: map[string]string{}, dir: t.TempDir()}
 	if o.servers == nil {
 		o.servers = []string{"ticketing"}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -651,6 +652,13 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		ok, err := e.claim(ctx, c, timeout)
 		if err != nil {
 			ls.refund() // it does not run now
+			if subjects.StoreRefused(err) {
+				// JetStream answered that it has no room for the claim: it does not run
+				// without one, and delivering it again only asks again (and its approver
+				// again), ending internal. The caller learns what is full; nothing ran.
+				return e.refuse(ctx, c, subjects.CallRefused, &subjects.Error{Code: subjects.CodeUnavailable,
+					Message: "the claim of this side-effecting call could not be stored in " + subjects.InflightBucket + " (" + err.Error() + "); it was not run"})
+			}
 			return fmt.Errorf("%w: claim: %w", errRetry, err)
 		}
 		if !ok {
@@ -694,6 +702,13 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		res.Status = subjects.CallFailed
 		res.Error = &subjects.Error{Code: subjects.CodeResultTooLarge,
 			Message: fmt.Sprintf("the result of %s is %d bytes; the limit is %d (the call ran)", t.Public, len(rep.Result), e.cfg.MaxResultBytes)}
+	case len(rep.Result) > e.resultRoom(res, c.seq):
+		// Its answer could never be stored (nor sent): storing it failed until the call was
+		// delivered again, ran again if read-only, and ended internal or outcome_unknown.
+		res.Status = subjects.CallFailed
+		res.Error = &subjects.Error{Code: subjects.CodeResultTooLarge,
+			Message: fmt.Sprintf("the result of %s is %d bytes; its answer, one NATS message, holds at most %d (the NATS server's max_payload is %d) (the call ran)",
+				t.Public, len(rep.Result), max(e.resultRoom(res, c.seq), 0), e.nc.MaxPayload())}
 	case !isJSONObject(rep.Result):
 		res.Status = subjects.CallFailed
 		res.Error = &subjects.Error{Code: subjects.CodeProtocolError, Message: "the server's tools/call result is not a JSON object"}
@@ -1047,18 +1062,13 @@ func (e *Executor) reply(replyTo string, res subjects.CallResult) {
 // stream refused this one (they may be this very answer's, stored by an attempt whose PubAck
 // was lost), nil when this one was stored.
 func (e *Executor) storeResult(ctx context.Context, seq uint64, res subjects.CallResult, data []byte) ([]byte, error) {
-	msg := &nats.Msg{Subject: subjects.Result(res.Tenant, res.ID), Data: data, Header: nats.Header{}}
-	msg.Header.Set(subjects.HeaderMsgID, subjects.ResultMsgID(res.Tenant, res.ID))
-	if seq != 0 {
-		msg.Header.Set(subjects.HeaderCallSeq, strconv.FormatUint(seq, 10))
-	}
-	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	msg := resultMsg(seq, res, data)
 	bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
 		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 2 * time.Second,
 		Stop: backoff.Stop, Clock: backoff.SystemClock,
 	}, 6), ctx)
 	var earlier []byte
-	err := backoff.Retry(func() error {
+	store := func() error {
 		ack, err := e.js.PublishMsg(ctx, msg)
 		switch {
 		case errors.Is(err, nats.ErrConnectionClosed):
@@ -1088,8 +1098,82 @@ func (e *Executor) storeResult(ctx context.Context, seq uint64, res subjects.Cal
 		// Junk on the results subject (published there by hand) is not an answer: store after it.
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Sequence, 10))
 		return err
-	}, bo)
+	}
+	err := backoff.Retry(store, bo)
+	if subjects.OutOfStorage(err) {
+		err = e.storeWhenRoom(ctx, res, store, err)
+	}
 	return earlier, err
+}
+
+// storeFullRetry is how often a worker holding an answer JetStream had no room for tries to
+// store it again; storeFullLog how often it says so.
+const (
+	storeFullRetry = 2 * time.Second
+	storeFullLog   = 30 * time.Second
+)
+
+// storeWhenRoom stores an answer that JetStream had no room for (the server's or the account's
+// storage is full: err), trying again until there is room or the executor stops. The worker
+// keeps the answer meanwhile (heartbeats keep its call's message): handed back, the call would
+// run again if read-only, be answered outcome_unknown if not, though its result was here, and
+// once its deliveries ran out it would never be answered. While there is no room no answer can
+// be stored, nor a new call taken: a waiting worker holds up nothing that could go on.
+func (e *Executor) storeWhenRoom(ctx context.Context, res subjects.CallResult, store func() error, err error) error {
+	began, logged := time.Now(), time.Time{}
+	for subjects.OutOfStorage(err) {
+		if time.Since(logged) >= storeFullLog {
+			logged = time.Now()
+			e.cfg.Log.Error().Err(err).Str("call", truncateString(res.ID, 300)).Dur("waiting", time.Since(began).Round(time.Second)).
+				Msg("JetStream has no room to store the answer of a call: kept until there is room (free storage on the NATS server, or lower streams.resultsMaxAge / auditMaxAge)")
+		}
+		select {
+		case <-e.stopping:
+			return fmt.Errorf("%w: %w", errStopping, err)
+		case <-ctx.Done():
+			return err
+		case <-time.After(storeFullRetry):
+		}
+		err = store()
+	}
+	var perm *backoff.PermanentError
+	if errors.As(err, &perm) {
+		err = perm.Err
+	}
+	return err
+}
+
+// resultMsg is the message that stores answer res (encoded as data) on the results stream.
+func resultMsg(seq uint64, res subjects.CallResult, data []byte) *nats.Msg {
+	msg := &nats.Msg{Subject: subjects.Result(res.Tenant, res.ID), Data: data, Header: nats.Header{}}
+	msg.Header.Set(subjects.HeaderMsgID, subjects.ResultMsgID(res.Tenant, res.ID))
+	if seq != 0 {
+		msg.Header.Set(subjects.HeaderCallSeq, strconv.FormatUint(seq, 10))
+	}
+	msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, "0")
+	return msg
+}
+
+// answerSlack is room kept in resultRoom for what an answer may still gain: its finish time,
+// duplicate: true, a longer expected sequence in its headers.
+const answerSlack = 256
+
+// resultRoom is how many bytes of a tool's result the answer res of the request at seq can
+// carry: the answer is one NATS message, headers included, and the connection's max_payload
+// (a server's default is 1 MiB) and the results stream's message size bound it whatever
+// MaxResultBytes says.
+func (e *Executor) resultRoom(res subjects.CallResult, seq uint64) int {
+	mp := subjects.MaxEventBytes
+	if p := int(e.nc.MaxPayload()); p > 0 {
+		mp = min(mp, p)
+	}
+	res.Status, res.Result, res.FinishedAt = subjects.CallOK, nil, time.Now().UTC()
+	env, err := encodeResult(res)
+	if err != nil {
+		return math.MaxInt // (not expected: nothing here fails to encode)
+	}
+	msg := resultMsg(seq, res, env)
+	return mp - (msg.Size() - len(msg.Subject)) - len(`,"result":`) - answerSlack
 }
 
 // isAnswerOf reports whether data is a CallResult of call id (as getResult reads it).

@@ -25,8 +25,16 @@ type Env struct {
 // Start starts a server with a temp store, declares mcpstream's streams, and registers cleanup.
 func Start(t testing.TB) *Env {
 	t.Helper()
+	return StartWith(t, natsembed.Config{})
+}
+
+// StartWith is Start with a server configured as cfg (its StoreDir is the test's temp store):
+// a small max_payload, or JetStream storage limits, to see what runs out.
+func StartWith(t testing.TB, cfg natsembed.Config) *Env {
+	t.Helper()
 	dir := t.TempDir()
-	srv, err := natsembed.Start(natsembed.Config{StoreDir: dir})
+	cfg.StoreDir = dir
+	srv, err := natsembed.Start(cfg)
 	if err != nil {
 		t.Fatalf("start nats: %v", err)
 	}

@@ -16,7 +16,8 @@
 //	  mcpstream.v1.registry.<server>.confirmed.<kind>  Confirmed: re-listed unchanged (restarts its ttlMs)
 //	  mcpstream.v1.registry.<server>.status            Status: connecting | ready | unavailable | removed
 //	  mcpstream.v1.registry.<server>.revoked           Revocation: tools an operator revoked
-//	stream MCPSTREAM_CALLS (work queue, file; deduplicated by call id)
+//	stream MCPSTREAM_CALLS (work queue, file; deduplicated by call id; discard new: a full
+//	queue refuses a new call, never drops a stored one)
 //	  mcpstream.v1.calls.<tenant>                      CallRequest, durable
 //	stream MCPSTREAM_RESULTS (limits, file, 24 h)
 //	  mcpstream.v1.results.<tenant>.<callID>           CallResult: the one terminal answer

@@ -67,6 +67,11 @@ func Streams(o StreamOptions) []jetstream.StreamConfig {
 			Replicas:    o.Replicas,
 			Duplicates:  o.DedupWin,
 			MaxMsgSize:  MaxCallBytes,
+			// At a bound an operator sets (max_msgs, max_bytes), a new call is refused, never
+			// an older one dropped to make room: every request stored was acknowledged to its
+			// caller, who waits for its answer. (A per-subject bound, max_msgs_per_subject,
+			// needs discard_new_per_subject as well: the declaration sets it along with one.)
+			Discard: jetstream.DiscardNew,
 		},
 		{
 			Name:        ResultsStream,
@@ -134,4 +139,37 @@ func WrongLastSequence(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// JetStream's answers when it stores no message, for lack of room or a failing store. nats.go
+// names none of them.
+const (
+	jsErrCodeAccountResourcesExceeded jetstream.ErrorCode = 10002 // the account's storage limit
+	jsErrCodeInsufficientResources    jetstream.ErrorCode = 10023 // the server's (max_file_store, max_memory_store)
+	jsErrCodeStorageResourcesExceeded jetstream.ErrorCode = 10047
+	jsErrCodeStreamStoreFailed        jetstream.ErrorCode = 10077 // a stream's bound (max_msgs, max_bytes with discard new), or its store failed
+)
+
+// OutOfStorage reports whether JetStream refused to store a message because the server
+// (max_file_store, max_memory_store) or the account has no storage left: a condition that
+// lasts until old messages age out or an operator makes room.
+func OutOfStorage(err error) bool {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode {
+	case jsErrCodeAccountResourcesExceeded, jsErrCodeInsufficientResources, jsErrCodeStorageResourcesExceeded:
+		return true
+	}
+	return false
+}
+
+// StoreRefused reports whether JetStream refused to store a message because something is
+// full — a bound of the stream (or of a KV bucket), the account's or the server's storage — or
+// its store failed. JetStream answered: unlike a timeout, nothing was stored, and asking again
+// at once gets the same answer.
+func StoreRefused(err error) bool {
+	var apiErr *jetstream.APIError
+	return OutOfStorage(err) || errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeStreamStoreFailed
 }

@@ -702,6 +702,12 @@ func keepLimits(cfg *jetstream.StreamConfig, cur jetstream.StreamConfig, named s
 		cfg.MaxBytes = cur.MaxBytes
 	}
 	cfg.MaxMsgs, cfg.MaxMsgsPerSubject = cur.MaxMsgs, cur.MaxMsgsPerSubject
+	if cfg.Name == subjects.CallsStream {
+		// A per-tenant bound on waiting calls refuses the tenant's new call: without
+		// discard_new_per_subject JetStream drops the subject's oldest request instead, even
+		// with discard new, and that call was acknowledged to a caller who waits for it.
+		cfg.DiscardNewPerSubject = cfg.MaxMsgsPerSubject > 0
+	}
 }
 
 // streamCheckEvery is how often watchStreams checks the streams (and at once after a reconnect).
