@@ -114,8 +114,9 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 // request is persisted straight on subjects.Calls(tenant) (Nats-Msg-Id subjects.CallMsgID) with
 // Mcpstream-Reply-To set to a new inbox, which the worker answers once the answer is stored.
 // That saves the front end's hop and its decoding of the request. A resent id gets the stored
-// answer of the first (Duplicate set); a request JetStream does not store is refused
-// unavailable. The results stream is also read every 2 s, so an inbox the executors do not
+// answer of the first (Duplicate set); a request JetStream refuses is refused unavailable, and
+// one whose PubAck never came (a NATS restart under it) is published again every 2 s under the
+// same id until it is acknowledged or answered (it may be stored: it is never refused). The results stream is also read every 2 s, so an inbox the executors do not
 // answer (outside their Config.ReplyPrefixes) delays the answer but never loses it. Unlike
 // Call, a call made while no executor runs waits (it is persisted and runs when one starts):
 // give ctx a deadline.
@@ -146,6 +147,8 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	poll := time.NewTicker(resultPoll)
 	defer poll.Stop()
 	okc, errc := fut.Ok(), fut.Err()
+	republish := false // the publish's outcome is unknown: publish again at the next poll
+	sentAgain := false // published again: a duplicate may be this call's own first publish
 	for {
 		select {
 		case am := <-answers:
@@ -159,19 +162,34 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 				if idTaken(ctx, c.JS, tenant, req.ID, ack.Sequence) {
 					return idTakenRefusal(tenant, req), nil
 				}
-				// A resend: the first request's worker answers the first caller.
+				// A resend: the first request's worker answers the first caller. (Or, published
+				// again after a lost PubAck, this call's own first publish: no resend of the
+				// caller's, the answer is its own.)
 				res, err := c.Await(ctx, tenant, req.ID)
 				if err != nil {
 					return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)
 				}
-				res.Duplicate = true
+				res.Duplicate = !sentAgain
 				return res, nil
 			}
 		case err := <-errc:
-			return notStored(err), nil
+			okc, errc = nil, nil
+			if publishRefused(err) {
+				return notStored(err), nil
+			}
+			// No PubAck (the connection dropped under it, or the publish timed out): the
+			// request may be stored all the same, and then it runs. A refusal would tell the
+			// caller that nothing ran. It is published again (the same Nats-Msg-Id: dropped as a
+			// duplicate if it was stored) while its answer is awaited.
+			republish = true
 		case <-poll.C:
 			if res, ok := c.stored(ctx, tenant, req.ID); ok {
 				return res, nil
+			}
+			if republish {
+				if fut, err := c.JS.PublishMsgAsync(m); err == nil {
+					okc, errc, republish, sentAgain = fut.Ok(), fut.Err(), false, true
+				}
 			}
 		case <-ctx.Done():
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -183,6 +201,14 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 			return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, ctx.Err())
 		}
 	}
+}
+
+// publishRefused reports whether err, the outcome of a JetStream publish, says that the message
+// was not stored: JetStream refused it (an API error), or no stream answered. Any other error (a
+// connection lost before the PubAck came, a publish timeout) leaves the outcome unknown.
+func publishRefused(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // stored is the answer of call id stored on the results stream, if it is there (and the stream

@@ -16,6 +16,9 @@
 //	                                      server's "$" subjects (subjects.Answerable) is dropped, not run:
 //	                                      NATS does not check reply subjects, and the answer would be the
 //	                                      executor's write to another tenant's calls, results or slots.
+//	                                      A publish without a PubAck may be stored: it is published again
+//	                                      (same Nats-Msg-Id), and answered timeout, never refused, when
+//	                                      no PubAck comes (see persist).
 //	mcpstream.v1.calls.<tenant>           stream MCPSTREAM_CALLS (work queue), durable consumer
 //	                                      "mcpstream-executor" shared by every worker of every process.
 //	                                      Callers that do not wait publish here and watch the result; a

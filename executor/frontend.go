@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -118,11 +120,14 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	if direct != "" {
 		pub.Header.Set(subjects.HeaderReplyTo, direct)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ack, err := e.js.PublishMsg(ctx, pub)
-	cancel()
+	ack, err := e.persist(pub)
 	if err != nil {
-		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: notPersistedCode(err), Message: notPersistedMessage(err)}), nil, false
+		if code := notPersistedCode(err); code == subjects.CodeTooLarge || publishRefused(err) {
+			return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: notPersistedMessage(err)}), nil, false
+		}
+		// Never acknowledged: it may be stored and run all the same, so it is not refused.
+		return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
+			Message: "JetStream did not acknowledge the call (" + err.Error() + "); it may be persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil, false
 	}
 	if direct != "" {
 		if !ack.Duplicate {
@@ -217,6 +222,37 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 		case <-e.stopping:
 			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
 				Message: "this executor front end stopped before the answer; the call is persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil, false
+		}
+	}
+}
+
+// Bounds of persist.
+const (
+	persistWait    = 10 * time.Second // for the request's PubAck in all
+	persistAttempt = 2 * time.Second  // for the PubAck of one publish
+)
+
+// persist publishes a call request to the calls stream and returns its PubAck. A publish without
+// a PubAck (the connection dropped under it, JetStream slow to answer) may have been stored: it
+// is published again with the same Nats-Msg-Id, which JetStream drops as a duplicate if it was
+// (the PubAck then says Duplicate), until one is acknowledged, JetStream refuses it (see
+// publishRefused: nothing stored), or persistWait is over (the outcome stays unknown).
+func (e *Executor) persist(pub *nats.Msg) (*jetstream.PubAck, error) {
+	deadline := time.Now().Add(persistWait)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), min(persistAttempt, time.Until(deadline)))
+		ack, err := e.js.PublishMsg(ctx, pub)
+		cancel()
+		if err == nil || publishRefused(err) || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) {
+			return ack, err
+		}
+		select {
+		case <-time.After(min(100*time.Millisecond, time.Until(deadline))):
+		case <-e.stopping:
+			return ack, err
+		}
+		if time.Until(deadline) <= 0 {
+			return ack, err
 		}
 	}
 }

@@ -281,6 +281,19 @@ func (e *Executor) answered(ctx context.Context, c *call) (bool, error) {
 		if err := e.answerFor(ctx, c.seq, prev, c.replyTo, nil); err != nil {
 			return false, fmt.Errorf("%w: %w", errRetry, err)
 		}
+		if c.redelivered {
+			// The worker that stored this answer may have died before its audit result event
+			// was stored (audit events are published after the answer, and the call is
+			// acknowledged after both): record it again, at least once (it may appear twice).
+			ev := subjects.AuditEvent{Decision: prev.Status, IsError: isToolError(prev.Result)}
+			if prev.Error != nil {
+				ev.Code, ev.Message = prev.Error.Code, prev.Error.Message
+			}
+			if len(prev.Result) > 0 {
+				ev.Result, ev.ResBytes, ev.Truncated = e.audit.resultPayload(prev.Result)
+			}
+			e.audit.emit(subjects.AuditResult, c.audit(ev))
+		}
 	}
 	return ok, nil
 }
