@@ -138,8 +138,12 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return dispatchErr(subjects.CodeTimeout,
 			fmt.Sprintf("no answer within %s; the call was sent and may have run", timeout), "")
 	default:
-		return dispatchErr(subjects.CodeOutcomeUnknown,
+		rep := dispatchErr(subjects.CodeOutcomeUnknown,
 			"the connection failed after the call was sent; it may have run: "+redact(errText(r.err)), "")
+		// A 503's Retry-After (unavailableRetryAfter): the executor retries a read-only tool's
+		// unknown outcome, not before it.
+		rep.Error.RetryAfterMs = r.retryAfterMs
+		return rep
 	}
 }
 
@@ -279,6 +283,12 @@ func (m *Manager) handle(req micro.Request, panicked *subjects.Error, fn func())
 }
 
 func (m *Manager) handleRelist(req micro.Request) {
+	if req.Reply() != "" && !subjects.Answerable(req.Reply()) {
+		// Not served, as a dispatch is not (see handleDispatch): respond would drop the answer,
+		// but the re-list itself, and what it publishes, would still run for such a sender.
+		m.log.Warn().Str("subject", req.Subject()).Str("reply", truncate(req.Reply(), 200)).Msg("relist request dropped: its reply subject is not an inbox but one of mcpstream's or the NATS server's own subjects")
+		return
+	}
 	server, err := subjects.LastToken(req.Subject())
 	if err != nil {
 		m.respondJSON(req, subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{

@@ -1,9 +1,16 @@
 package registrysync
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -57,5 +64,48 @@ func TestDispatchWithoutReplyNotRun(t *testing.T) {
 	defer mu.Unlock()
 	if len(ran) != 1 {
 		t.Errorf("%d dispatches ran, want 1 (the one asked as a request)", len(ran))
+	}
+}
+
+// listCounter counts the tools/list requests that reach an HTTP server.
+type listCounter struct {
+	next  http.Handler
+	lists atomic.Int32
+}
+
+func (l *listCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			l.lists.Add(1)
+		}
+	}
+	l.next.ServeHTTP(w, r)
+}
+
+// A relist request whose reply subject points into mcpstream's subjects or "$" ones is not
+// served, as the README says of the relist endpoint: nothing runs. It used to re-list the
+// server (and publish what the re-list found) and only drop the answer.
+func TestRelistToUnanswerableReplyNotRun(t *testing.T) {
+	lc := &listCounter{next: server.NewStreamableHTTPServer(newFixture(fixtureOptions{}), server.WithStateful(true))}
+	ts := httptest.NewServer(lc)
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "gw", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	waitUntil(t, "endpoints up", h.m.Ready)
+	before := lc.lists.Load()
+	data, _ := json.Marshal(subjects.RelistRequest{V: 1, Kind: subjects.KindTools})
+	for _, reply := range []string{subjects.Calls("globex"), "$KV.MCPSTREAM_SLOTS.tenant.globex.0"} {
+		if err := h.env.NC.PublishRequest(subjects.Relist("gw"), reply, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A request after them, on the same subscription: served once they were taken.
+	if r := relist(t, h, "gw", subjects.RelistRequest{V: 1, Kind: subjects.KindTools}); r.Error != nil {
+		t.Fatalf("relist: %+v", r.Error)
+	}
+	h.m.handlers.Wait() // every handler started has finished
+	if n := lc.lists.Load() - before; n != 1 {
+		t.Errorf("%d re-lists reached the server, want 1 (the one asked with an inbox)", n)
 	}
 }

@@ -93,7 +93,9 @@
 //	mcpstream.v1.dispatch.<server>        DispatchRequest → DispatchReply
 //
 // Both answer bad_request to malformed JSON, and not_found for a server removed while the
-// request was on its way (Manager.Remove). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
+// request was on its way (Manager.Remove). Neither serves a request whose reply subject is one
+// of mcpstream's own or the NATS server's "$" ones (subjects.Answerable): it is dropped, and
+// nothing runs (nor does a dispatch without a reply subject). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
 // sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, too_large,
 // not_found).
 // A tools/call an HTTP server refuses unrun — 404 for a session it no longer knows (it
@@ -103,7 +105,8 @@
 // session kept: 429 is unavailable with retryAfterMs from a Retry-After (at most an hour),
 // 403, 405 and 415 unavailable, 413 too_large, 400 and 422 bad_request. A 5xx, 503 included,
 // stays outcome_unknown: the server may have run the call (a proxy answers 503 when the
-// server's connection ends after the request went out). So does a 404 or 401 that comes after
+// server's connection ends after the request went out), with a 503's Retry-After as its
+// retryAfterMs (the executor retries a read-only tool's unknown outcome, not before). So does a 404 or 401 that comes after
 // the POST was accepted (on the GET that resumes the call's event stream): the session is
 // lost, but the call was taken. (A 4xx whose body is a JSON-RPC error is the server's
 // protocol_error.)

@@ -68,7 +68,10 @@ func TestHTTPRefusedCallNotRun(t *testing.T) {
 	}{
 		{http.StatusTooManyRequests, "7", subjects.CodeUnavailable, 7000},
 		{http.StatusForbidden, "", subjects.CodeUnavailable, 0},
-		{http.StatusServiceUnavailable, "3", subjects.CodeOutcomeUnknown, 0},
+		// outcome_unknown, but with the server's Retry-After: the executor retries a read-only
+		// tool's unknown outcome, and must not do so before the server asked (see
+		// TestRetryHonoursRetryAfter), nor send it again in a tight loop.
+		{http.StatusServiceUnavailable, "3", subjects.CodeOutcomeUnknown, 3000},
 		{http.StatusRequestEntityTooLarge, "", subjects.CodeTooLarge, 0},
 		{http.StatusBadRequest, "", subjects.CodeBadRequest, 0},
 		{http.StatusUnprocessableEntity, "", subjects.CodeBadRequest, 0},

@@ -869,6 +869,9 @@ type callResult struct {
 	// refused: the server answered the request's HTTP POST with a status that says it did not
 	// process it (refusedStatus); sent is false.
 	refused *subjects.Error
+	// retryAfterMs: the request was sent and got no answer but an HTTP 503 with Retry-After
+	// (unavailableRetryAfter): its outcome is unknown, and the server said when to come back.
+	retryAfterMs int64
 }
 
 // callTool sends tools/call with args passed through byte for byte. The caller registered it
@@ -889,13 +892,29 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 		err = terr
 	}
 	var refused *subjects.Error
+	var retryAfter int64
 	if raw == nil && rpcErr == nil {
 		sent, refused = s.unrun(sent, err, cp)
+		if sent {
+			retryAfter = unavailableRetryAfter(cp, time.Now())
+		}
 	}
 	if sent && raw == nil && rpcErr == nil && ended(ctx) {
 		s.cancelHTTP(cp.requestID(), ctx)
 	}
-	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err, refused: refused}
+	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err, refused: refused, retryAfterMs: retryAfter}
+}
+
+// unavailableRetryAfter is the Retry-After, in milliseconds, of a request answered HTTP 503
+// (0 for another status, or none): the call may have run (a proxy answers 503 when the
+// server's connection ends after the request went out), so it is no refusal, but the server
+// (or its proxy) said when to come back, and the executor, which retries the unknown outcome
+// of a read-only or idempotent tool, must not send it again sooner.
+func unavailableRetryAfter(cp *capture, now time.Time) int64 {
+	if status, retryAfter := cp.httpStatus(); status == http.StatusServiceUnavailable {
+		return retryAfterMs(retryAfter, now)
+	}
+	return 0
 }
 
 // unrun tells a request the server refused without running it (sent false), for a request

@@ -144,6 +144,9 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		r = callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
 		if raw == nil && rpcErr == nil {
 			r.sent, r.refused = s.unrun(sent, err, cp) // not sent: no task was created
+			if r.sent {
+				r.retryAfterMs = unavailableRetryAfter(cp, time.Now())
+			}
 		}
 	}
 	if r.rpcErr != nil || r.raw == nil {

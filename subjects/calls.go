@@ -95,7 +95,7 @@ type Error struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	Path         string `json:"path,omitempty"`         // invalid_arguments: JSON pointer of the failure in the arguments; protocol_error of a result that fails its outputSchema: in the MCP result
-	RetryAfterMs int64  `json:"retryAfterMs,omitempty"` // rate_limited; unavailable: the server's Retry-After
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"` // rate_limited; unavailable, outcome_unknown: the server's Retry-After
 	Reason       string `json:"reason,omitempty"`       // unavailable, stale: why
 }
 
