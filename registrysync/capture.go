@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -36,6 +37,17 @@ type captureKey struct{}
 
 // requestIDKey holds the mcp.RequestId of the request an HTTP exchange carries.
 type requestIDKey struct{}
+
+// idValue is a JSON-RPC id's value without its type: a lax server answering request 7 with the
+// id "7" answers request 7 (this client numbers its requests from one counter, so no other
+// request has 7 for its value, whatever the type).
+func idValue(id mcp.RequestId) string {
+	s := id.String()
+	if _, v, ok := strings.Cut(s, ":"); ok {
+		return v
+	}
+	return s
+}
 
 // errAnotherID is the error of a request answered with the id of another one.
 var errAnotherID = errors.New("the server answered with the id of another request")
@@ -126,7 +138,7 @@ func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*
 	}
 	// The event stream of an HTTP request knows its id (sseRequests.want).
 	resp, err := t.inner.SendRequest(context.WithValue(ctx, requestIDKey{}, req.ID), req)
-	if resp != nil && resp.ID.String() != req.ID.String() && !(resp.ID.IsNil() && resp.Error != nil) {
+	if resp != nil && idValue(resp.ID) != idValue(req.ID) && !(resp.ID.IsNil() && resp.Error != nil) {
 		// mcp-go's streamable HTTP transport takes the answer to a POST for the request's,
 		// whatever its id: a late answer to an earlier call (a gateway that mixes its
 		// connections up) would be taken for this one's. (A JSON-RPC error may have a null

@@ -69,7 +69,7 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if answer != nil || !want.IsNil() {
 			f := &sseRequests{src: resp.Body, answer: answer}
 			if !want.IsNil() {
-				f.want = want.String()
+				f.want = idValue(want)
 			}
 			resp.Body = f
 		}
@@ -331,7 +331,7 @@ func (f *sseRequests) take(event []byte) bool {
 		return false
 	}
 	var id mcp.RequestId
-	if json.Unmarshal(m.ID, &id) != nil || id.String() != f.want {
+	if json.Unmarshal(m.ID, &id) != nil || idValue(id) != f.want {
 		return true // the answer to another request
 	}
 	f.last = true

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -357,5 +358,31 @@ func TestHTTPListAnswerWithAnotherID(t *testing.T) {
 	st := rec.wait(0, "unavailable", isStatus(subjects.StatusUnavailable, subjects.CodeMalformedResponse)).ev.Status
 	if !strings.Contains(st.Reason, "another request") {
 		t.Errorf("reason %q does not say the id was another request's", st.Reason)
+	}
+}
+
+// TestHTTPCallAnswerWithIDAsString: a lax server that answers request 7 with the id "7" (a
+// string) answers request 7: this client numbers its requests from one counter, so no other
+// request has that value. Matching ids by type as well dropped such answers, and a tools/call
+// that had run was reported outcome_unknown.
+func TestHTTPCallAnswerWithIDAsString(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{false, true} {
+		srv := &rawHTTPServer{call: func(w http.ResponseWriter, id string, n int) {
+			quoted := strconv.Quote(strings.Trim(id, `"`))
+			if stream {
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"the real answer\"}]}}\n\n", quoted)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"the real answer"}]}}`, quoted)
+		}}
+		name := "rawstrid" + strconv.FormatBool(stream)
+		h := startRawHTTP(t, name, srv)
+		r := h.m.Dispatch(context.Background(), name, subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 10000})
+		if r.Error != nil || !strings.Contains(string(r.Result), "the real answer") {
+			t.Errorf("stream %v: tools/call answered with its id as a string: %+v %s, want the answer", stream, r.Error, r.Result)
+		}
 	}
 }
