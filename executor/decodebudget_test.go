@@ -110,4 +110,15 @@ func TestLargeArgumentsWaitForDecodeBudget(t *testing.T) {
 	if res := <-done; res.Status != subjects.CallOK {
 		t.Fatalf("after the budget was given back: %s %+v", res.Status, res.Error)
 	}
+
+	// A call waits for the budget no longer than its timeout: then it is refused, not run.
+	hold, err = r.ex.decode.acquire(ctx, decodeBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold()
+	res, err := r.client.Call(ctx, "local", subjects.CallRequest{ID: "big-args-timeout", Tool: "fixture__echo", Arguments: big, TimeoutMs: 200})
+	if err != nil || res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeUnavailable {
+		t.Fatalf("large arguments with the budget taken past the call's timeout: %v %s %+v, want refused unavailable", err, res.Status, res.Error)
+	}
 }

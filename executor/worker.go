@@ -374,7 +374,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	}
 
 	// 5. Arguments against the real inputSchema (before any human is asked to approve).
-	if verr := e.validateArguments(ctx, t, c.req.Arguments); verr != nil {
+	if verr := e.validateArguments(ctx, c, t); verr != nil {
 		return &stop{status: subjects.CallRefused, e: verr}
 	}
 
@@ -399,7 +399,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 			if _, s := e.authorize(rp, nt, nv, " as re-listed while it waited for approval"); s != nil {
 				return s
 			}
-			if verr := e.validateArguments(ctx, nt, c.req.Arguments); verr != nil {
+			if verr := e.validateArguments(ctx, c, nt); verr != nil {
 				return &stop{status: subjects.CallRefused, e: verr}
 			}
 		}
@@ -835,16 +835,20 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 	}
 }
 
-// validateArguments is validateArguments within the process's decode budget: large arguments
-// wait for room to be decoded (see decodebudget.go).
-func (e *Executor) validateArguments(ctx context.Context, t *tool, args []byte) *subjects.Error {
-	release, err := e.decode.acquire(ctx, len(args))
+// validateArguments validates c's arguments against t's inputSchema within the process's
+// decode budget: large arguments wait for room to be decoded (see decodebudget.go), at most the
+// call's timeout.
+func (e *Executor) validateArguments(ctx context.Context, c *call, t *tool) *subjects.Error {
+	wait := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	release, err := e.decode.acquire(wctx, len(c.req.Arguments))
 	if err != nil {
-		return &subjects.Error{Code: subjects.CodeUnavailable,
-			Message: "the executor stopped waiting for memory to validate large arguments (" + err.Error() + "); nothing was run"}
+		return &subjects.Error{Code: subjects.CodeUnavailable, RetryAfterMs: 1000,
+			Message: fmt.Sprintf("the executor is validating %d MiB of large arguments and results at once, its limit, and this call waited %v for its turn; nothing was run", decodeBudget>>20, wait)}
 	}
 	defer release()
-	return validateArguments(t, args)
+	return validateArguments(t, c.req.Arguments)
 }
 
 // checkOutput is checkOutput within the process's decode budget. The tool ran: the wait is not
