@@ -270,7 +270,9 @@ func prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []b
 // subjects.CallMsgID(tenant, id)) and
 // returns the request as sent; duplicate reports that this id was already submitted. Read the
 // answer with Await. An id whose de-duplication key a message of another tenant holds is
-// ErrCallIDTaken.
+// ErrCallIDTaken. An error without a PubAck (a timeout, a dropped connection) does not say
+// that nothing was stored: Submit again with the same id (sent.ID) — never a new one — and a
+// stored request is not stored twice.
 func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequest) (sent subjects.CallRequest, duplicate bool, err error) {
 	req, data, res := prepare(tenant, req)
 	if res != nil {
