@@ -212,7 +212,7 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 			}
 		case msg[0] == '{' || msg[0] == '[':
 			// A JSON-RPC message that is broken (cut short, say): its answer is lost.
-			onMalformed(printable(truncate(red.String(string(msg)), 120)), false)
+			onMalformed(printable(truncate(red.jsonSample(string(msg)), 120)), false)
 		default:
 			// Plain text on stdout (a banner, a log line): against the spec but harmless.
 			c.noteNoise(printable(truncate(red.String(string(msg)), 200)), log)

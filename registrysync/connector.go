@@ -301,7 +301,9 @@ func (c *connector) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.log.Info().Str("protocol", s.protocol).Str("serverName", s.info.Name).Str("serverVersion", s.info.Version).Msg("connected")
+	// The server's words: redacted as in the published serverInfo.
+	c.log.Info().Str("protocol", s.protocol).Str("serverName", printable(c.red.String(s.info.Name))).
+		Str("serverVersion", printable(c.red.String(s.info.Version))).Msg("connected")
 	return s, nil
 }
 

@@ -200,5 +200,8 @@
 // and are rebuilt from the registry stream at start; credentials live only in the
 // ServerConfig values the caller passes in. A tool result or a listed definition that holds
 // one of a server's secret values (as is or JSON-escaped) has it replaced by "[redacted]"
-// before it is published or answered (re-encoded then; otherwise byte for byte).
+// before it is published or answered (re-encoded then; otherwise byte for byte). A definition
+// whose name (a resource's uri) holds one is rejected (invalid_definition): under the redacted
+// name it could not be called. A URL's user info counts in the Basic credential net/http makes
+// of it too.
 package registrysync

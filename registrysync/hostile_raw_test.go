@@ -35,6 +35,7 @@ import (
 //	badtypes  answers tools/call with an "error" member of the wrong shape
 //	huge      answers tools/call with a line longer than maxLineBytes
 //	errhuge   answers tools/call with a JSON-RPC error whose message is 2 MiB
+//	brokensecret answers tools/list with a line cut short that holds $SERVICE_TOKEN JSON-escaped
 //	notifyfirst sends tools/list_changed just before its first tools/list result
 //	taskbadget, taskbadresult, taskhuge  list "t" as requiring tasks and answer its tools/call
 //	          with a task, then tasks/get (or tasks/result) with an "error" of the wrong shape,
@@ -88,6 +89,13 @@ func serveRawChild(mode string) int {
 		case "tools/list":
 			if strings.HasPrefix(mode, "task") {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}]}}`)
+				continue
+			}
+			if mode == "brokensecret" {
+				// A line cut short whose text holds the server's own token, escaped as
+				// encoding/json escapes '&'.
+				desc, _ := json.Marshal("key " + os.Getenv("SERVICE_TOKEN"))
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","description":` + string(desc))
 				continue
 			}
 			if mode == "notifyfirst" {

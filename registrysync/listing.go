@@ -180,6 +180,20 @@ func (a *accumulator) addItem(item json.RawMessage) {
 		a.reject(*rej)
 		return
 	}
+	if a.redactText != nil && a.redactText(key) != key {
+		// Published redacted ("get_[redacted]"), the name would be one the server does not
+		// know (its calls could only fail) and could equal another's: left out instead.
+		what := "name"
+		if a.l.Kind == subjects.KindResources {
+			what = "uri"
+		}
+		a.reject(subjects.Rejected{
+			Name: name, Code: subjects.CodeInvalidDefinition,
+			Message: fmt.Sprintf("its %s holds a configured secret value", what),
+		})
+		a.l.Redacted++
+		return
+	}
 	if a.seen[key] {
 		what := "name"
 		if a.l.Kind == subjects.KindResources {

@@ -1,6 +1,7 @@
 package registrysync
 
 import (
+	"encoding/base64"
 	"net/url"
 	"strings"
 	"unicode"
@@ -18,8 +19,9 @@ func newRedactor(sc ServerConfig) redactor { return redactor{redact.New(SecretVa
 
 // SecretValues returns the secret values of a server's configuration, as its connector redacts
 // them: ServerConfig.Secrets, the values of credential-looking headers (and the credential of
-// "Bearer TOKEN") and environment variables, the password and credential-like query parameters
-// of its URL (raw and decoded). The executor redacts the same values from audit events.
+// "Bearer TOKEN", the value of each cookie of a Cookie header) and environment variables, the
+// password and credential-like query parameters of its URL (raw and decoded) and the Basic
+// credential of its user info. The executor redacts the same values from audit events.
 func SecretValues(sc ServerConfig) []string {
 	var secrets []string // redact.New drops values too short to redact
 	add := func(s string) { secrets = append(secrets, s) }
@@ -33,6 +35,14 @@ func SecretValues(sc ServerConfig) []string {
 			if _, tok, ok := strings.Cut(v, " "); ok {
 				add(strings.TrimSpace(tok))
 			}
+			// "sid=xyz; lang=en": a server that echoes its session quotes xyz alone.
+			if strings.EqualFold(k, "Cookie") {
+				for _, kv := range strings.Split(v, ";") {
+					if _, val, ok := strings.Cut(kv, "="); ok {
+						add(strings.Trim(strings.TrimSpace(val), `"`))
+					}
+				}
+			}
 		}
 	}
 	for k, v := range sc.Env {
@@ -42,8 +52,16 @@ func SecretValues(sc ServerConfig) []string {
 	}
 	if u, err := url.Parse(sc.URL); err == nil {
 		if u.User != nil {
-			if p, ok := u.User.Password(); ok {
+			p, ok := u.User.Password()
+			if ok {
 				add(p)
+			}
+			// net/http sends the user info as "Authorization: Basic base64(user:password)": a
+			// server that echoes its request headers spells the credential so (with or
+			// without the padding).
+			if basic := u.User.Username() + ":" + p; basic != ":" {
+				add(base64.StdEncoding.EncodeToString([]byte(basic)))
+				add(base64.RawStdEncoding.EncodeToString([]byte(basic)))
 			}
 		}
 		// ?api_key=...: the URL appears in transport errors, raw or decoded.
@@ -62,6 +80,18 @@ func SecretValues(sc ServerConfig) []string {
 		}
 	}
 	return secrets
+}
+
+// jsonSample returns s, JSON text that cannot be decoded (a line cut short), with every value
+// replaced as is and as encoding/json escapes it ("\u0026" for '&'). Text that may still spell
+// a value with other escapes ("\/", "\u0061") cannot be checked without decoding it: it is
+// not quoted at all.
+func (r redactor) jsonSample(s string) string {
+	out := r.Text(s)
+	if r.In([]byte(out)) {
+		return "(not quoted: it may spell a configured secret with JSON escapes)"
+	}
+	return out
 }
 
 func sensitiveName(name string) bool {

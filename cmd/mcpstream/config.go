@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpstream/mcpstream/embeddings"
 	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -606,13 +607,14 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// dedupSecrets removes duplicates and very short values (which would redact ordinary text),
-// longest first so that redaction replaces whole values before their parts.
+// dedupSecrets removes duplicates and values too short to redact (redact.MinLen: they would
+// shred ordinary text; the connector drops the same), longest first so that redaction replaces
+// whole values before their parts.
 func dedupSecrets(s []string) []string {
 	out := s[:0]
 	seen := map[string]bool{}
 	for _, v := range s {
-		if len(v) < 4 || seen[v] {
+		if len(v) < redact.MinLen || seen[v] {
 			continue
 		}
 		seen[v] = true

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -225,5 +226,28 @@ func TestPrintToolFullLongTTL(t *testing.T) {
 	printToolFull(&b, subjects.ToolInfo{TTLMs: &ms})
 	if strings.Contains(b.String(), "ttl -") {
 		t.Errorf("printed %q", b.String())
+	}
+}
+
+// TestShortSecretsAsConnectorRedacts: a 3-byte value is redacted by the connector (redact.MinLen)
+// — a credential-like header's, or a resolved ${VAR} — but the configuration dropped values
+// under 4 bytes from ServerConfig.Secrets: a resolved 3-byte ${VAR} in args was redacted
+// nowhere, and a 3-byte header credential the connector redacts reached audit events in clear.
+func TestShortSecretsAsConnectorRedacts(t *testing.T) {
+	env := map[string]string{"PIN": "xq7"}
+	cfg, err := parseConfig("c.yaml", []byte("servers:\n  - name: a\n    command: x\n    args: [\"--pin=${PIN}\"]\n"+
+		"  - name: b\n    transport: http\n    url: https://example.com/mcp\n    headers:\n      X-Api-Key: k9z\n"),
+		func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sc := range cfg.ServerConfigs() {
+		got = append(got, sc.Secrets...)
+	}
+	for _, s := range []string{"xq7", "k9z"} {
+		if !slices.Contains(got, s) {
+			t.Errorf("%s not among the secrets (%q)", s, got)
+		}
 	}
 }

@@ -1,0 +1,262 @@
+package registrysync
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// logBuffer collects log lines from every goroutine.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// runLogged starts a Manager with cfg whose debug log goes to the returned buffer.
+func runLogged(t *testing.T, cfg Config) (*harness, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	env := natstest.Start(t)
+	h := &harness{env: env, m: New(env.JS, env.NC, cfg, zerolog.New(logs).Level(zerolog.DebugLevel)), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.m.Run(ctx) }()
+	t.Cleanup(func() { h.stop(t) })
+	return h, logs
+}
+
+// A server that puts a configured secret in its serverInfo (its name or version, as a debug
+// build stamping its configuration could): the value is redacted from the "connected" log line
+// as it is from the published serverInfo.
+func TestServerInfoRedactedInLog(t *testing.T) {
+	t.Parallel()
+	const secret = "hdr-Secret-42"
+	srv := server.NewMCPServer("srv-"+secret, "v-"+secret, server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	sc := ServerConfig{Name: "info", Transport: TransportHTTP, URL: httpFixture(t, srv),
+		Headers: map[string]string{"X-Api-Key": secret}}
+	h, logs := runLogged(t, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("info"))
+	rec.wait(0, "tools", isSnapshot(subjects.KindTools, func(*subjects.Snapshot) bool { return true }))
+	waitUntil(t, "the connected log line", func() bool { return strings.Contains(logs.String(), `"message":"connected"`) })
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, secret) {
+			t.Errorf("log line holds the secret: %s", line)
+		}
+	}
+}
+
+// A URL with user info is sent as "Authorization: Basic base64(user:password)" (net/http does
+// that): a server that echoes its request headers hands the credential back in that spelling,
+// and it is redacted like the password itself.
+func TestURLUserInfoBasicRedacted(t *testing.T) {
+	t.Parallel()
+	const pw = "pw-Secret-31"
+	srv := server.NewMCPServer("echoheaders", "1", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("headers"), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		h, _ := json.Marshal(req.Header)
+		return mcp.NewToolResultText(string(h)), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(srv))
+	t.Cleanup(ts.Close)
+	u, err := url.Parse(ts.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("user", pw)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "basic", Transport: TransportHTTP, URL: u.String()}))
+	rec := record(t, h.env, subjects.RegistryServer("basic"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	r := dispatch(t, h, "basic", subjects.DispatchRequest{V: 1, Tool: "headers", Arguments: json.RawMessage(`{}`)})
+	if r.Error != nil {
+		t.Fatalf("dispatch: %+v", r.Error)
+	}
+	text := resultText(t, r.Result)
+	if !strings.Contains(text, "Authorization") {
+		t.Fatalf("the server did not echo its headers: %s", text)
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte("user:" + pw))
+	if strings.Contains(text, strings.TrimRight(basic, "=")) {
+		t.Errorf("the Basic credential of the URL's user info reached the caller: %s", text)
+	}
+}
+
+// A server that answers a call with an HTTP error whose JSON body echoes the request's key,
+// escaped as JSON encoders other than Go's escape it ("\/" for '/', "\u0061" for 'a'): the
+// key is redacted from the dispatch error in every spelling.
+func TestHTTPErrorBodyEscapedSecretRedacted(t *testing.T) {
+	t.Parallel()
+	const secret = "ab/cd-Secret-77"
+	srv := server.NewMCPServer("errbody", "1", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("fail"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("unreachable"), nil
+	})
+	inner := server.NewStreamableHTTPServer(srv)
+	bodies := []string{
+		`{"error":"invalid key ab\/cd-Secret-77"}`,
+		`{"error":"invalid key \u0061b/cd-Secret-77"}`,
+	}
+	var n atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/call"`)) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, bodies[int(n.Add(1)-1)%len(bodies)])
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	h, logs := runLogged(t, fastConfig(ServerConfig{Name: "errbody", Transport: TransportHTTP, URL: ts.URL + "/mcp",
+		Headers: map[string]string{"X-Api-Key": secret}}))
+	rec := record(t, h.env, subjects.RegistryServer("errbody"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	for i := range bodies {
+		r := dispatch(t, h, "errbody", subjects.DispatchRequest{V: 1, Tool: "fail", Arguments: json.RawMessage(`{}`)})
+		if r.Error == nil {
+			t.Fatalf("body %d: dispatch answered %s, want an error", i, r.Result)
+		}
+		t.Logf("body %d: %+v", i, r.Error)
+		if strings.Contains(r.Error.Message, "cd-Secret-77") {
+			t.Errorf("body %d: the error holds the secret: %s", i, r.Error.Message)
+		}
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "cd-Secret-77") {
+			t.Errorf("log line holds the secret: %s", line)
+		}
+	}
+}
+
+// A stdio server that writes a broken JSON-RPC line holding its own token: the sample of the
+// line quoted in the list failure (status reason, log) has the token redacted also where the
+// line spells it with JSON escapes ("\u0026" for '&', as encoding/json writes it).
+func TestMalformedLineSampleEscapedSecretRedacted(t *testing.T) {
+	t.Parallel()
+	const secret = "p&ss-Secret-9"
+	sc := stdioServer(t, "broken", "raw:brokensecret", "SERVICE_TOKEN="+secret)
+	h, logs := runLogged(t, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("broken"))
+	e := rec.wait(0, "a failure naming the broken line", func(e event) bool {
+		return strings.Contains(string(e.data), "not JSON")
+	})
+	for _, ev := range append(rec.all(), e) {
+		if strings.Contains(string(ev.data), "ss-Secret-9") {
+			t.Errorf("event holds the secret: %s", ev.data)
+		}
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "ss-Secret-9") {
+			t.Errorf("log line holds the secret: %s", line)
+		}
+	}
+}
+
+// A tool whose name holds a configured secret value cannot be published under its name, and
+// under the redacted one ("get_[redacted]") it could never be called: the server knows no such
+// tool. Two such names may even become one. It is rejected (invalid_definition, its name
+// redacted); the server's other tools are listed as usual.
+func TestDefinitionNamedWithSecretRejected(t *testing.T) {
+	t.Parallel()
+	const secret = "k9Zq-Secret"
+	srv := server.NewMCPServer("named", "1", server.WithToolCapabilities(true))
+	for _, name := range []string{"get_" + secret, "ok"} {
+		srv.AddTool(mcp.NewTool(name), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("ok"), nil
+		})
+	}
+	sc := ServerConfig{Name: "named", Transport: TransportHTTP, URL: httpFixture(t, srv),
+		Headers: map[string]string{"X-Api-Key": secret}}
+	h := run(t, nil, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("named"))
+	e := rec.wait(0, "tools", isSnapshot(subjects.KindTools, func(*subjects.Snapshot) bool { return true }))
+	if strings.Contains(string(e.data), secret) {
+		t.Fatalf("snapshot holds the secret: %s", e.data)
+	}
+	if got := names(t, e.ev.Snapshot); !slices.Equal(got, []string{"ok"}) {
+		t.Errorf("tools %q, want [ok]", got)
+	}
+	rej := e.ev.Snapshot.Rejected
+	if len(rej) != 1 || rej[0].Code != subjects.CodeInvalidDefinition || rej[0].Name != "get_[redacted]" {
+		t.Errorf("rejected %+v, want get_[redacted] invalid_definition", rej)
+	}
+}
+
+// A Cookie header's credential is the value of its cookie: a server that echoes the session
+// it was handed ("unknown session ...") hands it back without the "sid=" the header spells.
+func TestCookieValueRedacted(t *testing.T) {
+	t.Parallel()
+	const secret = "ck-Secret-61"
+	srv := server.NewMCPServer("cookies", "1", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("whoami"), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c, err := (&http.Request{Header: req.Header}).Cookie("sid")
+		if err != nil {
+			return mcp.NewToolResultError("no session"), nil
+		}
+		return mcp.NewToolResultError("unknown session " + c.Value), nil
+	})
+	sc := ServerConfig{Name: "cookies", Transport: TransportHTTP, URL: httpFixture(t, srv),
+		Headers: map[string]string{"Cookie": "sid=" + secret + "; lang=en-GB"}}
+	h := run(t, nil, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("cookies"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	r := dispatch(t, h, "cookies", subjects.DispatchRequest{V: 1, Tool: "whoami", Arguments: json.RawMessage(`{}`)})
+	if r.Error != nil {
+		t.Fatalf("dispatch: %+v", r.Error)
+	}
+	if text := resultText(t, r.Result); text != "unknown session [redacted]" {
+		t.Errorf("result %q, want the session redacted", text)
+	}
+}
+
+// jsonSample: broken JSON text is quoted with a value redacted in encoding/json's spellings,
+// and not quoted at all when it may spell one with other escapes.
+func TestJSONSample(t *testing.T) {
+	red := newRedactor(ServerConfig{Secrets: []string{"a/b&c-Secret"}})
+	for in, want := range map[string]string{
+		`{"x":"a/b\u0026c-Secret`:   `{"x":"[redacted]`,
+		`{"x":"a\/b&c-Secret`:       "(not quoted: it may spell a configured secret with JSON escapes)",
+		`{"x":"\u0061/b&c-Secret"`:  "(not quoted: it may spell a configured secret with JSON escapes)",
+		`{"x":"nothing secret here`: `{"x":"nothing secret here`,
+	} {
+		if got := red.jsonSample(in); got != want {
+			t.Errorf("jsonSample(%s) = %s, want %s", in, got, want)
+		}
+	}
+	if got := (redactor{}).jsonSample(`{"x":"\/`); got != `{"x":"\/` {
+		t.Errorf("without secrets: %s", got)
+	}
+}
