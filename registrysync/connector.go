@@ -154,7 +154,7 @@ func (c *connector) stop(ctx context.Context) error {
 func (c *connector) protect(ctx context.Context) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("connector panicked")
+			c.log.Error().Str("panic", c.red.String(fmt.Sprint(r))).Str("stack", string(debug.Stack())).Msg("connector panicked")
 			ok = false
 		}
 	}()
@@ -165,7 +165,7 @@ func (c *connector) protect(ctx context.Context) (ok bool) {
 // recoverPanic is deferred in callbacks that run on mcp-go's goroutines.
 func (c *connector) recoverPanic(where string) {
 	if r := recover(); r != nil {
-		c.log.Error().Str("panic", fmt.Sprint(r)).Str("where", where).Str("stack", string(debug.Stack())).Msg("recovered from panic")
+		c.log.Error().Str("panic", c.red.String(fmt.Sprint(r))).Str("where", where).Str("stack", string(debug.Stack())).Msg("recovered from panic")
 	}
 }
 

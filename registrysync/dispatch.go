@@ -274,7 +274,14 @@ func (m *Manager) handle(req micro.Request, panicked *subjects.Error, fn func())
 		defer m.handlers.Done()
 		defer func() {
 			if r := recover(); r != nil {
-				m.log.Error().Str("panic", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Str("subject", req.Subject()).Msg("handler panicked")
+				// A panic value may quote what the server sent: redacted with its secrets.
+				what := fmt.Sprint(r)
+				if server, err := subjects.LastToken(req.Subject()); err == nil {
+					if c := m.connector(server); c != nil {
+						what = c.red.String(what)
+					}
+				}
+				m.log.Error().Str("panic", what).Str("stack", string(debug.Stack())).Str("subject", req.Subject()).Msg("handler panicked")
 				m.respondJSON(req, subjects.DispatchReply{V: subjects.Version, Error: panicked})
 			}
 		}()

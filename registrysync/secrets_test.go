@@ -260,3 +260,28 @@ func TestJSONSample(t *testing.T) {
 		t.Errorf("without secrets: %s", got)
 	}
 }
+
+// A dispatch handler's panic value may quote what the server sent (a secret it echoed): it is
+// logged redacted, as everything else the connector logs.
+func TestPanicValueRedactedInLog(t *testing.T) {
+	t.Parallel()
+	const secret = "pnc-Secret-77"
+	srv := server.NewMCPServer("panicky", "1", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("noop"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	sc := ServerConfig{Name: "panicky", Transport: TransportHTTP, URL: httpFixture(t, srv),
+		Headers: map[string]string{"X-Api-Key": secret}}
+	h, logs := runLogged(t, fastConfig(sc))
+	waitUntil(t, "endpoints up", h.m.Ready)
+	boom := func(string) { panic("the server said: key " + secret + " is wrong") }
+	h.m.beforeDispatch.Store(&boom)
+	dispatch(t, h, "panicky", subjects.DispatchRequest{V: 1, CallID: "p1", Tool: "noop", Arguments: json.RawMessage(`{}`)})
+	h.m.beforeDispatch.Store(nil)
+	waitUntil(t, "the panic logged", func() bool { return strings.Contains(logs.String(), "handler panicked") })
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, secret) {
+			t.Errorf("log line holds the secret: %.300s", line)
+		}
+	}
+}
