@@ -62,9 +62,10 @@
 //     message on another tenant's subject is refused bad_request by the front end and
 //     CallDirect (Submit: ErrCallIDTaken) instead of waiting for an answer that never comes.
 //  3. the principal (the same policy.Policy search uses): Resolve → unknown_principal; then the
-//     public name (subjects.PublicName of every listed tool) → not_found. The principal and the
-//     policy (step 4) come before freshness: a principal who may not call a tool learns nothing
-//     of its state and makes no re-list of its server.
+//     public name (subjects.PublicName of every listed tool; a name two pairs share, a 40-bit
+//     hash collision, stays with the tool that holds it, as in the catalog) → not_found. The
+//     principal and the policy (step 4) come before freshness: a principal who may not call a
+//     tool learns nothing of its state and makes no re-list of its server.
 //  4. policy on the definition held: a tool only a cacheScope private list of another
 //     authorization context holds → not_found (invisible, as in the catalog); Decide →
 //     forbidden. Asked again of what step 5 leaves (a re-list).

@@ -49,10 +49,14 @@ type registry struct {
 	applied atomic.Uint64    // last registry stream sequence applied
 	waiters map[uint64][]chan struct{}
 	log     zerolog.Logger
+
+	// listed holds, per server, the names its last tools list gave the table: a public name
+	// one of them holds is not taken by another pair (see apply). Guarded by mu.
+	listed map[string]map[string]bool
 }
 
 func newRegistry(log zerolog.Logger) *registry {
-	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, waiters: map[uint64][]chan struct{}{}, log: log}
+	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, listed: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
 }
 
 // lookup returns the tool of a public name, or nil. A plain name of an unknown tool still maps
@@ -74,6 +78,11 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 		return
 	}
 	r.view.Apply(ev)
+	if st := ev.Status; st != nil && st.Status == subjects.StatusRemoved {
+		r.mu.Lock()
+		delete(r.listed, st.Server) // its tools hold no name any more, as in the catalog
+		r.mu.Unlock()
+	}
 	if sn := ev.Snapshot; sn != nil && sn.Kind == subjects.KindTools {
 		// The definitions the catalog keeps (subjects.MaxDefinitionBytes, MaxToolNameBytes; the
 		// first usable one of a name): what search shows is what runs.
@@ -84,11 +93,22 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 				continue
 			}
 			t, ok := parseTool(sn.Server, sn.Fingerprint, raw)
-			if ok && len(t.Name) <= subjects.MaxToolNameBytes && !seen[t.Name] {
-				seen[t.Name] = true
-				r.tools[t.Public] = t
+			if !ok || len(t.Name) > subjects.MaxToolNameBytes || seen[t.Name] {
+				continue
 			}
+			// A public name held by another pair still listed (a 40-bit hash collision of
+			// encoded names) stays with its holder, as the catalog keeps it: taking it would
+			// run, and authorize, another tool than the one search shows under that name.
+			if h := r.tools[t.Public]; h != nil && (h.Server != t.Server || h.Name != t.Name) &&
+				(r.listed[h.Server][h.Name] || h.Server == sn.Server && seen[h.Name]) {
+				r.log.Error().Str("server", sn.Server).Str("tool", t.Name).Str("public", t.Public).Str("holder", h.Server+"/"+h.Name).
+					Msg("public name collision: refusing the tool rather than shadowing the one that holds the name")
+				continue
+			}
+			seen[t.Name] = true
+			r.tools[t.Public] = t
 		}
+		r.listed[sn.Server] = seen
 		r.mu.Unlock()
 	}
 	r.advance(seq)

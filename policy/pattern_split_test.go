@@ -67,3 +67,24 @@ func TestMatchToolServerEndingInUnderscore(t *testing.T) {
 		t.Error("server globs and trailing underscores")
 	}
 }
+
+// A pattern whose server or tool part is empty ("payments__" for "payments__*", "__drop*")
+// matches nothing: no server and no tool has an empty name. Like "payments" alone, it is
+// refused when the policy is compiled; a deny written with it silently denied nothing.
+func TestNewRejectsEmptyPatternParts(t *testing.T) {
+	for _, pat := range []string{"payments__", "__drop*", "*__", "__"} {
+		if _, err := New(&Config{Rules: []Rule{{Allow: []string{"*"}, Deny: []string{pat}}}}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("pattern %q: error = %v, want ErrInvalid", pat, err)
+		}
+		if ValidPattern(pat) {
+			t.Errorf("ValidPattern(%q) = true", pat)
+		}
+	}
+	// An empty part that still matches: "___x" is the tools "x" of a server "_" (see
+	// TestMatchToolServerEndingInUnderscore), "a___" the tool "_" of server "a".
+	for _, pat := range []string{"___x", "a___", "a__*", "*"} {
+		if _, err := New(&Config{Rules: []Rule{{Allow: []string{pat}}}}); err != nil {
+			t.Errorf("pattern %q: %v", pat, err)
+		}
+	}
+}

@@ -93,6 +93,10 @@ func New(cfg *Config) (*Policy, error) {
 					return nil, fmt.Errorf(`%w: rule %d (%s): pattern %q matches no tool: patterns are server__tool (%q: every tool of server %s)`,
 						ErrInvalid, i+1, r.Name, pat, pat+"__*", pat)
 				}
+				if emptyPart(pat) {
+					return nil, fmt.Errorf(`%w: rule %d (%s): pattern %q matches no tool: its server or tool part is empty (%q: every tool of a server)`,
+						ErrInvalid, i+1, r.Name, pat, "server__*")
+				}
 				if !ValidPattern(pat) {
 					return nil, fmt.Errorf("%w: rule %d (%s): bad pattern %q", ErrInvalid, i+1, r.Name, pat)
 				}
@@ -294,12 +298,20 @@ func NoToolPart(pat string) bool {
 	return !strings.Contains(pat, "__") && !strings.ContainsAny(pat, "*?[\\")
 }
 
+// emptyPart reports whether pat's server or tool part (before and after its first "__") is
+// empty so that it matches nothing: no tool has an empty name, nor any server ("github__"
+// meant "github__*"). "___x" still matches the tools "x" of a server "_" (see MatchTool).
+func emptyPart(pat string) bool {
+	sp, tp, ok := strings.Cut(pat, "__")
+	return ok && (tp == "" || sp == "" && !strings.HasPrefix(tp, "_"))
+}
+
 // ValidPattern reports whether pat is a server__tool pattern MatchTool can use: not empty, not
-// NoToolPart, and a valid glob both as a whole and in each part MatchTool matches on its own
-// (the parts before and after the first "__"), so that it never silently matches nothing
-// ("[a__b]", `x\__y`, "github").
+// NoToolPart, without an empty server or tool part, and a valid glob both as a whole and in
+// each part MatchTool matches on its own (the parts before and after the first "__"), so that
+// it never silently matches nothing ("[a__b]", `x\__y`, "github", "github__").
 func ValidPattern(pat string) bool {
-	if pat == "" || NoToolPart(pat) {
+	if pat == "" || NoToolPart(pat) || emptyPart(pat) {
 		return false
 	}
 	parts := []string{pat}
