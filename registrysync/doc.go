@@ -79,7 +79,16 @@
 // servers of a process silent for subjects.MissedHeartbeats periods unavailable
 // (connector_lost); a process still running that sees such a declaration about one of its
 // servers — live, or on the stream after a reconnection — publishes the server's current status
-// again.
+// again. So it does, while it runs (not stopping), for another process's connector_stopped or
+// removed status of a server it runs (made while it was cut off, or when it answered a probe
+// too slowly), and after a removal it publishes the server's lists again too.
+//
+// Whether another process runs a server (before connector_stopped, and before Remove retracts a
+// server this Manager does not run) is asked on its relist subject with a kind no server lists:
+// a registrysync answers at once (bad_request) without listing; only an answer within a second
+// counts, a subscriber that never answers is nobody. A process that answers the probe publishes
+// its current status again if the last one names another process with heartbeats (the one
+// about to stop), so that watchdogs do not declare the server lost once those end.
 //
 // # Serves
 //

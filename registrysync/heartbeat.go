@@ -13,10 +13,13 @@ import (
 )
 
 // heartbeats runs while the Manager runs: it sends a Heartbeat every cfg.HeartbeatEvery (from a
-// goroutine of its own), and reclaims the servers a watchdog declared lost (connector_lost)
-// while this process still runs them — it was cut off from NATS, or too slow — by publishing
-// their current status again. A declaration is seen live on the status subjects, or, when it
-// was made while this process was cut off, on the stream after the reconnection.
+// goroutine of its own), and reclaims the servers that the registry says nobody runs while this
+// process still runs them, by publishing their current status again (see disowned): a
+// watchdog declared them lost (connector_lost) because this process was cut off from NATS, or
+// too slow; or, while it was cut off, another process stopping found nobody else answering for
+// them (connector_stopped), or `servers remove` retracted them (removed: their lists are
+// published again too). Such a status is seen live on the status subjects, or, when it was
+// stored while this process was cut off, on the stream after the reconnection.
 func (m *Manager) heartbeats(ctx context.Context) {
 	every := m.cfg.HeartbeatEvery
 	if every <= 0 || m.nc == nil {
@@ -26,7 +29,7 @@ func (m *Manager) heartbeats(ctx context.Context) {
 	var recheck atomic.Bool // a burst overflowed lost: read the stream for every server
 	sub, err := m.nc.Subscribe(subjects.RegistryAllStatus, func(msg *nats.Msg) {
 		ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data)
-		if err != nil || ev.Status == nil || ev.Status.Code != subjects.CodeConnectorLost || !m.Serves(ev.Status.Server) {
+		if err != nil || ev.Status == nil || !m.disowned(ev.Status) || !m.Serves(ev.Status.Server) {
 			return
 		}
 		select {
@@ -85,8 +88,24 @@ func (m *Manager) beat(every time.Duration) {
 	}
 }
 
-// reclaimDeclared reclaims every server of this process whose last status on the stream is a
-// connector_lost declaration.
+// disowned reports whether st says that nobody runs its server, which this process would
+// contradict if it runs it: a connector_lost declaration (whoever it names: this process is not
+// silent), or the connector_stopped or removed status of another process (this process's own
+// are published only once it no longer runs the server). A stopping process (its endpoints
+// gone, its calls draining) reclaims only the declarations: a removal or another process's
+// stop found nobody answering for the server, rightly.
+func (m *Manager) disowned(st *subjects.Status) bool {
+	if st.Code == subjects.CodeConnectorLost {
+		return true
+	}
+	m.mu.Lock()
+	running := m.running
+	m.mu.Unlock()
+	return running && st.Connector != m.id && (st.Status == subjects.StatusRemoved || st.Code == subjects.CodeConnectorStopped)
+}
+
+// reclaimDeclared reclaims every server of this process whose last status on the stream is
+// disowned.
 func (m *Manager) reclaimDeclared(ctx context.Context) {
 	for _, name := range m.Servers() {
 		if ctx.Err() != nil {
@@ -97,30 +116,87 @@ func (m *Manager) reclaimDeclared(ctx context.Context) {
 			continue
 		}
 		ev, err := subjects.DecodeRegistryMsg(last.Subject, last.Data)
-		if err == nil && ev.Status != nil && ev.Status.Code == subjects.CodeConnectorLost {
+		if err == nil && ev.Status != nil && m.disowned(ev.Status) {
 			m.reclaim(ctx, name)
 		}
 	}
 }
 
-// reclaim publishes again the current status of a server this process runs.
+// reclaim publishes again the current status of a server this process runs, and its lists when
+// the last status on the stream says it was removed (the removal retracted them).
 func (m *Manager) reclaim(ctx context.Context, name string) {
 	c := m.connector(name)
 	if c == nil {
 		return
 	}
+	removed := false
+	if last, err := m.lastMsg(ctx, subjects.RegistryStatus(name)); err == nil && last != nil {
+		ev, err := subjects.DecodeRegistryMsg(last.Subject, last.Data)
+		if err == nil && ev.Status != nil && !m.disowned(ev.Status) {
+			return // a newer status (or this process is stopping: see disowned)
+		}
+		removed = err == nil && ev.Status != nil && ev.Status.Status == subjects.StatusRemoved
+	}
+	if !m.republishStatus(ctx, c, "declared not served while running: status published again") || !removed {
+		return
+	}
+	m.log.Warn().Str("server", name).Msg("removed (servers remove) while this process ran it, cut off from NATS: published again; drop it from this process's configuration to retire it")
+	// The removal stored an empty snapshot of every kind the server had: the connector forgets
+	// the snapshots it knew, so that its next lists are published (pubMu: not while a list is
+	// being published).
+	c.pubMu.Lock()
+	c.mu.Lock()
+	for k, st := range c.kstate {
+		st.known = false
+		c.kstate[k] = st
+	}
+	c.mu.Unlock()
+	c.pubMu.Unlock()
+	c.requestRelist(nil)
+}
+
+// claim publishes again the current status of a server this process runs when its last status
+// names another process that sends heartbeats. It runs once this process answered a probe
+// (servedElsewhere): the other process is stopping, or removing the server, and leaves the status
+// to this one; left naming it, the status would have watchdogs declare the server lost
+// (connector_lost) once its heartbeats end, while this process runs it.
+func (m *Manager) claim(server string) {
+	m.mu.Lock()
+	running := m.running
+	m.mu.Unlock()
+	c := m.connector(server)
+	if !running || c == nil || m.nc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	last, err := m.lastMsg(ctx, subjects.RegistryStatus(server))
+	if err != nil || last == nil {
+		return
+	}
+	ev, err := subjects.DecodeRegistryMsg(last.Subject, last.Data)
+	if err != nil || ev.Status == nil || ev.Status.Connector == m.id || ev.Status.HeartbeatMs <= 0 {
+		return // this process's own, or one no watchdog watches (removed: see disowned)
+	}
+	m.republishStatus(ctx, c, "another process that ran this server leaves it to this one: status published again")
+}
+
+// republishStatus publishes c's current status again, unless Remove took c or nothing was
+// published yet (why is logged); it reports whether it did.
+func (m *Manager) republishStatus(ctx context.Context, c *connector, why string) bool {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
-	if m.connector(name) != c {
-		return // removed meanwhile: its last status says so
+	if m.connector(c.sc.Name) != c {
+		return false // removed meanwhile: its last status says so
 	}
 	c.mu.Lock()
 	if c.status.Status == "" {
 		c.mu.Unlock()
-		return // nothing published yet: the first status will be
+		return false // nothing published yet: the first status will be
 	}
 	c.status.At = time.Now().UTC()
 	c.mu.Unlock()
-	m.log.Info().Str("server", name).Msg("declared lost while running: status published again")
+	m.log.Info().Str("server", c.sc.Name).Msg(why)
 	c.publishCurrentLocked(ctx)
+	return true
 }

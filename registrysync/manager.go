@@ -185,12 +185,25 @@ func (m *Manager) retire(conns []*connector) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
 	defer cancel()
-	for _, c := range conns {
+	// The probes run together: one that waits its whole timeout (a silent subscriber) must not
+	// spend the budget of the servers after it.
+	elsewhere := make([]bool, len(conns))
+	var probes sync.WaitGroup
+	limit := make(chan struct{}, 64)
+	for i, c := range conns {
+		probes.Go(func() {
+			limit <- struct{}{}
+			defer func() { <-limit }()
+			elsewhere[i] = m.servedElsewhere(ctx, c.sc.Name)
+		})
+	}
+	probes.Wait()
+	for i, c := range conns {
 		if ctx.Err() != nil {
 			m.log.Warn().Str("server", c.sc.Name).Msg("stopped without publishing the remaining servers' status: time is up")
 			return
 		}
-		if m.servedElsewhere(ctx, c.sc.Name) {
+		if elsewhere[i] {
 			continue
 		}
 		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectorStopped, "the registrysync that runs this server stopped")
@@ -237,18 +250,37 @@ func (m *Manager) retireOne(ctx context.Context, c *connector, st subjects.Statu
 	return nil
 }
 
+// probeKind is the kind a servedElsewhere probe asks for: no server lists it, so a registrysync
+// that runs the server answers at once (bad_request), without listing anything.
+const probeKind subjects.Kind = "served-elsewhere-probe"
+
+// probeTimeout bounds how long servedElsewhere waits for an answer.
+const probeTimeout = time.Second
+
 // servedElsewhere reports whether another process answers the server's relist endpoint (this
-// one no longer does). Only "no responders" counts as nobody: a reply, an error or a timeout
-// means somebody is subscribed.
+// one no longer does). Only an answer counts as somebody: a RelistReply within probeTimeout, or
+// any failure but "no responders" and a timeout (NATS away: the cautious answer). A subscriber
+// that never answers — an operator's `nats sub '>'` — is nobody; a registrysync answers the
+// probe from its own goroutine, without listing (probeKind). One too slow is taken for nobody
+// all the same: it reclaims what was published meanwhile (Manager.disowned).
 func (m *Manager) servedElsewhere(ctx context.Context, server string) bool {
 	if m.nc == nil {
 		return false
 	}
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	body, _ := json.Marshal(subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools, Why: "is the server served elsewhere?"})
-	_, err := m.nc.RequestWithContext(pctx, subjects.Relist(server), body)
-	return !errors.Is(err, nats.ErrNoResponders)
+	body, _ := json.Marshal(subjects.RelistRequest{V: subjects.Version, Kind: probeKind, Why: "is the server served elsewhere?"})
+	msg, err := m.nc.RequestWithContext(pctx, subjects.Relist(server), body)
+	switch {
+	case err == nil:
+		var r subjects.RelistReply
+		return json.Unmarshal(msg.Data, &r) == nil && r.V >= 1
+	case errors.Is(err, nats.ErrNoResponders):
+		return false
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return false // subscribed, but nobody answered
+	}
+	return true
 }
 
 // Add configures and (when running) starts one more server.

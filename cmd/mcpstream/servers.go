@@ -49,7 +49,8 @@ executors refuse its calls (stale). Use it for a server dropped from the configu
 then it stays in the registry, unavailable (connector_stopped).
 
 A server that a running registrysync still runs is refused (remove it from that process's
-configuration and restart the process first); a name the registry never saw is an error. Adding
+configuration and restart the process first); one cut off from NATS then publishes it again
+when it is back. A name the registry never saw is an error. Adding
 the server back to a configuration brings it back. Exit status 1 if any name failed.
 
 Examples:
