@@ -116,7 +116,8 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 // That saves the front end's hop and its decoding of the request. A resent id gets the stored
 // answer of the first (Duplicate set); a request JetStream refuses is refused unavailable, and
 // one whose PubAck never came (a NATS restart under it) is published again every 2 s under the
-// same id until it is acknowledged or answered (it may be stored: it is never refused). The results stream is also read every 2 s, so an inbox the executors do not
+// same id until it is acknowledged or answered (it may be stored: it is never refused, also
+// when JetStream refuses a later publish). The results stream is also read every 2 s, so an inbox the executors do not
 // answer (outside their Config.ReplyPrefixes) delays the answer but never loses it. Unlike
 // Call, a call made while no executor runs waits (it is persisted and runs when one starts):
 // give ctx a deadline.
@@ -174,9 +175,12 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 			}
 		case err := <-errc:
 			okc, errc = nil, nil
-			if publishRefused(err) {
+			if publishRefused(err) && !sentAgain {
 				return notStored(err), nil
 			}
+			// (A republish refused — "no responders" from a node whose JetStream is not up
+			// yet, say — stored nothing, but the first publish may be stored and run: the
+			// outcome stays unknown, and it is published again.)
 			// No PubAck (the connection dropped under it, or the publish timed out): the
 			// request may be stored all the same, and then it runs. A refusal would tell the
 			// caller that nothing ran. It is published again (the same Nats-Msg-Id: dropped as a

@@ -237,21 +237,36 @@ const (
 // is published again with the same Nats-Msg-Id, which JetStream drops as a duplicate if it was
 // (the PubAck then says Duplicate), until one is acknowledged, JetStream refuses it (see
 // publishRefused: nothing stored), or persistWait is over (the outcome stays unknown).
+//
+// A refusal after a publish without a PubAck is that publish's only ("no responders" from a node
+// whose JetStream is not up yet, say): the earlier one may be stored and run. It is published
+// again too, and if no PubAck comes the error says so without the refusal (publishRefused is
+// false of it): the caller is answered timeout, never refused.
 func (e *Executor) persist(pub *nats.Msg) (*jetstream.PubAck, error) {
 	deadline := time.Now().Add(persistWait)
+	unknown := false // a publish without a PubAck: the request may be stored
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), min(persistAttempt, time.Until(deadline)))
 		ack, err := e.js.PublishMsg(ctx, pub)
 		cancel()
-		if err == nil || publishRefused(err) || errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrConnectionClosed) {
+		if err == nil || publishRefused(err) && !unknown || errors.Is(err, nats.ErrMaxPayload) && !unknown {
 			return ack, err
 		}
-		select {
-		case <-time.After(min(100*time.Millisecond, time.Until(deadline))):
-		case <-e.stopping:
-			return ack, err
+		if !publishRefused(err) && !errors.Is(err, nats.ErrMaxPayload) {
+			unknown = true
 		}
-		if time.Until(deadline) <= 0 {
+		done := errors.Is(err, nats.ErrConnectionClosed)
+		if !done {
+			select {
+			case <-time.After(min(100*time.Millisecond, time.Until(deadline))):
+			case <-e.stopping:
+				done = true
+			}
+		}
+		if done || time.Until(deadline) <= 0 {
+			if publishRefused(err) {
+				return ack, fmt.Errorf("an earlier publish of the request was not acknowledged; the last was refused: %v", err)
+			}
 			return ack, err
 		}
 	}
