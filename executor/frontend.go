@@ -120,7 +120,11 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	if direct != "" {
 		pub.Header.Set(subjects.HeaderReplyTo, direct)
 	}
-	ack, err := e.persist(pub)
+	ack, unknown, err := e.persist(pub)
+	// own: a Duplicate PubAck after a publish without one may be of this request's own first
+	// publish, not a resend: its answer is not marked duplicate. (It is not handed to the
+	// worker either: the stored request may be an earlier resend's, answered elsewhere.)
+	own := err == nil && ack.Duplicate && unknown
 	if err != nil {
 		if code := notPersistedCode(err); code == subjects.CodeTooLarge || publishRefused(err) {
 			return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: notPersistedMessage(err)}), nil, false
@@ -145,7 +149,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 		res, ok, err := getResult(ctx, e.st.results, tenant, req.ID)
 		cancel()
 		if err == nil && ok {
-			res.Duplicate = true
+			res.Duplicate = !own
 			return res, nil, false
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
@@ -169,7 +173,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	// request's only as a duplicate.
 	another := func(h nats.Header) bool {
 		s := h.Get(subjects.HeaderCallSeq)
-		return ack.Duplicate || s != "" && s != strconv.FormatUint(ack.Sequence, 10)
+		return ack.Duplicate && !own || s != "" && s != strconv.FormatUint(ack.Sequence, 10)
 	}
 	// stored reads the answer from the results stream, if it is there.
 	stored := func() (subjects.CallResult, bool) {
@@ -242,15 +246,16 @@ const (
 // whose JetStream is not up yet, say): the earlier one may be stored and run. It is published
 // again too, and if no PubAck comes the error says so without the refusal (publishRefused is
 // false of it): the caller is answered timeout, never refused.
-func (e *Executor) persist(pub *nats.Msg) (*jetstream.PubAck, error) {
+func (e *Executor) persist(pub *nats.Msg) (ack *jetstream.PubAck, unknown bool, err error) {
 	deadline := time.Now().Add(persistWait)
-	unknown := false // a publish without a PubAck: the request may be stored
+	// unknown: a publish without a PubAck, so the request may be stored (and a later PubAck
+	// that says Duplicate may be of this request's own first publish).
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), min(persistAttempt, time.Until(deadline)))
-		ack, err := e.js.PublishMsg(ctx, pub)
+		ack, err = e.js.PublishMsg(ctx, pub)
 		cancel()
 		if err == nil || publishRefused(err) && !unknown || errors.Is(err, nats.ErrMaxPayload) && !unknown {
-			return ack, err
+			return ack, unknown, err
 		}
 		if !publishRefused(err) && !errors.Is(err, nats.ErrMaxPayload) {
 			unknown = true
@@ -265,9 +270,9 @@ func (e *Executor) persist(pub *nats.Msg) (*jetstream.PubAck, error) {
 		}
 		if done || time.Until(deadline) <= 0 {
 			if publishRefused(err) {
-				return ack, fmt.Errorf("an earlier publish of the request was not acknowledged; the last was refused: %v", err)
+				return ack, unknown, fmt.Errorf("an earlier publish of the request was not acknowledged; the last was refused: %v", err)
 			}
-			return ack, err
+			return ack, unknown, err
 		}
 	}
 }

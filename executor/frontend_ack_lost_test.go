@@ -125,4 +125,8 @@ func TestFrontEndAckLost(t *testing.T) {
 	if n := r.ticketCount(); n != 1 {
 		t.Errorf("%d tickets, want 1", n)
 	}
+	// Its own first publish is no resend: the answer is not marked duplicate.
+	if res.Duplicate {
+		t.Errorf("the answer of the only send is marked duplicate")
+	}
 }

@@ -197,7 +197,7 @@ func TestFrontEndRepublishRefused(t *testing.T) {
 	pub := &nats.Msg{Subject: subjects.Calls("local"), Header: nats.Header{},
 		Data: []byte(`{"v":1,"id":"fe-republish-refused","tool":"ticketing__createIssue","arguments":{}}`)}
 	pub.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID("local", "fe-republish-refused"))
-	_, perr := e.persist(pub)
+	_, _, perr := e.persist(pub)
 	calls, err := r.env.JS.Stream(ctx, subjects.CallsStream)
 	if err != nil {
 		t.Fatal(err)
