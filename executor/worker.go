@@ -1138,7 +1138,11 @@ const (
 // be stored, nor a new call taken: a waiting worker holds up nothing that could go on.
 func (e *Executor) storeWhenRoom(ctx context.Context, res subjects.CallResult, store func() error, err error) error {
 	began, logged := time.Now(), time.Time{}
-	for subjects.OutOfStorage(err) {
+	// Once out of room, every failure but a permanent one is waited out too: a timeout or no
+	// responders while the server frees space (a hiccup, a leader moving) would otherwise hand
+	// the call back, and a read-only tool would run again.
+	var perm *backoff.PermanentError
+	for err != nil && !errors.As(err, &perm) {
 		if time.Since(logged) >= storeFullLog {
 			logged = time.Now()
 			e.cfg.Log.Error().Err(err).Str("call", truncateString(res.ID, 300)).Dur("waiting", time.Since(began).Round(time.Second)).
@@ -1153,7 +1157,6 @@ func (e *Executor) storeWhenRoom(ctx context.Context, res subjects.CallResult, s
 		}
 		err = store()
 	}
-	var perm *backoff.PermanentError
 	if errors.As(err, &perm) {
 		err = perm.Err
 	}
