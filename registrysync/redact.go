@@ -35,11 +35,16 @@ func SecretValues(sc ServerConfig) []string {
 			if _, tok, ok := strings.Cut(v, " "); ok {
 				add(strings.TrimSpace(tok))
 			}
-			// "sid=xyz; lang=en": a server that echoes its session quotes xyz alone.
+			// "sid=xyz; lang=en": a server that echoes its session quotes xyz alone. The value
+			// of a cookie named like a credential or a session, or long enough to be a token,
+			// is a secret; "theme=dark" or "tz=UTC" are not (redacting "dark" everywhere, and
+			// refusing every tool named with it, would break the server for nothing).
 			if strings.EqualFold(k, "Cookie") {
 				for _, kv := range strings.Split(v, ";") {
-					if _, val, ok := strings.Cut(kv, "="); ok {
-						add(strings.Trim(strings.TrimSpace(val), `"`))
+					name, val, ok := strings.Cut(kv, "=")
+					val = strings.Trim(strings.TrimSpace(val), `"`)
+					if ok && (sessionCookie(name) || len(val) >= minTokenCookie) {
+						add(val)
 					}
 				}
 			}
@@ -92,6 +97,17 @@ func (r redactor) jsonSample(s string) string {
 		return "(not quoted: it may spell a configured secret with JSON escapes)"
 	}
 	return out
+}
+
+// minTokenCookie is the length from which a cookie's value is taken for a credential whatever
+// its name: session ids and tokens are long and random.
+const minTokenCookie = 16
+
+// sessionCookie reports whether a cookie's name says it holds a credential or a session
+// (sid, PHPSESSID, connect.sid, _session_id, auth_token...).
+func sessionCookie(name string) bool {
+	n := strings.ToLower(strings.TrimSpace(name))
+	return sensitiveName(n) || strings.Contains(n, "sess") || strings.Contains(n, "sid") || strings.Contains(n, "jwt")
 }
 
 func sensitiveName(name string) bool {

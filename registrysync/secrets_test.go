@@ -285,3 +285,24 @@ func TestPanicValueRedactedInLog(t *testing.T) {
 		}
 	}
 }
+
+// The value of a session or credential cookie, or of a long one, is a secret; "theme=dark"
+// is not: redacting "dark" from every result, and refusing every tool named with it, would
+// break the server for nothing.
+func TestCookieSecretValues(t *testing.T) {
+	sc := ServerConfig{Headers: map[string]string{"Cookie": `theme=dark; tz=UTC; PHPSESSID=abc; connect.sid=s%3Axyz; auth_token=tok; pref="0123456789abcdef"`}}
+	got := map[string]bool{}
+	for _, v := range SecretValues(sc) {
+		got[v] = true
+	}
+	for _, want := range []string{"abc", "s%3Axyz", "tok", "0123456789abcdef"} {
+		if !got[want] {
+			t.Errorf("cookie value %q is not a secret", want)
+		}
+	}
+	for _, not := range []string{"dark", "UTC"} {
+		if got[not] {
+			t.Errorf("cookie value %q is a secret", not)
+		}
+	}
+}
