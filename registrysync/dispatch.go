@@ -313,7 +313,7 @@ func (m *Manager) handleRelist(req micro.Request) {
 	m.handle(req, &subjects.Error{Code: subjects.CodeInternal, Message: "internal error"}, func() {
 		m.respondJSON(req, m.Relist(context.Background(), server, r))
 		if r.Kind == probeKind {
-			m.claim(server)
+			m.claim(server, req.Headers().Get(probeFromHeader))
 		}
 	})
 }

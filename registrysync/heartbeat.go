@@ -68,7 +68,11 @@ func (m *Manager) heartbeats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case name := <-lost:
-			m.reclaim(ctx, name)
+			if m.reclaim(ctx, name) {
+				// The stream did not hold the status seen live yet (it is stored a moment
+				// after subscribers get it), or a newer one: the next tick reads it again.
+				recheck.Store(true)
+			}
 		case <-tick.C:
 			again := recheck.Swap(false)
 			if r := m.nc.Stats().Reconnects; r != reconnects || again {
@@ -123,22 +127,24 @@ func (m *Manager) reclaimDeclared(ctx context.Context) {
 }
 
 // reclaim publishes again the current status of a server this process runs, and its lists when
-// the last status on the stream says it was removed (the removal retracted them).
-func (m *Manager) reclaim(ctx context.Context, name string) {
+// the last status on the stream says it was removed (the removal retracted them). It reports
+// true when the stream's last status is not one to reclaim: a newer one, or the one seen live
+// not stored yet.
+func (m *Manager) reclaim(ctx context.Context, name string) (notYet bool) {
 	c := m.connector(name)
 	if c == nil {
-		return
+		return false
 	}
 	removed := false
 	if last, err := m.lastMsg(ctx, subjects.RegistryStatus(name)); err == nil && last != nil {
 		ev, err := subjects.DecodeRegistryMsg(last.Subject, last.Data)
 		if err == nil && ev.Status != nil && !m.disowned(ev.Status) {
-			return // a newer status (or this process is stopping: see disowned)
+			return true // a newer status, the one seen not stored yet (or this process is stopping: see disowned)
 		}
 		removed = err == nil && ev.Status != nil && ev.Status.Status == subjects.StatusRemoved
 	}
 	if !m.republishStatus(ctx, c, "declared not served while running: status published again") || !removed {
-		return
+		return false
 	}
 	m.log.Warn().Str("server", name).Msg("removed (servers remove) while this process ran it, cut off from NATS: published again; drop it from this process's configuration to retire it")
 	// The removal stored an empty snapshot of every kind the server had: the connector forgets
@@ -153,19 +159,22 @@ func (m *Manager) reclaim(ctx context.Context, name string) {
 	c.mu.Unlock()
 	c.pubMu.Unlock()
 	c.requestRelist(nil)
+	return false
 }
 
 // claim publishes again the current status of a server this process runs when its last status
-// names another process that sends heartbeats. It runs once this process answered a probe
-// (servedElsewhere): the other process is stopping, or removing the server, and leaves the status
-// to this one; left naming it, the status would have watchdogs declare the server lost
-// (connector_lost) once its heartbeats end, while this process runs it.
-func (m *Manager) claim(server string) {
+// names the process from which came the probe this process answered (servedElsewhere), and
+// that process sends heartbeats: it is stopping, and leaves the status to this one; left naming
+// it, the status would have watchdogs declare the server lost (connector_lost) once its
+// heartbeats end, while this process runs it. A probe of anyone else (`servers remove` being
+// refused, a client on NATS) claims nothing: two processes running the server would otherwise
+// publish a status event each for the probes answered in turn, into a stream that keeps them.
+func (m *Manager) claim(server, from string) {
 	m.mu.Lock()
 	running := m.running
 	m.mu.Unlock()
 	c := m.connector(server)
-	if !running || c == nil || m.nc == nil {
+	if !running || c == nil || m.nc == nil || from == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
@@ -175,8 +184,8 @@ func (m *Manager) claim(server string) {
 		return
 	}
 	ev, err := subjects.DecodeRegistryMsg(last.Subject, last.Data)
-	if err != nil || ev.Status == nil || ev.Status.Connector == m.id || ev.Status.HeartbeatMs <= 0 {
-		return // this process's own, or one no watchdog watches (removed: see disowned)
+	if err != nil || ev.Status == nil || ev.Status.Connector == m.id || ev.Status.Connector != from || ev.Status.HeartbeatMs <= 0 {
+		return // this process's own, not the prober's, or one no watchdog watches (removed: see disowned)
 	}
 	m.republishStatus(ctx, c, "another process that ran this server leaves it to this one: status published again")
 }

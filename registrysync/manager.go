@@ -254,6 +254,9 @@ func (m *Manager) retireOne(ctx context.Context, c *connector, st subjects.Statu
 // that runs the server answers at once (bad_request), without listing anything.
 const probeKind subjects.Kind = "served-elsewhere-probe"
 
+// probeFromHeader names the process that sends a servedElsewhere probe (its connector id).
+const probeFromHeader = "Mcpstream-Probe-From"
+
 // probeTimeout bounds how long servedElsewhere waits for an answer.
 const probeTimeout = time.Second
 
@@ -269,8 +272,10 @@ func (m *Manager) servedElsewhere(ctx context.Context, server string) bool {
 	}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	body, _ := json.Marshal(subjects.RelistRequest{V: subjects.Version, Kind: probeKind, Why: "is the server served elsewhere?"})
-	msg, err := m.nc.RequestWithContext(pctx, subjects.Relist(server), body)
+	req := nats.NewMsg(subjects.Relist(server))
+	req.Data, _ = json.Marshal(subjects.RelistRequest{V: subjects.Version, Kind: probeKind, Why: "is the server served elsewhere?"})
+	req.Header.Set(probeFromHeader, m.id) // the answering process claims the server only from the process its status names
+	msg, err := m.nc.RequestMsgWithContext(pctx, req)
 	switch {
 	case err == nil:
 		var r subjects.RelistReply
