@@ -1145,8 +1145,11 @@ func (e *Executor) storeWhenRoom(ctx context.Context, res subjects.CallResult, s
 	for err != nil && !errors.As(err, &perm) {
 		if time.Since(logged) >= storeFullLog {
 			logged = time.Now()
-			e.cfg.Log.Error().Err(err).Str("call", truncateString(res.ID, 300)).Dur("waiting", time.Since(began).Round(time.Second)).
-				Msg("JetStream has no room to store the answer of a call: kept until there is room (free storage on the NATS server, or lower streams.resultsMaxAge / auditMaxAge)")
+			msg := "JetStream has no room to store the answer of a call: kept until there is room (free storage on the NATS server, or lower streams.resultsMaxAge / auditMaxAge)"
+			if !subjects.OutOfStorage(err) {
+				msg = "JetStream, out of room before, still does not store the answer of a call (see the error): kept and tried again"
+			}
+			e.cfg.Log.Error().Err(err).Str("call", truncateString(res.ID, 300)).Dur("waiting", time.Since(began).Round(time.Second)).Msg(msg)
 		}
 		select {
 		case <-e.stopping:
