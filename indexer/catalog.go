@@ -473,7 +473,10 @@ func (c *Catalog) forgetRemoved(ws []write, mem func()) ([]write, func()) {
 	}
 	cands := make([]old, 0, len(c.removed))
 	for pub, r := range c.removed {
-		if !touched[pub] {
+		// A record of this very message is one of its own removals too: stored already by
+		// a first part of its split commit that a crash cut (see commit), it is kept as the
+		// message applied whole keeps it.
+		if !touched[pub] && r.Seq != c.applying {
 			cands = append(cands, old{pub, r.Seq})
 		}
 	}

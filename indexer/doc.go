@@ -46,7 +46,8 @@
 //
 //	m/seq             last applied stream sequence (8 bytes, big endian)
 //	m/stream          creation time of the stream it was built from (a recreated stream rebuilds)
-//	m/first           stream sequence of the first message applied (a stream purged past it rebuilds)
+//	m/first           stream sequence of the first message applied (a stream purged past it rebuilds,
+//	                  at start or while following)
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
 //	                  authContext), list_changed flag, names of prompts and resources; a

@@ -25,7 +25,8 @@ var ErrFollowing = errors.New("catalog already following a stream")
 //
 // A catalog built from another stream (the stream was deleted and recreated), or from messages
 // the stream no longer holds (purged, even only up to a sequence behind the catalog's
-// position), is dropped and rebuilt by replay.
+// position), is dropped and rebuilt by replay: when Follow starts, and within seconds when the
+// stream is purged while it follows it.
 func (c *Catalog) Follow(ctx context.Context, js jetstream.JetStream) error {
 	if !c.following.CompareAndSwap(false, true) {
 		return ErrFollowing
@@ -88,12 +89,24 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
+	// The stream may be purged while the replica follows it (the ordered consumer just goes
+	// on with the next message): watch it, and start over through checkOrigin when it was, as
+	// a restarted replica would.
+	lost := make(chan string, 1)
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	go c.watchOrigin(wctx, st, func(why string) { lost <- why; it.Stop() })
 	c.log.Info().Uint64("from", c.Seq()+1).Uint64("stream_last", target).Msg("following the registry stream")
 	for {
 		msg, err := it.Next()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			select {
+			case why := <-lost:
+				return fmt.Errorf("%s while following it", why)
+			default:
 			}
 			return fmt.Errorf("next message: %w", err)
 		}
@@ -119,13 +132,44 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 
 func (c *Catalog) markReady() { c.ready.Store(true) }
 
-// checkOrigin drops the catalog when it was built from another incarnation of the stream or
-// when the stream no longer holds the messages right after its position.
-func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
-	origin := info.Created.UTC().Format(time.RFC3339Nano)
-	var stored string
-	var first uint64 // stream sequence of the first message applied (0: not recorded)
-	err := c.db.View(func(txn *badger.Txn) error {
+// originCheckEvery is how often a following replica checks that its stream was not purged or
+// recreated (a variable: tests shorten it).
+var originCheckEvery = 5 * time.Second
+
+// watchOrigin calls lost once, and returns, when the stream the replica follows no longer holds
+// the events its catalog was built from (see checkOrigin), until ctx is done. A failed check
+// (NATS away) is retried at the next one.
+func (c *Catalog) watchOrigin(ctx context.Context, st jetstream.Stream, lost func(why string)) {
+	t := time.NewTicker(originCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		stored, first, err := c.readOrigin()
+		if err != nil {
+			continue
+		}
+		// The position first: a message applied after the stream info was read is not
+		// taken for one past the stream's end.
+		seq := c.Seq()
+		info, err := st.Info(ctx)
+		if err != nil {
+			continue
+		}
+		if why := originLost(info, stored, first, seq); why != "" {
+			lost(why)
+			return
+		}
+	}
+}
+
+// readOrigin reads the stored origin of the catalog: the creation time of its stream and the
+// stream sequence of the first message applied (0: not recorded).
+func (c *Catalog) readOrigin() (stored string, first uint64, err error) {
+	err = c.db.View(func(txn *badger.Txn) error {
 		for _, k := range [][]byte{keyStream, keyFirst} {
 			it, err := txn.Get(k)
 			if errors.Is(err, badger.ErrKeyNotFound) {
@@ -146,23 +190,37 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("%w: read origin: %w", ErrStore, err)
-	}
-	seq := c.Seq()
-	var why string
+	return stored, first, err
+}
+
+// originLost says why a catalog at seq, built from the stream created at stored (RFC 3339)
+// from its message first, cannot go on following the stream info describes ("": it can).
+func originLost(info *jetstream.StreamInfo, stored string, first, seq uint64) string {
 	switch {
-	case stored != "" && stored != origin:
-		why = "the registry stream was recreated"
+	case stored != "" && stored != info.Created.UTC().Format(time.RFC3339Nano):
+		return "the registry stream was recreated"
 	case seq > info.State.LastSeq:
-		why = "the catalog is ahead of the registry stream"
+		return "the catalog is ahead of the registry stream"
 	case seq > 0 && (seq < info.State.FirstSeq || first > 0 && first < info.State.FirstSeq):
 		// The registry stream keeps every event (no limits): events the catalog applied are
 		// gone only if it was purged (whole, or up to a sequence, even one behind the
 		// catalog's position), whatever was published since. A replica built now would not
 		// have them, so this one drops what it built from them.
-		why = "the registry stream no longer holds the events the catalog was built from (purged)"
+		return "the registry stream no longer holds the events the catalog was built from (purged)"
 	}
+	return ""
+}
+
+// checkOrigin drops the catalog when it was built from another incarnation of the stream or
+// when the stream no longer holds the messages right after its position.
+func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
+	origin := info.Created.UTC().Format(time.RFC3339Nano)
+	stored, first, err := c.readOrigin()
+	if err != nil {
+		return fmt.Errorf("%w: read origin: %w", ErrStore, err)
+	}
+	seq := c.Seq()
+	why := originLost(info, stored, first, seq)
 	if why != "" {
 		c.log.Warn().Str("why", why).Uint64("seq", seq).Uint64("stream_first", info.State.FirstSeq).
 			Uint64("stream_last", info.State.LastSeq).Msg("dropping the catalog to rebuild it by replay")
