@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -59,6 +60,10 @@ func TestRestartWaitsForReconnect(t *testing.T) {
 
 	// A server that failed to connect is refused at once, grace or not.
 	status(subjects.StatusUnavailable, subjects.CodeConnectFailed)
+	// (Once the executor applied it: it reads the registry stream on its own.)
+	waitFor(t, "the executor sees connect_failed", func() bool {
+		return r.ex.reg.view.Tool("vault", "peek").State == staleness.Unavailable
+	})
 	if res := r.call("local", "vault__peek", `{}`); res.Error == nil || res.Error.Code != subjects.CodeUnavailable {
 		t.Errorf("got %s %+v, want unavailable", res.Status, res.Error)
 	}
