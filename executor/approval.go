@@ -46,8 +46,12 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 	var given struct {
 		Approve *bool `json:"approve"`
 	}
-	if json.Unmarshal(data, &a) != nil || json.Unmarshal(data, &given) != nil {
-		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "approval is not a valid Approval JSON object"}}, true
+	if err := subjects.Decode(data, &a); err != nil || json.Unmarshal(data, &given) != nil {
+		msg := "approval is not a valid Approval JSON object"
+		if err != nil {
+			msg += ": " + truncateString(err.Error(), 200)
+		}
+		return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: msg}}, true
 	}
 	switch {
 	case a.V != 0 && a.V != subjects.Version:

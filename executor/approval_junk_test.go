@@ -39,6 +39,8 @@ func TestApprovalJunkDecidesNothing(t *testing.T) {
 		`{"v":1,"id":"` + id + `","approve":"yes"}`,
 		`{"v":1,"id":"` + id + `","approve":1}`,
 		`{"v":1,"id":"` + id + `","Approve":"false"}`,
+		`{"v":1,"id":"` + id + `","approve":false,"Approve":true}`,
+		`{"v":1,"id":"` + id + `","approve":true,"approve":false}`,
 		`[true]`,
 		`junk`,
 	}

@@ -36,6 +36,9 @@ func TestMalformedRequests(t *testing.T) {
 			{"negative timeout", subjects.Exec("local"), `{"id":"m-3","tool":"fixture__echo","timeoutMs":-5}`, subjects.CodeBadRequest},
 			{"5 MB arguments", subjects.Exec("local"), big(5 << 20), subjects.CodeTooLarge},
 			{"bad tenant token", subjects.Root + ".exec.a~ZZ", `{"id":"m-4","tool":"fixture__echo"}`, subjects.CodeBadRequest},
+			{"tool named up to case", subjects.Exec("local"), `{"id":"m-6","Tool":"fixture__echo","arguments":{"text":"x"}}`, subjects.CodeBadRequest},
+			{"tool named twice", subjects.Exec("local"), `{"id":"m-7","tool":"fixture__echo","tool":"fixture__other","arguments":{"text":"x"}}`, subjects.CodeBadRequest},
+			{"user named up to case", subjects.Exec("local"), `{"id":"m-8","tool":"fixture__echo","arguments":{"text":"x"},"principal":{"user":"a","USER":"b"}}`, subjects.CodeBadRequest},
 			{"no user: the open policy's local user", subjects.Exec("local"), `{"id":"m-5","tool":"fixture__echo","arguments":{"text":"x"},"principal":{"user":""}}`, ""},
 		}
 		for _, tc := range cases {

@@ -120,13 +120,14 @@ type inflightKey struct{}
 // read (its ID, when known, lets the refusal reach the caller).
 func decodeCall(data []byte) (subjects.CallRequest, *subjects.Error) {
 	var req subjects.CallRequest
-	if err := json.Unmarshal(data, &req); err != nil {
+	if err := subjects.Decode(data, &req); err != nil {
 		var head struct {
 			ID string `json:"id"`
 		}
-		// (json.Unmarshal fills what it could decode before it failed: req.ID may be set.)
+		// (json.Unmarshal fills what it could decode before it failed: req.ID may be set. An
+		// id named twice, or also as "ID", names no call to answer to.)
 		req.ID = ""
-		if json.Unmarshal(data, &head) == nil && len(head.ID) <= maxCallID {
+		if subjects.Decode(data, &head) == nil && len(head.ID) <= maxCallID {
 			// Bounded as a valid request's id: the refusal's results subject and claim key
 			// are built from it, and past a NATS control line the server closes the
 			// connection that publishes one. A longer id is no id to answer to.

@@ -226,7 +226,7 @@ func errorReply(e *subjects.Error) any {
 }
 
 func decode(body []byte, v any) *subjects.Error {
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := subjects.Decode(body, v); err != nil {
 		return apiError(subjects.CodeBadRequest, "malformed request: %v", err)
 	}
 	return nil

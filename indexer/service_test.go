@@ -56,6 +56,8 @@ func TestServiceMalformedRequests(t *testing.T) {
 		{"search k too big", subjects.CatalogSearch("local"), `{"query":"logs","k":101}`, subjects.CodeBadRequest},
 		{"search bad detail", subjects.CatalogSearch("local"), `{"query":"logs","detail":"everything"}`, subjects.CodeBadRequest},
 		{"search future version", subjects.CatalogSearch("local"), `{"v":2,"query":"logs"}`, subjects.CodeBadRequest},
+		{"search query named up to case", subjects.CatalogSearch("local"), `{"query":"logs","Query":"select:secret__tool"}`, subjects.CodeBadRequest},
+		{"search principal named twice", subjects.CatalogSearch("local"), `{"query":"logs","principal":{"user":"a"},"principal":{"user":"b"}}`, subjects.CodeBadRequest},
 		{"search body too large", subjects.CatalogSearch("local"), `{"query":"logs","pad":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, subjects.CodeTooLarge},
 		{"search too many servers", subjects.CatalogSearch("local"), `{"query":"logs","servers":[` + strings.Repeat(`"a",`, MaxFilterValues) + `"a"]}`, subjects.CodeTooLarge},
 		{"details bad json", subjects.CatalogDetails("local"), `nope`, subjects.CodeBadRequest},

@@ -304,7 +304,7 @@ func (m *Manager) handleRelist(req micro.Request) {
 	}
 	var r subjects.RelistRequest
 	if data := bytes.TrimSpace(req.Data()); len(data) > 0 {
-		if err := json.Unmarshal(data, &r); err != nil {
+		if err := subjects.Decode(data, &r); err != nil {
 			m.respondJSON(req, subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
 				Code: subjects.CodeBadRequest, Message: "malformed RelistRequest: " + truncate(err.Error(), 200)}})
 			return
@@ -334,7 +334,7 @@ func (m *Manager) handleDispatch(req micro.Request) {
 		return
 	}
 	var r subjects.DispatchRequest
-	if err := json.Unmarshal(req.Data(), &r); err != nil {
+	if err := subjects.Decode(req.Data(), &r); err != nil {
 		m.respondJSON(req, dispatchErr(subjects.CodeBadRequest, "malformed DispatchRequest: "+truncate(err.Error(), 200), ""))
 		return
 	}

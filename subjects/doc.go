@@ -31,4 +31,8 @@
 //	  mcpstream.v1.dispatch.<server>                   DispatchRequest → DispatchReply (tools/call)
 //
 // <kind> is one of tools, prompts, resources. Every <...> token is encoded with [EncodeToken].
+//
+// Services decode request payloads with [Decode]: member names are case-sensitive, and a member
+// named twice or matching a field only up to case is refused (bad_request), because readers of
+// the same bytes would take it differently.
 package subjects
