@@ -128,6 +128,10 @@ type Stats struct {
 	// Both are logged.
 	AuditFailed  int64
 	AuditDropped int64
+	// RegistrySeq is the last registry stream sequence the executor applied; RegistryLast the
+	// stream's last sequence as it last saw it (each message taken, and the stream's info
+	// every 5 s). RegistryLast − RegistrySeq is its lag behind the registry, in messages.
+	RegistrySeq, RegistryLast uint64
 }
 
 type stats struct {
@@ -140,7 +144,8 @@ func (e *Executor) Stats() Stats {
 	return Stats{Handled: e.stats.handled.Load(), Answered: e.stats.answered.Load(),
 		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load(), Failed: e.stats.failed.Load(),
 		ToolErrors: e.stats.toolErrors.Load(), Seconds: float64(e.stats.nanos.Load()) / 1e9,
-		AuditFailed: e.audit.failed.Load(), AuditDropped: e.audit.dropped.Load()}
+		AuditFailed: e.audit.failed.Load(), AuditDropped: e.audit.dropped.Load(),
+		RegistrySeq: e.reg.applied.Load(), RegistryLast: e.reg.streamLast.Load()}
 }
 
 // Ready reports whether the executor serves: registry replayed, front end and workers running.

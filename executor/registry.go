@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
@@ -47,8 +48,11 @@ type registry struct {
 	mu      sync.RWMutex
 	tools   map[string]*tool // public name → tool; entries of removed tools stay (state says removed)
 	applied atomic.Uint64    // last registry stream sequence applied
-	waiters map[uint64][]chan struct{}
-	log     zerolog.Logger
+	// streamLast is the registry stream's last sequence as last seen (from each message taken,
+	// and the stream's info every registryInfoEvery): streamLast − applied is the lag.
+	streamLast atomic.Uint64
+	waiters    map[uint64][]chan struct{}
+	log        zerolog.Logger
 
 	// listed holds, per server, the names its last tools list gave the table: a public name
 	// one of them holds is not taken by another pair (see apply). Guarded by mu.
@@ -202,6 +206,7 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 		return fmt.Errorf("registry stream: %w", err)
 	}
 	last := stream.CachedInfo().State.LastSeq
+	r.sawLast(last)
 	var once sync.Once
 	markReady := func() { once.Do(func() { close(ready) }) }
 	if last == 0 {
@@ -219,6 +224,7 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 		if err != nil {
 			return
 		}
+		r.sawLast(md.Sequence.Stream + md.NumPending)
 		r.apply(m.Subject(), m.Data(), md.Sequence.Stream)
 		if md.Sequence.Stream >= last || md.NumPending == 0 {
 			markReady()
@@ -231,7 +237,32 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 	if err != nil {
 		return fmt.Errorf("registry consume: %w", err)
 	}
-	<-ctx.Done()
-	cc.Stop()
-	return nil
+	// The stream's end, read now and then: a consumer that stalls takes no message that would
+	// say how far behind it is.
+	t := time.NewTicker(registryInfoEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			cc.Stop()
+			return nil
+		case <-t.C:
+			if info, err := stream.Info(ctx); err == nil {
+				r.sawLast(info.State.LastSeq)
+			}
+		}
+	}
+}
+
+// registryInfoEvery is how often a following executor reads the registry stream's info.
+const registryInfoEvery = 5 * time.Second
+
+// sawLast raises streamLast to n when n is larger.
+func (r *registry) sawLast(n uint64) {
+	for {
+		old := r.streamLast.Load()
+		if n <= old || r.streamLast.CompareAndSwap(old, n) {
+			return
+		}
+	}
 }

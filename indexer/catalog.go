@@ -39,6 +39,7 @@ type Catalog struct {
 	view     *staleness.View
 
 	seq        atomic.Uint64
+	streamLast atomic.Uint64 // the registry stream's last sequence, as last seen (follow, watchOrigin)
 	ready      atomic.Bool
 	applied    atomic.Uint64
 	badEvents  atomic.Uint64
@@ -191,7 +192,7 @@ func (c *Catalog) Stats() Stats {
 			Seconds: float64(ec.nanos.Load()) / 1e9}
 	}
 	return Stats{
-		Seq: c.Seq(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
+		Seq: c.Seq(), StreamLast: c.streamLast.Load(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
 		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
 		Vectors: vectors, VectorsPending: pending, EmbedErrors: c.embedErrors.Load(), BadVectors: c.badVectors.Load(),
 		Endpoints: endpoints,

@@ -85,7 +85,12 @@ const DefaultMaxRemoved = 50_000
 
 // Stats are a replica's counters.
 type Stats struct {
-	Seq        uint64 // last applied stream sequence
+	Seq uint64 // last applied stream sequence
+	// StreamLast is the registry stream's last sequence as the replica last saw it: from each
+	// message it takes (its sequence plus the messages pending after it) and from the stream's
+	// info, read every 5 s while it follows (0 before it follows). StreamLast − Seq is the
+	// replica's lag, in messages; it grows when the replica falls behind or is stuck.
+	StreamLast uint64
 	Applied    uint64 // messages applied since Open
 	BadEvents  uint64 // malformed messages skipped since Open
 	Collisions uint64 // public names refused because another pair holds them, since Open

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -70,6 +71,7 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 		return err
 	}
 	target := info.State.LastSeq
+	c.streamLast.Store(target)
 	if c.Seq() >= target || info.State.Msgs == 0 {
 		c.markReady()
 	}
@@ -116,6 +118,7 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 			continue
 		}
 		seq := md.Sequence.Stream
+		noteMax(&c.streamLast, seq+md.NumPending)
 		if seq <= c.Seq() {
 			continue
 		}
@@ -131,6 +134,16 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 }
 
 func (c *Catalog) markReady() { c.ready.Store(true) }
+
+// noteMax raises v to n when n is larger.
+func noteMax(v *atomic.Uint64, n uint64) {
+	for {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
 
 // originCheckEvery is how often a following replica checks that its stream was not purged or
 // recreated (a variable: tests shorten it).
@@ -159,6 +172,7 @@ func (c *Catalog) watchOrigin(ctx context.Context, st jetstream.Stream, lost fun
 		if err != nil {
 			continue
 		}
+		noteMax(&c.streamLast, info.State.LastSeq)
 		if why := originLost(info, stored, first, seq); why != "" {
 			lost(why)
 			return
