@@ -1,6 +1,7 @@
 package subjects
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -50,6 +51,33 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req CallRequest
-		_ = Decode(data, &req) // no panic, whatever the bytes
+		if Decode(data, &req) != nil {
+			return
+		}
+		// Accepted: a case-sensitive reader takes the same tool and user.
+		var tool *string
+		var members map[string]json.RawMessage
+		if json.Unmarshal(data, &members) != nil {
+			t.Fatalf("accepted %q, which is no object", data)
+		}
+		_ = json.Unmarshal(members["tool"], &tool)
+		if got := deref(tool); got != req.Tool {
+			t.Fatalf("%q: tool %q, a case-sensitive reader takes %q", data, req.Tool, got)
+		}
+		var pm map[string]json.RawMessage
+		if json.Unmarshal(members["principal"], &pm) == nil {
+			var user *string
+			_ = json.Unmarshal(pm["user"], &user)
+			if got := deref(user); got != req.Principal.User {
+				t.Fatalf("%q: user %q, a case-sensitive reader takes %q", data, req.Principal.User, got)
+			}
+		}
 	})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
