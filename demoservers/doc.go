@@ -19,8 +19,9 @@
 //   - ticketing — "Issue tracker: create and list tickets". createIssue (not
 //     read-only, not destructive, not idempotent: every call files a new ticket
 //     TCK-1, TCK-2, ...), listIssues (read-only; {issues, total}) and
-//     closeIssue (destructive). Tickets live in memory, per server instance.
-//     Optional: assignIssue.
+//     closeIssue (destructive). Tickets live in memory, per server instance, at
+//     most 10000 of them and 8 MiB of titles and bodies: past that createIssue
+//     answers a tool error ("the issue tracker is full"). Optional: assignIssue.
 //   - kb — "Company knowledge base: policies, handbooks and FAQs".
 //     search_knowledge_base (term matching over 20 built-in documents,
 //     English words and Chinese character bigrams) and get_document.

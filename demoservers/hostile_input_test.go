@@ -3,8 +3,10 @@ package demoservers
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,4 +136,58 @@ func TestSSECrossOriginRefused(t *testing.T) {
 			resp.Body.Close()
 		}
 	}
+}
+
+// TestTicketStoreBounded: createIssue kept every ticket, up to 64 KiB of body each, for the
+// life of the server: a peer calling it in a loop grew the process without bound. Once the
+// store holds maxTicketBytes, createIssue answers a tool error and stores nothing; the other
+// tools go on working.
+func TestTicketStoreBounded(t *testing.T) {
+	c := connect(t, "inprocess", "ticketing", testOptions(t))
+	body := strings.Repeat("x", 65536)
+	created, full := 0, false
+	for i := 0; i < maxTicketBytes/len(body)+8 && !full; i++ {
+		res := callTool(t, c, "createIssue", map[string]any{"title": "t", "body": body, "priority": "low"})
+		if res.IsError {
+			if !strings.Contains(resultText(res), "full") {
+				t.Fatalf("createIssue #%d: %s", i+1, resultText(res))
+			}
+			full = true
+			continue
+		}
+		created++
+	}
+	if !full {
+		t.Fatalf("%d tickets of %d bytes stored, no refusal", created, len(body))
+	}
+	if created*len(body) > maxTicketBytes {
+		t.Errorf("%d tickets of %d bytes stored, more than %d bytes", created, len(body), maxTicketBytes)
+	}
+	got := callOK[gotIssues](t, c, "listIssues", map[string]any{"limit": 1})
+	if got.Total != created {
+		t.Errorf("listIssues total %d, want %d", got.Total, created)
+	}
+}
+
+// FuzzParseControl parses arbitrary control files: none may panic, and an accepted one reads
+// back the same once encoded again.
+func FuzzParseControl(f *testing.F) {
+	for _, s := range []string{`{"hide":["listIssues"],"add":["assignIssue"]}`, `{}`, `null`, `{"hide":null} {}`,
+		`{"hide":["a"]}]`, `{"HIDE":["a"],"hide":["b"]}`, "\xef\xbb\xbf{}", `{"add":[1]}`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseControl([]byte(s))
+		if err != nil {
+			return
+		}
+		data, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := ParseControl(data)
+		if err != nil || !slices.Equal(again.Hide, c.Hide) || !slices.Equal(again.Add, c.Add) {
+			t.Fatalf("%s read back as %+v, %v; want %+v", data, again, err, c)
+		}
+	})
 }

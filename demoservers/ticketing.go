@@ -38,15 +38,24 @@ type ticketStore struct {
 	next    int
 	tickets []*ticket
 	byID    map[string]*ticket
+	bytes   int // of the tickets' titles and bodies
 }
+
+// errStoreFull is createIssue's answer once the store holds maxTickets or maxTicketBytes.
+var errStoreFull = fmt.Errorf("the issue tracker is full (at most %d tickets, %d MiB of titles and bodies): no ticket was created", maxTickets, maxTicketBytes>>20)
 
 func newTicketStore() *ticketStore {
 	return &ticketStore{next: 1, byID: make(map[string]*ticket)}
 }
 
-func (s *ticketStore) create(title, body, priority string, now time.Time) ticket {
+func (s *ticketStore) create(title, body, priority string, now time.Time) (ticket, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	size := len(title) + len(body)
+	if len(s.tickets) >= maxTickets || s.bytes+size > maxTicketBytes {
+		return ticket{}, errStoreFull
+	}
+	s.bytes += size
 	t := &ticket{
 		ID:        fmt.Sprintf("TCK-%d", s.next),
 		Title:     title,
@@ -58,7 +67,7 @@ func (s *ticketStore) create(title, body, priority string, now time.Time) ticket
 	s.next++
 	s.tickets = append(s.tickets, t)
 	s.byID[t.ID] = t
-	return *t
+	return *t, nil
 }
 
 // list returns up to limit tickets with the given status ("" = any), oldest
@@ -91,6 +100,15 @@ func (s *ticketStore) update(id string, fn func(t *ticket)) (ticket, bool) {
 	fn(t)
 	return *t, true
 }
+
+// maxTicketBytes bounds the titles and bodies a ticketing server stores, and maxTickets how
+// many tickets: past either, createIssue refuses to file one (a tool error), so that a peer
+// calling it in a loop cannot grow the process without bound. (An assignee is at most 100
+// bytes a ticket.)
+const (
+	maxTicketBytes = 8 << 20
+	maxTickets     = 10000
+)
 
 const ticketProps = `
       "id": {"type": "string", "description": "Ticket id, e.g. TCK-12."},
@@ -200,7 +218,10 @@ func ticketingTools(Options) (base, extras []server.ServerTool) {
 		if title == "" {
 			return mcp.NewToolResultError("title must not be blank"), nil
 		}
-		t := store.create(title, a.Body, a.Priority, time.Now())
+		t, err := store.create(title, a.Body, a.Priority, time.Now())
+		if err != nil {
+			return mcp.NewToolResultError(err.Error()), nil
+		}
 		out := createdIssue{ID: t.ID, Title: t.Title, Priority: t.Priority, Status: t.Status, CreatedAt: t.CreatedAt}
 		return mcp.NewToolResultStructured(out, fmt.Sprintf("Created %s (%s): %s", t.ID, t.Priority, t.Title)), nil
 	})

@@ -25,8 +25,34 @@ const (
 )
 
 // defaultHTTP is used when Client.HTTP is nil (shared, so connections are reused). Its timeout
-// applies only to a context without a deadline (see embedBatch).
-var defaultHTTP = &http.Client{Timeout: 30 * time.Second}
+// applies only to a context without a deadline (see embedBatch). It follows redirects within
+// the endpoint's origin only (see sameOrigin).
+var defaultHTTP = &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameOrigin}
+
+// maxRedirects is as many redirects as Go's client follows by default.
+const maxRedirects = 10
+
+// sameOrigin follows a redirect only within the origin (scheme, host and port) of the request
+// first sent. Go's client copies Authorization onto a redirected request to the same host name
+// on any port and scheme (https to http: the key in clear text), and a request body to any
+// host: another redirect is not followed, and the call fails with the redirect's status
+// (CodeRejected, see statusError).
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects || origin(via[0].URL) != origin(req.URL) {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
+// origin is u's scheme://host:port, the port made explicit.
+func origin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
+}
 
 // Client calls POST BaseURL+"/embeddings". The zero value is not usable: BaseURL and Model
 // are required. A Client is safe for concurrent use once its fields are set.
@@ -36,7 +62,7 @@ type Client struct {
 	APIKey     string       // sent as "Authorization: Bearer KEY" when not empty; never appears in errors
 	Dimensions int          // optional "dimensions" request field (0: not sent)
 	MaxBatch   int          // inputs per request; 0 → 64
-	HTTP       *http.Client // nil → a shared client; a 30s timeout when the context has no deadline
+	HTTP       *http.Client // nil → a shared client; a 30s timeout when the context has no deadline; redirects within the endpoint's origin only
 
 	// Secrets are other values that never appear in errors, replaced as APIKey is: those a
 	// configuration resolved into BaseURL (${ENV} references), say.
@@ -219,6 +245,16 @@ func (c *Client) statusError(resp *http.Response) *Error {
 	// trimmed, characters replaced) could move into the quoted part.
 	body = c.dropKeyStart(body)
 	msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		// Not followed (see sameOrigin): where it leads, without its query, which may hold
+		// a credential.
+		if to, err := resp.Location(); err == nil {
+			shown := url.URL{Scheme: to.Scheme, Host: to.Host, Path: to.Path}
+			msg += fmt.Sprintf(" to %q: redirects are followed within the endpoint's origin only (set the final URL)", shown.String())
+		} else {
+			msg += ": a redirect without a usable Location"
+		}
+	}
 	if body, ok := c.redactBody(body); !ok {
 		msg += ": (response body withheld: its JSON escapes may spell the API key)"
 	} else if s := c.snippet(body); s != "" {

@@ -14,13 +14,18 @@
 // Client.Dimensions > 0, and "Authorization: Bearer APIKey" only when APIKey is not empty.
 // Texts are sent as they are (an empty string too; invalid UTF-8 becomes U+FFFD, as
 // encoding/json does). With Client.HTTP nil, a request is bounded by the context's deadline, or
-// by 30 s when the context has none.
+// by 30 s when the context has none, and a redirect is followed only within the endpoint's
+// origin (scheme, host and port; at most 10): Go's client would take Authorization along to
+// any port of the same host name, over http too. Another redirect fails the call
+// (embeddings_rejected, naming the redirect's target without its query).
 //
 // # Produces
 //
 // Client.Embed returns one vector per text, in input order, whatever order the server listed
 // them in (by "index"). A response is accepted only when its status is 2xx, its body is at most
-// 64 MiB, it is JSON with exactly one "data" item per input, every index is present, in range
+// 64 MiB, it is JSON with exactly one "data" item per input (items past that count are
+// counted, not decoded: a response of millions of tiny items costs no more memory than its
+// body), every index is present, in range
 // and unique, and every embedding is a non-empty array of numbers (no nulls, each within
 // float32 range) with at most 16384 dimensions, all of the same dimension across the whole
 // Embed call (across batches too), equal to Client.Dimensions when that is set. Nothing is
@@ -38,7 +43,8 @@
 //	                        negative Dimensions or MaxBatch (checked before any request)
 //	embeddings_unavailable  transport failure, timeout, context cancelled or expired, HTTP 5xx,
 //	                        429 or 408 (worth retrying later)
-//	embeddings_rejected     any other non-2xx status: bad key, unknown model, bad request...
+//	embeddings_rejected     any other non-2xx status: bad key, unknown model, bad request, a
+//	                        redirect to another origin...
 //	embeddings_malformed    a 2xx response that is not as specified above
 //
 // Status is the HTTP status when there was a response (also for embeddings_malformed). For a

@@ -8,26 +8,50 @@ import (
 	"strconv"
 )
 
-type response struct {
-	Data []struct {
-		Index     *int   `json:"index"` // required: nil when absent or null
-		Embedding vector `json:"embedding"`
-	} `json:"data"`
+// respItem is one element of a response's "data".
+type respItem struct {
+	Index     *int   `json:"index"` // required: nil when absent or null
+	Embedding vector `json:"embedding"`
 }
 
 // decode validates a response to n inputs (inputs offset.. of the call) and returns their
 // vectors in input order. *dim is the dimension every embedding must have (0: set from the
-// first one).
+// first one). Items of "data" past the n wanted are counted, not built: a response of
+// millions of tiny items would otherwise take far more memory than its body.
 func decode(body []byte, n, offset int, dim *int) ([][]float32, error) {
-	var r response
+	var r struct {
+		Data json.RawMessage `json:"data"`
+	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("decoding the response: %w", err)
 	}
-	if len(r.Data) != n {
-		return nil, fmt.Errorf("response has %d embeddings for %d inputs", len(r.Data), n)
+	var items []respItem
+	count := 0
+	if data := bytes.TrimSpace(r.Data); len(data) > 0 && !bytes.Equal(data, []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			return nil, fmt.Errorf("decoding the response: data is not an array")
+		}
+		var skip json.RawMessage // reused: an item past the n wanted is only counted
+		for dec.More() {
+			var err error
+			if count < n {
+				items = append(items, respItem{})
+				err = dec.Decode(&items[count])
+			} else {
+				err = dec.Decode(&skip)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("decoding the response: data[%d]: %w", count, err)
+			}
+			count++
+		}
+	}
+	if count != n {
+		return nil, fmt.Errorf("response has %d embeddings for %d inputs", count, n)
 	}
 	out := make([][]float32, n)
-	for k, d := range r.Data {
+	for k, d := range items {
 		if d.Index == nil {
 			return nil, fmt.Errorf("data[%d] has no index", k)
 		}

@@ -3,6 +3,7 @@ package natsembed
 import (
 	"context"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,5 +127,29 @@ func TestShutdownKeepsMessages(t *testing.T) {
 		}
 		nc.Close()
 		srv.Shutdown()
+	}
+}
+
+// TestNegativeConfigRefused: a negative MaxMemory or MaxStore was silently nats-server's
+// default (75% of memory or disk: the opposite of a bound), a negative ReadyWait failed as
+// "not ready after -1s", and a negative MaxPayload with a message about max_pending. Each is
+// refused by name, before anything starts.
+func TestNegativeConfigRefused(t *testing.T) {
+	for field, cfg := range map[string]Config{
+		"MaxPayload": {MaxPayload: -1},
+		"MaxMemory":  {MaxMemory: -5},
+		"MaxStore":   {MaxStore: -5},
+		"ReadyWait":  {ReadyWait: -time.Second},
+	} {
+		cfg.Listen, cfg.StoreDir = "none", t.TempDir()
+		srv, err := Start(cfg)
+		if err == nil {
+			srv.Shutdown()
+			t.Errorf("%s: accepted", field)
+			continue
+		}
+		if !strings.Contains(err.Error(), field+" is negative") {
+			t.Errorf("%s: %v, want the field named", field, err)
+		}
 	}
 }

@@ -16,7 +16,8 @@ import (
 )
 
 // Config configures the embedded server. The zero value listens on a random loopback port and
-// keeps JetStream in a new temporary directory of its own, removed by Shutdown.
+// keeps JetStream in a new temporary directory of its own, removed by Shutdown. A negative
+// MaxPayload, MaxMemory, MaxStore or ReadyWait is an error of Start.
 type Config struct {
 	StoreDir   string        // JetStream store directory; "" → a new temporary one
 	Listen     string        // host:port (port 0: any free port); "" → 127.0.0.1 with a random port; "none" → no TCP listener
@@ -39,6 +40,16 @@ type Server struct {
 
 // Start starts the server and waits until it accepts connections.
 func Start(cfg Config) (*Server, error) {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"MaxPayload", int64(cfg.MaxPayload)}, {"MaxMemory", cfg.MaxMemory}, {"MaxStore", cfg.MaxStore}, {"ReadyWait", int64(cfg.ReadyWait)}} {
+		if f.v < 0 {
+			// nats-server would read a negative JetStream limit as its default (75% of the
+			// memory or disk), the opposite of a bound.
+			return nil, fmt.Errorf("embedded nats-server: Config.%s is negative (%d)", f.name, f.v)
+		}
+	}
 	opts := &server.Options{
 		ServerName:         cfg.ServerName,
 		JetStream:          true,

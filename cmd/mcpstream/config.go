@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -75,6 +76,9 @@ var ErrConfig = errors.New("invalid configuration")
 
 // maxConfigBytes bounds the configuration file read.
 const maxConfigBytes = 4 << 20
+
+// maxConfigErrors bounds the problems a configuration error lists.
+const maxConfigErrors = 50
 
 // configError is one precise configuration problem: file, line, where (section, server), field.
 // It never holds a resolved secret value.
@@ -184,16 +188,38 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 	w := &shapeWalker{file: path, where: map[int]string{}}
 	w.walk(root, reflect.TypeFor[fileConfig](), "")
 	if len(w.errs) > 0 {
-		return nil, errors.Join(w.errs...)
+		return nil, limitErrors(path, w.errs)
 	}
 	cfg := &fileConfig{Path: path}
 	if err := root.Decode(cfg); err != nil {
-		return nil, yamlError(path, err, w.where)
+		return nil, limitErrors(path, unjoin(yamlError(path, err, w.where)))
 	}
 	if err := cfg.validate(lookup, serverSecrets); err != nil {
-		return nil, err
+		return nil, limitErrors(path, unjoin(err))
 	}
 	return cfg, nil
+}
+
+// unjoin returns the errors err joins, flattened (err alone when it joins none).
+func unjoin(err error) []error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, unjoin(e)...)
+	}
+	return out
+}
+
+// limitErrors joins the first maxConfigErrors of errs, and says how many more there are.
+func limitErrors(path string, errs []error) error {
+	if len(errs) <= maxConfigErrors {
+		return errors.Join(errs...)
+	}
+	more := &configError{File: path, Msg: fmt.Sprintf("and %d more problems", len(errs)-maxConfigErrors)}
+	return errors.Join(append(errs[:maxConfigErrors:maxConfigErrors], more)...)
 }
 
 var yamlLineRe = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -227,6 +253,15 @@ type shapeWalker struct {
 	file  string
 	errs  []error
 	where map[int]string // line → place, for decode errors
+	steps int            // nodes walked
+	// walked holds the nodes checked, with the type they were checked against: an alias
+	// repeats its node, which is checked once (n aliases of a node of n items are n² items).
+	walked map[walkedNode]bool
+}
+
+type walkedNode struct {
+	n *yaml.Node
+	t reflect.Type
 }
 
 func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
@@ -236,6 +271,14 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if w.walked == nil {
+		w.walked = map[walkedNode]bool{}
+	}
+	if w.walked[walkedNode{n, t}] {
+		return
+	}
+	w.walked[walkedNode{n, t}] = true
+	w.steps++
 	if _, ok := w.where[n.Line]; !ok && where != "" {
 		w.where[n.Line] = where
 	}
@@ -245,6 +288,18 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Value == "<<" {
+				// A merge brings in the keys of a mapping, or of a list of mappings: they
+				// are fields of t too.
+				for v.Kind == yaml.AliasNode && v.Alias != nil {
+					v = v.Alias
+				}
+				if v.Kind == yaml.SequenceNode {
+					for _, item := range v.Content {
+						w.walk(item, t, where)
+					}
+				} else {
+					w.walk(v, t, where)
+				}
 				continue
 			}
 			ft, ok := fields[k.Value]
@@ -269,7 +324,38 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 		for i, item := range n.Content {
 			w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]%s", where, i, nameOf(item)))
 		}
+	case isInt(t) && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float":
+		// yaml truncates a float into an integer (concurrency: 0.5 would be 0, no limit).
+		if f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64); err == nil && f != math.Trunc(f) {
+			w.errs = append(w.errs, &configError{File: w.file, Line: n.Line, Where: parentOf(where), Field: fieldOf(where),
+				Msg: fmt.Sprintf("%s is not a whole number", n.Value)})
+		}
 	}
+}
+
+func isInt(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+// parentOf and fieldOf split a place built by join ("limits.tenant.burst") into the place of
+// the mapping and the field ("limits.tenant", "burst").
+func parentOf(where string) string {
+	if i := strings.LastIndexAny(where, ".:"); i >= 0 {
+		return strings.TrimSpace(where[:i])
+	}
+	return ""
+}
+
+func fieldOf(where string) string {
+	if i := strings.LastIndexAny(where, ".:"); i >= 0 {
+		return strings.TrimSpace(where[i+1:])
+	}
+	return where
 }
 
 // join builds a place such as "servers[2] (github): headers".
@@ -467,6 +553,10 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 			return ""
 		}
 		secrets = append(secrets, refs...)
+		if stdio && strings.IndexByte(out, 0) >= 0 {
+			// A process cannot be given one: it would fail to start, again and again.
+			bad(field, "holds a NUL byte")
+		}
 		return out
 	}
 	sc := registrysync.ServerConfig{
@@ -509,12 +599,15 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 	if len(s.Headers) > 0 {
 		sc.Headers = map[string]string{}
 		for _, k := range sortedKeys(s.Headers) {
-			if k == "" || strings.ContainsAny(k, " \t\r\n:") {
+			if !headerName(k) {
 				bad("headers", "%q is not a header name", k)
 			}
 			sc.Headers[k] = expand("headers."+k, s.Headers[k])
 			if strings.ContainsAny(sc.Headers[k], "\r\n") {
 				bad("headers."+k, "value holds a line break")
+			} else if strings.IndexFunc(sc.Headers[k], func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0 {
+				// net/http refuses to send it: every request of the connector would fail.
+				bad("headers."+k, "value holds a control character")
 			}
 			if secretNames.MatchString(k) && sc.Headers[k] != "" {
 				secrets = append(secrets, sc.Headers[k])
@@ -534,6 +627,20 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 	// and query parameters): the executor's audit redaction gets the same values.
 	sc.Secrets = dedupSecrets(append(secrets, registrysync.SecretValues(sc)...))
 	return sc, false, nil
+}
+
+// headerName reports whether k is an HTTP field name (an RFC 9110 token), as net/http requires.
+func headerName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // envNotSetError is a ${NAME} reference to a variable that is not set.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,10 @@ func TestMain(m *testing.M) {
 	// variable, or — since registrysync gives stdio children a minimal environment — by its first
 	// argument, which `go test` never makes a non-flag. Without this a demo server child would run
 	// the suite again and start children of its own.
-	if os.Getenv(envTestMain) == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-") {
+	// A fuzzing worker is the test binary again, with the environment of the coordinator: it
+	// is told by its flag.
+	fuzzWorker := slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") })
+	if !fuzzWorker && (os.Getenv(envTestMain) == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-")) {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzParseConfig parses arbitrary configuration files: none may panic; every error wraps
+// ErrConfig, lists at most maxConfigErrors problems (plus the count of the rest) and never
+// shows the value of a ${ENV} reference.
+func FuzzParseConfig(f *testing.F) {
+	f.Add(validConfig)
+	f.Add("servers: [&m {name: a, command: b, bogus: 1, args: &a [s, s]}, *m, *m]\n")
+	f.Add("servers:\n  - <<: [{name: a}, {command: x, argz: [y]}]\npolicy: *none\n")
+	f.Add("servers: []\nlimits:\n  tenant: {perSecond: .nan, burst: 2.5, concurrency: 1e1}\n")
+	f.Add("servers: [{name: a, url: 'http://${GITHUB_TOKEN}', headers: {\"X-\\u00e9\": \"a\\0b\"}}]\n")
+	f.Add("servers: []\nsearch: {embeddings: {url: 'http://x/${DB_PASSWORD}', model: m, dimensions: 0.5, timeout: -1s}}\n")
+	f.Add("servers: []\nstreams: {resultsMaxAge: 1e400h, resultsMaxBytes: 1e3MiB, auditMaxBytes: -1GiB}\n")
+	f.Add("a: &a [*a]\nservers: &s [*s]\n---\n")
+	f.Fuzz(func(t *testing.T, y string) {
+		_, err := parseConfig("c.yaml", []byte(y), lookupTest)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, ErrConfig) {
+			t.Fatalf("%v does not wrap ErrConfig", err)
+		}
+		msg := err.Error()
+		if n := strings.Count(msg, "\n") + 1; n > maxConfigErrors+1 {
+			t.Fatalf("%d problems listed", n)
+		}
+		for _, v := range testEnv {
+			if len(v) >= 8 && strings.Contains(msg, v) && !strings.Contains(y, v) {
+				t.Fatalf("%v shows the value of a reference", err)
+			}
+		}
+	})
+}
