@@ -12,10 +12,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpstream/mcpstream/jsonscan"
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/search"
 	"github.com/mcpstream/mcpstream/staleness"
@@ -72,6 +74,13 @@ type Catalog struct {
 	version  uint64 // applied changes of the in-memory state (guarded by mu)
 	overview atomic.Pointer[overview]
 	scopes   atomic.Pointer[scopeOverview]
+	// serverSet changes whenever a server is added to servers (or servers is replaced); names
+	// caches the sorted names of one state of it (servers pages). Guarded by mu.
+	serverSet uint64
+	names     atomic.Pointer[serverNames]
+	// replyRoom is the most a reply may take (Serve sets it from the connection's max
+	// payload; 0: no bound): a servers page ends before it.
+	replyRoom atomic.Int64
 	// noFastPath makes every search check each candidate (tests compare both paths).
 	noFastPath bool
 	following  atomic.Bool
@@ -152,6 +161,7 @@ func (c *Catalog) reset() {
 	c.view = staleness.New(c.cfg.Now)
 	c.nextOrd = 0
 	c.version++
+	c.serverSet++
 	c.seq.Store(0)
 }
 
@@ -250,6 +260,7 @@ func (c *Catalog) server(name string) *serverMem {
 	if s == nil {
 		s = &serverMem{ord: c.nextOrd, kinds: map[subjects.Kind]*kindRec{}, tools: map[string]*entry{}}
 		c.nextOrd++
+		c.serverSet++
 		c.servers[name] = s
 	}
 	return s
@@ -590,26 +601,30 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 	// Items are parsed, and changed ones prepared (record, search document), on every core: a
 	// replay applies large snapshots back to back. Decisions stay sequential, in item order.
 	type item struct {
-		d       toolDef
-		pub     string
-		h       [16]byte
-		write   bool // store the record
-		index   bool // (re)index the tool
-		rec     []byte
-		up      upsert
-		skipped bool
+		d        toolDef
+		pub      string
+		h        [16]byte
+		write    bool // store the record
+		index    bool // (re)index the tool
+		rec      []byte
+		up       upsert
+		skipped  bool
+		tooLarge bool   // over MaxDefinitionBytes (not parsed)
+		longName string // the start of a name over MaxToolNameBytes
 	}
 	items := make([]item, len(sn.Items))
 	parallelFor(len(items), func(i int) {
 		raw := sn.Items[i]
 		it := &items[i]
 		if len(raw) > MaxDefinitionBytes {
+			it.tooLarge = true
 			return
 		}
 		it.d = parseDef(raw)
 		if len(it.d.Name) > MaxToolNameBytes {
 			// Past a Badger key's limit, its writes would fail the whole message (and the
 			// replica, on every restart): skipped like a definition without a name.
+			it.longName = cutText(it.d.Name, maxRejectedText)
 			it.d = toolDef{}
 		}
 		if it.d.Name != "" {
@@ -617,6 +632,9 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			it.h = defHash(raw)
 		}
 	})
+	// What registrysync left out first, then what the catalog leaves out, in item order.
+	var rej rejections
+	rej.addListed(sn.Rejected)
 	seen := map[string]bool{}
 	seenPub := map[string]bool{}
 	for i := range items {
@@ -624,6 +642,17 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 		if it.d.Name == "" || seen[it.d.Name] {
 			c.badItems.Add(1)
 			it.skipped = true
+			switch {
+			case it.tooLarge:
+				rej.add(itemName(sn.Items[i]), subjects.CodeDefinitionTooLarge,
+					fmt.Sprintf("definition is %d bytes, more than the %d the catalog keeps", len(sn.Items[i]), MaxDefinitionBytes))
+			case it.longName != "":
+				rej.add(it.longName, subjects.CodeInvalidDefinition, fmt.Sprintf("name is more than %d bytes long", MaxToolNameBytes))
+			case it.d.Name == "":
+				rej.add("", subjects.CodeInvalidDefinition, "a tool needs a non-empty string name")
+			default:
+				rej.add(it.d.Name, subjects.CodeDuplicateName, "a tool with this name was listed before; the first one is kept")
+			}
 			c.log.Warn().Str("server", server).Int("item", i).Str("name", it.d.Name).Int("bytes", len(sn.Items[i])).
 				Msg("skipping a tool definition without a usable name, listed twice, or too large")
 			continue
@@ -637,6 +666,9 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			}
 			c.log.Error().Str("server", server).Str("tool", it.d.Name).Str("public", it.pub).Str("holder", holder).
 				Msg("public name collision: refusing the tool rather than shadowing the one that holds the name")
+			// Not who holds it: that tool may be one the reader of the servers listing may
+			// not see.
+			rej.add(it.d.Name, subjects.CodeNameCollision, fmt.Sprintf("its public name %s is held by another tool", it.pub))
 			continue
 		}
 		seen[it.d.Name], seenPub[it.pub] = true, true
@@ -681,6 +713,7 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 		}
 	}
 	km.Count = len(seen)
+	km.Rejected, km.RejectedMore = rej.recs, rej.more
 	var gone []*entry
 	var goneRecs []removedRec
 	if old != nil {
@@ -764,17 +797,25 @@ func (c *Catalog) planOtherKind(sn *subjects.Snapshot) ([]write, func(), error) 
 		Fingerprint: sn.Fingerprint, ListedAt: sn.ListedAt, Pages: sn.Pages, TTLMs: sn.TTLMs,
 		CacheScope: sn.CacheScope, AuthContext: sn.AuthContext, Listed: true,
 	}
+	var rej rejections
+	rej.addListed(sn.Rejected)
 	seen := map[string]bool{}
 	for _, raw := range sn.Items {
 		n := staleness.ItemName(sn.Kind, raw)
 		if n == "" || seen[n] {
 			c.badItems.Add(1)
+			if n == "" {
+				rej.add(itemName(raw), subjects.CodeInvalidDefinition, fmt.Sprintf("a %s needs a non-empty string %s", singular(sn.Kind), itemKey(sn.Kind)))
+			} else {
+				rej.add(itemName(raw), subjects.CodeDuplicateName, fmt.Sprintf("a %s with this %s was listed before; the first one is kept", singular(sn.Kind), itemKey(sn.Kind)))
+			}
 			continue
 		}
 		seen[n] = true
 		km.Names = append(km.Names, n)
 	}
 	km.Count = len(km.Names)
+	km.Rejected, km.RejectedMore = rej.recs, rej.more
 	var ups []upsert
 	if rec.Description != prevDesc {
 		var err error
@@ -888,3 +929,62 @@ func parallelFor(n int, fn func(i int)) {
 	}
 	wg.Wait()
 }
+
+// rejections collects the rejected definitions of one list, at most MaxRejected, and counts the
+// others.
+type rejections struct {
+	recs []rejRec
+	more int
+}
+
+// maxCodeBytes bounds a rejection code taken from the stream.
+const maxCodeBytes = 64
+
+func (r *rejections) add(name, code, msg string) {
+	if len(r.recs) >= MaxRejected {
+		r.more++
+		return
+	}
+	if code == "" {
+		code = subjects.CodeInvalidDefinition
+	}
+	r.recs = append(r.recs, rejRec{Name: cutText(name, maxRejectedText), Code: cutText(code, maxCodeBytes),
+		Message: cutText(msg, maxRejectedText)})
+}
+
+// addListed adds the rejections of a snapshot (registrysync's: names redacted there).
+func (r *rejections) addListed(listed []subjects.Rejected) {
+	for _, x := range listed {
+		r.add(x.Name, x.Code, x.Message)
+	}
+}
+
+// cutText makes s valid UTF-8 and cuts it to at most n bytes on a rune boundary, marking the
+// cut; the result shares no memory with s (a substring would keep a whole decoded event alive).
+func cutText(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + "…"
+	}
+	return strings.Clone(s)
+}
+
+// itemName is the "name" of a raw definition that was not otherwise decoded, "" if it has
+// none (for what is shown of a rejected definition).
+func itemName(raw []byte) string {
+	var name string
+	jsonscan.Members(raw, func(key, value []byte) {
+		if n, ok := jsonscan.Name(key); ok && n == "name" && name == "" {
+			var v string
+			if json.Unmarshal(value, &v) == nil {
+				name = cutText(v, maxRejectedText)
+			}
+		}
+	})
+	return name
+}
+
+func singular(k subjects.Kind) string { return strings.TrimSuffix(string(k), "s") }

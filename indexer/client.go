@@ -67,3 +67,38 @@ func (cl Client) call(ctx context.Context, subject string, req, reply any) error
 	}
 	return nil
 }
+
+// MaxServerPages bounds the pages AllServers follows when its caller gives no bound.
+const MaxServerPages = 10_000
+
+// AllServers follows the pages of the servers listing from req.After (req.Limit servers a page)
+// and returns every server, in order: at most maxPages pages (0 → MaxServerPages), after which
+// the reply's Next says where the rest starts. An API error of a page ends it: the reply holds
+// the servers before it and the error. A service that answers a Next that does not sort after
+// the page's After (it would page forever) is an error.
+func (cl Client) AllServers(ctx context.Context, tenant string, req subjects.ServersRequest, maxPages int) (subjects.ServersReply, error) {
+	out := subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}}
+	if maxPages <= 0 {
+		maxPages = MaxServerPages
+	}
+	for range maxPages {
+		rep, err := cl.Servers(ctx, tenant, req)
+		if err != nil {
+			return out, err
+		}
+		if rep.Error != nil {
+			out.Error = rep.Error
+			return out, nil
+		}
+		out.Servers = append(out.Servers, rep.Servers...)
+		if rep.Next == "" {
+			return out, nil
+		}
+		if rep.Next <= req.After {
+			return out, fmt.Errorf("%s: next %q does not sort after %q", subjects.CatalogServers(tenant), rep.Next, req.After)
+		}
+		req.After = rep.Next
+	}
+	out.Next = req.After
+	return out, nil
+}

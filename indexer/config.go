@@ -19,8 +19,17 @@ const (
 	MaxK            = 100      // largest k (bad_request beyond)
 	MaxDetailNames  = 100      // names of one details request
 	MaxFilterValues = 64       // servers or tags of one search request
-	MaxNameBytes    = 1 << 10  // one name in a details or select request
+	MaxNameBytes    = 1 << 10  // one name in a details or select request, or a servers request's after
+	DefaultServers  = 100      // servers of a servers page with limit = 0
+	MaxServers      = 1000     // largest servers limit (bad_request beyond)
 )
+
+// MaxRejected bounds the rejected definitions the catalog keeps per server and kind, and shows
+// per server in a servers reply; the rest are counted.
+const MaxRejected = 32
+
+// maxRejectedText bounds the name and the message of a kept rejected definition (bytes).
+const maxRejectedText = 200
 
 // QueueGroup is the queue group every replica's catalog service joins.
 const QueueGroup = "mcpstream-catalog"

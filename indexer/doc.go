@@ -29,6 +29,17 @@
 // headers carry the same code. A reply larger than the connection's max_payload (details of many
 // large definitions, a full search at a high k) is answered too_large rather than not at all.
 //
+// Servers come in pages, sorted by name: at most ServersRequest.Limit (DefaultServers, at most
+// MaxServers; out of range: bad_request with path /limit) after ServersRequest.After (over
+// MaxNameBytes: too_large, path /after), and fewer when more would not fit in the connection's
+// max_payload; ServersReply.Next, the last name of the page, is set only when a server the
+// principal may see follows (servers it may not see are never counted). Client.AllServers
+// follows the pages. Each server lists the definitions its lists lost (ServerSummary.Rejected,
+// at most MaxRejected, the rest counted): registrysync's (Snapshot.Rejected, names redacted
+// there) and the catalog's own (no usable name, a name listed twice, too large, name_collision);
+// only of lists the principal may see, and under a configured policy only names it may call,
+// without a count of the rest.
+//
 // # Ack and retry
 //
 // There are no acks: the replica's position is the last applied stream sequence, written in the
@@ -50,7 +61,8 @@
 //	                  at start or while following)
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
-//	                  authContext), list_changed flag, names of prompts and resources; a
+//	                  authContext), list_changed flag, names of prompts and resources, the
+//	                  definitions left out (at most MaxRejected, and a count of the rest); a
 //	                  confirmation of that fingerprint (subjects.Confirmed: re-listed unchanged)
 //	                  moves listedAt forward, restarting the list's ttlMs (never its
 //	                  list_changed flag), so a restart or a replay gives the same freshness

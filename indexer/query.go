@@ -2,10 +2,12 @@ package indexer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -593,59 +595,155 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 	return reply
 }
 
-// Servers lists the servers with the counts of what the principal may see. Under a configured
+// Servers lists, a page at a time, the servers with the counts of what the principal may see,
+// and the definitions of their lists that were left out of the catalog. Under a configured
 // policy a server none of whose tools the principal may call is not listed; under any policy,
 // neither is a server whose every list is private to another authorization context (its
-// description and its very use there are that context's).
+// description and its very use there are that context's). A server left out is never counted:
+// the page holds the next req.Limit servers the principal may see whose names sort after
+// req.After, and Next is set only when such a server comes after the page.
 func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subjects.ServersReply {
 	reply := subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}}
+	switch {
+	case req.Limit < 0 || req.Limit > MaxServers:
+		reply.Error = apiError(subjects.CodeBadRequest, "limit %d out of range 1..%d (0 = %d)", req.Limit, MaxServers, DefaultServers)
+		reply.Error.Path = "/limit"
+	case len(req.After) > MaxNameBytes:
+		reply.Error = apiError(subjects.CodeTooLarge, "after of %d bytes exceeds %d", len(req.After), MaxNameBytes)
+		reply.Error.Path = "/after"
+	}
+	if reply.Error != nil {
+		return reply
+	}
 	pr, apiErr := c.resolve(req.V, req.Principal)
 	if apiErr != nil {
 		reply.Error = apiErr
 		return reply
 	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = DefaultServers
+	}
+	// budget is what the reply may take (0: no bound): a page ends early rather than make a
+	// reply NATS cannot carry. used counts the envelope and the servers so far.
+	budget := int(c.replyRoom.Load())
+	used := 64
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	vis := c.visibility(&filter{pr: pr})
 	defer vis.release()
-	for _, name := range sortedKeys(c.servers) {
-		s := c.servers[name]
-		if s.gone() || !s.announced() {
+	names := c.serverNamesNow()
+	i := sort.SearchStrings(names, req.After)
+	if i < len(names) && req.After != "" && names[i] == req.After {
+		i++
+	}
+	for ; i < len(names); i++ {
+		sum, ok := c.serverSummary(vis, pr, names[i])
+		if !ok {
 			continue
 		}
-		sum := subjects.ServerSummary{Name: name, Description: s.rec.Description}
-		for _, e := range s.tools {
-			if vis.allow(e) {
-				sum.Tools++
-			}
+		// A server pr may see comes after the page: there is a next one.
+		full := len(reply.Servers) >= limit
+		size := 0
+		if budget > 0 && !full {
+			b, _ := json.Marshal(sum)
+			n, _ := json.Marshal(sum.Name) // the next, should this one end the page
+			size = len(b) + 1
+			full = len(reply.Servers) > 0 && used+size+len(n)+16 > budget
 		}
-		if sum.Tools == 0 && (!c.pol.IsOpen() || !mayUseAList(c.pol, pr, s)) {
-			continue
-		}
-		for k, n := range map[subjects.Kind]*int{subjects.KindPrompts: &sum.Prompts, subjects.KindResources: &sum.Resources} {
-			if km := s.kinds[k]; km != nil && c.pol.MayUseScope(pr, km.CacheScope, km.AuthContext) {
-				*n = km.Count
-			}
-		}
-		sum.Status, sum.Reason = "unknown", ""
-		if st := s.rec.Status; st != nil {
-			sum.Status, sum.Reason = st.Status, st.Reason
-			if st.Code != "" && st.Reason == "" {
-				sum.Reason = st.Code
-			}
-			sum.Transport, sum.Protocol = st.Transport, st.Protocol
-		}
-		if in := s.rec.Info; in != nil {
-			if sum.Transport == "" {
-				sum.Transport = in.Transport
-			}
-			if sum.Protocol == "" {
-				sum.Protocol = in.Protocol
-			}
+		if full {
+			reply.Next = reply.Servers[len(reply.Servers)-1].Name
+			break
 		}
 		reply.Servers = append(reply.Servers, sum)
+		used += size
 	}
 	return reply
+}
+
+// serverNamesNow returns the names of every server in memory, sorted, computed once per change
+// of the set. Callers hold c.mu (read).
+func (c *Catalog) serverNamesNow() []string {
+	sn := c.names.Load()
+	if sn == nil || sn.set != c.serverSet {
+		sn = &serverNames{set: c.serverSet, names: sortedKeys(c.servers)}
+		c.names.Store(sn)
+	}
+	return sn.names
+}
+
+// serverNames is the sorted server names of one state of the set of servers.
+type serverNames struct {
+	set   uint64
+	names []string
+}
+
+// serverSummary is the summary of one server for pr, false when pr may not see the server.
+// Callers hold c.mu (read).
+func (c *Catalog) serverSummary(vis *visibility, pr subjects.Principal, name string) (subjects.ServerSummary, bool) {
+	s := c.servers[name]
+	if s == nil || s.gone() || !s.announced() {
+		return subjects.ServerSummary{}, false
+	}
+	sum := subjects.ServerSummary{Name: name, Description: s.rec.Description}
+	for _, e := range s.tools {
+		if vis.allow(e) {
+			sum.Tools++
+		}
+	}
+	if sum.Tools == 0 && (!c.pol.IsOpen() || !mayUseAList(c.pol, pr, s)) {
+		return subjects.ServerSummary{}, false
+	}
+	for k, n := range map[subjects.Kind]*int{subjects.KindPrompts: &sum.Prompts, subjects.KindResources: &sum.Resources} {
+		if km := s.kinds[k]; km != nil && c.pol.MayUseScope(pr, km.CacheScope, km.AuthContext) {
+			*n = km.Count
+		}
+	}
+	for _, k := range subjects.Kinds {
+		if km := s.kinds[k]; km != nil && c.pol.MayUseScope(pr, km.CacheScope, km.AuthContext) {
+			c.addRejected(&sum, pr, k, km)
+		}
+	}
+	sum.Status, sum.Reason = "unknown", ""
+	if st := s.rec.Status; st != nil {
+		sum.Status, sum.Reason = st.Status, st.Reason
+		if st.Code != "" && st.Reason == "" {
+			sum.Reason = st.Code
+		}
+		sum.Transport, sum.Protocol = st.Transport, st.Protocol
+	}
+	if in := s.rec.Info; in != nil {
+		if sum.Transport == "" {
+			sum.Transport = in.Transport
+		}
+		if sum.Protocol == "" {
+			sum.Protocol = in.Protocol
+		}
+	}
+	return sum, true
+}
+
+// addRejected adds to sum the rejected definitions of one of its server's lists (one pr may
+// see), up to MaxRejected in all. Under a configured policy a rejected tool is shown only if
+// the policy would let pr call a tool of that name, destructive or not (what a rejected
+// definition's annotations say is not to be trusted), and the tools not kept are not counted:
+// their names are unknown, so whether pr may see them cannot be told.
+func (c *Catalog) addRejected(sum *subjects.ServerSummary, pr subjects.Principal, k subjects.Kind, km *kindRec) {
+	decide := k == subjects.KindTools && !c.pol.IsOpen()
+	for _, r := range km.Rejected {
+		if decide && (!c.pol.Decide(pr, policy.Tool{Server: sum.Name, Name: r.Name}).Allowed ||
+			!c.pol.Decide(pr, policy.Tool{Server: sum.Name, Name: r.Name, Destructive: true}).Allowed) {
+			continue
+		}
+		if len(sum.Rejected) >= MaxRejected {
+			sum.RejectedMore++
+			continue
+		}
+		sum.Rejected = append(sum.Rejected, subjects.RejectedDefinition{Kind: k, Name: r.Name, Code: r.Code, Message: r.Message})
+	}
+	if !decide {
+		sum.RejectedMore += km.RejectedMore
+	}
 }
 
 // mayUseAList reports whether pr may see at least one of the lists s holds, or s holds none yet

@@ -37,6 +37,9 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		}
 	}
 	tick.Stop()
+	if mp := nc.MaxPayload(); mp > replyHeaderRoom {
+		c.replyRoom.Store(mp - replyHeaderRoom)
+	}
 	sem := make(chan struct{}, c.cfg.workers())
 	var wg sync.WaitGroup
 	endpoints := []struct {
@@ -148,7 +151,7 @@ func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h han
 	if mp := nc.MaxPayload(); mp > 0 && int64(len(body)) > mp-replyHeaderRoom {
 		// NATS would refuse to publish it (max_payload), and the client would wait for its
 		// timeout as if no replica ran: say why at once instead.
-		apiErr = apiError(subjects.CodeTooLarge, "reply of %d bytes exceeds the %d bytes a NATS message may hold: ask for fewer names, a lower k or a lower detail",
+		apiErr = apiError(subjects.CodeTooLarge, "reply of %d bytes exceeds the %d bytes a NATS message may hold: ask for fewer names, a lower k, a lower detail or a lower limit",
 			len(body), mp-replyHeaderRoom)
 		body, _ = json.Marshal(errorReply(apiErr))
 	}

@@ -86,6 +86,18 @@ type kindRec struct {
 	Listed      bool      `json:"listed,omitempty"` // a snapshot was applied (not only list_changed)
 	Count       int       `json:"count"`
 	Names       []string  `json:"names,omitempty"` // prompts and resources (tools are t/ keys)
+	// Rejected are the list's definitions left out (registrysync's Snapshot.Rejected, then
+	// the catalog's own refusals, in item order), at most MaxRejected; RejectedMore counts
+	// the others.
+	Rejected     []rejRec `json:"rejected,omitempty"`
+	RejectedMore int      `json:"rejectedMore,omitempty"`
+}
+
+// rejRec is one rejected definition of a list.
+type rejRec struct {
+	Name    string `json:"name,omitempty"`
+	Code    string `json:"code"`
+	Message string `json:"message,omitempty"`
 }
 
 // toolRec is one stored tool. It is stored as uvarint(len(public)) public, a format byte and the

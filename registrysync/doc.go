@@ -17,7 +17,9 @@
 // are each definition's JSON exactly as the server sent it, with only insignificant whitespace
 // removed (no re-encoding, no HTML escaping: root oneOf/anyOf/$defs survive). Definitions that
 // fail validation are left out and listed in Rejected with a code (invalid_definition,
-// invalid_schema, definition_too_large, duplicate_name); one bad item never fails the list.
+// invalid_schema, definition_too_large, duplicate_name, secret_in_name), their names redacted
+// and cut to 200 bytes; one bad item never fails the list. The catalog keeps them per server
+// and shows them in its servers listing.
 // TTLMs is the smallest ttlMs of the pages (absent if none sent one) and CacheScope is
 // "private" if any page said so; AuthContext is ServerConfig.AuthContext, whose credentials the
 // list was made with (a private list is for that context only). Fingerprint is a hex SHA-256
@@ -210,7 +212,7 @@
 // ServerConfig values the caller passes in. A tool result or a listed definition that holds
 // one of a server's secret values (as is or JSON-escaped) has it replaced by "[redacted]"
 // before it is published or answered (re-encoded then; otherwise byte for byte). A definition
-// whose name (a resource's uri) holds one is rejected (invalid_definition): under the redacted
+// whose name (a resource's uri) holds one is rejected (secret_in_name): under the redacted
 // name it could not be called. A URL's user info counts in the Basic credential net/http makes
 // of it too.
 package registrysync

@@ -188,7 +188,7 @@ func (a *accumulator) addItem(item json.RawMessage) {
 			what = "uri"
 		}
 		a.reject(subjects.Rejected{
-			Name: name, Code: subjects.CodeInvalidDefinition,
+			Name: name, Code: subjects.CodeSecretInName,
 			Message: fmt.Sprintf("its %s holds a configured secret value", what),
 		})
 		a.l.Redacted++

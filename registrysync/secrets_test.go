@@ -187,8 +187,9 @@ func TestMalformedLineSampleEscapedSecretRedacted(t *testing.T) {
 
 // A tool whose name holds a configured secret value cannot be published under its name, and
 // under the redacted one ("get_[redacted]") it could never be called: the server knows no such
-// tool. Two such names may even become one. It is rejected (invalid_definition, its name
-// redacted); the server's other tools are listed as usual.
+// tool. Two such names may even become one. It is rejected (secret_in_name, its name
+// redacted: the catalog's servers listing shows it); the server's other tools are listed as
+// usual.
 func TestDefinitionNamedWithSecretRejected(t *testing.T) {
 	t.Parallel()
 	const secret = "k9Zq-Secret"
@@ -210,8 +211,8 @@ func TestDefinitionNamedWithSecretRejected(t *testing.T) {
 		t.Errorf("tools %q, want [ok]", got)
 	}
 	rej := e.ev.Snapshot.Rejected
-	if len(rej) != 1 || rej[0].Code != subjects.CodeInvalidDefinition || rej[0].Name != "get_[redacted]" {
-		t.Errorf("rejected %+v, want get_[redacted] invalid_definition", rej)
+	if len(rej) != 1 || rej[0].Code != subjects.CodeSecretInName || rej[0].Name != "get_[redacted]" {
+		t.Errorf("rejected %+v, want get_[redacted] secret_in_name", rej)
 	}
 }
 

@@ -72,10 +72,31 @@ type DetailsReply struct {
 	Error *Error     `json:"error,omitempty"`
 }
 
-// ServersRequest is the payload of CatalogServers.
+// ServersRequest is the payload of CatalogServers. The servers come in pages, sorted by name
+// (bytewise): at most Limit of them, those whose name sorts after After. A reply with more
+// servers to come says so in Next: ask again with After set to it.
 type ServersRequest struct {
 	V         int       `json:"v"`
 	Principal Principal `json:"principal"`
+	// Limit is the most servers in the reply: 0 means the service's default (100), more than
+	// its maximum (1000) or less than 0 is bad_request. A reply may hold fewer (what fits in
+	// a NATS message) and still have a Next.
+	Limit int `json:"limit,omitempty"`
+	// After starts the page after this server name: the Next of the previous reply ("" = from
+	// the first server). Any name works (a server removed since included).
+	After string `json:"after,omitempty"`
+}
+
+// RejectedDefinition is a definition of a server the system refused to put in the catalog: by
+// registrysync when listing it (Snapshot.Rejected), or by the catalog (a public-name
+// collision, a definition without a usable name).
+type RejectedDefinition struct {
+	Kind Kind `json:"kind"`
+	// Name is the definition's name as listed, cut to 200 bytes; a configured secret in it is
+	// "[redacted]" (code secret_in_name); "" when it has none.
+	Name    string `json:"name,omitempty"`
+	Code    string `json:"code"` // one of the codes of Snapshot.Rejected, or name_collision
+	Message string `json:"message,omitempty"`
 }
 
 // ServerSummary is one server in a ServersReply.
@@ -89,11 +110,21 @@ type ServerSummary struct {
 	Resources   int    `json:"resources"`
 	Transport   string `json:"transport,omitempty"`
 	Protocol    string `json:"protocol,omitempty"`
+	// Rejected are the definitions of the server's last lists that were left out of the
+	// catalog (at most 32, tools first), of the lists the principal may see.
+	Rejected []RejectedDefinition `json:"rejected,omitempty"`
+	// RejectedMore counts the rejected definitions past those listed. Under a configured
+	// policy it is not given (0): those definitions' names were not kept, so whether the
+	// principal may see them cannot be told.
+	RejectedMore int `json:"rejectedMore,omitempty"`
 }
 
 // ServersReply answers CatalogServers.
 type ServersReply struct {
 	V       int             `json:"v"`
 	Servers []ServerSummary `json:"servers"`
-	Error   *Error          `json:"error,omitempty"`
+	// Next is set when servers the principal may see come after this page: the After of the
+	// request for the next one (the name of the last server of this page).
+	Next  string `json:"next,omitempty"`
+	Error *Error `json:"error,omitempty"`
 }

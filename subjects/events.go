@@ -93,8 +93,8 @@ type Rejected struct {
 	Message string `json:"message"`
 }
 
-// Codes of Snapshot.Rejected (the first four: one definition left out) and of Status (the
-// others: the server, or its list, failed).
+// Codes of Snapshot.Rejected (the first four, and CodeSecretInName: one definition left out)
+// and of Status (the others: the server, or its list, failed).
 const (
 	CodeDefinitionTooLarge = "definition_too_large"
 	CodeInvalidDefinition  = "invalid_definition"
@@ -108,6 +108,16 @@ const (
 	CodeConnectionLost     = "connection_lost"
 	CodeConnectorStopped   = "connector_stopped" // the registrysync that ran the server stopped
 	CodeConnectorLost      = "connector_lost"    // it fell silent: no heartbeat (killed, cut off)
+)
+
+// Codes of rejected definitions added since.
+const (
+	// CodeSecretInName: the definition's name (a resource's uri) holds a configured secret
+	// value; its Name is published redacted. Such definitions were invalid_definition before.
+	CodeSecretInName = "secret_in_name"
+	// CodeNameCollision is the catalog's own (subjects.RejectedDefinition): it refused a tool
+	// whose public name (server__tool) another tool holds already.
+	CodeNameCollision = "name_collision"
 )
 
 // ListChanged records a notifications/<kind>/list_changed from a server. Consumers mark the

@@ -57,6 +57,16 @@ func TestGoldenMorePayloads(t *testing.T) {
 		"details_reply":   DetailsReply{V: Version, Tools: []ToolInfo{{Name: "ticketing__createIssue", Server: "ticketing", Tool: "createIssue", State: StateFresh, InputSchema: json.RawMessage(`{"type":"object"}`), CacheScope: ScopePublic, TTLMs: ttl(60000), ListedAt: "2026-11-30T12:00:00Z"}}},
 		"servers_request": ServersRequest{V: Version, Principal: Principal{User: "alice"}},
 		"servers_reply":   ServersReply{V: Version, Servers: []ServerSummary{{Name: "ticketing", Description: "Issue tracker", Status: StatusReady, Tools: 3, Transport: "stdio", Protocol: "2025-11-25"}}},
+		// Paging and rejected definitions (additive: the two above are unchanged).
+		"servers_request_page": ServersRequest{V: Version, Principal: Principal{User: "alice"}, Limit: 50, After: "kb"},
+		"servers_reply_page": ServersReply{V: Version, Next: "ticketing", Servers: []ServerSummary{{Name: "ticketing", Status: StatusReady, Tools: 3,
+			Rejected: []RejectedDefinition{
+				{Kind: KindTools, Name: "get_[redacted]", Code: CodeSecretInName, Message: "its name holds a configured secret value"},
+				{Kind: KindTools, Name: "createIssue", Code: CodeNameCollision, Message: "its public name ticketing__createIssue is held by another tool"},
+				{Kind: KindTools, Code: CodeInvalidDefinition, Message: "a tool needs a non-empty string name"}},
+			RejectedMore: 7}}},
+		"servers_reply_bad_limit": ServersReply{V: Version, Servers: []ServerSummary{},
+			Error: &Error{Code: CodeBadRequest, Message: "limit 5000 out of range 1..1000 (0 = 100)", Path: "/limit"}},
 	}
 	for name, p := range payloads {
 		t.Run(name, func(t *testing.T) { checkGolden(t, name, p) })

@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -33,12 +35,26 @@ Status is one of connecting, ready, unavailable (with the code and reason of the
 removed (the server left the configuration). The counts are those of the last snapshot listed,
 even while a server is unavailable.
 
+Definitions a server listed that were left out (a name holding a configured secret, shown
+redacted: secret_in_name; an invalid schema or definition; a name listed twice; too large) are
+listed after the table, at most 32 per server, with their code.
+
 --json prints an array: [{"name","status","tools","prompts","resources","description",
-"transport","protocol","code","reason","since"}, ...], sorted by name.
+"transport","protocol","code","reason","since","rejected":[{"kind","name","code","message"}],
+"rejectedMore"}, ...], sorted by name.
+
+--catalog asks the catalog service instead (an indexer replica must run): the servers and
+counts the principal (--principal, --roles) may see, and the definitions left out by the
+catalog too (name_collision: another tool holds the public name). It follows the pages of the
+listing itself (at most 10,000); --limit N asks for one page of at most N servers (1..1000)
+and --after NAME starts after the server NAME; when more servers follow a page, stderr says
+the --after to ask for them.
 
 Examples:
   mcpstream servers
   mcpstream servers --json --nats nats://10.0.0.1:4222
+  mcpstream servers --catalog --principal acme/alice
+  mcpstream servers --catalog --limit 100 --after ticketing
 
 To retract a server that left the configuration, see: mcpstream servers remove --help`
 
@@ -101,6 +117,9 @@ type serverRow struct {
 	subjects.ServerSummary
 	Code  string    `json:"code,omitempty"`
 	Since time.Time `json:"since,omitzero"` // when the current status was reported
+	// rejected are the rejected definitions of the last snapshot of each kind (registry
+	// stream mode), merged into ServerSummary.Rejected at the end.
+	rejected map[subjects.Kind][]subjects.RejectedDefinition
 }
 
 func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -109,13 +128,28 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var cf clientFlags
 	fs := newFlagSet("servers", "servers [flags]", serversHelp)
-	cf.register(fs, false)
+	cf.register(fs, true)
+	catalog := fs.Bool("catalog", false, "ask the catalog service (what the principal may see, catalog rejections too)")
+	limit := fs.Int("limit", 0, fmt.Sprintf("with --catalog: one page of at most this many servers, 1..%d (0: every page)", indexer.MaxServers))
+	after := fs.String("after", "", "with --catalog: start after this server name")
+	timeout := fs.Duration("timeout", 5*time.Second, "with --catalog: how long to wait for each page")
 	rest, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	if len(rest) > 0 {
 		return fmt.Errorf("servers: unexpected argument %q", rest[0])
+	}
+	if !*catalog && (*limit != 0 || *after != "" || flagSet(fs, "principal") || flagSet(fs, "roles")) {
+		usageError(fs, stderr, "--limit, --after, --principal and --roles need --catalog", nil)
+		return exitCode(2)
+	}
+	if *limit < 0 || *limit > indexer.MaxServers {
+		usageError(fs, stderr, fmt.Sprintf("--limit %d out of range 0..%d", *limit, indexer.MaxServers), nil)
+		return exitCode(2)
+	}
+	if *catalog {
+		return runServersCatalog(ctx, &cf, *limit, *after, *timeout, stdout, stderr)
 	}
 	nc, js, err := cf.connect("servers")
 	if err != nil {
@@ -129,13 +163,47 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if bad > 0 {
 		fmt.Fprintf(stderr, "mcpstream servers: skipped %d malformed registry event(s)\n", bad)
 	}
-	if cf.JSON {
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return printServers(stdout, cf.JSON, rows)
+}
+
+// runServersCatalog is "servers --catalog": the catalog service's listing, every page (limit
+// 0) or one.
+func runServersCatalog(ctx context.Context, cf *clientFlags, limit int, after string, timeout time.Duration, stdout, stderr io.Writer) error {
+	cs, err := openCatalog(ctx, cf, "servers", timeout, subjects.CatalogServers)
+	if err != nil {
+		return requestFailure(stdout, cf.JSON, err)
+	}
+	defer cs.close()
+	req := subjects.ServersRequest{V: subjects.Version, Principal: cs.pr, Limit: limit, After: after}
+	var rep subjects.ServersReply
+	if limit > 0 {
+		rep, err = cs.cl.Servers(cs.ctx, cs.tenant, req)
+	} else {
+		rep, err = cs.cl.AllServers(cs.ctx, cs.tenant, req, 0)
+	}
+	if err != nil {
+		return requestFailure(stdout, cf.JSON, cs.failed(err))
+	}
+	if rep.Error != nil {
+		return catalogFailure(stdout, cf.JSON, rep.Error)
+	}
+	rows := make([]serverRow, len(rep.Servers))
+	for i, s := range rep.Servers {
+		rows[i] = serverRow{ServerSummary: s}
+	}
+	if err := printServers(stdout, cf.JSON, rows); err != nil {
 		return err
+	}
+	if rep.Next != "" {
+		fmt.Fprintf(stderr, "mcpstream servers: more servers follow: --after %s\n", shellQuote(rep.Next))
+	}
+	return nil
+}
+
+// printServers prints rows as a JSON array or a table, then the rejected definitions.
+func printServers(stdout io.Writer, asJSON bool, rows []serverRow) error {
+	if asJSON {
+		return printJSON(stdout, rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tTOOLS\tPROMPTS\tRESOURCES\tTRANSPORT\tPROTOCOL\tREASON")
@@ -147,7 +215,59 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", oneLine(r.Name), dash(truncate(r.Status, 40)), r.Tools, r.Prompts, r.Resources,
 			dash(r.Transport), dash(r.Protocol), dash(truncate(reason, 80)))
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printRejected(stdout, rows)
+}
+
+// printRejected lists the rejected definitions of rows, if any, after the table.
+func printRejected(stdout io.Writer, rows []serverRow) error {
+	header := false
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		if len(r.Rejected) == 0 && r.RejectedMore == 0 {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(tw, "\nREJECTED (left out of the catalog)\nSERVER\tKIND\tNAME\tCODE\tMESSAGE")
+			header = true
+		}
+		for _, d := range r.Rejected {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(r.Name), dash(truncate(string(d.Kind), 20)), dash(truncate(oneLine(d.Name), 80)),
+				dash(truncate(d.Code, 40)), dash(truncate(d.Message, 120)))
+		}
+		if r.RejectedMore > 0 {
+			fmt.Fprintf(tw, "%s\t-\t(%d more)\t-\t-\n", oneLine(r.Name), r.RejectedMore)
+		}
+	}
 	return tw.Flush()
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(oneLine(s), "'", `'\''`) + "'"
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// rejectedOf is what a snapshot says was left out of its list.
+func rejectedOf(s *subjects.Snapshot) []subjects.RejectedDefinition {
+	out := make([]subjects.RejectedDefinition, 0, len(s.Rejected))
+	for _, r := range s.Rejected {
+		out = append(out, subjects.RejectedDefinition{Kind: s.Kind, Name: r.Name, Code: r.Code, Message: r.Message})
+	}
+	return out
 }
 
 func dash(s string) string {
@@ -208,6 +328,10 @@ func readServers(ctx context.Context, js jetstream.JetStream) ([]serverRow, int,
 			case subjects.KindResources:
 				r.Resources = len(s.Items)
 			}
+			if r.rejected == nil {
+				r.rejected = map[subjects.Kind][]subjects.RejectedDefinition{}
+			}
+			r.rejected[s.Kind] = rejectedOf(s)
 			if s.Info != nil {
 				r.Description = firstNonEmpty(r.Description, s.Info.Description)
 				r.Transport = firstNonEmpty(r.Transport, s.Info.Transport)
@@ -225,7 +349,19 @@ func readServers(ctx context.Context, js jetstream.JetStream) ([]serverRow, int,
 	for _, r := range byName {
 		if r.Status == subjects.StatusRemoved {
 			r.Tools, r.Prompts, r.Resources = 0, 0, 0 // its definitions are gone
+			r.rejected = nil
 		}
+		// As the catalog shows them: tools first, at most indexer.MaxRejected, the rest counted.
+		for _, k := range subjects.Kinds {
+			for _, d := range r.rejected[k] {
+				if len(r.Rejected) >= indexer.MaxRejected {
+					r.RejectedMore++
+					continue
+				}
+				r.Rejected = append(r.Rejected, d)
+			}
+		}
+		r.rejected = nil
 		rows = append(rows, *r)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
