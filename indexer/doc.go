@@ -59,6 +59,8 @@
 //	m/stream          creation time of the stream it was built from (a recreated stream rebuilds)
 //	m/first           stream sequence of the first message applied (a stream purged past it rebuilds,
 //	                  at start or while following)
+//	m/format          what this code stores of a stream (catalogFormat): a catalog stored in
+//	                  another format is dropped and rebuilt by replay at start
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
 //	                  authContext), list_changed flag, names of prompts and resources, the

@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -180,6 +181,25 @@ func (c *Catalog) watchOrigin(ctx context.Context, st jetstream.Stream, lost fun
 	}
 }
 
+// readFormat reads the stored catalogFormat ("": none recorded, a catalog of format 1 or an
+// empty one).
+func (c *Catalog) readFormat() (string, error) {
+	var format string
+	err := c.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(keyFormat)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := it.ValueCopy(nil)
+		format = string(v)
+		return err
+	})
+	return format, err
+}
+
 // readOrigin reads the stored origin of the catalog: the creation time of its stream and the
 // stream sequence of the first message applied (0: not recorded).
 func (c *Catalog) readOrigin() (stored string, first uint64, err error) {
@@ -235,6 +255,13 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 	}
 	seq := c.Seq()
 	why := originLost(info, stored, first, seq)
+	format, err := c.readFormat()
+	if err != nil {
+		return fmt.Errorf("%w: read format: %w", ErrStore, err)
+	}
+	if why == "" && seq > 0 && format != catalogFormat {
+		why = fmt.Sprintf("the catalog was stored in format %q by another mcpstream version (this one stores %q)", cmp.Or(format, "1"), catalogFormat)
+	}
 	if why != "" {
 		c.log.Warn().Str("why", why).Uint64("seq", seq).Uint64("stream_first", info.State.FirstSeq).
 			Uint64("stream_last", info.State.LastSeq).Msg("dropping the catalog to rebuild it by replay")
@@ -245,7 +272,12 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 		c.mu.Lock()
 		c.reset()
 		c.mu.Unlock()
-		stored, seq = "", 0
+		stored, seq, format = "", 0, ""
+	}
+	if format != catalogFormat {
+		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyFormat, []byte(catalogFormat)) }); err != nil {
+			return fmt.Errorf("%w: write format: %w", ErrStore, err)
+		}
 	}
 	if stored != origin {
 		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyStream, []byte(origin)) }); err != nil {

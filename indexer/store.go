@@ -31,7 +31,14 @@ var (
 	keySeq    = []byte(pfxMeta + "seq")
 	keyStream = []byte(pfxMeta + "stream")
 	keyFirst  = []byte(pfxMeta + "first")
+	keyFormat = []byte(pfxMeta + "format")
 )
+
+// catalogFormat is the version of what a catalog stores of a stream. Bump it when this code
+// would store the same stream differently (2: the definitions left out of the catalog, kept per
+// server): a catalog of another format is dropped and rebuilt by replay, so that a replica
+// upgraded in place holds what a replica rebuilt now holds (the same digest, the same answers).
+const catalogFormat = "2"
 
 // lp is a length-prefixed name, so that any server name (even one holding the bytes of another
 // key's separator) is a distinct key prefix.
