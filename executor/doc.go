@@ -46,6 +46,12 @@
 //	mcpstream.v1.control.relist.<server>  request: re-list a server whose ttlMs ran out (Relister).
 //	mcpstream.v1.dispatch.<server>        request: tools/call on a connector's session (Dispatcher),
 //	                                      unless the connectors run in this process.
+//	$SRV.PING|INFO|STATS.mcpstream-executor  discovery only (micro service subjects.ExecutorService,
+//	                                      no endpoints), run by every executor once it serves, with or
+//	                                      without a front end: its metadata (subjects.PolicyInfo) holds
+//	                                      Config.Name, the digest of Config.Policy, frontEnd and workers,
+//	                                      so that `mcpstream policy check` finds executors that enforce
+//	                                      another policy than the catalog replicas.
 //
 // # Pipeline
 //

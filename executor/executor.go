@@ -13,6 +13,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -24,6 +25,10 @@ var (
 	// ErrConfig is returned by New for an unusable configuration.
 	ErrConfig = errors.New("bad executor configuration")
 )
+
+// ServiceVersion is the micro service version of the executor's discovery service
+// (subjects.ExecutorService).
+const ServiceVersion = "1.0.0"
 
 // maxExecWaiting caps the Exec requests one front end holds while their calls run.
 const maxExecWaiting = 16384
@@ -231,6 +236,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			workers.Go(func() { e.work(w) })
 		}
 	}
+	svc := e.startService()
 	// Ready means served: a subscription reaches the server asynchronously, and a caller told
 	// "ready" must not get no responders. (A failing flush is not fatal: the subscription is
 	// registered once the connection is back.)
@@ -238,11 +244,17 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.cfg.Log.Warn().Err(err).Msg("flush before serving")
 	}
 	e.ready.Store(true)
-	e.cfg.Log.Info().Int("workers", e.cfg.Workers).Bool("frontEnd", *e.cfg.FrontEnd).Msg("executor serving")
+	e.cfg.Log.Info().Int("workers", e.cfg.Workers).Bool("frontEnd", *e.cfg.FrontEnd).
+		Str("instance", e.cfg.Name).Str("policy", e.cfg.Policy.Digest()).Msg("executor serving")
 
 	<-ctx.Done()
 	e.ready.Store(false)
 	close(e.stopping)
+	if svc != nil {
+		if err := svc.Stop(); err != nil {
+			e.cfg.Log.Debug().Err(err).Msg("stop executor discovery service")
+		}
+	}
 	if execSub != nil {
 		execSub.Unsubscribe()
 	}
@@ -268,6 +280,28 @@ func (e *Executor) Run(ctx context.Context) error {
 		e.cfg.Log.Warn().Err(err).Msg("audit events not flushed")
 	}
 	return nil
+}
+
+// startService adds the executor's discovery service (subjects.ExecutorService): no endpoints,
+// only $SRV.PING|INFO|STATS, whose metadata says which policy this process enforces
+// (subjects.PolicyInfo: front end and workers alike decide by it) and whether it runs a front
+// end and workers. Every executor runs it, --no-front-end ones included. It is for discovery
+// only: a failure is logged, and the executor serves all the same (nil service).
+func (e *Executor) startService() micro.Service {
+	md := subjects.PolicyInfo{Role: subjects.RoleExecutor, Instance: e.cfg.Name, PolicyDigest: e.cfg.Policy.Digest()}.Metadata()
+	md["frontEnd"] = strconv.FormatBool(*e.cfg.FrontEnd)
+	md["workers"] = strconv.FormatBool(!e.cfg.NoWorkers)
+	svc, err := micro.AddService(e.nc, micro.Config{
+		Name:        subjects.ExecutorService,
+		Version:     ServiceVersion,
+		Description: "mcpstream executor: discovery only (calls go to " + subjects.ExecAll + ")",
+		Metadata:    md,
+	})
+	if err != nil {
+		e.cfg.Log.Warn().Err(err).Msg("executor discovery service not started: policy checks will not see this executor")
+		return nil
+	}
+	return svc
 }
 
 // workerIter is a worker's consumer iterator: replaced when the consumer is gone (see work),

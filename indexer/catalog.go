@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,6 +129,10 @@ func Open(cfg Config) (*Catalog, error) {
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = "0"
+	}
+	if cfg.Instance == "" {
+		host, _ := os.Hostname()
+		cfg.Instance = host + ":" + strconv.Itoa(os.Getpid()) + "/" + cfg.Replica
 	}
 	if cfg.Stream == "" {
 		cfg.Stream = subjects.RegistryStream

@@ -73,6 +73,9 @@ type Config struct {
 	Stream string
 	// Replica names the replica in logs and the service metadata ("" → "0").
 	Replica string
+	// Instance names this replica among every process's in the service metadata
+	// (subjects.MetaInstance), which `mcpstream policy check` prints; "" → host:pid/Replica.
+	Instance string
 	// MaxRemoved bounds the removed tools remembered (so that details answer "removed" rather
 	// than not_found); past it, those removed longest ago (by stream sequence) are forgotten,
 	// in the same transaction, so every replica forgets the same ones; 0 → 50,000. The tools one

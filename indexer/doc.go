@@ -13,7 +13,8 @@
 //
 // Nothing on streams. It serves, in queue group [QueueGroup] (so replicas share the load), and
 // answers discovery as micro service subjects.CatalogService ($SRV.PING|INFO|STATS; the
-// endpoint subjects are in its metadata):
+// endpoint subjects are in its metadata, with the replica, Config.Instance and the digest of the
+// policy it enforces: subjects.PolicyInfo, compared by `mcpstream policy check`):
 //
 //	mcpstream.v1.catalog.<tenant>.search    SearchRequest  → SearchReply
 //	mcpstream.v1.catalog.<tenant>.details   DetailsRequest → DetailsReply

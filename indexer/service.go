@@ -51,9 +51,11 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		{"servers", subjects.CatalogServersAll, c.handleServers},
 	}
 	// The micro service answers discovery ($SRV.PING|INFO|STATS.mcpstream-catalog, the
-	// endpoints' subjects in its metadata); the endpoints themselves are plain queue
-	// subscriptions, so that serve can see whether a request has others queued behind it.
-	md := map[string]string{"replica": c.cfg.Replica}
+	// endpoints' subjects in its metadata, and the digest of the policy this replica enforces:
+	// subjects.PolicyInfo); the endpoints themselves are plain queue subscriptions, so that
+	// serve can see whether a request has others queued behind it.
+	md := subjects.PolicyInfo{Role: subjects.RoleIndexer, Instance: c.cfg.Instance, PolicyDigest: c.pol.Digest()}.Metadata()
+	md["replica"] = c.cfg.Replica
 	for _, ep := range endpoints {
 		md["endpoint."+ep.name] = ep.subject
 	}
@@ -92,7 +94,7 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		}
 		subs = append(subs, sub)
 	}
-	c.log.Info().Str("queue", QueueGroup).Msg("catalog service serving")
+	c.log.Info().Str("queue", QueueGroup).Str("instance", c.cfg.Instance).Str("policy", c.pol.Digest()).Msg("catalog service serving")
 	<-ctx.Done()
 	if err := stop(); err != nil {
 		return fmt.Errorf("stop catalog service: %w", err)

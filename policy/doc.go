@@ -9,5 +9,10 @@
 // patterns over "server__tool" written with the ORIGINAL server and tool names ('*' matches any
 // run of characters, including none). A deny in any matching rule wins over every allow.
 //
+// Digest is a stable hash of the effective policy (its normalized principals and rules, not the
+// configuration's text): processes that must enforce the same policy advertise it, so that one
+// that loaded another configuration shows (`mcpstream policy check`). The open policy has a digest
+// of its own.
+//
 // The package holds no I/O; a Policy is immutable and safe for concurrent use.
 package policy

@@ -59,10 +59,16 @@ type Policy struct {
 	approveDestructive bool
 	// The tenants, users and roles some rule names (see Class).
 	namedTenants, namedUsers, namedRoles map[string]bool
+	// digest is Digest, computed once by Open and New.
+	digest string
 }
 
 // Open returns the policy of a configuration without a policy section.
-func Open() *Policy { return &Policy{open: true, approveDestructive: true} }
+func Open() *Policy {
+	p := &Policy{open: true, approveDestructive: true}
+	p.digest = digestOf(p)
+	return p
+}
 
 // New compiles cfg; a nil cfg gives Open().
 func New(cfg *Config) (*Policy, error) {
@@ -120,6 +126,7 @@ func New(cfg *Config) (*Policy, error) {
 			p.namedRoles[n] = true
 		}
 	}
+	p.digest = digestOf(p)
 	return p, nil
 }
 

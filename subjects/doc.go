@@ -29,6 +29,8 @@
 //	  mcpstream.v1.catalog.<tenant>.search | details | servers  catalog service (queue group)
 //	  mcpstream.v1.control.relist.<server>             RelistRequest → RelistReply (re-list now)
 //	  mcpstream.v1.dispatch.<server>                   DispatchRequest → DispatchReply (tools/call)
+//	micro discovery (every instance answers; metadata keys in discovery.go, PolicyInfo)
+//	  $SRV.INFO.mcpstream-catalog | mcpstream-executor   role, instance and policy digest
 //
 // <kind> is one of tools, prompts, resources. Every <...> token is encoded with [EncodeToken].
 //

@@ -140,6 +140,23 @@ func catalogMetrics(cat *indexer.Catalog, replica string) collectFunc {
 }
 
 var (
+	policyInfo       = desc("mcpstream_policy_info", "Always 1: the digest of the policy this role enforces (compare across catalog replicas and executors; mcpstream policy check).", "role", "digest")
+	policyMismatch   = desc("mcpstream_policy_mismatch", "1 when the last policy check found another catalog replica or executor enforcing another policy than this role (checked at start and every 30 s).", "role")
+	policyMismatched = desc("mcpstream_policy_mismatched_instances", "Other catalog replicas and executors whose policy digest differed from this role's at the last check.", "role")
+	policyPeers      = desc("mcpstream_policy_peers", "Other catalog replicas and executors that answered the last policy check (0 before the first).", "role")
+)
+
+// policyMetrics are a role's policy digest and the outcome of its last policy check.
+func policyMetrics(w *policyWatch) collectFunc {
+	return func(ch chan<- prometheus.Metric) {
+		gauge(ch, policyInfo, 1, w.role, w.digest)
+		gauge(ch, policyMismatch, boolValue(w.mismatched.Load() > 0), w.role)
+		gauge(ch, policyMismatched, float64(w.mismatched.Load()), w.role)
+		gauge(ch, policyPeers, float64(w.peers.Load()), w.role)
+	}
+}
+
+var (
 	srvStatus  = desc("mcpstream_server_status", "1 for the connector's current status of the server (connecting, ready, unavailable, removed), 0 for the others.", "server", "status")
 	srvAttempt = desc("mcpstream_server_connect_attempt", "The connector's current connection attempt (0 once connected).", "server")
 )

@@ -48,6 +48,11 @@ The executor replays the registry stream at start, then reaches the connectors o
 limits section (rate limits and concurrency caps shared by every executor) and the secret values
 to redact from audit events.
 
+Every executor, --no-front-end included, answers $SRV.INFO.` + subjects.ExecutorService + ` (discovery
+only) with the digest of the policy it enforces, logs it at start, serves it on /metrics
+(mcpstream_policy_info) and compares it with every catalog replica's and executor's at start and
+every 30 s: a warning and mcpstream_policy_mismatch 1 when one differs. See mcpstream policy check.
+
 Examples:
   mcpstream executor --nats nats://127.0.0.1:4222 --config mcpstream.yaml
   mcpstream executor --nats nats://nats-1:4222,nats://nats-2:4222 --config /etc/mcpstream/mcpstream.yaml --workers 128`
@@ -123,7 +128,11 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 		return roleRun{}, err
 	}
 	env.addMetrics(executorMetrics(ex))
-	return roleRun{Run: ex.Run, Ready: ex.Ready}, nil
+	env.Log.Info().Str("instance", cfg.Name).Str("policy", env.Policy.Digest()).Bool("frontEnd", !executorOptions.NoFront).Msg("executor starting")
+	// Every executor (--no-front-end included) advertises its policy digest on
+	// $SRV.INFO.mcpstream-executor and compares it with the others'.
+	watch := newPolicyWatch(env, subjects.RoleExecutor, cfg.Name)
+	return roleRun{Run: withPolicyWatch(watch, ex.Run), Ready: ex.Ready}, nil
 }
 
 func configName(c *fileConfig) string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/liveness"
+	"github.com/mcpstream/mcpstream/subjects"
 )
 
 func init() {
@@ -115,7 +116,11 @@ queue group only once it has caught up, so a rebuilding replica never answers. S
 may run side by side: give each its own --replica (or its own --data); Badger locks a directory
 to one process. --config is read for its policy section (the same policy the executor
 enforces; without one, the local principal may use everything) and its search section; the
-servers' ${ENV_VAR} secrets need not be set in the indexer's environment.
+servers' ${ENV_VAR} secrets need not be set in the indexer's environment. The replica advertises
+the digest of its policy on $SRV.INFO.` + subjects.CatalogService + ` (once it serves), logs it and serves it
+on /metrics (mcpstream_policy_info), and compares it with every other replica's and executor's
+at start and every 30 s (a warning and mcpstream_policy_mismatch 1 when one differs; see
+mcpstream policy check).
 
 Every replica also watches the registrysync processes' heartbeats (mcpstream.v1.heartbeat.*): a
 server whose registrysync has been silent for 3 heartbeat periods (15 s by default: killed, or
@@ -151,7 +156,9 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return roleRun{}, fmt.Errorf("indexer data: %w", err)
 	}
-	icfg := indexer.Config{Dir: dir, Policy: env.Policy, Log: env.Log, Replica: replica}
+	host, _ := os.Hostname()
+	instance := fmt.Sprintf("%s:%d/%s", host, os.Getpid(), replica)
+	icfg := indexer.Config{Dir: dir, Policy: env.Policy, Log: env.Log, Replica: replica, Instance: instance}
 	if e := env.Config.embedder; e != nil {
 		icfg.Embedder, icfg.EmbedTimeout = e, env.Config.embedTimeout
 		env.Log.Info().Str("embedder", e.Name()).Msg("hybrid search: tool and request embeddings")
@@ -160,7 +167,8 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 	if err != nil {
 		return roleRun{}, fmt.Errorf("open catalog %s: %w (is another indexer using this --data and --replica?)", dir, err)
 	}
-	env.Log.Info().Str("dir", dir).Uint64("seq", cat.Seq()).Int("tools", cat.Stats().Tools).Msg("catalog opened")
+	env.Log.Info().Str("dir", dir).Uint64("seq", cat.Seq()).Int("tools", cat.Stats().Tools).
+		Str("instance", instance).Str("policy", env.Policy.Digest()).Msg("catalog opened")
 	run := func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -181,5 +189,8 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 		return errors.Join(err, cat.Close())
 	}
 	env.addMetrics(catalogMetrics(cat, replica))
-	return roleRun{Run: run, Ready: cat.Ready}, nil
+	// The replica advertises its policy digest on $SRV.INFO.mcpstream-catalog (once it serves)
+	// and compares it with the other replicas' and the executors'.
+	watch := newPolicyWatch(env, subjects.RoleIndexer, instance)
+	return roleRun{Run: withPolicyWatch(watch, run), Ready: cat.Ready}, nil
 }

@@ -51,7 +51,9 @@ the NATS connection is down (status nats_disconnected) or NATS does not answer a
 0.8 s (status nats_unresponsive: a half-open connection; the process reconnects by itself within
 about a minute).
 GET /metrics: Prometheus text format: Go runtime and process metrics, and per role
-mcpstream_executor_*, mcpstream_catalog_* (label replica) and mcpstream_server_* (label server).
+mcpstream_executor_*, mcpstream_catalog_* (label replica), mcpstream_server_* (label server) and
+mcpstream_policy_* (label role: the digest of the policy the indexer and executor enforce, and
+whether another instance enforces another; see mcpstream policy check).
 
 Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: /healthz answers 503 at once, the roles stop
 in reverse start order (in-flight work finishes, bounded by --stop-timeout less a margin of up to
@@ -492,6 +494,10 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			serverNames = append(serverNames, s.Name)
 		}
 		served = "servers " + strings.Join(serverNames, ",") + " (" + source + ")"
+	}
+	// The roles that enforce the policy say which one (see mcpstream policy check).
+	if slices.Contains(names, "indexer") || slices.Contains(names, "executor") {
+		served += ", policy " + pol.Digest()
 	}
 	fmt.Fprintf(stdout, "mcpstream %s: NATS %s, HTTP %s, data %s, roles %s, %s\n",
 		o.Name, natsURL, httpURL, dataDir, strings.Join(names, ","), served)
