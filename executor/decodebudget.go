@@ -1,6 +1,9 @@
 package executor
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Decoding JSON for schema validation costs far more memory than the JSON: 4 MiB of
 // arguments like {"a":[1,1,1,...]} decode to about 100 MB live (212 MB allocated), every
@@ -58,4 +61,49 @@ func (b *byteBudget) acquire(ctx context.Context, n int) (func(), error) {
 			b.units <- struct{}{}
 		}
 	}, nil
+}
+
+// decodeHold is the share of the decode budget one value holds while it is decoded and
+// validated. Its owner calls end when done with the value; a validation that the wall-clock
+// backstop cut off (schema.go, metered) still references the decoded value, and takes the
+// share over with keep, giving it back when it ends, so that the budget counts the memory
+// still in use.
+type decodeHold struct {
+	mu      sync.Mutex
+	release func() // nil once given back
+	kept    bool   // an abandoned validation gives it back
+}
+
+func newDecodeHold(release func()) *decodeHold { return &decodeHold{release: release} }
+
+// keep hands the share over to an abandoned validation and returns what it calls when it ends
+// (a no-op for a nil hold).
+func (h *decodeHold) keep() func() {
+	if h == nil {
+		return func() {}
+	}
+	h.mu.Lock()
+	h.kept = true
+	h.mu.Unlock()
+	return h.giveBack
+}
+
+// end gives the share back, unless an abandoned validation kept it.
+func (h *decodeHold) end() {
+	h.mu.Lock()
+	kept := h.kept
+	h.mu.Unlock()
+	if !kept {
+		h.giveBack()
+	}
+}
+
+func (h *decodeHold) giveBack() {
+	h.mu.Lock()
+	release := h.release
+	h.release = nil
+	h.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }

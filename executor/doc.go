@@ -95,6 +95,8 @@
 //     Checked before approval so nobody is asked to approve a call that cannot run. Decoding
 //     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
 //     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).
+//     A validation cut off by its wall-clock backstop keeps its share of those 8 MiB until it
+//     ends (it still references the decoded value), or for a minute at most (see schema.go).
 //  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
 //     rules' approve patterns and Config.Approve: past Config.MaxApprovalWaits calls waiting in this
 //     process (a wait holds a worker) → rate_limited; else an audit.decision needs_approval event, then a wait

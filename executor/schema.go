@@ -96,7 +96,14 @@ const (
 // that subtree ends, which for the worst schemas is never before the process exits. Calls of
 // the definition made before it is found unusable (within limit.grace) can each add one; then
 // it is one per definition, and a server that lists new definitions over and over can add one
-// per definition. No worker is held past the backstop.
+// per definition. No worker is held past the backstop. An abandoned validation references its
+// decoded value (~25× its JSON) until it ends; it keeps that value's share of the decode
+// budget (decodebudget.go) until then, or until limit.grace, when the budget is given back
+// though a runaway still holds the memory (holding it for ever would starve every large
+// validation). Not chosen: stopping an abandoned validation at its next step, which would
+// free the memory sooner: the backstop cannot tell a runaway from a busy machine, only the
+// grace does, and a runaway stopped at once would never make its definition unusable (each
+// call of it would cost a worker and a core for the whole backstop again).
 //
 // Not chosen: detecting such schemas when compiling them. Reaching a location along several
 // paths is common and harmless ($defs shared by allOf branches); telling the exponential cases
@@ -105,6 +112,9 @@ type validationLimits struct {
 	steps, stepsPerNode int           // evaluation budget: steps + stepsPerNode × JSON values of the arguments
 	wall, wallPerMiB    time.Duration // wall-clock backstop: wall + wallPerMiB × MiB of arguments
 	grace               time.Duration // after the backstop, how long before the definition is unusable
+	// hold, when set, is the share of the decode budget (decodebudget.go) the validated value
+	// was decoded under: a validation the backstop cut off keeps it until it ends (or grace).
+	hold *decodeHold
 }
 
 // defaultValidationLimits: legitimate calls take a few evaluations per argument value (tens for
@@ -265,8 +275,14 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 	case <-timer.C:
 		// The definition is remembered unusable only if the validation is still running after
 		// lim.grace more (a runaway the meter cannot see); the meter then stops it at its next
-		// step. A late finish gives the copy back.
+		// step. A late finish gives the copy back. Until then the validation references its
+		// decoded value (~25× its JSON), so it keeps the share of the decode budget that value
+		// was let in under (lim.hold); at the grace it gives it back all the same: a runaway
+		// in a subtree the library does not meter may never end, and holding the share for
+		// ever would starve every large validation of the process.
+		hold := lim.hold.keep()
 		go func() {
+			defer hold()
 			grace := time.NewTimer(lim.grace)
 			defer grace.Stop()
 			select {

@@ -118,10 +118,24 @@ func TestSchemaGuardWallClockBackstop(t *testing.T) {
 	defs = append(defs, `"a40":false`)
 	tl := &tool{Public: "evil__not", InputSchema: []byte(`{"not":{"$ref":"#/$defs/a0"},"$defs":{` + strings.Join(defs, ",") + `}}`)}
 	lim := validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: 100 * time.Millisecond, grace: 100 * time.Millisecond}
+	// The decode budget the arguments were let in under stays taken while the abandoned
+	// validation still references them, up to the grace (it may never end: see metered).
+	budget := newByteBudget(4 * decodeUnit)
+	release, err := budget.acquire(t.Context(), 4*decodeUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.hold = newDecodeHold(release)
 	got := validateWithin(t, tl, `{}`, lim)
+	lim.hold.end()
 	wantCode(t, got, subjects.CodeUnavailable, "took longer than 100ms")
+	if n := len(budget.units); n != 0 && tl.schema.unusable.Load() == nil {
+		t.Fatalf("%d decode units given back while the abandoned validation still runs", n)
+	}
 	// Still running after the grace: the definition is unusable, later calls refused at once.
 	waitUntilTrue(t, "the definition unusable", func() bool { return tl.schema.unusable.Load() != nil })
+	waitUntilTrue(t, "the decode budget given back after the grace", func() bool { return len(budget.units) == cap(budget.units) })
+	lim.hold = nil
 	again := validateWithin(t, tl, `{}`, lim)
 	wantCode(t, again, subjects.CodeInvalidSchema, "ran for more than 200ms")
 }
@@ -154,6 +168,76 @@ func TestSchemaGuardBackstopSparesBusyDefinitions(t *testing.T) {
 	if e := validateArguments(tl, []byte(`{"rows":[]}`)); e != nil {
 		t.Fatalf("next call: %+v", e)
 	}
+}
+
+// TestSchemaGuardAbandonedValidationHoldsBudget: a validation the wall-clock backstop cut off
+// (the call was answered unavailable, nobody uses its outcome) runs on, its decoded arguments
+// (~25× their JSON) referenced until it ends, but their share of the decode budget used to be
+// given back at once: the budget no longer counted memory still in use, and more large values
+// were decoded meanwhile. The share now goes back when the validation ends (here: a harmless
+// one on a busy machine, which ends soon after).
+func TestSchemaGuardAbandonedValidationHoldsBudget(t *testing.T) {
+	tl := &tool{Public: "s__t", InputSchema: []byte(`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"object","properties":{"a":{"type":"string","pattern":"^[a-z]+$"}}}}}}`)}
+	var b strings.Builder
+	b.WriteString(`{"rows":[`)
+	for i := range 20_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"a":"abcdefgh"}`)
+	}
+	b.WriteString(`]}`)
+	lim := validationLimits{steps: 1 << 18, stepsPerNode: 256, wall: time.Nanosecond, grace: time.Minute}
+	budget := newByteBudget(4 * decodeUnit)
+	release, err := budget.acquire(t.Context(), 4*decodeUnit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.hold = newDecodeHold(release)
+	wantCode(t, validateWithin(t, tl, b.String(), lim), subjects.CodeUnavailable, "took longer than")
+	lim.hold.end()
+	idle := func() bool {
+		tl.schema.mu.Lock()
+		defer tl.schema.mu.Unlock()
+		return len(tl.schema.idle) > 0
+	}
+	// Never given back while the validation runs: the copy goes back to the pool first.
+	for range 3000 { // bounded: 30 s
+		units, done := len(budget.units), idle()
+		if units != 0 && !done {
+			t.Fatalf("%d decode units given back while the abandoned validation still runs", units)
+		}
+		if units == cap(budget.units) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(budget.units); n != cap(budget.units) {
+		t.Fatalf("%d of %d decode units given back after the validation ended", n, cap(budget.units))
+	}
+}
+
+func TestDecodeHold(t *testing.T) {
+	n := 0
+	h := newDecodeHold(func() { n++ })
+	h.end()
+	h.end()
+	if n != 1 {
+		t.Fatalf("released %d times, want 1", n)
+	}
+	n = 0
+	h = newDecodeHold(func() { n++ })
+	back := h.keep()
+	h.end()
+	if n != 0 {
+		t.Fatal("released by its owner after an abandoned validation kept it")
+	}
+	back()
+	back()
+	if n != 1 {
+		t.Fatalf("released %d times, want 1", n)
+	}
+	(*decodeHold)(nil).keep()() // no hold: nothing to keep
 }
 
 func waitUntilTrue(t *testing.T, what string, cond func() bool) {

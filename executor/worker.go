@@ -848,8 +848,11 @@ func (e *Executor) validateArguments(ctx context.Context, c *call, t *tool) *sub
 		return &subjects.Error{Code: subjects.CodeUnavailable, RetryAfterMs: 1000,
 			Message: fmt.Sprintf("the executor is validating %d MiB of large arguments and results at once, its limit, and this call waited %v for its turn; nothing was run", decodeBudget>>20, wait)}
 	}
-	defer release()
-	return validateArguments(t, c.req.Arguments)
+	hold := newDecodeHold(release)
+	defer hold.end()
+	lim := defaultValidationLimits
+	lim.hold = hold // an abandoned validation keeps its share until it stops
+	return validateArgumentsWithin(t, c.req.Arguments, lim)
 }
 
 // checkOutput is checkOutput within the process's decode budget. The tool ran: the wait is not
@@ -862,8 +865,11 @@ func (e *Executor) checkOutput(ctx context.Context, t *tool, result []byte) outp
 	if err != nil { // (not expected: the context is not cancelled)
 		return outputCheck{unchecked: "no memory to check it: " + err.Error()}
 	}
-	defer release()
-	return checkOutput(t, result)
+	hold := newDecodeHold(release)
+	defer hold.end()
+	lim := defaultValidationLimits
+	lim.hold = hold // an abandoned validation keeps its share until it stops
+	return checkOutputWithin(t, result, lim)
 }
 
 // claimKey is the claims-bucket key of a call.

@@ -138,6 +138,12 @@ func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*
 	}
 	// The event stream of an HTTP request knows its id (sseRequests.want).
 	resp, err := t.inner.SendRequest(context.WithValue(ctx, requestIDKey{}, req.ID), req)
+	if resp != nil {
+		if lerr := localError(resp.Error); lerr != nil {
+			// The connector's own answer for an answer it discarded (oversize.go).
+			resp, err = nil, lerr
+		}
+	}
 	if resp != nil && idValue(resp.ID) != idValue(req.ID) && !(resp.ID.IsNil() && resp.Error != nil) {
 		// mcp-go's streamable HTTP transport takes the answer to a POST for the request's,
 		// whatever its id: a late answer to an earlier call (a gateway that mixes its

@@ -74,6 +74,11 @@ type child struct {
 	fwdW   *io.PipeWriter
 	// pageBytes caps a line while no fastCall waits (see maxLineBytes).
 	pageBytes int
+	// The reader's: red and log for what it logs, onMalformed for lines that are not JSON or
+	// too long (see startChild).
+	red         redactor
+	log         zerolog.Logger
+	onMalformed func(sample string, tooLong bool)
 
 	exited     chan struct{}
 	readerDone chan struct{} // closed when forward stops reading stdout (EOF, closed)
@@ -153,7 +158,8 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, pageBytes int
 		c.waitErr = cmd.Wait()
 		close(c.exited)
 	}()
-	go c.forward(red, log, onMalformed)
+	c.red, c.log, c.onMalformed = red, log, onMalformed
+	go c.forward()
 	go c.drainStderr(red, log)
 	return c, nil
 }
@@ -163,7 +169,8 @@ func (c *child) Pid() int { return c.cmd.Process.Pid }
 
 // forward copies the child's stdout to the transport line by line, dropping (and reporting)
 // lines that are not JSON; answers to fastCall requests go straight to their calls.
-func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(string, bool)) {
+func (c *child) forward() {
+	onMalformed := c.onMalformed
 	defer func() { _ = c.fwdW.Close(); close(c.readerDone) }()
 	br := bufio.NewReaderSize(c.stdout, 64<<10)
 	var line []byte
@@ -178,14 +185,19 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 				limit = c.pageBytes
 			}
 			if len(line)+len(frag) > limit {
-				// Too long to take, but it may be the answer to a waiting call: its id is at
-				// the start or at the end of the line (SDKs write it before or after the
-				// result), and that call ends now rather than at its timeout.
+				// Too long to take: discarded up to its newline. It may be the answer to a
+				// waiting request: its id is at the start or at the end of the line (SDKs
+				// write it before or after the result, see oversizeID), and that request ends
+				// now rather than at its timeout. Anything else (a notification, a request of
+				// the server's, an id that cannot be read so) fails nothing.
 				head := append([]byte(nil), line[:min(len(line), idWindow)]...)
+				if len(head) < idWindow {
+					head = append(head, frag[:min(len(frag), idWindow-len(head))]...)
+				}
 				tail, ok := discardLineTail(br, append(line[max(0, len(line)-idWindow):len(line):len(line)], frag...))
 				line = nil // not held for the life of the child
-				if !c.fast.tooLarge(head, tail) {
-					onMalformed(fmt.Sprintf("line longer than %d bytes", limit), true)
+				if !c.tooLarge(head, tail, limit, onMalformed) {
+					return
 				}
 				if !ok {
 					return
@@ -202,23 +214,68 @@ func (c *child) forward(red redactor, log zerolog.Logger, onMalformed func(strin
 		msg := bytes.TrimSpace(line)
 		switch {
 		case len(msg) == 0:
-		case c.fast.route(msg):
-			// The answer to a fastCall request, handed to it directly.
-		case c.answerRequest(msg):
-			// A request of the server's, answered here (see answerRequest).
-		case json.Valid(msg):
-			if _, werr := c.fwdW.Write(append(msg, '\n')); werr != nil {
-				return
+		case isBatch(msg) && json.Valid(msg):
+			// A JSON-RPC batch (2025-03-26): each message as if it came alone.
+			elems, err := splitBatch(msg)
+			if err != nil {
+				// Its answers, if any, are lost: as for a line that is not JSON.
+				onMalformed(fmt.Sprintf("JSON-RPC batch (%d bytes) refused: %v", len(msg), err), false)
+				break
 			}
-		case msg[0] == '{' || msg[0] == '[':
-			// A JSON-RPC message that is broken (cut short, say): its answer is lost.
-			onMalformed(printable(truncate(red.jsonSample(string(msg)), 120)), false)
-		default:
-			// Plain text on stdout (a banner, a log line): against the spec but harmless.
-			c.noteNoise(printable(truncate(red.String(string(msg)), 200)), log)
+			for _, e := range elems {
+				if !c.handle(e) {
+					return
+				}
+			}
+		case !c.handle(msg):
+			return
 		}
 		line = line[:0]
 	}
+}
+
+// handle takes one JSON-RPC message (a line, or a message of a batch) whose JSON is valid or
+// not: an answer to a fastCall request goes to it, a request of the server's is answered, any
+// other JSON to mcp-go's transport. False when the transport's reader is gone.
+func (c *child) handle(msg []byte) bool {
+	switch {
+	case c.fast.route(msg):
+		// The answer to a fastCall request, handed to it directly.
+	case c.answerRequest(msg):
+		// A request of the server's, answered here (see answerRequest).
+	case json.Valid(msg):
+		if _, werr := c.fwdW.Write(append(msg, '\n')); werr != nil {
+			return false
+		}
+	case msg[0] == '{' || msg[0] == '[':
+		// A JSON-RPC message that is broken (cut short, say): its answer is lost.
+		c.onMalformed(printable(truncate(c.red.jsonSample(string(msg)), 120)), false)
+	default:
+		// Plain text on stdout (a banner, a log line): against the spec but harmless.
+		c.noteNoise(printable(truncate(c.red.String(string(msg)), 200)), c.log)
+	}
+	return true
+}
+
+// tooLarge deals with a line longer than limit, discarded, whose first and last bytes are head
+// and tail: when it is an answer whose id can be read (oversizeID), the request waiting for it
+// ends with errResponseTooLarge (a fastCall at once, one of mcp-go's through a local answer
+// its transport matches to the request, if one waits). False when the transport's reader is
+// gone.
+func (c *child) tooLarge(head, tail []byte, limit int, onMalformed func(string, bool)) bool {
+	id, ok := oversizeID(head, tail)
+	switch {
+	case !ok:
+		onMalformed(fmt.Sprintf("line longer than %d bytes, not an answer whose id could be read at its start or end; dropped", limit), true)
+	case c.fast.tooLargeID(id):
+	default:
+		onMalformed(fmt.Sprintf("line longer than %d bytes, an answer to id %s; dropped, and the request waiting for it, if any, fails", limit, truncate(string(id), 40)), true)
+		answer := localAnswer(id, localTooLarge, fmt.Sprintf("a line longer than %d bytes", limit))
+		if _, err := c.fwdW.Write(append(answer, '\n')); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // serverRequestWait bounds the write of the answer to a server's request: a server that does

@@ -132,6 +132,8 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return dispatchErr(subjects.CodeUnavailable, "the call could not be sent: "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errResponseTooLarge):
 		return dispatchErr(subjects.CodeResultTooLarge, "the server's answer is larger than an event can hold; the call ran: "+redact(errText(r.err)), "")
+	case errors.Is(r.err, errBadBatch):
+		return dispatchErr(subjects.CodeProtocolError, errBadBatch.Error()+"; the call was sent and may have run", "")
 	case errors.Is(r.err, errAnotherID):
 		return dispatchErr(subjects.CodeOutcomeUnknown, "the server answered with the id of another request; the call was sent and may have run", "")
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) || pastDeadline(cctx):

@@ -175,6 +175,27 @@
 // text on stdout is logged and ignored. While no tools/call waits for an answer, a stdout line
 // is capped as an HTTP response is (what an event holds, plus 1 MiB); otherwise at 64 MiB.
 //
+// A message too large to take — a stdout line over its cap, an event of an HTTP or SSE event
+// stream over the same bound as an HTTP body — is discarded up to its end (its newline, the
+// blank line ending the event); the connection and the other requests go on. Only an answer
+// whose id can be read at its start (members "jsonrpc" and "id" before "result" or "error") or
+// as its very last member (as the TypeScript SDK writes it) fails its request, if one waits:
+// a tools/call result_too_large, a list snapshot_too_large, the handshake
+// malformed_response. A notification, a request of the server's or a message whose id cannot
+// be read so is logged (a warning once per session, then debug) and fails nothing. (A too
+// large event used to end the whole legacy SSE connection, and a too large stdout line of any
+// kind failed every list in flight.) An HTTP body over the bound fails its request (a list
+// snapshot_too_large, a tools/call result_too_large).
+//
+// JSON-RPC batches (a JSON array; MCP 2025-03-26 had them, later versions dropped them) are
+// taken apart on every transport — a stdout line, an event, a streamable HTTP JSON body — and
+// each message handled as if it came alone: answers matched by id, requests answered,
+// notifications followed. A batch of more than 1024 messages, an empty one or one holding
+// anything but objects is refused whole: on a request's own HTTP stream that request fails (a list
+// malformed_response, a tools/call protocol_error: it was sent), on stdio it fails the
+// handshake and lists in flight as a line that is not JSON does, on a legacy SSE or a listening
+// GET stream it is logged and dropped. The connector never sends batches itself.
+//
 // HTTP and SSE servers: redirects are followed within the configured URL's origin (scheme,
 // host, port) only, since the configured headers go with them. List results are taken as raw
 // bytes and never decoded by mcp-go, so the connector mirrors x-mcp-header arguments into

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,28 +83,21 @@ type fastResponse struct {
 // idWindow is how many bytes at each end of an over-long line are searched for its id.
 const idWindow = 256
 
-// fastIDPattern finds a fastCall request's id member in a JSON-RPC message.
-var fastIDPattern = regexp.MustCompile(`"id"\s*:\s*"(` + fastIDPrefix + `[0-9]+)"`)
-
 // tooLarge ends the call waiting for the answer whose head and tail (the first and last
-// idWindow bytes of a line too long to take) carry its id, at the very start or the very end,
-// reporting whether one did.
+// idWindow bytes of a line too long to take) carry its id (see oversizeID), reporting whether
+// one did.
 func (r *fastRouter) tooLarge(head, tail []byte) bool {
-	if r.n.Load() == 0 {
+	id, ok := oversizeID(head, tail)
+	return ok && r.tooLargeID(id)
+}
+
+// tooLargeID ends the call waiting for the answer with id (its JSON text), reporting whether
+// one did.
+func (r *fastRouter) tooLargeID(id []byte) bool {
+	if r.n.Load() == 0 || !bytes.HasPrefix(id, []byte(`"`+fastIDPrefix)) {
 		return false
 	}
-	var id string
-	if m := fastIDPattern.FindSubmatchIndex(head); m != nil && bytes.HasPrefix(bytes.TrimSpace(head), []byte("{")) && m[0] <= 32 {
-		id = string(head[m[2]:m[3]])
-	} else if all := fastIDPattern.FindAllSubmatchIndex(tail, -1); len(all) > 0 {
-		if m := all[len(all)-1]; bytes.Equal(bytes.TrimSpace(tail[m[1]:]), []byte("}")) {
-			id = string(tail[m[2]:m[3]])
-		}
-	}
-	if id == "" {
-		return false
-	}
-	ch := r.take(id)
+	ch := r.take(string(id[1 : len(id)-1]))
 	if ch == nil {
 		return false
 	}

@@ -37,6 +37,12 @@ import (
 //	errhuge   answers tools/call with a JSON-RPC error whose message is 2 MiB
 //	brokensecret answers tools/list with a line cut short that holds $SERVICE_TOKEN JSON-escaped
 //	notifyfirst sends tools/list_changed just before its first tools/list result
+//	hugenotify before each tools/list result, writes a notification and a request of its own
+//	          with the list's id (each over what a line may be), then the result
+//	hugelist  answers tools/list with a line over what a line may be, its id last
+//	batch     answers tools/list and tools/call with JSON-RPC batches: a list_changed
+//	          notification or a ping request, then the result
+//	bigbatch  answers tools/list with a batch of more than maxBatch messages
 //	taskbadget, taskbadresult, taskhuge  list "t" as requiring tasks and answer its tools/call
 //	          with a task, then tasks/get (or tasks/result) with an "error" of the wrong shape,
 //	          or tasks/result with a line longer than maxLineBytes
@@ -98,6 +104,21 @@ func serveRawChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","description":` + string(desc))
 				continue
 			}
+			switch mode {
+			case "hugenotify":
+				write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("n", 12<<20) + `"}}`)
+				write(`{"jsonrpc":"2.0","id":` + id + `,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("r", 12<<20) + `"}}]}}`)
+			case "hugelist":
+				write(`{"result":{"tools":[{"name":"t","description":"` + strings.Repeat("d", 12<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
+				continue
+			case "batch":
+				write(`[{"jsonrpc":"2.0","method":"notifications/tools/list_changed"},{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}]`)
+				continue
+			case "bigbatch":
+				write(`[` + strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}},`, maxBatch) +
+					`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}]`)
+				continue
+			}
 			if mode == "notifyfirst" {
 				mode = ""
 				write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
@@ -123,6 +144,8 @@ func serveRawChild(mode string) int {
 				select {}
 			case "badtypes":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
+			case "batch":
+				write(`[{"jsonrpc":"2.0","id":"srv-1","method":"ping"},{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"from a batch"}]}}]`)
 			case "errhuge":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"call ` + strings.Repeat("spam ", 400<<10) + `"}}`)
 			case "huge":
@@ -292,6 +315,11 @@ func TestHTTPResponseBounded(t *testing.T) {
 	if grew := int64(peak.Load()) - int64(base); grew > 48<<20 {
 		t.Errorf("the heap grew %d MiB for one hostile 64 MiB list (status %+v)", grew>>20, h.m.Statuses()["huge"])
 	}
+	// Said as for a stdio line or an event over the bound (the list was list_failed, the
+	// bound's error lost in a probe's verdict).
+	if st := h.m.Statuses()["huge"]; st.Code != subjects.CodeSnapshotTooLarge {
+		t.Errorf("status %s %s %q, want %s", st.Status, st.Code, st.Reason, subjects.CodeSnapshotTooLarge)
+	}
 }
 
 type hugeList struct {
@@ -390,18 +418,24 @@ func TestCappedReaders(t *testing.T) {
 	if _, err := read(&cappedBody{ReadCloser: io.NopCloser(strings.NewReader(strings.Repeat("x", 101))), left: 100}); !errors.Is(err, errResponseTooLarge) {
 		t.Errorf("body over the limit: %v", err)
 	}
-	// Events may add up to anything; one event may not pass the limit.
+	// The error names the bound (it named the size of the last read).
+	if _, err := read(&cappedBody{ReadCloser: io.NopCloser(&chunked{s: strings.Repeat("x", 1000), n: 7}), left: 100}); err == nil || !strings.Contains(err.Error(), "over 100 bytes") {
+		t.Errorf("body over the limit: %v, want it to say over 100 bytes", err)
+	}
+	// Events may add up to anything; one event may not pass the limit: it is discarded, and the
+	// stream goes on (see TestSSEEventOverLimit).
+	events := func(s string) io.Reader { return &sseRequests{src: io.NopCloser(strings.NewReader(s)), limit: 100} }
 	stream := strings.Repeat("event: message\ndata: "+strings.Repeat("y", 50)+"\n\n", 100)
-	if n, err := read(&cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(stream)), limit: 100}); err != nil || n != len(stream) {
+	if n, err := read(events(stream)); err != nil || n != len(stream) {
 		t.Errorf("small events: %d %v", n, err)
 	}
 	crlf := strings.Repeat("data: "+strings.Repeat("y", 50)+"\r\n\r\n", 100)
-	if _, err := read(&cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(crlf)), limit: 100}); err != nil {
-		t.Errorf("small CRLF events: %v", err)
+	if n, err := read(events(crlf)); err != nil || n != len(crlf) {
+		t.Errorf("small CRLF events: %d %v", n, err)
 	}
 	big := "data: " + strings.Repeat("z", 60) + "\ndata: " + strings.Repeat("z", 60) + "\n\n"
-	if _, err := read(&cappedEvents{ReadCloser: io.NopCloser(strings.NewReader(big)), limit: 100}); !errors.Is(err, errResponseTooLarge) {
-		t.Errorf("an event over the limit: %v", err)
+	if n, err := read(events(big + crlf)); err != nil || n != len(crlf) {
+		t.Errorf("an event over the limit: %d %v, want it discarded and the rest passed", n, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package registrysync
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -18,15 +19,18 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// errResponseTooLarge is the read error of an HTTP response over its bound (see cappedTransport).
-var errResponseTooLarge = errors.New("the server's HTTP response is too large")
+// errResponseTooLarge is the error of an answer over its bound: an HTTP response or one of its
+// events (see cappedTransport), a stdio line (see child.tooLarge).
+var errResponseTooLarge = errors.New("the server's answer is too large")
 
 // cappedTransport bounds what an MCP server's HTTP responses may make the connector read: a
 // JSON body to limit bytes, and each event of an event stream (text/event-stream) to limit
 // bytes. mcp-go decodes bodies and events whole, without a bound: a hostile server answering
 // with a huge body could make the process run out of memory (a 256 MiB tools/list cost ~1.5 GiB
-// of heap before it was rejected as too large). Reading past the bound fails with
-// errResponseTooLarge.
+// of heap before it was rejected as too large). Reading a body past the bound fails with
+// errResponseTooLarge; an event past it is discarded by the event filter (sseRequests), which
+// fails only the request it answers (see oversize.go). A JSON body that is a JSON-RPC batch is
+// handed to mcp-go as an event stream, which the filter takes apart.
 type cappedTransport struct {
 	next  http.RoundTripper
 	limit int64
@@ -37,6 +41,8 @@ type cappedTransport struct {
 	// opens: mcp-go reopens the standalone stream by itself when it ends, and the
 	// notifications sent meanwhile are lost.
 	listenOpened func()
+	// discarded, when set, is told of each event discarded as too large, or batch refused.
+	discarded func(what string)
 }
 
 func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -56,28 +62,93 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, err
 	}
+	answer := t.serverRequests
+	if r.Context().Value(answerKey{}) != nil {
+		answer = nil // the stream of a POST that answers a server's request (see answerKey)
+	}
+	want, _ := r.Context().Value(requestIDKey{}).(mcp.RequestId)
+	events := func(body io.ReadCloser, limit int64) *sseRequests {
+		f := &sseRequests{src: body, answer: answer, limit: limit, discarded: t.discarded}
+		if !want.IsNil() {
+			f.want = idValue(want)
+			f.wantJSON, _ = json.Marshal(want)
+		}
+		return f
+	}
 	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
 		if r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && t.listenOpened != nil {
 			t.listenOpened()
 		}
-		resp.Body = &cappedEvents{ReadCloser: resp.Body, limit: t.limit}
-		answer := t.serverRequests
-		if r.Context().Value(answerKey{}) != nil {
-			answer = nil // the stream of a POST that answers a server's request (see answerKey)
+		// Each event is bounded by the filter, which discards one over the bound (see
+		// oversize.go): the stream itself may run for ever.
+		resp.Body = events(resp.Body, t.limit)
+		return resp, nil
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
+	if r.Method == http.MethodPost && resp.StatusCode >= 200 && resp.StatusCode <= 299 && !want.IsNil() {
+		if batch, ok := jsonBatch(resp, want); ok {
+			// A JSON-RPC batch answering the request (2025-03-26): mcp-go would fail to decode
+			// it, losing the notifications and requests in it. It is handed to mcp-go as an
+			// event stream of one event, which the filter takes apart.
+			resp.Header.Set("Content-Type", "text/event-stream")
+			resp.Header.Del("Content-Length")
+			resp.ContentLength = -1
+			resp.Body = events(batch, t.limit+sseReadSize) // (the event's framing on top)
 		}
-		want, _ := r.Context().Value(requestIDKey{}).(mcp.RequestId)
-		if answer != nil || !want.IsNil() {
-			f := &sseRequests{src: resp.Body, answer: answer}
-			if !want.IsNil() {
-				f.want = idValue(want)
-			}
-			resp.Body = f
-		}
-	} else {
-		resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.limit}
 	}
 	return resp, nil
 }
+
+// jsonBatch reads the JSON body of resp, the answer to request want, when it is an array (a
+// JSON-RPC batch), and returns it as the one event of an event stream: its data the batch on
+// one line, or, if it is too large or not JSON, a local answer that fails the request. It
+// reports false, having read no more than the whitespace before it, for a body of another type
+// or that is not an array.
+func jsonBatch(resp *http.Response, want mcp.RequestId) (io.ReadCloser, bool) {
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, false
+	}
+	br := bufio.NewReaderSize(resp.Body, 512)
+	body := struct {
+		io.Reader
+		io.Closer
+	}{br, resp.Body}
+	resp.Body = body
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return nil, false
+		}
+		if b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n' {
+			_, _ = br.Discard(1)
+			continue
+		}
+		if b[0] != '[' {
+			return nil, false
+		}
+		break
+	}
+	data, err := io.ReadAll(br)
+	_ = body.Close()
+	wantJSON, _ := json.Marshal(want)
+	var line bytes.Buffer
+	switch {
+	case errors.Is(err, errResponseTooLarge):
+		line.Write(localAnswer(wantJSON, localTooLarge, fmt.Sprintf("a JSON-RPC batch of more than %d bytes", len(data))))
+	case err != nil:
+		return io.NopCloser(&errReader{err}), true
+	case json.Compact(&line, data) != nil:
+		line.Reset()
+		line.Write(localAnswer(wantJSON, localBatch, ""))
+	}
+	ev := append([]byte("event: message\ndata: "), line.Bytes()...)
+	ev = append(ev, "\n\n"...)
+	return io.NopCloser(bytes.NewReader(ev)), true
+}
+
+type errReader struct{ err error }
+
+func (r *errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // refusedStatus is the dispatch error for a request the server answered with an HTTP status
 // that says it did not process it, or nil: 400, 403, 405, 413, 415, 422 and 429. mcp-go
@@ -151,6 +222,7 @@ func notAnEventStream(r *http.Request, resp *http.Response) error {
 type cappedBody struct {
 	io.ReadCloser
 	left int64
+	read int64 // taken so far
 }
 
 func (b *cappedBody) Read(p []byte) (int, error) {
@@ -160,41 +232,14 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1] // one byte past the limit tells an over-long body
 	}
+	limit := b.read + b.left
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	if b.left < 0 {
-		return 0, fmt.Errorf("%w (over %d bytes)", errResponseTooLarge, int64(n)+b.left-1)
+		// (the bound, not the size of this read, which it once said)
+		return 0, fmt.Errorf("%w (over %d bytes)", errResponseTooLarge, limit)
 	}
-	return n, err
-}
-
-// cappedEvents fails a read once one server-sent event (its lines up to the blank line that
-// ends it) exceeds the limit: the stream itself may run for ever.
-type cappedEvents struct {
-	io.ReadCloser
-	limit   int64
-	event   int64 // bytes of the current event
-	lineLen int64 // bytes of the current line, without its line ending
-}
-
-func (e *cappedEvents) Read(p []byte) (int, error) {
-	n, err := e.ReadCloser.Read(p)
-	for _, c := range p[:n] {
-		switch c {
-		case '\n':
-			if e.lineLen == 0 {
-				e.event = 0 // a blank line ends the event
-			}
-			e.lineLen = 0
-		case '\r':
-		default:
-			e.lineLen++
-			e.event++
-		}
-		if e.event > e.limit {
-			return 0, fmt.Errorf("%w (an event over %d bytes)", errResponseTooLarge, e.limit)
-		}
-	}
+	b.read += int64(n)
 	return n, err
 }
 
@@ -212,16 +257,26 @@ func (e *cappedEvents) Read(p []byte) (int, error) {
 // request's, whatever its id, and blocks for ever handing over a third. An answer with another
 // id (a gateway routing a late answer to an earlier call to this stream) is dropped, and the
 // stream ends after the request's own.
+//
+// An event over limit bytes (0: no limit) is discarded up to its end, and a JSON-RPC batch taken
+// apart, as oversize.go says: an answer to a request in flight among them fails it through a
+// local answer (on the request's own stream, its answer ends the stream; on a legacy SSE
+// stream, mcp-go's transport matches it to the request).
 type sseRequests struct {
-	src    io.ReadCloser
-	answer func(id json.RawMessage, method string)
-	want   string
-	last   bool   // the answer to want was passed: nothing more is read
-	in     []byte // read, not yet split into events: the start of the next event
-	line   int    // where the line being read starts in in
-	seen   int    // in[:seen] was searched for line ends (none twice: an event may be MiBs)
-	out    []byte // events ready for the reader
-	err    error  // of src, returned once out is drained
+	src      io.ReadCloser
+	answer   func(id json.RawMessage, method string)
+	want     string
+	wantJSON []byte // want as its JSON text
+	limit    int64
+	// skip is the event being discarded, too large, nil while none is.
+	skip      *skippedEvent
+	discarded func(what string)
+	last      bool   // the answer to want was passed: nothing more is read
+	in        []byte // read, not yet split into events: the start of the next event
+	line      int    // where the line being read starts in in
+	seen      int    // in[:seen] was searched for line ends (none twice: an event may be MiBs)
+	out       []byte // events ready for the reader
+	err       error  // of src, returned once out is drained
 }
 
 // sseReadSize is how much the filter reads from the stream at once; sseKeep is the buffer
@@ -235,6 +290,10 @@ func (f *sseRequests) Close() error { return f.src.Close() }
 
 func (f *sseRequests) Read(p []byte) (int, error) {
 	for len(f.out) == 0 {
+		if f.err != nil && f.skip != nil {
+			f.endSkip() // an event cut short while discarded: its start may say whose answer
+			continue
+		}
 		if f.err != nil {
 			if len(f.in) > 0 { // an event cut short: passed on as it is
 				f.out, f.in, f.line, f.seen = f.in, nil, 0, 0
@@ -262,6 +321,13 @@ func (f *sseRequests) Read(p []byte) (int, error) {
 // split moves every complete event (up to and including the blank line ending it) from in to
 // out, dropping and answering server requests.
 func (f *sseRequests) split() {
+	if f.skip != nil && !f.skipping() {
+		return
+	}
+	if f.last {
+		f.in, f.line, f.seen, f.err = nil, 0, 0, io.EOF
+		return
+	}
 	start, pos, from := 0, f.line, f.seen
 	for {
 		i := bytes.IndexByte(f.in[from:], '\n')
@@ -276,8 +342,14 @@ func (f *sseRequests) split() {
 		}
 		event := f.in[start:pos]
 		start = pos
-		if !f.take(event) {
-			f.out = append(f.out, event...)
+		if f.limit > 0 && int64(len(event)) > f.limit {
+			// Over the bound, though it came whole: discarded (see beginSkip).
+			k := &skippedEvent{head: append([]byte(nil), event[:min(len(event), 4*idWindow)]...)}
+			k.keep(event)
+			f.skip = k
+			f.endSkip()
+		} else {
+			f.emit(event)
 		}
 		if f.last {
 			f.in, f.line, f.seen, f.err = nil, 0, 0, io.EOF
@@ -285,6 +357,11 @@ func (f *sseRequests) split() {
 		}
 	}
 	f.line, f.seen = pos-start, len(f.in)-start
+	if f.limit > 0 && int64(len(f.in)-start) > f.limit {
+		// An event over the bound, not ended yet: discarded from here to its end.
+		f.beginSkip(f.in[start:])
+		return
+	}
 	if start == 0 {
 		return // one event still coming in
 	}
@@ -296,10 +373,8 @@ func (f *sseRequests) split() {
 	f.in = append(f.in[:0], rest...)
 }
 
-// take answers and reports true when event is a message holding a JSON-RPC request.
-func (f *sseRequests) take(event []byte) bool {
-	var name string
-	var data []byte
+// parseEvent is the name, the data and the id line (with its line end) of an event.
+func parseEvent(event []byte) (name string, data, idLine []byte) {
 	for _, line := range bytes.Split(event, []byte("\n")) {
 		line = bytes.TrimRight(line, "\r")
 		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
@@ -309,8 +384,156 @@ func (f *sseRequests) take(event []byte) bool {
 				data = append(data, '\n')
 			}
 			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+		} else if bytes.HasPrefix(line, []byte("id:")) {
+			idLine = append(append([]byte(nil), line...), '\n')
 		}
 	}
+	return name, data, idLine
+}
+
+// emit passes event on (to out) unless take took it; a JSON-RPC batch is taken apart first,
+// each of its messages an event of its own (the batch's id line, which a client resuming the
+// stream sends back, on the last).
+func (f *sseRequests) emit(event []byte) {
+	name, data, idLine := parseEvent(event)
+	if msg := bytes.TrimSpace(data); (name == "" || name == "message") && isBatch(msg) && json.Valid(msg) {
+		elems, err := splitBatch(msg)
+		if err != nil {
+			f.refused(fmt.Sprintf("a JSON-RPC batch of %d bytes: %v", len(msg), err), nil, localBatch, "")
+			return
+		}
+		for i, e := range elems {
+			var one bytes.Buffer
+			one.WriteString("event: message\n")
+			if i == len(elems)-1 {
+				one.Write(idLine)
+			}
+			one.WriteString("data: ")
+			if bytes.ContainsAny(e, "\r\n") {
+				_ = json.Compact(&one, e) // (valid: the batch is)
+			} else {
+				one.Write(e)
+			}
+			one.WriteString("\n\n")
+			if !f.take(one.Bytes()) {
+				f.out = append(f.out, one.Bytes()...)
+			}
+			if f.last {
+				return
+			}
+		}
+		return
+	}
+	if !f.take(event) {
+		f.out = append(f.out, event...)
+	}
+}
+
+// refused drops what (a batch refused, an event too large), failing the request it answers:
+// id's (nil: unknown), or, on a request's own stream, that request unless id names another.
+// kind and detail make the local answer (oversize.go).
+func (f *sseRequests) refused(what string, id []byte, kind, detail string) {
+	if f.discarded != nil {
+		f.discarded(what)
+	}
+	switch {
+	case f.want != "" && (id == nil || strings.Trim(string(id), `"`) == f.want):
+		// The request's own stream: its answer was in what was dropped, or may have been.
+		id = f.wantJSON
+		f.last = true
+	case id == nil:
+		return
+	}
+	f.out = append(f.out, "event: message\ndata: "...)
+	f.out = append(f.out, localAnswer(id, kind, detail)...)
+	f.out = append(f.out, "\n\n"...)
+}
+
+// skippedEvent is an event discarded as too large: its first bytes, its last ones so far, and
+// whether the line being read is blank so far.
+type skippedEvent struct {
+	head, tail []byte
+	lineBlank  bool
+}
+
+// beginSkip starts discarding ev, the start of an event over the bound (no blank line in it).
+func (f *sseRequests) beginSkip(ev []byte) {
+	k := &skippedEvent{head: append([]byte(nil), ev[:min(len(ev), 4*idWindow)]...)}
+	k.lineBlank = len(bytes.Trim(ev[f.line:], "\r")) == 0
+	k.keep(ev)
+	f.skip = k
+	f.in, f.line, f.seen = nil, 0, 0 // (a new buffer: this one may be large)
+}
+
+func (k *skippedEvent) keep(b []byte) {
+	k.tail = append(k.tail, b[max(0, len(b)-idWindow):]...)
+	if len(k.tail) > idWindow {
+		k.tail = append(k.tail[:0], k.tail[len(k.tail)-idWindow:]...)
+	}
+}
+
+// skipping discards in up to the end of the event being skipped, reporting whether it ended
+// (what follows it is then left in in).
+func (f *sseRequests) skipping() bool {
+	k := f.skip
+	for i, c := range f.in {
+		switch c {
+		case '\n':
+			if k.lineBlank {
+				k.keep(f.in[:i])
+				f.in = append(f.in[:0], f.in[i+1:]...)
+				f.endSkip()
+				return true
+			}
+			k.lineBlank = true
+		case '\r':
+		default:
+			k.lineBlank = false
+		}
+	}
+	k.keep(f.in)
+	f.in = f.in[:0]
+	return false
+}
+
+// endSkip ends the discarding of an event: an answer whose id can be read from its first and
+// last bytes (oversizeID) fails its request.
+func (f *sseRequests) endSkip() {
+	k := f.skip
+	f.skip = nil
+	name, _, _ := parseEvent(k.head)
+	data := k.head
+	if i := bytes.Index(data, []byte("data:")); i >= 0 {
+		data = bytes.TrimPrefix(data[i+len("data:"):], []byte(" "))
+	} else {
+		data = nil
+	}
+	what := fmt.Sprintf("an event of more than %d bytes", f.limit)
+	if name != "" && name != "message" || data == nil {
+		if f.discarded != nil {
+			f.discarded(what)
+		}
+		return
+	}
+	id, ok := oversizeID(data, k.tail)
+	if !ok {
+		if f.discarded != nil {
+			f.discarded(what + ", not an answer whose id could be read at its start or end")
+		}
+		return
+	}
+	if f.want != "" && strings.Trim(string(id), `"`) != f.want {
+		if f.discarded != nil {
+			f.discarded(what + ", the answer to another request")
+		}
+		return
+	}
+	f.refused(what+", an answer to id "+truncate(string(id), 40), id, localTooLarge, what)
+}
+
+// take answers and reports true when event is a message holding a JSON-RPC request.
+func (f *sseRequests) take(event []byte) bool {
+	name, data, _ := parseEvent(event)
 	if name != "" && name != "message" || f.want == "" && !mayHoldMember(data, "method") {
 		return false
 	}

@@ -100,16 +100,12 @@ func (e *lostError) Error() string { return e.err.Error() }
 func (e *lostError) Unwrap() error { return e.err }
 
 // malformedError is the cause a list request or the handshake is cancelled with when a stdio
-// server wrote a line that is not JSON, or too long to take.
+// server wrote a line that is not JSON (or a batch that was refused).
 type malformedError struct {
-	sample  string
-	tooLong bool // a line longer than allowed: the sample says how long
+	sample string
 }
 
 func (e *malformedError) Error() string {
-	if e.tooLong {
-		return "server wrote a " + e.sample
-	}
 	return "server wrote a line that is not JSON: " + e.sample
 }
 
@@ -200,6 +196,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		// Requests the server sends on an event stream are answered by the connector, as over
 		// legacy SSE (see answerServerRequest): mcp-go answered each on a goroutine of its own.
 		s.hc.Transport.(*cappedTransport).serverRequests = s.answerServerRequest
+		s.hc.Transport.(*cappedTransport).discarded = s.noteDiscarded
 		opts := []transport.StreamableHTTPCOption{
 			transport.WithHTTPHeaders(sc.Headers),
 			transport.WithHTTPBasicClient(s.hc),
@@ -222,6 +219,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	case TransportSSE:
 		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
 		s.hc.Transport.(*cappedTransport).serverRequests = s.answerServerRequest
+		s.hc.Transport.(*cappedTransport).discarded = s.noteDiscarded
 		h, err := transport.NewSSE(sc.URL,
 			transport.WithHeaders(sc.Headers),
 			transport.WithHTTPClient(s.hc),
@@ -298,6 +296,8 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return fail(s.lostErr)
 		case errors.As(context.Cause(ictx), &mal):
 			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %s", mal.Error()))
+		case errors.Is(err, errResponseTooLarge) || errors.Is(err, errBadBatch):
+			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %v", innerError(err)))
 		}
 		return fail(fmt.Errorf("initialize: %w", err))
 	}
@@ -476,10 +476,11 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	}
 }
 
-// noteMalformed cancels the handshake and the list requests in flight: their answer may be the
-// line, and it will never be matched.
+// noteMalformed cancels the handshake and the list requests in flight when a stdio server wrote
+// a line that is not JSON: their answer may be the line, and it will never be matched. A line
+// too long to take (tooLong) cancels nothing: the child's reader failed the request it answers
+// if its id could be read (child.tooLarge), and anything else it was is dropped.
 func (s *session) noteMalformed(sample string, tooLong bool) {
-	cause := &malformedError{sample: sample, tooLong: tooLong}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ev := s.c.log.Debug()
@@ -487,11 +488,20 @@ func (s *session) noteMalformed(sample string, tooLong bool) {
 		s.malformedSeen = true
 		ev = s.c.log.Warn()
 	}
-	ev.Str("sample", sample).Bool("tooLong", tooLong).Msg("stdio server wrote a line that is not JSON, or too long")
+	ev.Str("sample", sample).Bool("tooLong", tooLong).Msg("server sent a message that is not JSON, or too long, or a batch refused")
+	if tooLong {
+		return
+	}
+	cause := &malformedError{sample: sample}
 	for _, cancel := range s.listCancels {
 		cancel(cause)
 	}
 }
+
+// noteDiscarded logs an event of an HTTP or SSE server discarded as too large, or a batch
+// refused (see sseRequests), as noteMalformed logs a stdio line too long: nothing is cancelled
+// (the request it answers, when known, failed already).
+func (s *session) noteDiscarded(what string) { s.noteMalformed(what, true) }
 
 // cancelOnMalformed has noteMalformed cancel a request in flight, until the function it returns
 // is called.
@@ -605,9 +615,11 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch cause := context.Cause(ctx); {
-	case errors.As(cause, &mal) && mal.tooLong:
-		// A page that no event could hold (as an HTTP body over its bound would be).
-		return nil, codedf(subjects.CodeSnapshotTooLarge, "%s/list: %s", kind, mal.Error())
+	case errors.Is(err, errResponseTooLarge):
+		// A page that no event could hold: a stdio line, an HTTP body or event over its bound.
+		return nil, codedf(subjects.CodeSnapshotTooLarge, "%s/list: %v", kind, innerError(err))
+	case errors.Is(err, errBadBatch):
+		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %v", kind, errBadBatch)
 	case errors.As(cause, &mal):
 		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %s", kind, mal.Error())
 	case s.isLost():
@@ -622,6 +634,15 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 		return nil, err
 	}
 	return nil, fmt.Errorf("%s/list: %w", kind, err)
+}
+
+// innerError is err without mcp-go's "transport error: " wrapping.
+func innerError(err error) error {
+	var te *transport.Error
+	for errors.As(err, &te) && te.Err != nil {
+		err = te.Err
+	}
+	return err
 }
 
 // answerServerRequest answers a request the server sent on an event stream — its legacy

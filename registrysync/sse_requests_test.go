@@ -19,7 +19,16 @@ import (
 // tools/call it first sends the client a ping request of its own, with the same JSON-RPC id as
 // the call (ids are per direction, so this is legal, and both sides count from small numbers),
 // then the call's result.
+//
+// mode, when set, makes it misbehave (see oversize_test.go):
+//
+//	hugenotify  before the tools/list result, a notification and a request of its own with
+//	            the list's id, each an event over the connector's bound
+//	hugelist    answers tools/list with an event over the bound, its id last
+//	batch       answers tools/list and tools/call with JSON-RPC batches (a list_changed, or
+//	            the ping request, then the result)
 type rawSSEServer struct {
+	mode string
 	out  chan string // data of message events to push
 	mu   sync.Mutex
 	msgs []map[string]json.RawMessage // posted by the client
@@ -60,8 +69,23 @@ func (s *rawSSEServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "ping":
 			s.out <- `{"jsonrpc":"2.0","id":` + id + `,"result":{}}`
 		case "tools/list":
+			switch s.mode {
+			case "hugenotify":
+				s.out <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("n", 12<<20) + `"}}`
+				s.out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("r", 12<<20) + `"}}]}}`
+			case "hugelist":
+				s.out <- `{"result":{"tools":[{"name":"t","description":"` + strings.Repeat("d", 12<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`
+				return
+			case "batch":
+				s.out <- `[{"jsonrpc":"2.0","method":"notifications/tools/list_changed"},{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}]`
+				return
+			}
 			s.out <- `{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`
 		case "tools/call":
+			if s.mode == "batch" {
+				s.out <- `[{"jsonrpc":"2.0","id":` + id + `,"method":"ping"},{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"the real answer"}]}}]`
+				return
+			}
 			s.out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`
 			s.out <- `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"the real answer"}]}}`
 		}

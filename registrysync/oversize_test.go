@@ -1,0 +1,279 @@
+package registrysync
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// TestStdioHugeNotificationSparesList: a notification (or a request of the server's) longer
+// than a line may be failed the list in flight: every too-long line cancelled the handshake
+// and the lists waiting, as a line that is not JSON does, so a server that logs a huge message
+// while answering tools/list was reported snapshot_too_large. Such a line is discarded up to
+// its newline and fails nothing; only an answer whose id can be read fails its request.
+func TestStdioHugeNotificationSparesList(t *testing.T) {
+	t.Parallel()
+	h := run(t, nil, fastConfig(rawServer(t, "hn", "hugenotify")))
+	rec := record(t, h.env, subjects.RegistryServer("hn"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusReady || st.Code != "" {
+		t.Fatalf("status %s %s %q, want ready: the huge lines were no answer", st.Status, st.Code, st.Reason)
+	}
+	rec.wait(0, "tools snapshot", isSnapshot(subjects.KindTools, func(s *subjects.Snapshot) bool { return hasName(t, s, "t") }))
+	// The session goes on: a call is answered.
+	if r := h.m.Dispatch(context.Background(), "hn", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000}); r.Error != nil {
+		t.Fatalf("call after the huge lines: %+v", r.Error)
+	}
+}
+
+// TestStdioHugeListAnswerIDLast: an answer to tools/list over what a line may be, its id
+// written last (as the TypeScript SDK does), fails that list at once, snapshot_too_large.
+func TestStdioHugeListAnswerIDLast(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig(rawServer(t, "hl", "hugelist"))
+	cfg.ListTimeout = 10 * waitLimit // longer than the test waits: only the attribution ends it
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("hl"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusUnavailable || st.Code != subjects.CodeSnapshotTooLarge || !strings.Contains(st.Reason, "line longer than") {
+		t.Errorf("status %s %s %q, want unavailable %s: a line longer than allowed", st.Status, st.Code, st.Reason, subjects.CodeSnapshotTooLarge)
+	}
+}
+
+// TestStdioBatch: a JSON-RPC batch (MCP 2025-03-26) was handed whole to mcp-go, which dropped
+// it: the answers in it were lost (the list and the call waited out their timeouts), and so were
+// the notifications and requests. Each message of a batch is now handled as if it came alone.
+func TestStdioBatch(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig(rawServer(t, "b", "batch"))
+	cfg.ListTimeout = 10 * waitLimit
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("b"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusReady {
+		t.Fatalf("status %s %s %q, want ready", st.Status, st.Code, st.Reason)
+	}
+	// The list_changed notification in the batch was seen.
+	rec.wait(0, "a list_changed from the batch", isChanged(subjects.KindTools))
+	r := h.m.Dispatch(context.Background(), "b", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000})
+	if r.Error != nil || !strings.Contains(string(r.Result), "from a batch") {
+		t.Fatalf("call answered in a batch: %+v %s", r.Error, r.Result)
+	}
+}
+
+// TestStdioBatchTooLong: a batch of more than maxBatch messages is refused whole, and the list
+// it may answer fails at once (malformed_response), not at its timeout.
+func TestStdioBatchTooLong(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig(rawServer(t, "bb", "bigbatch"))
+	cfg.ListTimeout = 10 * waitLimit
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("bb"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusUnavailable || st.Code != subjects.CodeMalformedResponse || !strings.Contains(st.Reason, "batch") {
+		t.Errorf("status %s %s %q, want unavailable %s: a batch refused", st.Status, st.Code, st.Reason, subjects.CodeMalformedResponse)
+	}
+}
+
+func TestOversizeID(t *testing.T) {
+	for _, tc := range []struct {
+		head, tail, want string
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{"tools":[`, `"}]}}`, `7`},
+		{` { "jsonrpc" : "2.0" , "id" : "abc", "error": {`, `}}`, `"abc"`},
+		{`{"ID":3,"Result":{`, `}}`, `3`},
+		{`{"result":{"content":[{"type":"text","text":"`, `xx"}]},"jsonrpc":"2.0","id":12}` + "\n", `12`},
+		{`{"result":{"content":[`, `]} , "id" : "mcpstream-4" }`, `"mcpstream-4"`},
+		// Not an answer: a notification, a request, no result or error at the start.
+		{`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`, `"},"id":5}`, ``},
+		{`{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{`, `}}`, ``},
+		{`{"jsonrpc":"2.0","id":5,"params":{`, `},"method":"x"}`, ``},
+		{`[{"jsonrpc":"2.0","id":5,"result":{`, `}}]`, ``},
+		// An id that cannot be read so.
+		{`{"result":{"text":"`, `xx\"id\":5}`, ``},
+		{`{"result":{"text":"`, `"a":{"id":5}}`, ``},
+		{`{"result":{"text":"`, `"id":"a\"b"}`, ``},
+		{`{"jsonrpc":"2.0","id":null,"error":{`, `}}`, ``},
+		{`{"jsonrpc":"2.0","id":1.5,"result":{`, `}}`, ``},
+		{`{"jsonrpc":"2.0","i\u0064":1,"result":{`, `}}`, ``},
+	} {
+		id, ok := oversizeID([]byte(tc.head), []byte(tc.tail))
+		if got := string(id); ok != (tc.want != "") || got != tc.want {
+			t.Errorf("oversizeID(%q, %q) = %q %v, want %q", tc.head, tc.tail, got, ok, tc.want)
+		}
+	}
+}
+
+func TestSplitBatch(t *testing.T) {
+	got, err := splitBatch([]byte(`[ {"a":"],[{"} ,{"b":[1,{"c":2}]},{}]`))
+	if err != nil || len(got) != 3 || string(got[0]) != `{"a":"],[{"}` || string(got[1]) != `{"b":[1,{"c":2}]}` || string(got[2]) != `{}` {
+		t.Fatalf("split: %q %v", got, err)
+	}
+	for _, bad := range []string{`[]`, `[1]`, `[{},"x"]`, `[[{}]]`, `[` + strings.Repeat(`{},`, maxBatch) + `{}]`} {
+		if _, err := splitBatch([]byte(bad)); err == nil {
+			t.Errorf("%.40q: no error", bad)
+		}
+	}
+	if _, err := splitBatch([]byte(`[` + strings.Repeat(`{},`, maxBatch-1) + `{}]`)); err != nil {
+		t.Errorf("a batch of maxBatch: %v", err)
+	}
+}
+
+// TestSSEHugeNotificationSparesList: on legacy HTTP+SSE, one event over the bound (a
+// notification, a request of the server's) failed the whole stream: the session was lost, and
+// the list in flight with it. Such an event is discarded up to its end and fails nothing.
+func TestSSEHugeNotificationSparesList(t *testing.T) {
+	t.Parallel()
+	srv := &rawSSEServer{mode: "hugenotify", out: make(chan string, 16)}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "ssehn", Transport: TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"}))
+	rec := record(t, h.env, subjects.RegistryServer("ssehn"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusReady || st.Code != "" {
+		t.Fatalf("status %s %s %q, want ready: the huge events were no answer", st.Status, st.Code, st.Reason)
+	}
+	if r := h.m.Dispatch(context.Background(), "ssehn", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000}); r.Error != nil || !strings.Contains(string(r.Result), "the real answer") {
+		t.Fatalf("call after the huge events: %+v %s", r.Error, r.Result)
+	}
+}
+
+// TestSSEHugeListAnswer: an answer over the bound on the legacy SSE stream, its id last, fails
+// its list at once, snapshot_too_large (it lost the session).
+func TestSSEHugeListAnswer(t *testing.T) {
+	t.Parallel()
+	srv := &rawSSEServer{mode: "hugelist", out: make(chan string, 16)}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	cfg := fastConfig(ServerConfig{Name: "ssehl", Transport: TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"})
+	cfg.ListTimeout = 10 * waitLimit
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("ssehl"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusUnavailable || st.Code != subjects.CodeSnapshotTooLarge {
+		t.Errorf("status %s %s %q, want unavailable %s", st.Status, st.Code, st.Reason, subjects.CodeSnapshotTooLarge)
+	}
+}
+
+// TestSSEBatch: a JSON-RPC batch on the legacy SSE stream was dropped by mcp-go (it could not
+// decode an array): the answers in it were lost, the list waited out its timeout.
+func TestSSEBatch(t *testing.T) {
+	t.Parallel()
+	srv := &rawSSEServer{mode: "batch", out: make(chan string, 16)}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	cfg := fastConfig(ServerConfig{Name: "sseb", Transport: TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"})
+	cfg.ListTimeout = 10 * waitLimit
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("sseb"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusReady {
+		t.Fatalf("status %s %s %q, want ready", st.Status, st.Code, st.Reason)
+	}
+	rec.wait(0, "a list_changed from the batch", isChanged(subjects.KindTools))
+	r := h.m.Dispatch(context.Background(), "sseb", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000})
+	if r.Error != nil || !strings.Contains(string(r.Result), "the real answer") {
+		t.Fatalf("call answered in a batch: %+v %s", r.Error, r.Result)
+	}
+	var callID string
+	srv.mu.Lock()
+	for _, m := range srv.msgs {
+		if string(m["method"]) == `"tools/call"` {
+			callID = string(m["id"])
+		}
+	}
+	srv.mu.Unlock()
+	waitUntil(t, "an answer to the server's ping in the batch", func() bool { return srv.answered(callID) })
+}
+
+// misbehavingHTTP answers tools/list POSTs of a streamable HTTP server (next answers the rest):
+//
+//	jsonbatch  a JSON body holding a batch: a list_changed notification, then the result
+//	ssebatch   the same batch as the one event of an event stream
+//	ssehuge    an event stream: a notification over the connector's bound, then the result
+//	ssehugeanswer  an event stream: the result, over the bound, its id last
+type misbehavingHTTP struct {
+	next http.Handler
+	mode string
+}
+
+func (m *misbehavingHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		if msg.Method == "tools/list" {
+			id := string(msg.ID)
+			result := `{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`
+			batch := `[{"jsonrpc":"2.0","method":"notifications/tools/list_changed"},` + result + `]`
+			switch m.mode {
+			case "jsonbatch":
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, batch)
+				return
+			case "ssebatch":
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "event: message\ndata: "+batch+"\n\n")
+				return
+			case "ssehuge":
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, `event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+strings.Repeat("n", 12<<20)+`"}}`+"\n\n")
+				_, _ = io.WriteString(w, "event: message\ndata: "+result+"\n\n")
+				return
+			case "ssehugeanswer":
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, `event: message`+"\n"+`data: {"result":{"tools":[{"name":"t","description":"`+strings.Repeat("d", 12<<20)+`"}]},"jsonrpc":"2.0","id":`+id+"}\n\n")
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	m.next.ServeHTTP(w, r)
+}
+
+// TestStreamableHTTPBatchesAndHugeEvents: on streamable HTTP, an answer to tools/list that is a
+// JSON batch failed to decode (the list failed, its notification lost), one that is an event
+// holding a batch was dropped (the list waited for an answer that had come), and a notification
+// event over the bound failed the list its stream answered. Batches are taken apart; a huge
+// event fails only the request it answers.
+func TestStreamableHTTPBatchesAndHugeEvents(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode, status, code string
+		changed            bool
+	}{
+		{"jsonbatch", subjects.StatusReady, "", true},
+		{"ssebatch", subjects.StatusReady, "", true},
+		{"ssehuge", subjects.StatusReady, "", false},
+		{"ssehugeanswer", subjects.StatusUnavailable, subjects.CodeSnapshotTooLarge, false},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			ts := httptest.NewServer(&misbehavingHTTP{next: server.NewStreamableHTTPServer(newFixture(fixtureOptions{})), mode: tc.mode})
+			t.Cleanup(ts.Close)
+			cfg := fastConfig(ServerConfig{Name: tc.mode, Transport: TransportHTTP, URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"})
+			cfg.ListTimeout = 10 * waitLimit
+			h := run(t, nil, cfg)
+			rec := record(t, h.env, subjects.RegistryServer(tc.mode))
+			e := rec.wait(0, "ready or unavailable", settled)
+			if st := e.ev.Status; st.Status != tc.status || st.Code != tc.code {
+				t.Fatalf("status %s %s %q, want %s %s", st.Status, st.Code, st.Reason, tc.status, tc.code)
+			}
+			if tc.changed {
+				rec.wait(0, "a list_changed from the batch", isChanged(subjects.KindTools))
+			}
+		})
+	}
+}
