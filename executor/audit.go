@@ -541,29 +541,6 @@ func (a *auditor) flush(first *nats.Msg) {
 // pending is the number of audit events published but not yet acknowledged, or queued again.
 func (a *auditor) pending() int { return a.js.PublishAsyncPending() + len(a.retry) }
 
-// encodeAudit encodes ev like json.Marshal, splicing in its arguments and result as they are:
-// both come from payload (valid JSON, already redacted and capped), so they are not compacted
-// and re-validated a second time.
-func encodeAudit(ev subjects.AuditEvent) ([]byte, error) {
-	args, res := ev.Arguments, ev.Result
-	ev.Arguments, ev.Result = nil, nil
-	b, err := json.Marshal(ev)
-	if err != nil || len(args) == 0 && len(res) == 0 {
-		return b, err
-	}
-	out := make([]byte, 0, len(b)+len(args)+len(res)+len(`,"arguments":,"result":`))
-	out = append(out, b[:len(b)-1]...)
-	if len(args) > 0 {
-		out = append(out, `,"arguments":`...)
-		out = append(out, args...)
-	}
-	if len(res) > 0 {
-		out = append(out, `,"result":`...)
-		out = append(out, res...)
-	}
-	return append(out, '}'), nil
-}
-
 // payload fills the capped, redacted arguments or result of an event.
 func (a *auditor) payload(raw []byte) (json.RawMessage, int, bool) {
 	out, trunc := a.redact.JSON(raw, a.max)

@@ -103,8 +103,8 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 	if err != nil {
 		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)
 	}
-	var out subjects.CallResult
-	if err := json.Unmarshal(m.Data, &out); err != nil {
+	out, err := decodeResult(m.Data)
+	if err != nil {
 		return subjects.CallResult{}, fmt.Errorf("call %s: malformed answer: %w", req.Tool, err)
 	}
 	return out, nil
@@ -153,8 +153,7 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	for {
 		select {
 		case am := <-answers:
-			var out subjects.CallResult
-			if json.Unmarshal(am.Data, &out) == nil && out.ID == req.ID {
+			if out, err := decodeResult(am.Data); err == nil && out.ID == req.ID {
 				return out, nil
 			}
 		case ack := <-okc:

@@ -110,7 +110,7 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 	if nestsDeeper(value, maxResultDepth) {
 		return outputCheck{unchecked: fmt.Sprintf("its structuredContent nests more than %d levels deep", maxResultDepth)}
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
+	inst, err := decodeInstance(value)
 	if err != nil { // (the result was found to be JSON: not expected)
 		return outputCheck{unchecked: "its structuredContent could not be decoded: " + firstLine(err.Error())}
 	}

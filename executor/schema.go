@@ -190,6 +190,42 @@ func (m *meteredSchema) run(inst any, out chan<- validationOutcome) {
 	res.err = m.sch.Validate(inst)
 }
 
+// validators runs every validation on a goroutine of its own (see metered), one kept from an
+// earlier validation when one is idle: a new goroutine's stack grew, copied, from 2 KiB to what
+// the library's recursion needs, on every call (about half the cost of validating a small
+// value). A goroutine stuck in a runaway validation is simply not idle; the next validation
+// starts another.
+var validators = validatorPool{jobs: make(chan func())}
+
+type validatorPool struct{ jobs chan func() }
+
+// validatorIdle is how long an idle validator goroutine waits for work before it ends.
+const validatorIdle = 10 * time.Second
+
+// run runs f on an idle validator goroutine, else on a new one.
+func (p *validatorPool) run(f func()) {
+	select {
+	case p.jobs <- f:
+	default:
+		go p.serve(f)
+	}
+}
+
+func (p *validatorPool) serve(f func()) {
+	f()
+	idle := time.NewTimer(validatorIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case f := <-p.jobs:
+			f()
+			idle.Reset(validatorIdle)
+		case <-idle.C:
+			return
+		}
+	}
+}
+
 // check compiles the definition once (the first copy); the error says it does not compile.
 func (c *compiledSchema) check(raw []byte) error {
 	c.once.Do(func() {
@@ -266,7 +302,7 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 	m.steps, m.limit, m.ecmaLeft = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst), ecmaMatchTimeout
 	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(size)>>20)
 	out := make(chan validationOutcome, 1)
-	go m.run(inst, out)
+	validators.run(func() { m.run(inst, out) })
 	timer := time.NewTimer(wall)
 	defer timer.Stop()
 	var res validationOutcome
@@ -404,7 +440,7 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 		return &subjects.Error{Code: subjects.CodeInvalidArguments,
 			Message: fmt.Sprintf("arguments nest more than %d levels deep", maxArgumentDepth)}
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(trimmed))
+	inst, err := decodeInstance(trimmed)
 	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {

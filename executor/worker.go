@@ -716,7 +716,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		res.Status = subjects.CallFailed
 		res.Error = &subjects.Error{Code: subjects.CodeResultTooLarge,
 			Message: fmt.Sprintf("the result of %s is %d bytes; the limit is %d (the call ran)", t.Public, len(rep.Result), e.cfg.MaxResultBytes)}
-	case len(rep.Result) > e.resultRoom(res, c.seq):
+	case !e.resultFits(res, c.seq, len(rep.Result)):
 		// Its answer could never be stored (nor sent): storing it failed until the call was
 		// delivered again, ran again if read-only, and ended internal or outcome_unknown.
 		res.Status = subjects.CallFailed
@@ -769,10 +769,7 @@ const maxRetryWait = time.Second
 func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration) subjects.DispatchReply {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	// Options, not fields set afterwards: the constructor starts the first interval at the
-	// default 500 ms, and a field set after it only applied from the second retry on.
-	bo := backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
-		backoff.WithMaxInterval(maxRetryWait), backoff.WithMaxElapsedTime(0))
+	var bo *backoff.ExponentialBackOff // built at the first retry
 	deadline, _ := ctx.Deadline()
 	var last *subjects.DispatchReply // the previous attempt's answer
 	for {
@@ -824,6 +821,12 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		// is held against maxRetryWait: the backoff's own wait, randomised around its 1 s bound,
 		// may come out longer.
 		ra := time.Duration(rep.Error.RetryAfterMs) * time.Millisecond
+		if bo == nil {
+			// Options, not fields set afterwards: the constructor starts the first interval at
+			// the default 500 ms, and a field set after it only applied from the second retry on.
+			bo = backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
+				backoff.WithMaxInterval(maxRetryWait), backoff.WithMaxElapsedTime(0))
+		}
 		wait := max(bo.NextBackOff(), ra)
 		if ra > maxRetryWait || time.Until(deadline) <= wait {
 			return rep // with the server's retryAfterMs, for the caller
@@ -840,6 +843,9 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 // decode budget: large arguments wait for room to be decoded (see decodebudget.go), at most the
 // call's timeout.
 func (e *Executor) validateArguments(ctx context.Context, c *call, t *tool) *subjects.Error {
+	if len(c.req.Arguments) < decodeUnit {
+		return validateArguments(t, c.req.Arguments) // not counted: no wait (nor its timer)
+	}
 	wait := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -1087,10 +1093,6 @@ func (e *Executor) reply(replyTo string, res subjects.CallResult) {
 // was lost), nil when this one was stored.
 func (e *Executor) storeResult(ctx context.Context, seq uint64, res subjects.CallResult, data []byte) ([]byte, error) {
 	msg := resultMsg(seq, res, data)
-	bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
-		InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 2 * time.Second,
-		Stop: backoff.Stop, Clock: backoff.SystemClock,
-	}, 6), ctx)
 	var earlier []byte
 	store := func() error {
 		ack, err := e.js.PublishMsg(ctx, msg)
@@ -1123,7 +1125,22 @@ func (e *Executor) storeResult(ctx context.Context, seq uint64, res subjects.Cal
 		msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(m.Sequence, 10))
 		return err
 	}
-	err := backoff.Retry(store, bo)
+	// Up to 7 attempts with backoff between them; the backoff is built only when the first
+	// attempt (almost every answer's only one) failed, and is handed that attempt's error.
+	err := store()
+	if first := err; first != nil {
+		bo := backoff.WithContext(backoff.WithMaxRetries(&backoff.ExponentialBackOff{
+			InitialInterval: 50 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 2 * time.Second,
+			Stop: backoff.Stop, Clock: backoff.SystemClock,
+		}, 6), ctx)
+		err = backoff.Retry(func() error {
+			if replay := first; replay != nil {
+				first = nil
+				return replay
+			}
+			return store()
+		}, bo)
+	}
 	if subjects.OutOfStorage(err) {
 		err = e.storeWhenRoom(ctx, res, store, err)
 	}
@@ -1193,10 +1210,39 @@ const answerSlack = 256
 // (a server's default is 1 MiB) and the results stream's message size bound it whatever
 // MaxResultBytes says.
 func (e *Executor) resultRoom(res subjects.CallResult, seq uint64) int {
+	return answerRoom(e.maxAnswer(), res, seq)
+}
+
+// maxAnswer is the size of the largest answer message: the connection's max_payload, at most
+// subjects.MaxEventBytes (the results stream's message size).
+func (e *Executor) maxAnswer() int {
 	mp := subjects.MaxEventBytes
 	if p := int(e.nc.MaxPayload()); p > 0 {
 		mp = min(mp, p)
 	}
+	return mp
+}
+
+// resultFits reports whether a result of n bytes fits in the answer res of the request at seq
+// (n ≤ resultRoom), without encoding the answer to count its envelope when n is well within the
+// message size: that envelope is at most answerEnvelope(res) bytes.
+func (e *Executor) resultFits(res subjects.CallResult, seq uint64, n int) bool {
+	mp := e.maxAnswer()
+	if res.Error == nil && n <= mp-answerEnvelope(res)-answerSlack {
+		return true
+	}
+	return n <= answerRoom(mp, res, seq)
+}
+
+// answerEnvelope bounds what an answer without an error holds besides its result, headers
+// included (see answerRoom): JSON escapes a byte to at most 6, a subject token (the Nats-Msg-Id
+// header) to 3; the rest (member names, numbers, times, header names) is well under 1 KiB.
+func answerEnvelope(res subjects.CallResult) int {
+	return 1<<10 + 9*(len(res.ID)+len(res.Tenant)+len(res.Tool))
+}
+
+// answerRoom is resultRoom for answers of at most mp bytes.
+func answerRoom(mp int, res subjects.CallResult, seq uint64) int {
 	res.Status, res.Result, res.FinishedAt = subjects.CallOK, nil, time.Now().UTC()
 	env, err := encodeResult(res)
 	if err != nil {
@@ -1210,22 +1256,6 @@ func (e *Executor) resultRoom(res subjects.CallResult, seq uint64) int {
 func isAnswerOf(data []byte, id string) bool {
 	var res subjects.CallResult
 	return json.Unmarshal(data, &res) == nil && res.ID == id
-}
-
-// encodeResult encodes res like json.Marshal, without re-validating its raw MCP result (checked
-// once when it came from the connector, or decoded from a stored answer): results can be large.
-func encodeResult(res subjects.CallResult) ([]byte, error) {
-	raw := res.Result
-	res.Result = nil
-	b, err := json.Marshal(res)
-	if err != nil || len(raw) == 0 {
-		return b, err
-	}
-	out := make([]byte, 0, len(b)+len(raw)+len(`,"result":`))
-	out = append(out, b[:len(b)-1]...)
-	out = append(out, `,"result":`...)
-	out = append(out, raw...)
-	return append(out, '}'), nil
 }
 
 // notSent reports whether a dispatch error code means the call never reached the server.
