@@ -269,9 +269,10 @@ const maxErrorBody = 64 << 10
 // redactBody returns body without APIKey and Secrets in any JSON spelling. An endpoint that
 // echoes the key in a JSON error body may escape its characters ("\/" for '/', "\u0073" for
 // 's', as encoders other than Go's do), which a search for the key's bytes does not find: a
-// JSON body is decoded and the key replaced in its strings. Text that may spell the key with
-// such escapes but cannot be decoded (not JSON, or JSON cut at the read limit) cannot be
-// checked: ok is false, and nothing of it may be quoted.
+// JSON body is decoded and the key replaced in its strings. Text that cannot be decoded (not
+// JSON, or JSON cut at the read limit) is redacted as text, escapes decoded (redact.Values.Text);
+// if it may still spell the key with escapes once redacted, it cannot be checked: ok is false,
+// and nothing of it may be quoted.
 func (c *Client) redactBody(body []byte) (out []byte, ok bool) {
 	v := redact.New(append([]string{c.APIKey}, c.Secrets...)...)
 	if v.Empty() {

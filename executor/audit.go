@@ -271,8 +271,9 @@ func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
 			}
 			str(v)
 		default: // json.Number, bool, nil
-			if n, isNum := v.(json.Number); hide || isNum && r.String(string(n)) != string(n) {
-				// A secret made of digits may be spelled as a number: it goes whole, as in Walk.
+			if n, isNum := v.(json.Number); hide || isNum && r.Number(string(n)) {
+				// A secret made of digits may be spelled as a number (in exponent form too:
+				// redact.Values.Number): it goes whole, as in Walk.
 				str(redact.Placeholder)
 				break
 			}

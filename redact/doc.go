@@ -4,7 +4,21 @@
 //
 // It consumes and produces no subjects and keeps no state beyond the values it was given.
 // Registrysync derives a server's values from its configuration (secrets, credential-like
-// headers and environment variables, URL passwords); the executor redacts its audit events
-// with every configured value. Values shorter than 3 bytes are ignored: they would shred
-// ordinary text.
+// headers and environment variables, URL passwords, literal credentials in a stdio server's
+// arguments); the executor redacts its audit events with every configured value. Values
+// shorter than 3 bytes (MinLen) are ignored: they would shred ordinary text.
+//
+// A value is found as it is and in the spellings a tool may echo it in: as encoding/json
+// escapes it; with JSON escapes of some of its characters (\u0065, a surrogate pair, \/) and
+// percent escapes (%2F or %2f, of any of its bytes; '+' for a space), found by searching the
+// text a second time decoded; in base64, standard or URL alphabet, padded or not, alone or
+// inside a longer base64 text at any of its 3 alignments there (values of MinBase64Len bytes or
+// more); for a value made of hex digits (MinCaseLen bytes or more), in either letter case; and,
+// for a value made of digits, as a JSON number, in exponent form too (8.675309e6). Other values
+// are matched case-sensitively: folding every value would make "Summer2026" hide "SUMMER2026"
+// and a short value hide ordinary words in any case.
+//
+// Every value has at most 16 forms, none longer than 6 times the value: the one-pass matcher
+// (Wu–Manber over 3-byte blocks, a 1–64 KiB shift table) grows with the values' total length,
+// not with a product of forms.
 package redact

@@ -17,24 +17,23 @@ const MinLen = 3
 
 // Values redacts a set of secret values. The zero value redacts nothing.
 type Values struct {
-	r *strings.Replacer // nil: no values
-	// text replaces every form (see forms), for JSON text that cannot be decoded.
-	text *strings.Replacer
-	// forms are the byte sequences that reveal a value in JSON text: as is, and as JSON
-	// escapes it (with and without HTML escaping).
-	forms [][]byte
-	// vals and textForms are the strings r and text replace, longest first: String and Text
-	// replace every occurrence, overlapping ones together (see replace).
-	vals, textForms []string
+	// m finds every form of every value (see forms.go): as is, as JSON escapes it, in base64,
+	// percent-escaped with a space as '+', in the other letter case of a hex value.
+	m *matcher // nil: no values
 	// escRunes are the characters of the values that another JSON encoder may spell with a
 	// \u escape encoding/json does not write (non-ASCII, control, '<', '>', '&': "\u00E4",
 	// "\u003C"); astral says a value holds a character beyond U+FFFF (a surrogate pair).
 	escRunes map[rune]bool
 	astral   bool
+	// numeric says a value is made of digits (with perhaps a sign or a decimal point): JSON may
+	// spell it as a number in exponent form (see Number).
+	numeric bool
+	// maxLen is the length of the longest value.
+	maxLen int
 }
 
 // New returns the redactor of values (duplicates and values shorter than MinLen are dropped;
-// longer values are replaced first, so one that contains another goes whole).
+// a value found inside another, or overlapping it, goes with it under one Placeholder).
 func New(values ...string) Values {
 	seen := map[string]bool{}
 	var vals []string
@@ -48,12 +47,13 @@ func New(values ...string) Values {
 		return Values{}
 	}
 	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	pairs := make([]string, 0, 2*len(vals))
+	var out Values
+	var all []string
 	for _, v := range vals {
-		pairs = append(pairs, v, Placeholder)
-	}
-	out := Values{r: strings.NewReplacer(pairs...), vals: vals}
-	for _, v := range vals {
+		out.maxLen = max(out.maxLen, len(v))
+		if numericValue(v) {
+			out.numeric = true
+		}
 		for _, c := range v {
 			switch {
 			case c > 0xFFFF:
@@ -65,59 +65,25 @@ func New(values ...string) Values {
 				out.escRunes[c] = true
 			}
 		}
-		out.forms = append(out.forms, []byte(v))
-		for _, esc := range escapedForms(v) {
-			if !bytes.Equal(esc, []byte(v)) {
-				out.forms = append(out.forms, esc)
-			}
-		}
+		all = append(all, forms(v)...)
 	}
-	forms := make([]string, 0, len(out.forms))
-	for _, f := range out.forms {
-		forms = append(forms, string(f))
-	}
-	sort.SliceStable(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	out.textForms = forms
-	pairs = pairs[:0]
-	for _, f := range forms {
-		pairs = append(pairs, f, Placeholder)
-	}
-	out.text = strings.NewReplacer(pairs...)
+	out.m = newMatcher(all)
 	return out
 }
 
-// Text returns s, text that may be JSON or a piece of it, with every value replaced as is and
-// in the spellings encoding/json gives it in a string (see In): for text that cannot be decoded
-// and walked (JSON cut short, not JSON at all). A value spelled with other escapes is not found
-// by it: check EscapesASCII.
-func (v Values) Text(s string) string {
-	if v.text == nil {
-		return s
-	}
-	return replace(s, v.text, v.textForms)
-}
+// Text returns s, text that may be JSON or a piece of it, with every value replaced: as String
+// does (which also finds the spellings encoding/json gives a value in a string, and values
+// spelled with other JSON escapes or percent escapes). It is String, kept for the callers that
+// redact JSON text that cannot be decoded (JSON cut short, not JSON at all).
+func (v Values) Text(s string) string { return v.String(s) }
 
-// replace returns s with every occurrence of olds replaced by Placeholder. Occurrences that
-// overlap (the end of one value is the start of another) go together under one Placeholder:
-// strings.Replacer, which replaces the first match it finds and goes on after it, would leave
-// the rest of the other value in the text. r (a Replacer of olds) finds the common case, no
-// value at all, quickly.
-func replace(s string, r *strings.Replacer, olds []string) string {
-	if r.Replace(s) == s {
-		return s
-	}
-	type span struct{ i, j int }
-	var spans []span
-	for _, o := range olds {
-		for off := 0; off < len(s); {
-			k := strings.Index(s[off:], o)
-			if k < 0 {
-				break
-			}
-			spans = append(spans, span{off + k, off + k + len(o)})
-			off += k + 1
-		}
-	}
+// span is s[i:j], to be replaced.
+type span struct{ i, j int }
+
+// replaceSpans returns s with every span replaced by Placeholder. Spans that overlap (the end of
+// one value is the start of another) go together under one Placeholder: no part of either value
+// is left in the text.
+func replaceSpans(s string, spans []span) string {
 	sort.Slice(spans, func(a, b int) bool {
 		return spans[a].i < spans[b].i || spans[a].i == spans[b].i && spans[a].j > spans[b].j
 	})
@@ -155,14 +121,22 @@ func escapedForms(v string) [][]byte {
 }
 
 // Empty reports whether there is nothing to redact.
-func (v Values) Empty() bool { return v.r == nil }
+func (v Values) Empty() bool { return v.m == nil }
 
-// String returns s with every value replaced.
+// String returns s with every value replaced: as is, in the spellings encoding/json gives it
+// in a JSON string, in base64 (standard or URL alphabet, padded or not, also inside a longer
+// base64 text whatever its alignment there), percent-escaped (any of its bytes, in either case
+// of hex digit), with JSON escapes of some of its characters ("hunt\u0065r22"), and, for a
+// value made of hex digits, in either letter case.
 func (v Values) String(s string) string {
-	if v.r == nil {
+	if v.m == nil {
 		return s
 	}
-	return replace(s, v.r, v.vals)
+	spans := findSpans(v.m, s)
+	if spans == nil {
+		return s
+	}
+	return replaceSpans(s, spans)
 }
 
 // Err returns an error's text redacted ("" for nil).
@@ -173,21 +147,28 @@ func (v Values) Err(err error) string {
 	return v.String(err.Error())
 }
 
-// In reports whether raw (text or JSON text) may hold a value: as is, JSON-escaped as
-// encoding/json escapes it, or possibly in another JSON spelling (an escape of a printable ASCII
-// character that encoding/json does not write, such as \u0068 for h, or \/; or an escape of
-// another character of a value, as other encoders write them: "\u00E4", "\u003C", a surrogate
-// pair): such text is then checked decoded (see JSON). False means it holds none.
+// In reports whether raw (text or JSON text) may hold a value: in any of the forms String
+// finds, or possibly in another JSON spelling (an escape of a printable ASCII character that
+// encoding/json does not write, such as \u0068 for h, or \/; or an escape of another character
+// of a value, as other encoders write them: "\u00E4", "\u003C", a surrogate pair), or, for a
+// value made of digits, as a JSON number in exponent form (8.675309e6): such text is then
+// checked decoded (see JSON). False means it holds none.
 func (v Values) In(raw []byte) bool {
-	if v.r == nil {
+	if v.m == nil {
 		return false
 	}
-	for _, f := range v.forms {
-		if bytes.Contains(raw, f) {
+	if v.m.contains(raw) || EscapesASCII(raw) || v.escapesValueRune(raw) {
+		return true
+	}
+	// Escapes other than percent escapes are covered above (the spellings encoding/json
+	// writes are forms; the others make EscapesASCII or escapesValueRune true): the text is
+	// decoded only when it holds a percent escape.
+	if s := bytesString(raw); hasPercentEscape(s, strings.IndexByte(s, '%')) {
+		if v.m.containsDecoded(s) {
 			return true
 		}
 	}
-	return EscapesASCII(raw) || v.escapesValueRune(raw)
+	return v.numeric && v.numberIn(raw)
 }
 
 // escapesValueRune reports whether JSON text holds a \u escape (in either case) of a character
@@ -328,7 +309,8 @@ func (v Values) walk(doc any, sensitiveKey func(string) bool, replaced *bool) an
 		return str(x)
 	case json.Number:
 		// A value made of digits may be spelled as a number: the number goes whole.
-		if str(string(x)) != string(x) {
+		if v.Number(string(x)) {
+			*replaced = true
 			return Placeholder
 		}
 	}

@@ -55,7 +55,15 @@ func SecretValues(sc ServerConfig) []string {
 			add(v)
 		}
 	}
-	if u, err := url.Parse(sc.URL); err == nil {
+	urlSecrets(sc.URL, add)
+	argSecrets(sc.Args, add)
+	return secrets
+}
+
+// urlSecrets adds the password and credential-like query parameters of the URL raw (raw and
+// decoded) and the Basic credential of its user info.
+func urlSecrets(raw string, add func(string)) {
+	if u, err := url.Parse(raw); err == nil {
 		if u.User != nil {
 			p, ok := u.User.Password()
 			if ok {
@@ -84,13 +92,121 @@ func SecretValues(sc ServerConfig) []string {
 			}
 		}
 	}
-	return secrets
+}
+
+// argSecrets adds the literal credentials of a stdio server's command-line arguments, which a
+// server may print (a usage error, a debug banner) and so send to the log and the status
+// reason: the value of a credential flag (--token=X, --password X, -client_secret=X, --key X;
+// see argSecretName), the password of a --basic-auth user:password, the value of a NAME=VALUE
+// argument named like a credential (env API_KEY=X server), the password and credential query
+// parameters of a URL, and the value of a credential header (-H "Authorization: Bearer X").
+// A flag's value is the next argument unless that one starts with '-'.
+func argSecrets(args []string, add func(string)) {
+	value := func(v string) {
+		if strings.Contains(v, "://") {
+			urlSecrets(v, add)
+		}
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, val, hasVal := strings.Cut(a, "=")
+		if !strings.HasPrefix(a, "-") {
+			if hasVal && envRefName(name) && argSecretName(name) {
+				add(val)
+			}
+			value(a)
+			continue
+		}
+		name = strings.TrimLeft(name, "-")
+		header := name == "H" || strings.EqualFold(name, "header") || strings.EqualFold(name, "headers")
+		secret, auth := argSecretName(name), argAuthName(name)
+		if !hasVal && (secret || auth || header) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			i++
+			val, hasVal = args[i], true
+		}
+		if !hasVal {
+			continue
+		}
+		switch {
+		case header:
+			if k, v, ok := strings.Cut(val, ":"); ok && sensitiveName(k) && !strings.ContainsAny(k, " \t") {
+				v = strings.TrimSpace(v)
+				add(v)
+				if _, tok, ok := strings.Cut(v, " "); ok {
+					add(strings.TrimSpace(tok)) // "Bearer TOKEN": TOKEN alone
+				}
+			}
+		case secret:
+			add(val)
+		case auth:
+			if _, pw, ok := strings.Cut(val, ":"); ok {
+				add(val)
+				add(pw)
+			}
+		}
+		value(val)
+	}
+}
+
+// argSecretName reports whether a command-line flag or NAME=VALUE argument named name holds a
+// credential: its words (split at '-', '_', '.') hold token, secret, password, passwd,
+// passphrase, credential, authorization, cookie or api/access/private/client/auth/session/
+// signing/master/license key, or are just key, pass, pw, pwd or pat — unless its last word says
+// the value is something else (a file, path, dir, env, var, name, id, url, type, mode, method,
+// header, stdin, command...): --token-file /run/tok, --api-key-env MY_KEY, --auth-type basic.
+// Flags that merely mention auth (--auth oauth) or a key (--sort-key name) are not.
+func argSecretName(name string) bool {
+	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' || r == '.' })
+	if len(words) == 0 {
+		return false
+	}
+	switch words[len(words)-1] {
+	case "file", "path", "dir", "env", "var", "name", "id", "url", "uri", "type", "mode", "method", "header",
+		"stdin", "cmd", "command", "helper", "prompt", "length", "len", "size", "ttl", "expiry", "format",
+		"scheme", "kind", "provider", "store", "endpoint", "source":
+		return false
+	}
+	if len(words) == 1 {
+		switch words[0] {
+		case "key", "pass", "pw", "pwd", "pat":
+			return true
+		}
+	}
+	joined := strings.Join(words, "")
+	for _, w := range []string{"token", "secret", "password", "passwd", "passphrase", "credential", "authorization",
+		"cookie", "apikey", "accesskey", "privatekey", "clientkey", "authkey", "sessionkey", "signingkey", "masterkey", "licensekey"} {
+		if strings.Contains(joined, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// argAuthName reports whether a flag named name may take user:password (--basic-auth,
+// --auth, --proxy-auth): its value is a secret when it has a colon.
+func argAuthName(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasSuffix(n, "auth") || strings.HasSuffix(n, "auth-user") || strings.HasSuffix(n, "user")
+}
+
+// envRefName reports whether s is an environment variable's name.
+func envRefName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // jsonSample returns s, JSON text that cannot be decoded (a line cut short), with every value
-// replaced as is and as encoding/json escapes it ("\u0026" for '&'). Text that may still spell
-// a value with other escapes ("\/", "\u0061") cannot be checked without decoding it: it is
-// not quoted at all.
+// replaced in every spelling redact.Values.Text finds ("\u0026" for '&', "\/", "\u0061").
+// Text that may still spell a value with escapes once redacted (a value cut short by the cut
+// line, the rest of it escaped) cannot be checked: it is not quoted at all.
 func (r redactor) jsonSample(s string) string {
 	out := r.Text(s)
 	if r.In([]byte(out)) {

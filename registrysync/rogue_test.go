@@ -16,6 +16,7 @@ import (
 // that fails the way real servers do:
 //
 //	crash       writes why on stderr and exits 7 at once (a server missing its configuration)
+//	echoargs    writes its command line on stderr and exits 2 (a usage error)
 //	longstderr  writes one 100 KiB stderr line that starts with what went wrong, then exits 3
 //	garbageinit answers initialize with JSON cut short
 //	hugecursor  answers tools/list with one tool and a new 100 KiB nextCursor every page
@@ -26,6 +27,9 @@ func serveRogueChild(mode string) int {
 	case "crash":
 		fmt.Fprintln(os.Stderr, "rogue: ROGUE_TOKEN is not set, cannot start")
 		return 7
+	case "echoargs":
+		fmt.Fprintln(os.Stderr, "rogue: bad arguments: "+strings.Join(os.Args[1:], " "))
+		return 2
 	case "longstderr":
 		fmt.Fprintln(os.Stderr, "rogue: fatal: config file /etc/rogue.toml is unreadable "+strings.Repeat("x", 100<<10)+" end")
 		return 3

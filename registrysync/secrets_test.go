@@ -243,14 +243,16 @@ func TestCookieValueRedacted(t *testing.T) {
 	}
 }
 
-// jsonSample: broken JSON text is quoted with a value redacted in encoding/json's spellings,
-// and not quoted at all when it may spell one with other escapes.
+// jsonSample: broken JSON text is quoted with a value redacted in encoding/json's spellings and
+// in other escapes (the text is searched decoded too), and not quoted at all when escapes are
+// left that may spell one (a value cut short, say).
 func TestJSONSample(t *testing.T) {
 	red := newRedactor(ServerConfig{Secrets: []string{"a/b&c-Secret"}})
 	for in, want := range map[string]string{
 		`{"x":"a/b\u0026c-Secret`:   `{"x":"[redacted]`,
-		`{"x":"a\/b&c-Secret`:       "(not quoted: it may spell a configured secret with JSON escapes)",
-		`{"x":"\u0061/b&c-Secret"`:  "(not quoted: it may spell a configured secret with JSON escapes)",
+		`{"x":"a\/b&c-Secret`:       `{"x":"[redacted]`,
+		`{"x":"\u0061/b&c-Secret"`:  `{"x":"[redacted]"`,
+		`{"x":"\u0061/b&c-Secr`:     "(not quoted: it may spell a configured secret with JSON escapes)",
 		`{"x":"nothing secret here`: `{"x":"nothing secret here`,
 	} {
 		if got := red.jsonSample(in); got != want {
@@ -304,6 +306,56 @@ func TestCookieSecretValues(t *testing.T) {
 	for _, not := range []string{"dark", "UTC"} {
 		if got[not] {
 			t.Errorf("cookie value %q is a secret", not)
+		}
+	}
+}
+
+// Literal credentials in a stdio server's command-line arguments (--token=XYZ, --password XYZ,
+// a URL with a password or an api_key, a -H "Authorization: Bearer XYZ" header) are secrets:
+// a server that prints its command line (a usage error, a debug banner) sends them to the log
+// and the status reason. Flags that name a file, a mode or a variable holding the credential,
+// and flags that merely mention auth, are not.
+func TestArgsSecretValues(t *testing.T) {
+	sc := ServerConfig{Command: "srv", Args: []string{
+		"--api-token=tokA-123", "--password", "pwB-456", "-client_secret=secC-789", "--key", "keyD-012",
+		"API_KEY=envE-345", "--url", "https://u:pwF-678@example.com/mcp?api_key=qG-901&x=plain1",
+		"-H", "Authorization: Bearer tokH-234", "--header=X-Api-Key: keyI-567", "--basic-auth", "admin:pwJ-890",
+		// Not secrets:
+		"--token-file", "/run/tok.txt", "--password-stdin", "--auth", "oauth", "--auth-type=basic",
+		"--sort-key", "name", "--api-key-env", "MY_KEY", "--verbose", "--token", "--port", "8080",
+		"positional", "--header", "Accept: text/plain",
+	}}
+	got := map[string]bool{}
+	for _, v := range SecretValues(sc) {
+		got[v] = true
+	}
+	for _, want := range []string{"tokA-123", "pwB-456", "secC-789", "keyD-012", "envE-345", "pwF-678", "qG-901", "tokH-234", "Bearer tokH-234", "keyI-567", "admin:pwJ-890", "pwJ-890"} {
+		if !got[want] {
+			t.Errorf("argument value %q is not a secret (secrets: %q)", want, SecretValues(sc))
+		}
+	}
+	for _, not := range []string{"/run/tok.txt", "oauth", "basic", "name", "MY_KEY", "--port", "8080", "positional", "text/plain", "plain1", "srv"} {
+		if got[not] {
+			t.Errorf("argument %q is a secret", not)
+		}
+	}
+}
+
+// A stdio server that prints its command line when it fails (a usage error) does not publish
+// the literal credentials in it: the status reason has them redacted.
+func TestArgsSecretRedactedFromStatus(t *testing.T) {
+	t.Parallel()
+	sc := rogueServer(t, "argsecho", "echoargs")
+	sc.Args = append(sc.Args, "--api-token=lit3ral-t0ken-1", "--password", "hunter2-literal")
+	h := run(t, nil, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("argsecho"))
+	e := rec.wait(0, "unavailable", isStatus(subjects.StatusUnavailable, "*"))
+	if !strings.Contains(e.ev.Status.Reason, "bad arguments") {
+		t.Fatalf("status reason %q does not carry the server's stderr", e.ev.Status.Reason)
+	}
+	for _, s := range []string{"lit3ral-t0ken-1", "hunter2-literal"} {
+		if strings.Contains(string(e.data), s) {
+			t.Errorf("%q reached the published status: %s", s, e.data)
 		}
 	}
 }

@@ -251,3 +251,28 @@ func TestShortSecretsAsConnectorRedacts(t *testing.T) {
 		}
 	}
 }
+
+// TestArgsSecretsForExecutor: literal credentials in a stdio server's args (--token=X,
+// --password X) are among the secrets the executor redacts from audit events, as the connector
+// redacts them from status reasons and logs; the other arguments are not.
+func TestArgsSecretsForExecutor(t *testing.T) {
+	cfg, err := parseConfig("c.yaml", []byte("servers:\n  - name: a\n    command: srv\n    args: [\"--token=literaltok123\", \"--password\", \"literalpw456\", \"--port\", \"8080\", \"--auth\", \"oauth\"]\n"),
+		func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, sc := range cfg.ServerConfigs() {
+		got = append(got, sc.Secrets...)
+	}
+	for _, s := range []string{"literaltok123", "literalpw456"} {
+		if !slices.Contains(got, s) {
+			t.Errorf("%s not among the secrets the executor redacts (%q)", s, got)
+		}
+	}
+	for _, s := range []string{"8080", "oauth", "--port", "srv"} {
+		if slices.Contains(got, s) {
+			t.Errorf("%s is among the secrets (%q)", s, got)
+		}
+	}
+}
