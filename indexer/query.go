@@ -434,11 +434,13 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 			q.Allow = nil // same answer, without a check per candidate
 		}
 		hits := c.index.Search(q)
+		results = make([]result, 0, len(hits))
 		for _, h := range hits {
 			results = append(results, result{e: c.byPublic[h.ID], score: h.Score})
 		}
 	}
-	var ranked [][16]byte // the definitions ranked (fillFull reads the same or none)
+	reply.Tools = make([]subjects.ToolInfo, 0, len(results))
+	ranked := make([][16]byte, 0, len(results)) // the definitions ranked (fillFull reads the same or none)
 	for _, r := range results {
 		d, v := vis.describe(r.e)
 		ti := c.info(r.e, detail, d, v)

@@ -225,3 +225,14 @@ func BenchmarkRemoveServer(b *testing.B) {
 	}
 	b.ReportMetric(took.Seconds()*1000/float64(b.N), "ms/server")
 }
+
+// BenchmarkParseQuery measures parsing the benchmark queries alone (each op parses one).
+func BenchmarkParseQuery(b *testing.B) {
+	queries := benchQueries(b)
+	cfg := resolve(Config{})
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		pq := cfg.parseQuery(queries[i%len(queries)])
+		pq.release()
+	}
+}

@@ -3,6 +3,7 @@ package search
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -31,6 +32,42 @@ type parsedQuery struct {
 	chunks []string    // lower-cased identifier-like words, for exact name matches
 	pairs  [][2]string // adjacent words (stop words skipped), for name proximity
 	ops    []fileOp    // file operations the query implies ("write file")
+	buf    *parseBuf   // the memory of terms, chunks and pairs (see release)
+}
+
+// parseBuf is the memory that parsing a query reuses from one query to the next: a search
+// parses at least one query, and growing these anew each time was a good part of its
+// allocations. The slices and the map are empty between uses.
+type parseBuf struct {
+	terms   []queryTerm
+	chunks  []string
+	pairs   [][2]string
+	index   map[string]int // term → its place in terms
+	words   []clauseWord
+	clauses []string
+}
+
+// clauseWord is a term of a query, in order, as parseQuery reads it clause by clause.
+type clauseWord struct {
+	t        string
+	verb     bool // may be a verb of a file operation
+	absorbed bool // a verb of a file operation that a tool takes: it leaves the query's terms
+}
+
+var parseBufs = sync.Pool{New: func() any { return &parseBuf{index: make(map[string]int, 32)} }}
+
+// release hands the memory of pq back for the next query: pq, and anything read from its
+// terms, chunks or pairs, must not be used after.
+func (pq *parsedQuery) release() {
+	b := pq.buf
+	if b == nil {
+		return
+	}
+	b.terms, b.chunks, b.pairs = pq.terms[:0], pq.chunks[:0], pq.pairs[:0]
+	b.words, b.clauses = b.words[:0], b.clauses[:0]
+	clear(b.index)
+	*pq = parsedQuery{}
+	parseBufs.Put(b)
 }
 
 // fileOp is a file operation that a query implies.
@@ -53,11 +90,12 @@ func (op fileOp) query() string {
 // the file operations it implies. The verbs that express a file operation
 // are taken out of its terms (the operation gets a place of its own, see
 // placeFileOps), except for the operations named in unserved (by key), which
-// no tool of the catalog can take.
+// no tool of the catalog can take. Its memory is pooled: the caller releases it (see release).
 func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 	text = nfc(truncate(text, maxQueryBytes))
-	pq := parsedQuery{terms: make([]queryTerm, 0, 32)}
-	index := make(map[string]int, 32)
+	buf := parseBufs.Get().(*parseBuf)
+	pq := parsedQuery{terms: buf.terms, chunks: buf.chunks, pairs: buf.pairs, buf: buf}
+	index := buf.index
 	add := func(t string, w float64, main bool) int {
 		if i, ok := index[t]; ok {
 			pq.terms[i].w = max(pq.terms[i].w, w)
@@ -80,21 +118,17 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 	// operation when a tool can take it.
 	var ops []fileOp
 	absorb := c.fileOp && !c.keepOpWords
-	freePath := false             // a path that no file operation takes
-	absorbed := map[string]bool{} // verbs of the file operations taken out
-	kept := map[string]bool{}     // terms also used otherwise
-	type clauseWord struct {
-		t    string
-		verb bool // may be a verb of a file operation
-	}
-	var words []clauseWord
+	freePath := false    // a path that no file operation takes
+	anyAbsorbed := false // a verb of a file operation is taken out
+	words := buf.words   // the words of every clause
 	prev := ""
 	// CJK characters seen only as parts of longer runs, and those seen alone.
 	cjkPart, cjkAlone := map[string]bool{}, map[string]bool{}
-	for _, clause := range splitClauses(text) {
+	buf.clauses = splitClauses(buf.clauses, text)
+	for _, clause := range buf.clauses {
 		textPaths, otherPaths := 0, 0
-		words = words[:0]
-		for _, word := range strings.Fields(clause) {
+		first := len(words) // the clause's first word
+		for word := range strings.FieldsSeq(clause) {
 			w := 1.0
 			if isPath(word) {
 				if isTextPath(word) {
@@ -132,7 +166,7 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 					}
 					lastUni, afterBigram = "", false
 				}
-				words = append(words, clauseWord{t, w == 1 && !joined})
+				words = append(words, clauseWord{t: t, verb: w == 1 && !joined})
 				if joined {
 					return
 				}
@@ -150,7 +184,7 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 		if textPaths > 0 {
 			for _, kind := range [][2][]string{{writeFile, writeVerbs}, {readFile, readVerbs}} {
 				op := fileOp{words: kind[0]}
-				for _, cw := range words {
+				for _, cw := range words[first:] {
 					if cw.verb && contains(kind[1], cw.t) && !contains(op.verbs, cw.t) {
 						op.verbs = append(op.verbs, cw.t)
 					}
@@ -179,18 +213,27 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 				}
 			}
 		}
-		for _, cw := range words {
-			if cw.verb && verbOf[cw.t] {
-				absorbed[cw.t] = true
-			} else {
-				kept[cw.t] = true
+		for i := first; i < len(words) && len(verbOf) > 0; i++ {
+			if words[i].verb && verbOf[words[i].t] {
+				words[i].absorbed, anyAbsorbed = true, true
 			}
 		}
 		if otherPaths > 0 || (textPaths > 0 && !served) {
 			freePath = true
 		}
 	}
-	if len(absorbed) > 0 {
+	buf.words = words
+	if anyAbsorbed {
+		// The verbs taken out leave the terms, unless the query also uses them otherwise.
+		absorbed := map[string]bool{}
+		kept := map[string]bool{}
+		for _, cw := range words {
+			if cw.absorbed {
+				absorbed[cw.t] = true
+			} else {
+				kept[cw.t] = true
+			}
+		}
 		terms := pq.terms[:0]
 		clear(index)
 		for _, t := range pq.terms {
@@ -250,11 +293,14 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 	}
 
 	// Identifier-like chunks: letters, digits, '_', '-', '.'.
-	for _, ch := range strings.FieldsFunc(text, func(r rune) bool {
+	for ch := range strings.FieldsFuncSeq(text, func(r rune) bool {
 		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' || r == '.')
 	}) {
+		if len(pq.chunks) >= maxQueryChunks {
+			break
+		}
 		ch = strings.Trim(ch, ".-")
-		if ch == "" || len(ch) > maxChunkBytes || len(pq.chunks) >= maxQueryChunks {
+		if ch == "" || len(ch) > maxChunkBytes {
 			continue
 		}
 		pq.chunks = append(pq.chunks, lower(ch))
@@ -328,12 +374,12 @@ func isTextPath(word string) bool {
 // or file name, not a URL, a domain or words joined by a slash (CI/CD):
 // /root/a.md, C:\x\y, ./notes, notes/, report.md.
 func isPath(word string) bool {
-	if !strings.ContainsAny(word, "/\\.") {
+	if !hasPathByte(word) {
 		return false
 	}
 	word = strings.Trim(word, "\"'`‘’“”()[]{}<>,;:!?")
 	word = strings.TrimRight(word, ".")
-	if word == "" || strings.Contains(word, "://") || strings.HasPrefix(lower(word), "www.") {
+	if word == "" || strings.Contains(word, "://") || len(word) >= 4 && strings.EqualFold(word[:4], "www.") {
 		return false
 	}
 	if strings.ContainsAny(word, "/\\") {
@@ -352,6 +398,17 @@ func isPath(word string) bool {
 		return strings.Count(word, "/")+strings.Count(word, "\\") >= 2 && strings.IndexFunc(word, unicode.IsLetter) >= 0
 	}
 	return hasFileExt(word)
+}
+
+// hasPathByte reports whether s holds a '/', '\\' or '.' (as strings.ContainsAny does, a byte
+// at a time: these bytes are never part of a longer UTF-8 sequence).
+func hasPathByte(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '/' || c == '\\' || c == '.' {
+			return true
+		}
+	}
+	return false
 }
 
 // hasFileExt reports whether a file name ends with a known extension (report.md).
@@ -379,12 +436,31 @@ var clauseWords = map[string]bool{
 	"afterwards": true, "plus": true, "while": true, "but": true,
 }
 
-// splitClauses cuts a request into clauses: at sentence and clause
-// punctuation (a '.' or ':' only when followed by a space, so paths, versions
-// and URLs stay whole) and before coordinating words such as "and" and
-// "then". The clauses keep every word of text.
-func splitClauses(text string) []string {
-	var out []string
+// maxClauseWord is the length of the longest of clauseWords.
+var maxClauseWord = func() (n int) {
+	for w := range clauseWords {
+		n = max(n, len(w))
+	}
+	return n
+}()
+
+// isClauseWord reports whether word, lower-cased, is one of clauseWords, without allocating.
+func isClauseWord(word string) bool {
+	var stack [16]byte // room for maxClauseWord bytes and one rune more
+	b := stack[:0]
+	for _, r := range word {
+		if b = utf8.AppendRune(b, unicode.ToLower(r)); len(b) > maxClauseWord {
+			return false
+		}
+	}
+	return clauseWords[string(b)]
+}
+
+// splitClauses appends to out the clauses of a request: it cuts it at sentence and clause
+// punctuation (a '.' or ':' only when followed by a space, so paths, versions and URLs stay
+// whole) and before coordinating words such as "and" and "then". The clauses keep every word
+// of text.
+func splitClauses(out []string, text string) []string {
 	start := 0
 	cut := func(end int) {
 		if c := strings.TrimSpace(text[start:end]); c != "" {
@@ -407,7 +483,7 @@ func splitClauses(text string) []string {
 			wordStart = i
 		}
 		if !isWord && wordStart >= 0 {
-			if clauseWords[lower(text[wordStart:i])] {
+			if isClauseWord(text[wordStart:i]) {
 				cut(wordStart)
 			}
 			wordStart = -1

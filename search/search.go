@@ -68,6 +68,8 @@ type srvState struct {
 	matched uint32  // union of its tools' slotState.matched
 	mass    float64 // query weight × IDF of the terms in matched, once computed
 	massOK  bool
+	nameCov float64 // the query's coverage of the server's name, once computed
+	covOK   bool
 	touched bool
 }
 
@@ -78,6 +80,13 @@ type scratch struct {
 	srv        []srvState
 	srvTouched []uint32
 	cands      []cand
+	// Memory that rank reuses: the resolved terms and pairs of the query, exact mentions,
+	// the head of the ranking and its ties at the cut (see selectTop).
+	terms []resolvedTerm
+	pairs [][2]uint32
+	ids   []uint32
+	top   []cand
+	ties  []cand
 	// By term id, for coverage: the query weight (at most 1) of the query's
 	// terms, and memoized IDFs; both reset through termsTouched.
 	qw           []float32
@@ -126,6 +135,7 @@ func (ix *Index) putScratch(sc *scratch) {
 		sc.qw[t], sc.idf[t] = 0, 0
 	}
 	sc.touched, sc.srvTouched, sc.cands, sc.termsTouched = sc.touched[:0], sc.srvTouched[:0], sc.cands[:0], sc.termsTouched[:0]
+	sc.terms, sc.pairs, sc.ids, sc.top, sc.ties = sc.terms[:0], sc.pairs[:0], sc.ids[:0], sc.top[:0], sc.ties[:0]
 	sc.vh = sc.vh[:0]
 	sc.parent, sc.st = nil, nil
 	ix.pool.Put(sc)
@@ -158,6 +168,7 @@ func (ix *Index) Search(q Query) []Hit {
 	}
 	k = min(k, cfg.maxK)
 	pq := cfg.parseQuery(q.Text)
+	defer pq.release()
 	lexical := len(pq.terms) > 0 || len(pq.chunks) > 0
 	wantVec := cfg.vecW > 0 && len(q.Vector) > 0
 	if !lexical && !wantVec {
@@ -244,7 +255,8 @@ func (ix *Index) searchLexical(sc *scratch, pq parsedQuery, q Query, k int) ([]c
 			}
 		}
 		if len(unserved) > 0 {
-			pq = cfg.parseQuery(q.Text, unserved...)
+			pq = cfg.parseQuery(q.Text, unserved...) // the caller releases the first parse
+			defer pq.release()
 		}
 	}
 	top, exact := ix.rank(sc, &pq, q.Allow, k)
@@ -262,12 +274,13 @@ func (ix *Index) searchLexical(sc *scratch, pq parsedQuery, q Query, k int) ([]c
 
 // rank scores pq and returns the head of the ranking (at least k deep when
 // there are that many candidates), best first, and how many of its first
-// tools are there because the query names them exactly.
+// tools are there because the query names them exactly. The ranking is
+// sc's memory: it is not to be used after sc is put back.
 func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k int) ([]cand, int) {
 	cfg := &ix.cfg
 	st := sc.st
 	n := st.n
-	terms := make([]resolvedTerm, 0, len(pq.terms))
+	terms := sc.terms[:0]
 	queryMass := 0.0
 	for i := range pq.terms {
 		qt := &pq.terms[i]
@@ -283,7 +296,7 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 		queryMass += qt.w * idf
 		terms = append(terms, resolvedTerm{id: id, w: qt.w, idf: idf, qt: qt})
 	}
-	var pairs [][2]uint32
+	pairs := sc.pairs[:0]
 	for _, p := range pq.pairs {
 		a, ok1 := ix.lookup(p[0])
 		b, ok2 := ix.lookup(p[1])
@@ -309,6 +322,7 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 			queryMass += t.w * t.idf
 		}
 	}
+	sc.terms, sc.pairs = terms, pairs // keep what they grew to
 	ix.scoreTerms(sc, terms, allow)
 
 	// Candidates: tools over the floor (enough distinctive query words
@@ -341,12 +355,12 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	}
 
 	// Rerank the head by name and server-name coverage and name proximity.
-	top := ix.selectTop(sc.cands, max(cfg.rerankDepth, k))
+	top := ix.selectTop(sc, max(cfg.rerankDepth, k))
 	for i := range top {
 		rec := &ix.docs[top[i].slot]
 		name := rec.terms[:rec.nName]
 		f := 1 + cfg.coverage*ix.coverage(sc, name)
-		f *= 1 + cfg.srvName*ix.coverage(sc, ix.servers[ix.hot[top[i].slot].srv].nameTerms)
+		f *= 1 + cfg.srvName*ix.serverNameCoverage(sc, ix.hot[top[i].slot].srv)
 		if len(pairs) > 0 && len(name) > 1 {
 			f *= 1 + cfg.proximity*namePairs(name, pairs)
 		}
@@ -355,7 +369,7 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 
 	// Exact mentions of a public name or a multi-word original name go first.
 	exact := map[uint32]uint8{}
-	var ids []uint32
+	ids := sc.ids[:0]
 	for _, c := range pq.chunks {
 		ids = ix.lowerIDSlots(ids[:0], c)
 		for level, slots := range [][]uint32{ix.byName[c], ids} {
@@ -366,6 +380,7 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 			}
 		}
 	}
+	sc.ids = ids
 	nExact := len(exact)
 	if len(exact) > 0 {
 		best := 0.0
@@ -547,6 +562,20 @@ func (ix *Index) coverage(sc *scratch, terms []uint32) float64 {
 	return have / all
 }
 
+// serverNameCoverage is the coverage of server s's name, computed once per query (the head
+// holds several tools of a server).
+func (ix *Index) serverNameCoverage(sc *scratch, s uint32) float64 {
+	ss := &sc.srv[s]
+	if !ss.covOK {
+		ss.nameCov, ss.covOK = ix.coverage(sc, ix.servers[s].nameTerms), true
+		if !ss.touched {
+			ss.touched = true
+			sc.srvTouched = append(sc.srvTouched, s)
+		}
+	}
+	return ss.nameCov
+}
+
 // compare orders candidates: higher score first, then smaller ID.
 func (ix *Index) compare(a, b cand) int {
 	switch {
@@ -558,15 +587,18 @@ func (ix *Index) compare(a, b cand) int {
 	return strings.Compare(ix.docs[a.slot].id, ix.docs[b.slot].id)
 }
 
-// selectTop returns the best n candidates (unordered, ties at the cut
-// broken by ID) with a bounded min-heap, without sorting them all.
-func (ix *Index) selectTop(cs []cand, n int) []cand {
+// selectTop returns the best n of sc.cands (unordered, ties at the cut
+// broken by ID) with a bounded min-heap, without sorting them all. They are
+// in sc.top's memory.
+func (ix *Index) selectTop(sc *scratch, n int) []cand {
+	cs := sc.cands
 	if len(cs) <= n {
-		return append([]cand(nil), cs...)
+		sc.top = append(sc.top[:0], cs...)
+		return sc.top
 	}
 	// The heap orders ties by slot, which is cheap; the cut is fixed up
 	// by ID below.
-	h := append([]cand(nil), cs[:n]...)
+	h := append(sc.top[:0], cs[:n]...)
 	worse := func(a, b cand) bool {
 		if a.score != b.score {
 			return a.score < b.score
@@ -607,14 +639,16 @@ func (ix *Index) selectTop(cs []cand, n int) []cand {
 			kept = append(kept, c)
 		}
 	}
-	var ties []cand
+	ties := sc.ties[:0]
 	for _, c := range cs {
 		if c.score == cut {
 			ties = append(ties, c)
 		}
 	}
+	sc.ties = ties
 	slices.SortFunc(ties, ix.compare)
-	return append(kept, ties[:n-len(kept)]...)
+	sc.top = append(kept, ties[:n-len(kept)]...)
+	return sc.top
 }
 
 // placeFileOps gives each file operation the query implies ("write file")
@@ -674,7 +708,10 @@ func (ix *Index) opNamed(op fileOp) (func(uint32) bool, bool) {
 	var want [][]uint32
 	for _, t := range op.words {
 		var alts []uint32
-		for _, w := range append([]string{t}, related[t]...) {
+		if id, ok := ix.lookup(t); ok {
+			alts = append(alts, id)
+		}
+		for _, w := range related[t] {
 			if id, ok := ix.lookup(w); ok {
 				alts = append(alts, id)
 			}
@@ -741,11 +778,12 @@ func (ix *Index) searchOp(sc *scratch, op fileOp, named func(uint32) bool, allow
 	osc := ix.getScratch()
 	osc.parent, osc.st = sc, sc.st
 	list, _ := ix.rank(osc, &pq, allow, 1)
-	ix.putScratch(osc)
 	var r opResult
 	if i := slices.IndexFunc(list, func(c cand) bool { return named(c.slot) }); i >= 0 {
 		r = opResult{list[i], true}
 	}
+	ix.putScratch(osc) // list is its memory
+	pq.release()
 	if cache {
 		ix.ops.mu.Lock()
 		if ix.ops.m == nil || ix.ops.gen != ix.gen {

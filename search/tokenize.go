@@ -280,11 +280,11 @@ func emitPart(part []rune, emit func(string, bool)) bool {
 	}
 	if ascii {
 		w := tmp[:len(part)]
-		if len(w) == 1 || stopWords[string(w)] {
+		if len(w) == 1 || isStopWord(w) {
 			return false // stray letters and digits ("Apple's" → s), stop words
 		}
 		// A stem can land on a stop word ("one" → "on", "using" → "us").
-		if w = stemBytes(w); len(w) < 2 || stopWords[string(w)] {
+		if w = stemBytes(w); len(w) < 2 || isStopWord(w) {
 			return false
 		}
 		emit(string(w), false)
@@ -302,6 +302,18 @@ func emitPart(part []rune, emit func(string, bool)) bool {
 	emit(w, false)
 	return true
 }
+
+// isStopWord reports whether w is one of stopWords, without a lookup for a word longer than
+// any of them (most of a query's).
+func isStopWord(w []byte) bool { return len(w) <= maxStopWord && stopWords[string(w)] }
+
+// maxStopWord is the length of the longest of stopWords.
+var maxStopWord = func() (n int) {
+	for w := range stopWords {
+		n = max(n, len(w))
+	}
+	return n
+}()
 
 // stopWords is a small English stop list: function words and the politeness
 // of natural-language requests, which carry no tool-selecting information.

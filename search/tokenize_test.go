@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 )
 
 func TestTokenize(t *testing.T) {
@@ -128,6 +129,44 @@ func TestIsTextPath(t *testing.T) {
 		}
 		if got := isTextPath(word); got != want {
 			t.Errorf("isTextPath(%q) = %v, want %v", word, got, want)
+		}
+	}
+}
+
+// TestLowerAndClauseWords: lower, which strings.ToLower now does in one allocation, is still
+// unicode.ToLower of each rune (an invalid byte read as U+FFFD), as names and queries were
+// lower-cased before; and isClauseWord, which lower-cases without allocating, agrees with a
+// lookup of lower in clauseWords, including for runes whose lower case is ASCII (İ → i,
+// Kelvin sign → k) and for words of any length.
+func TestLowerAndClauseWords(t *testing.T) {
+	asRunes := func(s string) string {
+		b := make([]rune, 0, len(s))
+		for _, r := range s {
+			b = append(b, unicode.ToLower(r))
+		}
+		return string(b)
+	}
+	words := []string{"", "and", "AND", "Then", "afterwards", "AFTERWARDS", "afterwardss", "whİle", "fİnally",
+		"Ｋ", "K\u212a", "ÉCOLE", "ß", "ẞ", "ΣΑΣ", "Straße", "\xff\xfeAnd", "an\xffd", "日本語", "ǅ", "İİİİİİİİİİİİİİİİ",
+		"getLogs", "github__Create_Issue", strings.Repeat("A", 40)}
+	for w := range clauseWords {
+		words = append(words, w, strings.ToUpper(w), strings.ReplaceAll(strings.ToUpper(w), "I", "İ"))
+	}
+	rng := rand.New(rand.NewSource(1))
+	alphabet := []rune("aAnNdDİi\u212akKtThHeE.é\xffß日")
+	for range 2000 {
+		var b strings.Builder
+		for range rng.Intn(12) {
+			b.WriteRune(alphabet[rng.Intn(len(alphabet))])
+		}
+		words = append(words, b.String())
+	}
+	for _, w := range words {
+		if got, want := lower(w), asRunes(w); got != want {
+			t.Errorf("lower(%q) = %q, want %q", w, got, want)
+		}
+		if got, want := isClauseWord(w), clauseWords[asRunes(w)]; got != want {
+			t.Errorf("isClauseWord(%q) = %v, want %v", w, got, want)
 		}
 	}
 }
