@@ -157,13 +157,17 @@ func roleCommand(name, summary, help string) command {
 	}
 }
 
+var setTimeFormat sync.Once
+
 // newLogger returns the process logger on w: a console writer ("text") or JSON lines.
 func newLogger(w io.Writer, level, format string) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
 	if err != nil || level == "" {
 		return zerolog.Nop(), fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", level)
 	}
-	zerolog.TimeFieldFormat = time.RFC3339Nano // process-wide: milliseconds in both formats
+	// Process-wide (milliseconds in both formats): set once, since roles started in one process
+	// (tests) log while a later one starts.
+	setTimeFormat.Do(func() { zerolog.TimeFieldFormat = time.RFC3339Nano })
 	switch format {
 	case "json":
 	case "text":
