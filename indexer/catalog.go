@@ -287,7 +287,37 @@ func newEntry(s *serverMem, public, server string, d toolDef, raw []byte) *entry
 
 // load rebuilds the in-memory state from Badger.
 func (c *Catalog) load() error {
-	err := c.db.View(func(txn *badger.Txn) error {
+	// A catalog of another format (an older mcpstream's, or a newer one's after a downgrade)
+	// is dropped and rebuilt when Follow starts (checkOrigin): only its position is read, not
+	// records this version may not understand (one it cannot decode would fail Open).
+	format, formatSeq, err := c.readFormat()
+	if err != nil {
+		return fmt.Errorf("%w: load: read format: %w", ErrStore, err)
+	}
+	if err := c.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(keySeq)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := it.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		return c.loadKey(string(keySeq), v)
+	}); err != nil {
+		return fmt.Errorf("%w: load: %w", ErrStore, err)
+	}
+	if seq := c.Seq(); seq > 0 {
+		if why := formatProblem(format, formatSeq, seq); why != "" {
+			c.log.Warn().Str("why", why).Uint64("seq", seq).
+				Msg("catalog not read: it is dropped and rebuilt by replay when the replica follows the registry stream")
+			return nil
+		}
+	}
+	err = c.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -426,8 +456,8 @@ func decodeEvent(subject string, data []byte) (subjects.RegistryEvent, error) {
 func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 	var first []write
 	if c.Seq() == 0 {
-		// The first message of an empty catalog: see checkOrigin.
-		first = []write{{Key: keyFirst, Value: seqValue(seq)}}
+		// The first message of an empty catalog: see checkOrigin (and load: the format).
+		first = []write{{Key: keyFirst, Value: seqValue(seq)}, {Key: keyFormat, Value: []byte(catalogFormat)}}
 	}
 	ev, err := decodeEvent(subject, data)
 	if err != nil {

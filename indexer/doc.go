@@ -38,8 +38,9 @@
 // follows the pages. Each server lists the definitions its lists lost (ServerSummary.Rejected,
 // at most MaxRejected, the rest counted): registrysync's (Snapshot.Rejected, names redacted
 // there) and the catalog's own (no usable name, a name listed twice, too large, name_collision);
-// only of lists the principal may see, and under a configured policy only names it may call,
-// without a count of the rest.
+// only of lists the principal may see, and under a configured policy only names it may call
+// (not a name kept cut to 200 bytes: the whole name is unknown), without a count of the tools
+// not kept.
 //
 // # Ack and retry
 //
@@ -61,7 +62,11 @@
 //	m/first           stream sequence of the first message applied (a stream purged past it rebuilds,
 //	                  at start or while following)
 //	m/format          what this code stores of a stream (catalogFormat): a catalog stored in
-//	                  another format is dropped and rebuilt by replay at start
+//	                  another format (older, or newer after a downgrade) is not read at Open,
+//	                  and is dropped and rebuilt by replay when Follow starts
+//	m/formatseq       m/seq as of the last commit of a version that keeps m/format (written
+//	                  with it): when they differ, an older version applied the last messages
+//	                  in its own way, and the catalog is rebuilt as one of another format
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
 //	                  authContext), list_changed flag, names of prompts and resources, the

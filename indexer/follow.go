@@ -182,22 +182,45 @@ func (c *Catalog) watchOrigin(ctx context.Context, st jetstream.Stream, lost fun
 }
 
 // readFormat reads the stored catalogFormat ("": none recorded, a catalog of format 1 or an
-// empty one).
-func (c *Catalog) readFormat() (string, error) {
-	var format string
-	err := c.db.View(func(txn *badger.Txn) error {
-		it, err := txn.Get(keyFormat)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
+// empty one) and the sequence of the last commit of a version that records it (keyFormatSeq;
+// 0: none).
+func (c *Catalog) readFormat() (format string, formatSeq uint64, err error) {
+	err = c.db.View(func(txn *badger.Txn) error {
+		for _, k := range [][]byte{keyFormat, keyFormatSeq} {
+			it, err := txn.Get(k)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			v, err := it.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if string(k) == string(keyFormat) {
+				format = string(v)
+			} else if len(v) == 8 {
+				formatSeq = binary.BigEndian.Uint64(v)
+			}
 		}
-		if err != nil {
-			return err
-		}
-		v, err := it.ValueCopy(nil)
-		format = string(v)
-		return err
+		return nil
 	})
-	return format, err
+	return format, formatSeq, err
+}
+
+// formatProblem says why a catalog at seq (> 0) of the stored format and formatSeq must be
+// rebuilt ("": it need not).
+func formatProblem(format string, formatSeq, seq uint64) string {
+	switch {
+	case format != catalogFormat:
+		return fmt.Sprintf("the catalog was stored in format %q by another mcpstream version (this one stores %q)", cmp.Or(format, "1"), catalogFormat)
+	case formatSeq == 0:
+		return fmt.Sprintf("the catalog does not record which version applied its messages (stored before format records were kept; this version stores %q)", catalogFormat)
+	case formatSeq != seq:
+		return fmt.Sprintf("the catalog's messages after %d were applied by an mcpstream version that records no format (this one stores %q)", formatSeq, catalogFormat)
+	}
+	return ""
 }
 
 // readOrigin reads the stored origin of the catalog: the creation time of its stream and the
@@ -255,12 +278,12 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 	}
 	seq := c.Seq()
 	why := originLost(info, stored, first, seq)
-	format, err := c.readFormat()
+	format, formatSeq, err := c.readFormat()
 	if err != nil {
 		return fmt.Errorf("%w: read format: %w", ErrStore, err)
 	}
-	if why == "" && seq > 0 && format != catalogFormat {
-		why = fmt.Sprintf("the catalog was stored in format %q by another mcpstream version (this one stores %q)", cmp.Or(format, "1"), catalogFormat)
+	if why == "" && seq > 0 {
+		why = formatProblem(format, formatSeq, seq)
 	}
 	if why != "" {
 		c.log.Warn().Str("why", why).Uint64("seq", seq).Uint64("stream_first", info.State.FirstSeq).

@@ -729,11 +729,12 @@ func (c *Catalog) serverSummary(vis *visibility, pr subjects.Principal, name str
 // see), up to MaxRejected in all. Under a configured policy a rejected tool is shown only if
 // the policy would let pr call a tool of that name, destructive or not (what a rejected
 // definition's annotations say is not to be trusted), and the tools not kept are not counted:
-// their names are unknown, so whether pr may see them cannot be told.
+// their names are unknown, so whether pr may see them cannot be told. Nor can it for a name
+// kept cut (mayBeCut): a deny matching the end of the real name would not match the cut one.
 func (c *Catalog) addRejected(sum *subjects.ServerSummary, pr subjects.Principal, k subjects.Kind, km *kindRec) {
 	decide := k == subjects.KindTools && !c.pol.IsOpen()
 	for _, r := range km.Rejected {
-		if decide && (!c.pol.Decide(pr, policy.Tool{Server: sum.Name, Name: r.Name}).Allowed ||
+		if decide && (mayBeCut(r.Name) || !c.pol.Decide(pr, policy.Tool{Server: sum.Name, Name: r.Name}).Allowed ||
 			!c.pol.Decide(pr, policy.Tool{Server: sum.Name, Name: r.Name, Destructive: true}).Allowed) {
 			continue
 		}
@@ -746,6 +747,14 @@ func (c *Catalog) addRejected(sum *subjects.ServerSummary, pr subjects.Principal
 	if !decide {
 		sum.RejectedMore += km.RejectedMore
 	}
+}
+
+// mayBeCut reports whether a kept rejected name may be the start of a longer one: cut to
+// maxRejectedText bytes (by cutText, or by registrysync alike) on a rune boundary at most 3
+// bytes before it, and marked with "…". A name of that length that merely ends in "…" is taken
+// as cut too (hidden where it cannot be decided: the safe side).
+func mayBeCut(name string) bool {
+	return len(name) >= maxRejectedText && strings.HasSuffix(name, "…")
 }
 
 // mayUseAList reports whether pr may see at least one of the lists s holds, or s holds none yet

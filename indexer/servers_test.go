@@ -417,3 +417,87 @@ func TestServersRejectedConverge(t *testing.T) {
 		}
 	}
 }
+
+// TestServersRejectedCutNameHidden: a rejected tool's name is kept cut to 200 bytes (by
+// registrysync, or by the catalog), and under a configured policy it was shown when the policy
+// let the principal call a tool of the cut name: a deny that matches the end of the real name
+// ("*_admin") did not match the cut one, so alice saw the first 200 bytes of the name of a tool
+// she may not call. A name that may have been cut cannot be decided: it is shown only under
+// the open policy.
+func TestServersRejectedCutNameHidden(t *testing.T) {
+	env := natstest.Start(t)
+	long := strings.Repeat("a", 250) + "_admin"
+	sn := snapshot("rej", "rejections", tool("ok", "fine"), tool(long, "first"), tool(long, "twice"))
+	// As registrysync publishes a tool of that name without a schema: its name cut.
+	sn.Rejected = []subjects.Rejected{{Name: strings.Repeat("b", 200) + "…", Code: subjects.CodeInvalidSchema, Message: "inputSchema is missing"}}
+	seq := publish(t, env.JS, status("rej", subjects.StatusReady), sn)
+	pol := mustPolicy(t, &policy.Config{
+		Principals: map[string]policy.PrincipalConfig{"alice": {Roles: []string{"dev"}}},
+		Rules:      []policy.Rule{{Name: "dev", Roles: []string{"dev"}, Allow: []string{"rej__*"}, Deny: []string{"rej__*_admin"}}},
+	})
+	r := startReplica(t, env, "", pol, nil)
+	waitSeq(t, r.Catalog, seq)
+	rep := r.Servers(context.Background(), subjects.ServersRequest{V: 1, Principal: subjects.Principal{User: "alice"}})
+	if rep.Error != nil || len(rep.Servers) != 1 {
+		t.Fatalf("%+v %v", rep.Error, summaryNames(rep.Servers))
+	}
+	for _, d := range rep.Servers[0].Rejected {
+		if strings.HasPrefix(d.Name, "aaaa") || strings.HasPrefix(d.Name, "bbbb") {
+			t.Errorf("alice sees the cut name %.20s… (%s) of a tool she may not call", d.Name, d.Code)
+		}
+	}
+	// The open policy shows them (and the tool "ok" is listed under both).
+	open := startReplica(t, env, "", nil, nil)
+	waitSeq(t, open.Catalog, seq)
+	rep = open.Servers(context.Background(), subjects.ServersRequest{V: 1})
+	if rep.Error != nil || len(rep.Servers) != 1 || len(rep.Servers[0].Rejected) != 2 {
+		t.Fatalf("open policy: %+v %+v", rep.Error, rep.Servers)
+	}
+}
+
+// TestServersPagingWhileServersChange: servers added and removed between the pages of a
+// listing (before the page's position, after it, and the very server a next names) neither
+// skip nor repeat a server that was there through the whole listing.
+func TestServersPagingWhileServersChange(t *testing.T) {
+	d := openDirect(t, nil)
+	var steady []string
+	for i := range 40 {
+		name := fmt.Sprintf("s%03d", 2*i)
+		steady = append(steady, name)
+		d.apply(status(name, subjects.StatusReady), snapshot(name, "", tool("t", "a tool")))
+	}
+	var got []string
+	req := subjects.ServersRequest{V: 1, Limit: 3}
+	for page := range 100 {
+		rep := d.Servers(context.Background(), req)
+		if rep.Error != nil {
+			t.Fatalf("page %d: %+v", page, rep.Error)
+		}
+		for _, s := range rep.Servers {
+			if len(got) > 0 && s.Name <= got[len(got)-1] {
+				t.Fatalf("page %d: %s after %s", page, s.Name, got[len(got)-1])
+			}
+			got = append(got, s.Name)
+		}
+		if rep.Next == "" {
+			break
+		}
+		// Between pages: a server appears before the position and one after it, the next
+		// page's own after is removed, and one not yet listed comes and goes.
+		n := len(got)
+		d.apply(status(fmt.Sprintf("s%03d", 2*n-1), subjects.StatusReady), snapshot(fmt.Sprintf("s%03d", 2*n-1), "", tool("t", "new")))
+		d.apply(status(fmt.Sprintf("s%03da", 2*n+7), subjects.StatusReady), snapshot(fmt.Sprintf("s%03da", 2*n+7), "", tool("t", "new")))
+		d.apply(status(fmt.Sprintf("s%03db", 2*n+9), subjects.StatusReady))
+		d.apply(status(fmt.Sprintf("s%03db", 2*n+9), subjects.StatusRemoved))
+		if page%2 == 0 {
+			d.apply(status(rep.Next, subjects.StatusRemoved))
+			steady = slices.DeleteFunc(steady, func(s string) bool { return s == rep.Next })
+		}
+		req.After = rep.Next
+	}
+	for _, s := range steady {
+		if !slices.Contains(got, s) {
+			t.Errorf("%s, there through the whole listing, was skipped", s)
+		}
+	}
+}

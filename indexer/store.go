@@ -32,12 +32,18 @@ var (
 	keyStream = []byte(pfxMeta + "stream")
 	keyFirst  = []byte(pfxMeta + "first")
 	keyFormat = []byte(pfxMeta + "format")
+	// keyFormatSeq is the sequence of the last message this code committed (with keySeq, in
+	// every commit): an mcpstream from before format keys that followed the catalog since (a
+	// rollback) moved keySeq alone, and stored what it applied in its own way.
+	keyFormatSeq = []byte(pfxMeta + "formatseq")
 )
 
 // catalogFormat is the version of what a catalog stores of a stream. Bump it when this code
 // would store the same stream differently (2: the definitions left out of the catalog, kept per
 // server): a catalog of another format is dropped and rebuilt by replay, so that a replica
 // upgraded in place holds what a replica rebuilt now holds (the same digest, the same answers).
+// So is a catalog whose keyFormatSeq is not its sequence: a version that records no format
+// applied its last messages (rolled back to, then forward again), or it was never recorded.
 const catalogFormat = "2"
 
 // lp is a length-prefixed name, so that any server name (even one holding the bytes of another
@@ -241,7 +247,7 @@ func commit(db *badger.DB, ws []write, seq uint64) error {
 		}
 		return txn.Set(w.Key, w.Value)
 	}
-	for _, w := range append(ws, write{Key: keySeq, Value: seqValue(seq)}) {
+	for _, w := range append(ws, write{Key: keySeq, Value: seqValue(seq)}, write{Key: keyFormatSeq, Value: seqValue(seq)}) {
 		err := apply(w)
 		if errors.Is(err, badger.ErrTxnTooBig) {
 			if err = txn.Commit(); err != nil {

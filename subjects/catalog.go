@@ -111,11 +111,13 @@ type ServerSummary struct {
 	Transport   string `json:"transport,omitempty"`
 	Protocol    string `json:"protocol,omitempty"`
 	// Rejected are the definitions of the server's last lists that were left out of the
-	// catalog (at most 32, tools first), of the lists the principal may see.
+	// catalog (at most 32, tools first), of the lists the principal may see; under a
+	// configured policy only tools the principal may call (a name cut to 200 bytes: never).
 	Rejected []RejectedDefinition `json:"rejected,omitempty"`
 	// RejectedMore counts the rejected definitions past those listed. Under a configured
-	// policy it is not given (0): those definitions' names were not kept, so whether the
-	// principal may see them cannot be told.
+	// policy it leaves out the tools the catalog did not keep (past 32 a list): their names
+	// are unknown, so whether the principal may see them cannot be told (it still counts
+	// prompts and resources, and tools it may call past the 32 shown).
 	RejectedMore int `json:"rejectedMore,omitempty"`
 }
 

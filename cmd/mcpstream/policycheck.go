@@ -165,7 +165,8 @@ var policyServices = map[string]string{subjects.CatalogService: subjects.RoleInd
 // collectPolicyInstances asks $SRV.INFO of the catalog and executor services and reads the
 // answers for wait (or until ctx ends, or maxPolicyReplies answers). It returns the instances
 // sorted by role and instance, how many answers were not usable (not a service's info, too
-// large, repeated) and whether it stopped at maxPolicyReplies. Only a failure to ask is an error.
+// large, repeated) and whether it fell short: it stopped at maxPolicyReplies, or answers were
+// dropped past the pending limits. Only a failure to ask is an error.
 func collectPolicyInstances(ctx context.Context, nc *nats.Conn, wait time.Duration) (insts []policyInstance, bad int, truncated bool, err error) {
 	inbox := nc.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
@@ -194,6 +195,12 @@ func collectPolicyInstances(ctx context.Context, nc *nats.Conn, wait time.Durati
 		msg, err := sub.NextMsgWithContext(rctx)
 		if errors.Is(err, nats.ErrNoResponders) {
 			continue // the server's 503 for a service nobody runs (no executor, say)
+		}
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			// More answers than the pending limits hold came (a flood): some were
+			// dropped. Those queued are still read, and the report says it fell short.
+			truncated = true
+			continue
 		}
 		if err != nil {
 			break // the wait is over (or ctx ended): what came is the answer
@@ -261,8 +268,8 @@ type policyReport struct {
 	// (none on a tie).
 	Majority   string `json:"majority,omitempty"`
 	Mismatched int    `json:"mismatched"`
-	Unknown    int    `json:"unknown"` // instances without a usable digest
-	Truncated  bool   `json:"truncated,omitempty"`
+	Unknown    int    `json:"unknown"`             // instances without a usable digest
+	Truncated  bool   `json:"truncated,omitempty"` // answers were left unread (a flood past the check's bounds)
 }
 
 // comparePolicies compares the instances' digests with expected ("" = with each other).
@@ -422,7 +429,7 @@ func printPolicyReport(w io.Writer, r policyReport) error {
 	}
 	fmt.Fprintf(w, "\n%d catalog replica(s), %d executor(s) answered", roles[subjects.RoleIndexer], roles[subjects.RoleExecutor])
 	if r.Truncated {
-		fmt.Fprintf(w, " (stopped reading at %d answers)", maxPolicyReplies)
+		fmt.Fprintf(w, " (more answers came than a check reads, %d: some were not read)", maxPolicyReplies)
 	}
 	fmt.Fprintln(w)
 	if r.Expected != "" {
