@@ -9,12 +9,15 @@ import (
 	"math"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/mcpstream/mcpstream/jsonscan"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -103,14 +106,11 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 	case r.rpcErr != nil:
 		return dispatchErr(subjects.CodeProtocolError, "server answered "+rpcErrorText(r.rpcErr, redact), "")
 	case len(r.raw) > 0:
-		var head struct {
-			ResultType string `json:"resultType"`
-		}
-		// (null decodes into a struct without an error)
-		if err := json.Unmarshal(r.raw, &head); err != nil || isNull(r.raw) {
+		inputRequired, ok := resultTypeInputRequired(r.raw)
+		if !ok {
 			return dispatchErr(subjects.CodeProtocolError, "server answered a result that is not a JSON object", "")
 		}
-		if head.ResultType == "input_required" {
+		if inputRequired {
 			return dispatchErr(subjects.CodeProtocolError,
 				"the tool asked for user input (input_required), which mcpstream does not provide; the call did not complete", "")
 		}
@@ -147,6 +147,57 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		rep.Error.RetryAfterMs = r.retryAfterMs
 		return rep
 	}
+}
+
+// resultTypeInputRequired reports whether raw, the result of a tools/call (valid JSON: every
+// result comes out of a decoded answer, see callTool and fastCall), says resultType
+// "input_required", as encoding/json reads it into a string field, and ok false when that
+// decoding fails: when raw is not an object, or a member that encoding/json takes for
+// resultType (its name in any case, escapes decoded) is neither a string nor null. Of several
+// such members the last string wins (null leaves the value be). One pass over raw's top-level
+// members, nothing decoded but that member: decoding raw whole only to read it cost as much
+// as the rest of the dispatch (BenchmarkResultType).
+func resultTypeInputRequired(raw []byte) (inputRequired, ok bool) {
+	const name = "resultType"
+	bad := false
+	scanned := jsonscan.Members(raw, func(rawName, value []byte) {
+		if bad || !isMemberName(rawName, name) {
+			return
+		}
+		switch value[0] {
+		case 'n': // null: encoding/json leaves the field as it is
+		case '"':
+			if bytes.IndexByte(value, '\\') < 0 {
+				inputRequired = string(value[1:len(value)-1]) == "input_required"
+				return
+			}
+			var s string
+			if json.Unmarshal(value, &s) != nil { // (valid JSON: not expected)
+				bad = true
+			}
+			inputRequired = s == "input_required"
+		default: // a number, a bool, an object or an array: an UnmarshalTypeError
+			bad = true
+		}
+	})
+	if !scanned || bad {
+		return false, false
+	}
+	return inputRequired, true
+}
+
+// isMemberName reports whether rawName, a member name as it is written (quoted), is one that
+// encoding/json matches to a struct field named name: name in any case, once its escapes are
+// decoded. (name is ASCII without the letter i: for İ and ı, encoding/json and
+// strings.EqualFold disagree; on every other letter they agree.)
+func isMemberName(rawName []byte, name string) bool {
+	for _, c := range rawName {
+		if c == '\\' || c >= utf8.RuneSelf {
+			n, ok := jsonscan.Name(rawName)
+			return ok && strings.EqualFold(n, name)
+		}
+	}
+	return len(rawName) == len(name)+2 && bytes.EqualFold(rawName[1:len(rawName)-1], []byte(name))
 }
 
 // maxServerErrorBytes caps the message of a server's JSON-RPC error that registrysync passes on

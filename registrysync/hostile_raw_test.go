@@ -43,6 +43,7 @@ import (
 //	batch     answers tools/list and tools/call with JSON-RPC batches: a list_changed
 //	          notification or a ping request, then the result
 //	bigbatch  answers tools/list with a batch of more than maxBatch messages
+//	echoresult answers tools/call with the JSON of its argument "r" as the result
 //	taskbadget, taskbadresult, taskhuge  list "t" as requiring tasks and answer its tools/call
 //	          with a task, then tasks/get (or tasks/result) with an "error" of the wrong shape,
 //	          or tasks/result with a line longer than maxLineBytes
@@ -62,6 +63,11 @@ func serveRawChild(mode string) int {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					R json.RawMessage `json:"r"`
+				} `json:"arguments"`
+			} `json:"params"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m.Method == "" {
 			continue
@@ -146,6 +152,8 @@ func serveRawChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
 			case "batch":
 				write(`[{"jsonrpc":"2.0","id":"srv-1","method":"ping"},{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"from a batch"}]}}]`)
+			case "echoresult":
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":` + string(m.Params.Arguments.R) + `}`)
 			case "errhuge":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"call ` + strings.Repeat("spam ", 400<<10) + `"}}`)
 			case "huge":

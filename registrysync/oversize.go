@@ -157,10 +157,14 @@ func lastMemberID(tail []byte) ([]byte, bool) {
 	var v []byte
 	if n := len(p); n > 0 && p[n-1] == '"' {
 		i := bytes.LastIndexByte(p[:n-1], '"')
-		if i < 0 || bytes.IndexByte(p[i:], '\\') >= 0 {
+		if i < 0 {
 			return nil, false
 		}
 		v, p = p[i:], p[:i]
+		// (as at the start: no escapes, no control characters, at most 128 bytes)
+		if _, _, ok := scalarID(v); !ok {
+			return nil, false
+		}
 	} else {
 		i := len(p)
 		for i > 0 && bytes.IndexByte([]byte("0123456789+-.eE"), p[i-1]) >= 0 {
@@ -224,8 +228,8 @@ func scalarID(p []byte) (v, rest []byte, ok bool) {
 	for i < len(p) && p[i] >= '0' && p[i] <= '9' {
 		i++
 	}
-	if i == digits || i-digits > 20 {
-		return nil, nil, false
+	if i == digits || i-digits > 20 || p[digits] == '0' && i-digits > 1 {
+		return nil, nil, false // (no digits, too many, or leading zeros: not a JSON number)
 	}
 	if i < len(p) && bytes.IndexByte([]byte(".eE+-"), p[i]) >= 0 {
 		return nil, nil, false // no request of ours has a fraction

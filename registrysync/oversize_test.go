@@ -277,3 +277,72 @@ func TestStreamableHTTPBatchesAndHugeEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestOversizeIDIsJSON: the id read from a message too large to take is spliced into the local
+// answer that fails its request; an id that is not a JSON value — a number with leading zeros,
+// a string with a raw control character (a newline splits the local answer's event in two on
+// an event stream), or longer than the 128 bytes read at the start — made a local answer that
+// is not JSON: mcp-go dropped it, and the request waited out its timeout (the server's own
+// answer could not have been taken either, but nothing should be read from text that is not
+// an id).
+func TestOversizeIDIsJSON(t *testing.T) {
+	long := `"` + strings.Repeat("a", 129) + `"`
+	for _, tc := range []struct{ head, tail string }{
+		{`{"jsonrpc":"2.0","id":007,"result":{`, `}}`},
+		{`{"jsonrpc":"2.0","result":{`, `},"id":00}`},
+		{`{"jsonrpc":"2.0","result":{`, `},"id":-01}`},
+		{`{"jsonrpc":"2.0","result":{`, "},\"id\":\"a\nb\"}"},
+		{`{"jsonrpc":"2.0","result":{`, "},\"id\":\"a\rb\"}"},
+		{`{"jsonrpc":"2.0","result":{`, `},"id":` + long + `}`},
+	} {
+		id, ok := oversizeID([]byte(tc.head), []byte(tc.tail))
+		if !ok {
+			continue
+		}
+		if !json.Valid(localAnswer(id, localTooLarge, "x")) {
+			t.Errorf("oversizeID(%q, %q) = %q: its local answer is not JSON", tc.head, tc.tail, id)
+		}
+	}
+	// Ids of every form this client and lax servers use still read.
+	for _, tc := range []struct{ head, tail, want string }{
+		{`{"jsonrpc":"2.0","id":0,"result":{`, `}}`, `0`},
+		{`{"jsonrpc":"2.0","result":{`, `},"id":10}`, `10`},
+		{`{"jsonrpc":"2.0","result":{`, `},"id":-3}`, `-3`},
+		{`{"jsonrpc":"2.0","result":{`, `},"id":"mcpstream-12"}`, `"mcpstream-12"`},
+	} {
+		if id, ok := oversizeID([]byte(tc.head), []byte(tc.tail)); !ok || string(id) != tc.want {
+			t.Errorf("oversizeID(%q, %q) = %q %v, want %s", tc.head, tc.tail, id, ok, tc.want)
+		}
+	}
+}
+
+// FuzzOversizeIDAndBatch: an id read from a message too large to take makes a local answer
+// that is JSON; a batch that splitBatch takes apart has the elements encoding/json sees, each
+// of them JSON.
+func FuzzOversizeIDAndBatch(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"tools":[`), []byte(`"}]},"id":"x"}`))
+	f.Add([]byte(`[{"a":1}, {"b":[1,2]} ]`), []byte(`,"id": 12 }`))
+	f.Fuzz(func(t *testing.T, head, tail []byte) {
+		if id, ok := oversizeID(head, tail); ok {
+			var v any
+			if json.Unmarshal(localAnswer(id, localTooLarge, "x"), &v) != nil {
+				t.Fatalf("local answer for %q not JSON", id)
+			}
+		}
+		if json.Valid(head) && isBatch(head) {
+			elems, err := splitBatch(head)
+			if err == nil {
+				var all []json.RawMessage
+				_ = json.Unmarshal(head, &all)
+				if len(all) != len(elems) {
+					t.Fatalf("%q: %d elems, want %d", head, len(elems), len(all))
+				}
+				for _, e := range elems {
+					if !json.Valid(e) {
+						t.Fatalf("%q: element %q", head, e)
+					}
+				}
+			}
+		}
+	})
+}
