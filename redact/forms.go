@@ -194,8 +194,10 @@ func (m *matcher) find(s string, from int) (p, end int) {
 // A window that starts inside an escape may decode differently at its start: it may report a
 // form that is not there, never miss one that the previous window did not see whole.
 func (m *matcher) containsDecoded(s string) bool {
-	const w = 16 << 10
 	overlap := 6 * m.max
+	// A window at least as long as the overlap: each byte is decoded at most twice, however
+	// long the longest value (a 64 KiB one made each byte decoded 30 times).
+	w := max(16<<10, overlap)
 	var buf []byte
 	for start := 0; start < len(s); start += w {
 		end := min(len(s), start+w+overlap)
@@ -231,7 +233,7 @@ func findSpans(m *matcher, s string) []span {
 		if p < 0 {
 			break
 		}
-		spans = append(spans, span{p, end})
+		spans = addSpan(spans, span{p, end})
 		from = p + 1
 	}
 	view, idx := unescape(s, true)
@@ -250,10 +252,21 @@ func findSpans(m *matcher, s string) []span {
 		for k < len(view) && idx[k] == idx[end-1] {
 			k++
 		}
-		spans = append(spans, span{idx[p], idx[k]})
+		spans = addSpan(spans, span{idx[p], idx[k]})
 		from = p + 1
 	}
 	return spans
+}
+
+// addSpan appends sp to spans, or joins it to the last span when they overlap (matches are
+// found in order of their start): a text that is a secret over and over (overlapping matches
+// at every byte) holds one span, not one a byte.
+func addSpan(spans []span, sp span) []span {
+	if n := len(spans); n > 0 && sp.i >= spans[n-1].i && sp.i < spans[n-1].j {
+		spans[n-1].j = max(spans[n-1].j, sp.j)
+		return spans
+	}
+	return append(spans, sp)
 }
 
 // unescape returns s decoded: percent escapes (%2F, %2f) and JSON string escapes (\u0068, a

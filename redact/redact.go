@@ -271,7 +271,9 @@ func (v Values) JSON(raw []byte) (out []byte, changed bool) {
 
 // Walk returns doc (decoded by Decode) with every value replaced in its strings and keys, and,
 // when sensitiveKey is not nil, the value of every key it matches (unless an object) replaced
-// by Placeholder.
+// by Placeholder. Keys that become one once redacted (they differ only in how a value is
+// spelled in them) keep the member of the smallest original key: the same document always
+// gives the same result.
 func (v Values) Walk(doc any, sensitiveKey func(string) bool) any {
 	var replaced bool
 	return v.walk(doc, sensitiveKey, &replaced)
@@ -289,15 +291,36 @@ func (v Values) walk(doc any, sensitiveKey func(string) bool, replaced *bool) an
 	switch x := doc.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
+		// Keys that differ only in a secret (or its spelling) are one key redacted: the member
+		// of the smallest original key is kept, whatever the order the map is walked in.
+		var from map[string]string // redacted key → the original key of its member
 		for k, val := range x {
-			if sensitiveKey != nil && sensitiveKey(k) {
-				if _, isObj := val.(map[string]any); !isObj {
-					out[str(k)] = Placeholder
-					*replaced = true
+			var nv any
+			if _, isObj := val.(map[string]any); sensitiveKey != nil && sensitiveKey(k) && !isObj {
+				nv = Placeholder
+				*replaced = true
+			} else {
+				nv = v.walk(val, sensitiveKey, replaced)
+			}
+			nk := str(k)
+			if _, dup := out[nk]; dup {
+				orig, ok := from[nk]
+				if !ok {
+					orig = nk
+				}
+				if orig < k {
 					continue
 				}
 			}
-			out[str(k)] = v.walk(val, sensitiveKey, replaced)
+			if nk != k {
+				if from == nil {
+					from = map[string]string{}
+				}
+				from[nk] = k
+			} else if from != nil {
+				delete(from, nk)
+			}
+			out[nk] = nv
 		}
 		return out
 	case []any:

@@ -56,7 +56,7 @@ func SecretValues(sc ServerConfig) []string {
 		}
 	}
 	urlSecrets(sc.URL, add)
-	argSecrets(sc.Args, add)
+	argSecrets(sc.Command, sc.Args, add)
 	return secrets
 }
 
@@ -98,15 +98,19 @@ func urlSecrets(raw string, add func(string)) {
 // server may print (a usage error, a debug banner) and so send to the log and the status
 // reason: the value of a credential flag (--token=X, --password X, -client_secret=X, --key X;
 // see argSecretName), the password of a --basic-auth user:password, the value of a NAME=VALUE
-// argument named like a credential (env API_KEY=X server), the password and credential query
-// parameters of a URL, and the value of a credential header (-H "Authorization: Bearer X").
-// A flag's value is the next argument unless that one starts with '-'.
-func argSecrets(args []string, add func(string)) {
+// argument named like a credential (env API_KEY=X server, docker -e/--env=API_KEY=X), the
+// password and credential query parameters of a URL, and the value of a credential header
+// (-H "Authorization: Bearer X"). A flag's value is the next argument unless that one starts
+// with '-'. A container runtime's --user (docker, podman: user:group) is no credential.
+func argSecrets(command string, args []string, add func(string)) {
 	value := func(v string) {
 		if strings.Contains(v, "://") {
 			urlSecrets(v, add)
 		}
 	}
+	cmd := strings.ToLower(command[strings.LastIndexAny(command, `/\`)+1:])
+	cmd = strings.TrimSuffix(cmd, ".exe")
+	container := cmd == "docker" || cmd == "podman" || cmd == "nerdctl"
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, hasVal := strings.Cut(a, "=")
@@ -118,8 +122,15 @@ func argSecrets(args []string, add func(string)) {
 			continue
 		}
 		name = strings.TrimLeft(name, "-")
+		if hasVal && (name == "e" || strings.EqualFold(name, "env")) {
+			// --env=API_TOKEN=X: the NAME=VALUE argument it sets.
+			if n, v, ok := strings.Cut(val, "="); ok && envRefName(n) && argSecretName(n) {
+				add(v)
+			}
+			continue
+		}
 		header := name == "H" || strings.EqualFold(name, "header") || strings.EqualFold(name, "headers")
-		secret, auth := argSecretName(name), argAuthName(name)
+		secret, auth := argSecretName(name), argAuthName(name) && !(container && strings.EqualFold(name, "user"))
 		if !hasVal && (secret || auth || header) && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 			i++
 			val, hasVal = args[i], true
@@ -139,7 +150,8 @@ func argSecrets(args []string, add func(string)) {
 		case secret:
 			add(val)
 		case auth:
-			if _, pw, ok := strings.Cut(val, ":"); ok {
+			// user:password; not a URL (value below), nor uid:gid.
+			if user, pw, ok := strings.Cut(val, ":"); ok && !strings.Contains(val, "://") && !(digits(user) && digits(pw)) {
 				add(val)
 				add(pw)
 			}
@@ -148,44 +160,68 @@ func argSecrets(args []string, add func(string)) {
 	}
 }
 
+// digits reports whether s is made of decimal digits (and not empty).
+func digits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+
 // argSecretName reports whether a command-line flag or NAME=VALUE argument named name holds a
-// credential: its words (split at '-', '_', '.') hold token, secret, password, passwd,
-// passphrase, credential, authorization, cookie or api/access/private/client/auth/session/
-// signing/master/license key, or are just key, pass, pw, pwd or pat — unless its last word says
-// the value is something else (a file, path, dir, env, var, name, id, url, type, mode, method,
-// header, stdin, command...): --token-file /run/tok, --api-key-env MY_KEY, --auth-type basic.
-// Flags that merely mention auth (--auth oauth) or a key (--sort-key name) are not.
+// credential: the last of its words (split at '-', '_', '.'; letters lower-cased, so camelCase
+// is one word) ends with token, secret, password, passwd, passphrase, credential(s),
+// authorization or cookie(s), or with api/access/private/client/auth/session/signing/master/
+// license/secret key (also as its last two words: --api-key), or is pass, pw, pwd or pat; or
+// name is just key. The credential must be what the flag names: --token-file /run/tok,
+// --api-key-env MY_KEY, --max-tokens 4096, --token-limit 8000, --tokenizer x are not, nor are
+// negated or switch-like flags (--no-token, --disable-auth, --use-token), which take no value
+// (the next argument is a positional one: the served directory, say), nor flags that merely
+// mention auth (--auth oauth) or a key (--sort-key name).
 func argSecretName(name string) bool {
 	words := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' || r == '.' })
-	if len(words) == 0 {
+	if len(words) == 0 || len(words) > 1 && switchWord(words[0]) {
 		return false
 	}
-	switch words[len(words)-1] {
-	case "file", "path", "dir", "env", "var", "name", "id", "url", "uri", "type", "mode", "method", "header",
-		"stdin", "cmd", "command", "helper", "prompt", "length", "len", "size", "ttl", "expiry", "format",
-		"scheme", "kind", "provider", "store", "endpoint", "source":
-		return false
-	}
-	if len(words) == 1 {
-		switch words[0] {
-		case "key", "pass", "pw", "pwd", "pat":
+	last := words[len(words)-1]
+	switch last {
+	case "pass", "pw", "pwd", "pat":
+		return true
+	case "key":
+		if len(words) == 1 {
 			return true
 		}
 	}
-	joined := strings.Join(words, "")
-	for _, w := range []string{"token", "secret", "password", "passwd", "passphrase", "credential", "authorization",
-		"cookie", "apikey", "accesskey", "privatekey", "clientkey", "authkey", "sessionkey", "signingkey", "masterkey", "licensekey"} {
-		if strings.Contains(joined, w) {
+	tail := last
+	if len(words) > 1 {
+		tail = words[len(words)-2] + last
+	}
+	for _, w := range []string{"token", "secret", "password", "passwd", "passphrase", "credential", "credentials",
+		"authorization", "cookie", "cookies", "apikey", "accesskey", "privatekey", "clientkey", "authkey", "sessionkey",
+		"signingkey", "masterkey", "licensekey", "secretkey"} {
+		if strings.HasSuffix(tail, w) {
 			return true
 		}
 	}
 	return false
 }
 
+// switchWord reports whether a flag that starts with word turns something on or off (--no-token,
+// --disable-auth, --use-token, --prompt-password): it takes no credential.
+func switchWord(word string) bool {
+	switch word {
+	case "no", "disable", "disallow", "skip", "without", "ignore", "enable", "allow", "use", "require", "prompt", "ask":
+		return true
+	}
+	return false
+}
+
 // argAuthName reports whether a flag named name may take user:password (--basic-auth,
-// --auth, --proxy-auth): its value is a secret when it has a colon.
+// --auth, --proxy-auth, --user): its value is a secret when it has a colon. --oauth and
+// switches (--no-auth) take none.
 func argAuthName(name string) bool {
 	n := strings.ToLower(name)
+	if strings.HasSuffix(n, "oauth") {
+		return false
+	}
+	if w, _, ok := strings.Cut(strings.ReplaceAll(n, "_", "-"), "-"); ok && switchWord(w) {
+		return false
+	}
 	return strings.HasSuffix(n, "auth") || strings.HasSuffix(n, "auth-user") || strings.HasSuffix(n, "user")
 }
 

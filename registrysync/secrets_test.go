@@ -359,3 +359,50 @@ func TestArgsSecretRedactedFromStatus(t *testing.T) {
 		}
 	}
 }
+
+// Ordinary arguments of real stdio servers are not secrets: a quantity named after tokens
+// (--max-tokens 4096), a container's --user uid:gid, a negated flag followed by a positional
+// argument (--no-token /srv/docs), an --oauth issuer URL. Taken for secrets, they would be
+// redacted from every result (every number holding 4096 or 1000, the served directory's path)
+// and tools named with them left out of the catalog.
+func TestArgsOrdinaryNotSecrets(t *testing.T) {
+	for _, c := range []struct {
+		command string
+		args    []string
+	}{
+		{"npx", []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/shared-docs"}},
+		{"docker", []string{"run", "-i", "--rm", "--user", "1000:1000", "-v", "/srv/shared-docs:/data", "mcp/filesystem", "/data"}},
+		{"podman", []string{"run", "-i", "--user", "node:node", "mcp/x"}},
+		{"llm-mcp", []string{"--max-tokens", "4096", "--model", "gpt-4o"}},
+		{"llm-mcp", []string{"--token-limit", "8000", "--tokens-per-minute", "30000", "--tokenizer", "cl100k_base", "--maxTokens", "2048"}},
+		{"srv", []string{"--refresh-token-interval", "300", "--read-only-token-scope", "repo"}},
+		{"srv", []string{"--no-token", "/srv/shared-docs"}},
+		{"srv", []string{"--no-auth", "localhost:8080"}},
+		{"srv", []string{"--oauth", "https://issuer.example.com:8443/realms/x"}},
+		{"srv", []string{"--passwordfile", "/run/pw", "--tokenFile", "/run/tok"}},
+		{"uvx", []string{"mcp-server-fetch", "--user-agent", "Mozilla/5.0", "--port", "8080"}},
+	} {
+		if got := SecretValues(ServerConfig{Command: c.command, Args: c.args}); len(got) > 0 {
+			t.Errorf("%s %q: secrets %q", c.command, c.args, got)
+		}
+	}
+	// What the false secrets did to a result.
+	sc := ServerConfig{Command: "docker", Args: []string{"run", "-i", "--user", "1000:1000", "mcp/llm", "--max-tokens", "4096", "--no-token", "/srv/shared-docs"}}
+	raw := []byte(`{"content":[{"type":"text","text":"/srv/shared-docs/a.txt: 10000 bytes, 4096 tokens"}],"structuredContent":{"size":10000,"n":1e4}}`)
+	if out, changed := newRedactor(sc).JSON(raw); changed {
+		t.Errorf("an ordinary result was redacted: %s", out)
+	}
+	// Still secrets: the credentials of the same kinds of flags.
+	got := map[string]bool{}
+	for _, v := range SecretValues(ServerConfig{Command: "srv", Args: []string{
+		"--db-pass", "pwK-123", "--githubToken", "tokL-456", "--secret-key=skM-789", "--user", "admin:pwN-012",
+		"--refresh-token", "rtO-345", "--env=API_TOKEN=tokP-678",
+	}}) {
+		got[v] = true
+	}
+	for _, want := range []string{"pwK-123", "tokL-456", "skM-789", "pwN-012", "rtO-345", "tokP-678"} {
+		if !got[want] {
+			t.Errorf("argument value %q is not a secret", want)
+		}
+	}
+}
