@@ -39,6 +39,8 @@ func TestMalformedRequests(t *testing.T) {
 			{"tool named up to case", subjects.Exec("local"), `{"id":"m-6","Tool":"fixture__echo","arguments":{"text":"x"}}`, subjects.CodeBadRequest},
 			{"tool named twice", subjects.Exec("local"), `{"id":"m-7","tool":"fixture__echo","tool":"fixture__other","arguments":{"text":"x"}}`, subjects.CodeBadRequest},
 			{"user named up to case", subjects.Exec("local"), `{"id":"m-8","tool":"fixture__echo","arguments":{"text":"x"},"principal":{"user":"a","USER":"b"}}`, subjects.CodeBadRequest},
+			{"argument named twice", subjects.Exec("local"), `{"id":"m-9","tool":"fixture__echo","arguments":{"text":"x","text":"y"}}`, subjects.CodeInvalidArguments},
+			{"nested argument named twice", subjects.Exec("local"), `{"id":"m-10","tool":"fixture__echo","arguments":{"text":"x","o":[1,{"a":1,"a":2}]}}`, subjects.CodeInvalidArguments},
 			{"no user: the open policy's local user", subjects.Exec("local"), `{"id":"m-5","tool":"fixture__echo","arguments":{"text":"x"},"principal":{"user":""}}`, ""},
 		}
 		for _, tc := range cases {

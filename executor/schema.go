@@ -448,6 +448,10 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 		}
 		return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: "arguments are not valid JSON"}
 	}
+	if at, dup := duplicateMember(trimmed); dup { // (valid JSON: it decoded)
+		return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: at,
+			Message: fmt.Sprintf("arguments name the member %s twice in one object (readers take different values of it); nothing was run", truncateString(at, 200))}
+	}
 
 	res, wall, err := c.metered(t.InputSchema, inst, len(trimmed), lim, "arguments")
 	if err != nil { // it compiled once: it does again

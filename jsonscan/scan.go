@@ -124,3 +124,37 @@ func skipValue(b []byte, i int) int {
 		return j
 	}
 }
+
+// Elements calls fn with the raw value of each element of the JSON array arr, in order, without
+// decoding or copying them. It reports false for text that is not an array of well-formed
+// values (arr has been checked to be JSON: this only guards the scan).
+func Elements(arr []byte, fn func(value []byte)) bool {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return false
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return true
+	}
+	for i < len(arr) {
+		end := skipValue(arr, i)
+		if end < 0 {
+			return false
+		}
+		fn(arr[i:end])
+		i = skipSpace(arr, end)
+		if i >= len(arr) {
+			return false
+		}
+		switch arr[i] {
+		case ']':
+			return true
+		case ',':
+			i = skipSpace(arr, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}

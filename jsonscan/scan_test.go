@@ -65,3 +65,32 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// Elements finds the elements encoding/json finds, in the same order, for every JSON array.
+func FuzzElements(f *testing.F) {
+	for _, s := range []string{`[]`, ` [ ] `, `[1]`, `[1,"a,]",{"b":[2]},null,true,-1.5e3]`, "[\n[],\t{}\r]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, arr []byte) {
+		var want []json.RawMessage
+		if !json.Valid(arr) || json.Unmarshal(arr, &want) != nil {
+			return
+		}
+		var got []string
+		ok := Elements(arr, func(v []byte) {
+			var c bytes.Buffer
+			json.Compact(&c, v)
+			got = append(got, c.String())
+		})
+		if !ok || len(got) != len(want) {
+			t.Fatalf("%q: %v %q, want %d elements", arr, ok, got, len(want))
+		}
+		for i, w := range want {
+			var c bytes.Buffer
+			json.Compact(&c, w)
+			if c.String() != got[i] {
+				t.Fatalf("%q: element %d %q, want %q", arr, i, got[i], c.String())
+			}
+		}
+	})
+}
