@@ -185,8 +185,18 @@ func (c *Catalog) watchOrigin(ctx context.Context, st jetstream.Stream, lost fun
 // empty one) and the sequence of the last commit of a version that records it (keyFormatSeq;
 // 0: none).
 func (c *Catalog) readFormat() (format string, formatSeq uint64, err error) {
-	err = c.db.View(func(txn *badger.Txn) error {
-		for _, k := range [][]byte{keyFormat, keyFormatSeq} {
+	v, err := c.readMeta(keyFormat, keyFormatSeq)
+	if len(v[1]) == 8 {
+		formatSeq = binary.BigEndian.Uint64(v[1])
+	}
+	return string(v[0]), formatSeq, err
+}
+
+// readMeta reads the values of meta keys (nil for a key not stored), in one transaction.
+func (c *Catalog) readMeta(keys ...[]byte) ([][]byte, error) {
+	vals := make([][]byte, len(keys))
+	err := c.db.View(func(txn *badger.Txn) error {
+		for i, k := range keys {
 			it, err := txn.Get(k)
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				continue
@@ -194,19 +204,13 @@ func (c *Catalog) readFormat() (format string, formatSeq uint64, err error) {
 			if err != nil {
 				return err
 			}
-			v, err := it.ValueCopy(nil)
-			if err != nil {
+			if vals[i], err = it.ValueCopy(nil); err != nil {
 				return err
-			}
-			if string(k) == string(keyFormat) {
-				format = string(v)
-			} else if len(v) == 8 {
-				formatSeq = binary.BigEndian.Uint64(v)
 			}
 		}
 		return nil
 	})
-	return format, formatSeq, err
+	return vals, err
 }
 
 // formatProblem says why a catalog at seq (> 0) of the stored format and formatSeq must be
@@ -226,28 +230,11 @@ func formatProblem(format string, formatSeq, seq uint64) string {
 // readOrigin reads the stored origin of the catalog: the creation time of its stream and the
 // stream sequence of the first message applied (0: not recorded).
 func (c *Catalog) readOrigin() (stored string, first uint64, err error) {
-	err = c.db.View(func(txn *badger.Txn) error {
-		for _, k := range [][]byte{keyStream, keyFirst} {
-			it, err := txn.Get(k)
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			v, err := it.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if string(k) == string(keyStream) {
-				stored = string(v)
-			} else if len(v) == 8 {
-				first = binary.BigEndian.Uint64(v)
-			}
-		}
-		return nil
-	})
-	return stored, first, err
+	v, err := c.readMeta(keyStream, keyFirst)
+	if len(v[1]) == 8 {
+		first = binary.BigEndian.Uint64(v[1])
+	}
+	return string(v[0]), first, err
 }
 
 // originLost says why a catalog at seq, built from the stream created at stored (RFC 3339)
