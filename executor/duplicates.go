@@ -1,8 +1,8 @@
 package executor
 
 import (
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/mcpstream/mcpstream/jsonscan"
 )
@@ -22,12 +22,8 @@ func duplicateMember(v []byte) (string, bool) {
 	if !duplicateIn(v, &rev) {
 		return "", false
 	}
-	var b strings.Builder
-	for i := len(rev) - 1; i >= 0; i-- {
-		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(rev[i]))
-	}
-	return b.String(), true
+	slices.Reverse(rev)
+	return pointer(rev), true
 }
 
 func duplicateIn(v []byte, rev *[]string) bool {
