@@ -295,7 +295,7 @@ func BenchmarkCall(b *testing.B) {
 // same request and answer shapes and the same NATS work as the CallDirect path — the request
 // persisted on a work-queue stream (file storage, de-duplicated by id), taken by one of 64
 // workers, the answer stored on a results stream (waiting for its PubAck) and sent to the
-// caller's inbox, the request acked — around the same connector call, with none of the
+// caller's inbox (then yieldToReply), the request acked — around the same connector call, with none of the
 // executor's own work (registry, freshness, policy, schema, limits, claims, audit). It returns
 // the caller's side of one call.
 func bareDurableBroker(b *testing.B, r *rig, tool func() ([]byte, error)) func() error {
@@ -343,6 +343,7 @@ func bareDurableBroker(b *testing.B, r *rig, tool func() ([]byte, error)) func()
 					continue
 				}
 				r.env.NC.Publish(m.Headers().Get(subjects.HeaderReplyTo), res)
+				yieldToReply() // as the executor's workers do (see yieldToReply)
 				m.Ack()
 			}
 		})

