@@ -65,6 +65,35 @@ func TestLimitsAsConfigured(t *testing.T) {
 	}
 }
 
+// TestSyncAsConfigured: the fsync period and SyncAlways reach JetStream; the default is
+// nats-server's own.
+func TestSyncAsConfigured(t *testing.T) {
+	for _, c := range []struct {
+		cfg          Config
+		interval     time.Duration
+		always       bool
+		intervalDesc string
+	}{
+		{Config{}, 2 * time.Minute, false, "nats-server's default"},
+		{Config{SyncInterval: 5 * time.Second}, 5 * time.Second, false, "5s"},
+		{Config{SyncAlways: true}, 2 * time.Minute, true, "always"},
+	} {
+		c.cfg.StoreDir, c.cfg.Listen = t.TempDir(), "none"
+		srv, err := Start(c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js := srv.Inner().JetStreamConfig()
+		srv.Shutdown()
+		if js == nil {
+			t.Fatal("JetStream not enabled")
+		}
+		if js.SyncInterval != c.interval || js.SyncAlways != c.always {
+			t.Errorf("%s: sync interval %s, always %v; want %s, %v", c.intervalDesc, js.SyncInterval, js.SyncAlways, c.interval, c.always)
+		}
+	}
+}
+
 // TestDefaultStoreIsPrivate: with no StoreDir, each server gets its own temporary store; two
 // used to share nats-server's fixed <tmp>/nats/jetstream (no lock: one store, two writers).
 func TestDefaultStoreIsPrivate(t *testing.T) {
@@ -136,10 +165,11 @@ func TestShutdownKeepsMessages(t *testing.T) {
 // refused by name, before anything starts.
 func TestNegativeConfigRefused(t *testing.T) {
 	for field, cfg := range map[string]Config{
-		"MaxPayload": {MaxPayload: -1},
-		"MaxMemory":  {MaxMemory: -5},
-		"MaxStore":   {MaxStore: -5},
-		"ReadyWait":  {ReadyWait: -time.Second},
+		"MaxPayload":   {MaxPayload: -1},
+		"MaxMemory":    {MaxMemory: -5},
+		"MaxStore":     {MaxStore: -5},
+		"ReadyWait":    {ReadyWait: -time.Second},
+		"SyncInterval": {SyncInterval: -time.Second},
 	} {
 		cfg.Listen, cfg.StoreDir = "none", t.TempDir()
 		srv, err := Start(cfg)

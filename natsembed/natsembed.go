@@ -27,6 +27,12 @@ type Config struct {
 	MaxStore   int64         // JetStream file storage limit; 0 → nats-server's (75% of the free disk)
 	ReadyWait  time.Duration // 0 → 10s
 	Logging    bool          // pass nats-server's log to stderr
+	// SyncInterval is how often JetStream fsyncs its store (0 → nats-server's 2 minutes).
+	// Every stored message is written to the file at once; what a power loss or an OS crash
+	// can take is what was written since the last fsync. SyncAlways fsyncs after every write
+	// instead (slower: each stored message waits for the disk).
+	SyncInterval time.Duration
+	SyncAlways   bool
 }
 
 // ErrNotReady is returned when the server did not become ready in time.
@@ -43,7 +49,8 @@ func Start(cfg Config) (*Server, error) {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"MaxPayload", int64(cfg.MaxPayload)}, {"MaxMemory", cfg.MaxMemory}, {"MaxStore", cfg.MaxStore}, {"ReadyWait", int64(cfg.ReadyWait)}} {
+	}{{"MaxPayload", int64(cfg.MaxPayload)}, {"MaxMemory", cfg.MaxMemory}, {"MaxStore", cfg.MaxStore}, {"ReadyWait", int64(cfg.ReadyWait)},
+		{"SyncInterval", int64(cfg.SyncInterval)}} {
 		if f.v < 0 {
 			// nats-server would read a negative JetStream limit as its default (75% of the
 			// memory or disk), the opposite of a bound.
@@ -58,6 +65,8 @@ func Start(cfg Config) (*Server, error) {
 		NoSigs:             true,
 		JetStreamMaxMemory: cfg.MaxMemory,
 		JetStreamMaxStore:  cfg.MaxStore,
+		SyncInterval:       cfg.SyncInterval,
+		SyncAlways:         cfg.SyncAlways,
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "mcpstream"

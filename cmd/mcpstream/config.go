@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpstream/mcpstream/embeddings"
+	"github.com/mcpstream/mcpstream/natsembed"
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/registrysync"
@@ -34,6 +35,8 @@ type fileConfig struct {
 	Limits  *limitsConfig  `yaml:"limits"`
 	Search  *searchConfig  `yaml:"search"`
 	Streams *streamsConfig `yaml:"streams"`
+	// EmbeddedNATS tunes the NATS server `up` embeds (see config_embedded.go).
+	EmbeddedNATS *embeddedNATSConfig `yaml:"embeddedNats"`
 	// Path is the file it was read from ("" for the bundled demo configuration).
 	Path string `yaml:"-"`
 
@@ -47,6 +50,8 @@ type fileConfig struct {
 	embedSecrets []string
 	// streams holds the streams section's retention (zero: not given; see keepLimits).
 	streams subjects.StreamOptions
+	// embedded holds the embeddedNats section (zero: nats-server's defaults).
+	embedded natsembed.Config
 }
 
 // serverEntry is one MCP server of the configuration file.
@@ -444,6 +449,9 @@ func (c *fileConfig) validate(lookup func(string) (string, bool), serverSecrets 
 		errs = append(errs, err)
 	}
 	if err := c.resolveStreams(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.resolveEmbeddedNATS(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

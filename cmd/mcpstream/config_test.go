@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/mcpstream/mcpstream/natsembed"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -121,7 +122,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown top-level field",
 			yaml: "servers: []\nserver: []\n",
-			want: []string{":2: field server: unknown field (known: limits, policy, search, servers, streams)"},
+			want: []string{":2: field server: unknown field (known: embeddedNats, limits, policy, search, servers, streams)"},
 		},
 		{
 			name: "unknown server field",
@@ -285,6 +286,20 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "embeddedNats",
+			yaml: "servers: []\nembeddedNats: {sync: 1ms, maxStore: 12 parsecs, maxMemory: 100KiB}\n",
+			want: []string{
+				": embeddedNats: field sync: want \"always\" or a duration from 100ms to 24h, such as 1s",
+				": embeddedNats: field maxStore: want a size of at least 1MiB, such as 10GiB",
+				": embeddedNats: field maxMemory: want a size of at least 1MiB, such as 10GiB",
+			},
+		},
+		{
+			name: "embeddedNats sync word",
+			yaml: "servers: []\nembeddedNats: {sync: sometimes}\n",
+			want: []string{": embeddedNats: field sync: want \"always\" or a duration from 100ms to 24h, such as 1s"},
+		},
+		{
 			name: "search embeddings field",
 			yaml: "servers: []\nsearch:\n  embeddings: {url: 'https://x/v1', modle: m}\n",
 			want: []string{":3: search.embeddings: field modle: unknown field (known: apiKey, dimensions, model, timeout, url)"},
@@ -413,6 +428,33 @@ func TestDocumentedConfigs(t *testing.T) {
 	for name, c := range map[string]*fileConfig{"README.md": rc, "deploy/mcpstream.yaml": cfg} {
 		if o := c.streamOptions(3); o.ResultsMaxAge != 24*time.Hour || o.ResultsMaxBytes != 20<<30 || o.AuditMaxAge != 720*time.Hour || o.AuditMaxBytes != 60<<30 || o.Replicas != 3 {
 			t.Errorf("%s: streams section gives %+v", name, o)
+		}
+	}
+	if e := rc.embeddedNATS(); e.SyncInterval != time.Second || e.MaxStore != 50<<30 || e.SyncAlways {
+		t.Errorf("README.md: embeddedNats section gives %+v", e)
+	}
+}
+
+func TestEmbeddedNATSConfig(t *testing.T) {
+	for _, c := range []struct {
+		yaml string
+		want natsembed.Config
+	}{
+		{"servers: []\n", natsembed.Config{}},
+		{"servers: []\nembeddedNats: {sync: always}\n", natsembed.Config{SyncAlways: true}},
+		{"servers: []\nembeddedNats: {sync: ALWAYS, maxMemory: 1GiB}\n", natsembed.Config{SyncAlways: true, MaxMemory: 1 << 30}},
+		{"servers: []\nembeddedNats: {sync: 1s, maxStore: 50GiB}\n", natsembed.Config{SyncInterval: time.Second, MaxStore: 50 << 30}},
+	} {
+		path := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadConfig(path, lookupTest)
+		if err != nil {
+			t.Fatalf("%q: %v", c.yaml, err)
+		}
+		if got := cfg.embeddedNATS(); got != c.want {
+			t.Errorf("%q: embedded server configuration %+v, want %+v", c.yaml, got, c.want)
 		}
 	}
 }

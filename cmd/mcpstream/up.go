@@ -409,11 +409,11 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			listen = probe.Addr().String()
 			probe.Close()
 		}
-		srv, err := natsembed.Start(natsembed.Config{
-			StoreDir: filepath.Join(dataDir, "nats"),
-			Listen:   listen,
-			Logging:  log.GetLevel() <= zerolog.TraceLevel, // nats-server's own log, on stderr
-		})
+		ec := cfg.embeddedNATS() // the embeddedNats section: fsync, storage bounds
+		ec.StoreDir = filepath.Join(dataDir, "nats")
+		ec.Listen = listen
+		ec.Logging = log.GetLevel() <= zerolog.TraceLevel // nats-server's own log, on stderr
+		srv, err := natsembed.Start(ec)
 		if err != nil {
 			return err
 		}
@@ -425,11 +425,15 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		if natsURL == "" {
 			natsURL = "in-process only"
 		}
+		log.Info().Str("store", ec.StoreDir).Str("durability", syncDescription(ec)).Msg("embedded nats-server started")
 		nc, err = srv.Connect(connOpts...)
 		if err != nil {
 			return err
 		}
 	} else {
+		if cfg.EmbeddedNATS != nil && o.Name == "up" {
+			log.Warn().Str("config", cfg.Path).Msg("the embeddedNats section is not used: this process connects to a NATS server of its own (--nats), configured in that server's file")
+		}
 		n := o.NATS
 		// The same handlers as on the embedded server's connection: disconnections and
 		// reconnections of a real cluster are logged (the name option given twice: the last wins).
