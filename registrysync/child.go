@@ -218,7 +218,10 @@ func (c *child) forward() {
 			// A JSON-RPC batch (2025-03-26): each message as if it came alone.
 			elems, err := splitBatch(msg)
 			if err != nil {
-				// Its answers, if any, are lost: as for a line that is not JSON.
+				// Its answers are lost: the tools/calls waiting for those whose id can be read
+				// end now (refusedBatch), and the handshake and lists in flight fail, as for
+				// a line that is not JSON.
+				c.refusedBatch(msg)
 				onMalformed(fmt.Sprintf("JSON-RPC batch (%d bytes) refused: %v", len(msg), err), false)
 				break
 			}
@@ -248,8 +251,12 @@ func (c *child) handle(msg []byte) bool {
 			return false
 		}
 	case msg[0] == '{' || msg[0] == '[':
-		// A JSON-RPC message that is broken (cut short, say): its answer is lost.
-		c.onMalformed(printable(truncate(c.red.jsonSample(string(msg)), 120)), false)
+		// A JSON-RPC message that is broken (cut short, a NaN in it): the tools/call it
+		// answers, if its id can be read and one waits, ends now (brokenAnswer); otherwise its
+		// answer is lost, and the handshake and lists in flight fail (onMalformed).
+		if !c.brokenAnswer(msg) {
+			c.onMalformed(printable(truncate(c.red.jsonSample(string(msg)), 120)), false)
+		}
 	default:
 		// Plain text on stdout (a banner, a log line): against the spec but harmless.
 		c.noteNoise(printable(truncate(c.red.String(string(msg)), 200)), c.log)
@@ -276,6 +283,54 @@ func (c *child) tooLarge(head, tail []byte, limit int, onMalformed func(string, 
 		}
 	}
 	return true
+}
+
+// brokenAnswer ends the fastCall waiting for msg, a message that is not valid JSON, when msg
+// is an answer whose id can be read at its start or end as that of a line too long is
+// (oversizeID, on its first and last idWindow bytes) and is exactly the id of a waiting call:
+// the call gets what is wrong with msg (fastResponse.malformed), redacted as onMalformed's
+// sample is. It reports whether a call did; anything else (another id, none, a request or a
+// notification) fails no call.
+func (c *child) brokenAnswer(msg []byte) bool {
+	if c.fast.n.Load() == 0 {
+		return false
+	}
+	id, ok := oversizeID(msg[:min(len(msg), idWindow)], msg[max(0, len(msg)-idWindow):])
+	if !ok {
+		return false
+	}
+	ch := c.fast.takeID(id)
+	if ch == nil {
+		return false
+	}
+	// Where it breaks (json's syntax error names one character at most, quoted), and how it
+	// begins: the sample is redacted whole before it is cut, so no secret is cut in half.
+	what := "it is cut short"
+	var syn *json.SyntaxError
+	if err := json.Unmarshal(msg, new(json.RawMessage)); errors.As(err, &syn) && syn.Offset < int64(len(msg)) {
+		what = fmt.Sprintf("%s at byte %d of %d", syn.Error(), syn.Offset, len(msg))
+	}
+	sample := printable(truncate(c.red.jsonSample(string(msg)), 120))
+	ch <- fastResponse{malformed: printable(what) + "; it begins " + sample}
+	c.log.Warn().Str("id", string(id)).Str("sample", sample).Msg("server answered a tools/call with a line that is not valid JSON: the call fails")
+	return true
+}
+
+// refusedBatch ends the fastCalls waiting for answers in msg, a JSON-RPC batch that was refused
+// (valid JSON, an array): those of its first maxBatch elements whose id can be read as
+// brokenAnswer reads it (oversizeID, on each element's first and last idWindow bytes), with
+// errBadBatch. The work is one pass over msg and bounded per element.
+func (c *child) refusedBatch(msg []byte) {
+	if c.fast.n.Load() == 0 {
+		return
+	}
+	batchElements(msg, maxBatch, func(e []byte) {
+		if id, ok := oversizeID(e[:min(len(e), idWindow)], e[max(0, len(e)-idWindow):]); ok {
+			if ch := c.fast.takeID(id); ch != nil {
+				ch <- fastResponse{batch: true}
+			}
+		}
+	})
 }
 
 // serverRequestWait bounds the write of the answer to a server's request: a server that does

@@ -34,7 +34,8 @@ const (
 //
 //   - not_found, bad_request, too_large, unavailable: nothing was sent to the server, or the
 //     server refused it unprocessed (an HTTP status such as 429, see refusedStatus);
-//   - protocol_error: the server answered with a JSON-RPC error (its code is in the message);
+//   - protocol_error: the server answered with a JSON-RPC error (its code is in the message),
+//     or broke the protocol (an answer that is not valid JSON, say): the call may have run;
 //   - timeout: the request was sent and no answer came in time: outcome unknown;
 //   - outcome_unknown: the connection failed after sending: outcome unknown.
 func (m *Manager) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {

@@ -170,9 +170,14 @@
 // Their stderr is drained and logged at debug level, redacted (of a very long line, its
 // start); a child that ends is reported with its exit status and its last stderr line (the
 // connector waits up to 250 ms for them after a broken pipe or a closed stdout, which a crash
-// shows first). A stdout line that is broken JSON fails the handshake or the lists in flight
-// with malformed_response at once (mcp-go would skip it and let the request time out); plain
-// text on stdout is logged and ignored. While no tools/call waits for an answer, a stdout line
+// shows first). A stdout line that is broken JSON (cut short, or holding a NaN as Python's
+// json.dumps writes) fails the tools/call it answers at once with protocol_error ("not valid
+// JSON", where it breaks, and how it begins, redacted), when its id can be read at its start or
+// as its very last member as that of a line too large is (below) and is exactly a waiting
+// call's; any other broken line (another id, none, a request) fails no call, but the
+// handshake or the lists in flight with malformed_response at once (mcp-go would skip it and
+// let the request time out, as a call used to wait out its timeout); plain text on stdout is
+// logged and ignored. While no tools/call waits for an answer, a stdout line
 // is capped as an HTTP response is (what an event holds, plus 1 MiB); otherwise at 64 MiB.
 //
 // A message too large to take — a stdout line over its cap, an event of an HTTP or SSE event
@@ -193,8 +198,9 @@
 // notifications followed. A batch of more than 1024 messages, an empty one or one holding
 // anything but objects is refused whole: on a request's own HTTP stream that request fails (a list
 // malformed_response, a tools/call protocol_error: it was sent), on stdio it fails the
-// handshake and lists in flight as a line that is not JSON does, on a legacy SSE or a listening
-// GET stream it is logged and dropped. The connector never sends batches itself.
+// handshake and lists in flight as a line that is not JSON does, and the tools/calls answered
+// by any of its first 1024 messages whose id can be read so (protocol_error), on a legacy SSE
+// or a listening GET stream it is logged and dropped. The connector never sends batches itself.
 //
 // HTTP and SSE servers: redirects are followed within the configured URL's origin (scheme,
 // host, port) only, since the configured headers go with them. List results are taken as raw

@@ -78,6 +78,10 @@ type fastResponse struct {
 	result   json.RawMessage
 	rpcErr   *mcp.JSONRPCErrorDetails
 	tooLarge bool // the answer was a line longer than maxLineBytes, dropped
+	// malformed: the answer was a line that is not valid JSON (a NaN in it, say), dropped; it
+	// says what is wrong with it, redacted, bounded and printable (child.brokenAnswer).
+	malformed string
+	batch     bool // the answer came in a JSON-RPC batch that was refused (errBadBatch)
 }
 
 // idWindow is how many bytes at each end of an over-long line are searched for its id.
@@ -94,15 +98,21 @@ func (r *fastRouter) tooLarge(head, tail []byte) bool {
 // tooLargeID ends the call waiting for the answer with id (its JSON text), reporting whether
 // one did.
 func (r *fastRouter) tooLargeID(id []byte) bool {
-	if r.n.Load() == 0 || !bytes.HasPrefix(id, []byte(`"`+fastIDPrefix)) {
-		return false
-	}
-	ch := r.take(string(id[1 : len(id)-1]))
+	ch := r.takeID(id)
 	if ch == nil {
 		return false
 	}
 	ch <- fastResponse{tooLarge: true}
 	return true
+}
+
+// takeID is take for id as oversizeID returns it (its JSON text: a string without escapes, or
+// a number): the channel of the call waiting for exactly that id, removed, or nil if none.
+func (r *fastRouter) takeID(id []byte) chan fastResponse {
+	if r.n.Load() == 0 || len(id) < 2 || !bytes.HasPrefix(id, []byte(`"`+fastIDPrefix)) || id[len(id)-1] != '"' {
+		return nil
+	}
+	return r.take(string(id[1 : len(id)-1]))
 }
 
 // fastRouter hands the responses to fastCall requests to their waiting calls.

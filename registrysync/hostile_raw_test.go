@@ -47,6 +47,15 @@ import (
 //	taskbadget, taskbadresult, taskhuge  list "t" as requiring tasks and answer its tools/call
 //	          with a task, then tasks/get (or tasks/result) with an "error" of the wrong shape,
 //	          or tasks/result with a line longer than maxLineBytes
+//	tasknanget, tasknanresult  the same, answering tasks/get (or tasks/result) with a line that
+//	          is not valid JSON (a NaN in it, as Python's json.dumps writes)
+//	broken    answers tools/call by its argument "r": "nan" with a NaN-bearing result (id first,
+//	          as Python servers write it), "nansecret" the same with $SERVICE_TOKEN JSON-escaped
+//	          in its text, "nanlast" the same with the id last, "cut" with a
+//	          line cut short, "batch" with a refused batch (an object, then a number) holding
+//	          the answer, "others" with broken lines that answer no waiting call (another id,
+//	          the id as an extension of the call's, the id escaped, a request with the call's
+//	          id, no id), then a valid answer "ok"; anything else "ok"
 
 func serveRawChild(mode string) int {
 	var mu sync.Mutex
@@ -131,6 +140,10 @@ func serveRawChild(mode string) int {
 			}
 			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`)
 		case "tasks/get":
+			if mode == "tasknanget" {
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"taskId":"t-1","status":"completed","pollInterval":NaN}}`)
+				continue
+			}
 			if mode == "taskbadget" {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
 				continue
@@ -141,10 +154,14 @@ func serveRawChild(mode string) int {
 				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxLineBytes+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
 				continue
 			}
+			if mode == "tasknanresult" {
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"x"}],"structuredContent":{"v":NaN}}}`)
+				continue
+			}
 			write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
 		case "tools/call":
 			switch mode {
-			case "taskbadget", "taskbadresult", "taskhuge":
+			case "taskbadget", "taskbadresult", "taskhuge", "tasknanget", "tasknanresult":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"task":{"taskId":"t-1","status":"working","pollInterval":100}}}`)
 			case "stuck":
 				select {}
@@ -152,6 +169,33 @@ func serveRawChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":"oops","message":5}}`)
 			case "batch":
 				write(`[{"jsonrpc":"2.0","id":"srv-1","method":"ping"},{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"from a batch"}]}}]`)
+			case "broken":
+				nan := `{"content":[{"type":"text","text":"x"}],"structuredContent":{"v":NaN}}`
+				switch string(m.Params.Arguments.R) {
+				case `"nan"`:
+					write(`{"jsonrpc":"2.0","id":` + id + `,"result":` + nan + `}`)
+				case `"nansecret"`:
+					desc, _ := json.Marshal("key " + os.Getenv("SERVICE_TOKEN"))
+					write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":` + string(desc) + `}],"structuredContent":{"v":NaN}}}`)
+				case `"nanlast"`:
+					write(`{"result":` + nan + `,"jsonrpc":"2.0","id":` + id + `}`)
+				case `"cut"`:
+					write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"x`)
+				case `"batch"`:
+					write(`[{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"x"}]}},5]`)
+				case `"others"`:
+					plain := strings.Trim(id, `"`)
+					write(`{"jsonrpc":"2.0","id":"mcpstream-999999","result":` + nan + `}`)
+					write(`{"jsonrpc":"2.0","id":"` + plain + `0","result":` + nan + `}`)
+					write(`{"jsonrpc":"2.0","id":"` + strings.Replace(plain, "m", `\u006d`, 1) + `","result":` + nan + `}`)
+					write(`{"jsonrpc":"2.0","id":` + id + `,"method":"notifications/message","params":{"v":NaN}}`)
+					write(`{"jsonrpc":"2.0","result":` + nan + `}`)
+					write(`{"jsonrpc":"2.0","result":` + nan + `,"id":7}`)
+					write(`[{"jsonrpc":"2.0","id":"mcpstream-999999","result":{}},5]`)
+					write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+				default:
+					write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+				}
 			case "echoresult":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":` + string(m.Params.Arguments.R) + `}`)
 			case "errhuge":
@@ -380,6 +424,8 @@ func TestTaskMalformedAnswers(t *testing.T) {
 		{"taskbadget", subjects.CodeProtocolError},
 		{"taskbadresult", subjects.CodeProtocolError},
 		{"taskhuge", subjects.CodeResultTooLarge},
+		{"tasknanget", subjects.CodeProtocolError},
+		{"tasknanresult", subjects.CodeProtocolError},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			h := run(t, nil, fastConfig(rawServer(t, "tb", tc.mode)))

@@ -29,7 +29,9 @@ import (
 // notifications passed on). A larger one, or one that is not all objects, is refused whole:
 // what it answers fails at once with errBadBatch (on stdio, where which requests it answers
 // cannot be known without reading it, as a line that is not JSON does: the handshake and lists
-// in flight end malformed_response), rather than waiting for its timeout.
+// in flight end malformed_response, and the tools/calls whose answers among its first maxBatch
+// messages show an id as oversizeID reads it end protocol_error), rather than waiting for its
+// timeout.
 
 // maxBatch bounds the messages of one JSON-RPC batch: this client never sends batches, so a
 // server has no reason to send many at once.

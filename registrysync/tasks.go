@@ -203,6 +203,14 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		case r.raw == nil && errors.Is(r.err, errResponseTooLarge):
 			s.cancelTask(task.TaskID)
 			return callResult{sent: true, bad: "the server's tasks/get answer is too large"}
+		case r.bad != "":
+			// (an answer that is not valid JSON, or came in a batch that was refused: the
+			// server's protocol is broken, asking again would not mend it)
+			s.cancelTask(task.TaskID)
+			return callResult{sent: true, bad: r.bad}
+		case r.raw == nil && errors.Is(r.err, errBadBatch):
+			s.cancelTask(task.TaskID)
+			return callResult{sent: true, bad: "tasks/get: " + errBadBatch.Error()}
 		case r.raw == nil:
 			if !s.isLost() && failures+1 < maxTaskGetFailures {
 				failures++
@@ -233,7 +241,7 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 // once), elsewhere through mcp-go.
 func (s *session) taskRequest(ctx context.Context, method mcp.MCPMethod, id string) callResult {
 	quoted, _ := json.Marshal(id)
-	if r, ok := s.fastRequest(ctx, string(method), append([]byte(`"taskId":`), quoted...), true); ok {
+	if r, ok := s.fastRequest(ctx, string(method), string(method), append([]byte(`"taskId":`), quoted...), true); ok {
 		return r
 	}
 	cctx, cp := withCapture(ctx)
