@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -322,7 +323,30 @@ func TestOversizeIDIsJSON(t *testing.T) {
 func FuzzOversizeIDAndBatch(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"tools":[`), []byte(`"}]},"id":"x"}`))
 	f.Add([]byte(`[{"a":1}, {"b":[1,2]} ]`), []byte(`,"id": 12 }`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"mcpstream-1","result":{"v":NaN}}`), []byte(`[{"id":"mcpstream-1","result":{}}]`))
 	f.Fuzz(func(t *testing.T, head, tail []byte) {
+		// A broken line or a refused batch ends the waiting call only with its exact id.
+		for _, refused := range []bool{false, true} {
+			if len(head) == 0 {
+				break
+			}
+			c := &child{red: newRedactor(ServerConfig{}), onMalformed: func(string, bool) {}, log: zerolog.Nop()}
+			ch := c.fast.register("mcpstream-1")
+			if refused {
+				if json.Valid(head) && isBatch(head) {
+					c.refusedBatch(head)
+				}
+			} else {
+				c.brokenAnswer(head)
+			}
+			select {
+			case r := <-ch:
+				if !bytes.Contains(head, []byte(`"mcpstream-1"`)) || r.malformed == "" && !r.batch {
+					t.Fatalf("%q (refused batch %v) ended the call: %+v", head, refused, r)
+				}
+			default:
+			}
+		}
 		if id, ok := oversizeID(head, tail); ok {
 			var v any
 			if json.Unmarshal(localAnswer(id, localTooLarge, "x"), &v) != nil {

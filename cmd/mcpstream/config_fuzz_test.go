@@ -18,6 +18,7 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add("servers: []\nsearch: {embeddings: {url: 'http://x/${DB_PASSWORD}', model: m, dimensions: 0.5, timeout: -1s}}\n")
 	f.Add("servers: []\nstreams: {resultsMaxAge: 1e400h, resultsMaxBytes: 1e3MiB, auditMaxBytes: -1GiB}\n")
 	f.Add("a: &a [*a]\nservers: &s [*s]\n---\n")
+	f.Add("servers: []\nembeddedNats: {sync: 9223372036854775807ns, maxStore: 1e400GiB, maxMemory: ${DB_PASSWORD}}\n")
 	f.Fuzz(func(t *testing.T, y string) {
 		_, err := parseConfig("c.yaml", []byte(y), lookupTest)
 		if err == nil {
