@@ -502,6 +502,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			serverNames = append(serverNames, s.Name)
 		}
 		served = "servers " + strings.Join(serverNames, ",") + " (" + source + ")"
+		if len(serverNames) == 0 {
+			served = "no servers (" + source + ")"
+		}
 	}
 	// The roles that enforce the policy say which one (see mcpstream policy check).
 	if slices.Contains(names, "indexer") || slices.Contains(names, "executor") {
