@@ -66,7 +66,7 @@ func (c *fileConfig) resolveEmbeddedNATS() error {
 // store directory and the listen address.
 func (c *fileConfig) embeddedNATS() natsembed.Config { return c.embedded }
 
-// syncDescription says when the embedded server fsyncs its store, for the start line.
+// syncDescription says when the embedded server fsyncs its store, for the start log.
 func syncDescription(c natsembed.Config) string {
 	switch {
 	case c.SyncAlways:

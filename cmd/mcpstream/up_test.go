@@ -466,3 +466,19 @@ func TestStreamsRetentionFromConfig(t *testing.T) {
 		t.Errorf("audit: max age %v, max bytes %d; want 720h, unlimited", age, n)
 	}
 }
+
+// TestUpEmbeddedNATSDurability: the embeddedNats section reaches the embedded server, and up
+// says at start when it fsyncs its store.
+func TestUpEmbeddedNATSDurability(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "mcpstream.yaml")
+	if err := os.WriteFile(cfgPath, []byte("servers: []\nembeddedNats: {sync: always, maxStore: 2GiB}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startUp(t, "--config", cfgPath)
+	waitFor(t, "the embedded server's durability in the log", 600, func() bool {
+		return strings.Contains(p.errOut.String(), "fsync after every write")
+	})
+	if out := p.errOut.String(); strings.Contains(out, "embeddedNats section is not used") {
+		t.Errorf("up said its own embedded server does not use the section:\n%s", out)
+	}
+}
