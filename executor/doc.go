@@ -51,7 +51,9 @@
 //	                                      without a front end: its metadata (subjects.PolicyInfo) holds
 //	                                      Config.Name, the digest of Config.Policy, frontEnd and workers,
 //	                                      so that `mcpstream policy check` finds executors that enforce
-//	                                      another policy than the catalog replicas.
+//	                                      another policy than the catalog replicas, and
+//	                                      Config.EnforcementDigest (limits, Approve, call and approval
+//	                                      timeouts, MaxResultBytes), compared among executors only.
 //
 // # Pipeline
 //

@@ -284,11 +284,13 @@ func (e *Executor) Run(ctx context.Context) error {
 
 // startService adds the executor's discovery service (subjects.ExecutorService): no endpoints,
 // only $SRV.PING|INFO|STATS, whose metadata says which policy this process enforces
-// (subjects.PolicyInfo: front end and workers alike decide by it) and whether it runs a front
-// end and workers. Every executor runs it, --no-front-end ones included. It is for discovery
+// (subjects.PolicyInfo: front end and workers alike decide by it), the digest of its limits,
+// approval patterns and timeouts (Config.EnforcementDigest) and whether it runs a front end and
+// workers. Every executor runs it, --no-front-end ones included. It is for discovery
 // only: a failure is logged, and the executor serves all the same (nil service).
 func (e *Executor) startService() micro.Service {
-	md := subjects.PolicyInfo{Role: subjects.RoleExecutor, Instance: e.cfg.Name, PolicyDigest: e.cfg.Policy.Digest()}.Metadata()
+	md := subjects.PolicyInfo{Role: subjects.RoleExecutor, Instance: e.cfg.Name, PolicyDigest: e.cfg.Policy.Digest(),
+		EnforcementDigest: e.cfg.EnforcementDigest()}.Metadata()
 	md["frontEnd"] = strconv.FormatBool(*e.cfg.FrontEnd)
 	md["workers"] = strconv.FormatBool(!e.cfg.NoWorkers)
 	svc, err := micro.AddService(e.nc, micro.Config{

@@ -16,7 +16,8 @@ import (
 
 // Every executor, with or without a front end, answers $SRV.INFO.mcpstream-executor with the
 // digest of the policy it enforces: before, executors ran no discovery service at all, so
-// nothing could tell which policy each one had loaded.
+// nothing could tell which policy each one had loaded. Each also advertises the digest of its
+// limits, approval patterns and timeouts (Config.EnforcementDigest), which executors compare.
 func TestServiceAdvertisesPolicyDigest(t *testing.T) {
 	env := natstest.Start(t)
 	pol, err := policy.New(&policy.Config{Rules: []policy.Rule{{Name: "kb only", Allow: []string{"kb__*"}}}})
@@ -43,7 +44,8 @@ func TestServiceAdvertisesPolicyDigest(t *testing.T) {
 		})
 		waitFor(t, cfg.Name+" ready", ex.Ready)
 	}
-	start(Config{Name: "front", Policy: pol, Workers: 1})
+	limited := Config{Limits: Limits{Tenant: Rate{Concurrency: 3}}, Approve: []string{"kb__delete*"}}
+	start(Config{Name: "front", Policy: pol, Workers: 1, Limits: limited.Limits, Approve: limited.Approve})
 	start(Config{Name: "workers-only", FrontEnd: new(bool), Workers: 1}) // open policy
 
 	nc := env.Connect(t)
@@ -67,8 +69,10 @@ func TestServiceAdvertisesPolicyDigest(t *testing.T) {
 		got[info.Metadata[subjects.MetaInstance]] = info.Metadata
 	}
 	for name, want := range map[string]map[string]string{
-		"front":        {subjects.MetaRole: subjects.RoleExecutor, subjects.MetaPolicyDigest: pol.Digest(), "frontEnd": "true", "workers": "true"},
-		"workers-only": {subjects.MetaRole: subjects.RoleExecutor, subjects.MetaPolicyDigest: policy.Open().Digest(), "frontEnd": "false", "workers": "true"},
+		"front": {subjects.MetaRole: subjects.RoleExecutor, subjects.MetaPolicyDigest: pol.Digest(), "frontEnd": "true", "workers": "true",
+			subjects.MetaEnforcementDigest: limited.EnforcementDigest()},
+		"workers-only": {subjects.MetaRole: subjects.RoleExecutor, subjects.MetaPolicyDigest: policy.Open().Digest(), "frontEnd": "false", "workers": "true",
+			subjects.MetaEnforcementDigest: Config{}.EnforcementDigest()},
 	} {
 		for k, v := range want {
 			if got[name][k] != v {

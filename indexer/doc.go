@@ -14,7 +14,8 @@
 // Nothing on streams. It serves, in queue group [QueueGroup] (so replicas share the load), and
 // answers discovery as micro service subjects.CatalogService ($SRV.PING|INFO|STATS; the
 // endpoint subjects are in its metadata, with the replica, Config.Instance and the digest of the
-// policy it enforces: subjects.PolicyInfo, compared by `mcpstream policy check`):
+// policy it enforces: subjects.PolicyInfo, compared by `mcpstream policy check`; a replica has
+// no enforcement digest, which only executors advertise):
 //
 //	mcpstream.v1.catalog.<tenant>.search    SearchRequest  → SearchReply
 //	mcpstream.v1.catalog.<tenant>.details   DetailsRequest → DetailsReply

@@ -12,7 +12,8 @@
 // Digest is a stable hash of the effective policy (its normalized principals and rules, not the
 // configuration's text): processes that must enforce the same policy advertise it, so that one
 // that loaded another configuration shows (`mcpstream policy check`). The open policy has a digest
-// of its own.
+// of its own. It covers the policy only: what else executors decide by (limits, approval
+// patterns, timeouts) has a digest of its own, executor.Config.EnforcementDigest.
 //
 // The package holds no I/O; a Policy is immutable and safe for concurrent use.
 package policy

@@ -30,7 +30,8 @@
 //	  mcpstream.v1.control.relist.<server>             RelistRequest → RelistReply (re-list now)
 //	  mcpstream.v1.dispatch.<server>                   DispatchRequest → DispatchReply (tools/call)
 //	micro discovery (every instance answers; metadata keys in discovery.go, PolicyInfo)
-//	  $SRV.INFO.mcpstream-catalog | mcpstream-executor   role, instance and policy digest
+//	  $SRV.INFO.mcpstream-catalog | mcpstream-executor   role, instance and policy digest (executors:
+//	                                                     and enforcement digest)
 //
 // <kind> is one of tools, prompts, resources. Every <...> token is encoded with [EncodeToken].
 //

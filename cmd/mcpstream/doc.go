@@ -15,7 +15,9 @@
 // The binary itself adds no subjects: roles consume and produce what their packages document
 // (registrysync, indexer, executor). Indexer and executor roles also ask $SRV.INFO of the catalog
 // and executor services at start and every 30 s, comparing the policy digests the instances
-// advertise with their own (policycheck.go; `mcpstream policy check` does the same once). Every process that runs roles declares the streams
+// advertise with their own, and executors their enforcement digests (limits, approval patterns,
+// timeouts: executor.Config.EnforcementDigest) with the other executors' (policycheck.go;
+// `mcpstream policy check` does the same once). Every process that runs roles declares the streams
 // (subjects.Streams) at start, idempotently, keeping an existing stream's replica count unless
 // --stream-replicas is given, and its limits (max age, bytes, messages) unless the
 // configuration's streams section gives them. `events` and `servers` read the registry, results and audit

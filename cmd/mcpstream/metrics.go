@@ -157,6 +157,25 @@ func policyMetrics(w *policyWatch) collectFunc {
 }
 
 var (
+	enfInfo       = desc("mcpstream_executor_enforcement_info", "Always 1: the enforcement digest of this executor (its limits section, approval patterns and call and approval timeouts; compare across executors; mcpstream policy check).", "digest")
+	enfMismatch   = desc("mcpstream_executor_enforcement_mismatch", "1 when the last check found another executor enforcing other limits, approval patterns or timeouts than this one (checked with the policy, at start and every 30 s).")
+	enfMismatched = desc("mcpstream_executor_enforcement_mismatched_instances", "Other executors whose enforcement digest differed from this one's at the last check.")
+	enfPeers      = desc("mcpstream_executor_enforcement_peers", "Other executors that answered the last check with an enforcement digest (0 before the first).")
+	enfUnknown    = desc("mcpstream_executor_enforcement_unknown_instances", "Other executors that answered the last check without a usable enforcement digest (an older mcpstream): not compared.")
+)
+
+// enforcementMetrics are an executor's enforcement digest and the outcome of its last check.
+func enforcementMetrics(w *policyWatch) collectFunc {
+	return func(ch chan<- prometheus.Metric) {
+		gauge(ch, enfInfo, 1, w.enforcement)
+		gauge(ch, enfMismatch, boolValue(w.enfMismatched.Load() > 0))
+		gauge(ch, enfMismatched, float64(w.enfMismatched.Load()))
+		gauge(ch, enfPeers, float64(w.enfPeers.Load()))
+		gauge(ch, enfUnknown, float64(w.enfUnknown.Load()))
+	}
+}
+
+var (
 	srvStatus  = desc("mcpstream_server_status", "1 for the connector's current status of the server (connecting, ready, unavailable, removed), 0 for the others.", "server", "status")
 	srvAttempt = desc("mcpstream_server_connect_attempt", "The connector's current connection attempt (0 once connected).", "server")
 )

@@ -25,6 +25,11 @@ import (
 // from each process's own --config. Each advertises the digest of its policy (policy.Digest) in
 // its start log, in /metrics and in the metadata of its micro service (subjects.PolicyInfo);
 // `mcpstream policy check` and every such role ask $SRV.INFO of both services and compare.
+//
+// Executors also advertise an enforcement digest (executor.Config.EnforcementDigest: the limits
+// section, approval patterns and call and approval timeouts), compared among executors only
+// (catalog replicas enforce none of it). An instance without one (an older mcpstream) is
+// unknown, never a mismatch.
 
 func init() {
 	register(command{
@@ -44,8 +49,14 @@ whitespace, list order) and different after any change of a rule, a principal or
 approveDestructive. Without a policy section (one local principal may use everything) the digest
 is the open policy's.
 
+Executors also enforce the limits section (rate limits and concurrency caps), approval patterns
+and call and approval timeouts: each advertises an enforcement digest of them, compared among
+executors only. Executors sharing the calls stream with different limits answer a call
+differently depending on which one takes it.
+
   mcpstream policy check [--config FILE]   ask every instance, compare (exit status 1 on mismatch)
-  mcpstream policy digest [--config FILE]  print the digest of a configuration's policy
+  mcpstream policy digest [--config FILE]  print the digest of a configuration's policy (and,
+                                           with --config, its executors' enforcement digest)
 
 See mcpstream policy check --help.`
 
@@ -55,17 +66,27 @@ Asks every catalog replica ($SRV.INFO.` + subjects.CatalogService + `) and every
 answers for --wait, and prints each instance's role, instance (host:pid and replica) and digest.
 With --config, each is compared with that file's policy; without, with each other.
 
+Every executor also advertises an enforcement digest: its limits section, approval patterns and
+call and approval timeouts (not its --workers or --max-approval-waits). The executors' are
+compared with each other, or with the --config file's, in a second table; an executor of a
+version without them is listed as unknown, not as a mismatch.
+
 Exit status: 0 when every instance that answered enforces the same policy (the --config one when
-given); 1 when any differs, with a message naming how many; 3 when no instance answered with a
+given) and every executor the same enforcement digest; 1 when any differs, with a message naming
+how many (ENFORCEMENT MISMATCH for executors' limits); 3 when no instance answered with a
 digest (none runs, they run a version without digests, or the NATS user may not publish to
 $SRV.INFO.* or read its inbox); 2 for bad flags.
 
 Executors started with --no-front-end answer too (every executor runs the discovery service).
 A replica still rebuilding its catalog does not answer until it serves. --json prints
 {"expected","expectedFrom","consistent","instances":[{"role","instance","id","digest","match",
-"problem"}],"digests":{DIGEST:COUNT},"majority","mismatched","unknown","truncated"}: match only
-with --config; without it, "majority" is the digest most instances have (none on a tie) and
-"mismatched" counts the others (every instance on a tie).
+"problem","enforcement","enforcementMatch","enforcementProblem"}],"digests":{DIGEST:COUNT},
+"majority","mismatched","unknown","truncated","enforcement":{"expected","consistent","digests",
+"majority","mismatched","unknown"}}: match only with --config; without it, "majority" is the
+digest most instances have (none on a tie) and "mismatched" counts the others (every instance on
+a tie). "consistent" is false on either mismatch; "mismatched" counts policy mismatches only, and
+"enforcement" (present when an executor advertises an enforcement digest, or with --config)
+counts the executors' alike.
 
 Examples:
   mcpstream policy check
@@ -74,8 +95,11 @@ Examples:
 const policyDigestHelp = `
 Prints the digest of the policy of --config (the open policy's without --config, as the roles
 run without one): compare it with what the roles advertise (their start log, /metrics
-mcpstream_policy_info, mcpstream policy check). The configuration is checked as the roles check
-it; the servers' ${ENV_VAR} secrets need not be set.
+mcpstream_policy_info, mcpstream policy check). With --config, a second line gives the
+enforcement digest executors started with it advertise (limits section, approval patterns,
+timeouts; /metrics mcpstream_executor_enforcement_info); --json always has it ("enforcement").
+The configuration is checked as the roles check it; the servers' ${ENV_VAR} secrets need not be
+set.
 
 Examples:
   mcpstream policy digest --config mcpstream.yaml
@@ -115,6 +139,23 @@ func localPolicy(path string) (*policy.Policy, string, error) {
 	return p, path, nil
 }
 
+// localEnforcement is the enforcement digest executors started with the configuration file
+// advertise ("" = no configuration).
+func localEnforcement(path string) (string, error) {
+	fc := &fileConfig{}
+	if path != "" {
+		var err error
+		if fc, err = loadConfigFor(path, os.LookupEnv, false); err != nil {
+			return "", err
+		}
+	}
+	cfg, err := executorEnforcement(fc)
+	if err != nil {
+		return "", err
+	}
+	return cfg.EnforcementDigest(), nil
+}
+
 func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("policy digest", "policy digest [flags]", policyDigestHelp)
 	configPath := fs.String("config", "", "configuration file whose policy to digest (default: none, the open policy)")
@@ -131,12 +172,20 @@ func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	enf, err := localEnforcement(*configPath)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
-		b, _ := json.Marshal(map[string]any{"digest": p.Digest(), "from": from, "open": p.IsOpen()})
+		b, _ := json.Marshal(map[string]any{"digest": p.Digest(), "from": from, "open": p.IsOpen(), "enforcement": enf})
 		_, err = fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "%s  %s\n", p.Digest(), from)
+	// The first line is the policy's, as before (scripts read its first field).
+	if _, err = fmt.Fprintf(stdout, "%s  %s\n", p.Digest(), from); err != nil || *configPath == "" {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s  %s: executor enforcement (limits, approval patterns, timeouts)\n", enf, from)
 	return err
 }
 
@@ -151,6 +200,12 @@ type policyInstance struct {
 	// Problem says why there is no digest: none advertised (an older mcpstream), or a
 	// malformed one.
 	Problem string `json:"problem,omitempty"`
+	// Enforcement is an executor's enforcement digest (executor.Config.EnforcementDigest);
+	// EnforcementMatch and EnforcementProblem are as Match and Problem. Catalog replicas have
+	// none of the three.
+	Enforcement        string `json:"enforcement,omitempty"`
+	EnforcementMatch   *bool  `json:"enforcementMatch,omitempty"`
+	EnforcementProblem string `json:"enforcementProblem,omitempty"`
 }
 
 // Bounds on what a check reads: $SRV answers come from any client allowed to subscribe there.
@@ -251,6 +306,16 @@ func parsePolicyInfo(data []byte) (policyInstance, bool) {
 	default:
 		in.Digest = pi.PolicyDigest
 	}
+	if role == subjects.RoleExecutor {
+		switch {
+		case pi.EnforcementDigest == "":
+			in.EnforcementProblem = "no enforcement digest advertised (mcpstream before enforcement digests?)"
+		case !policy.DigestPattern.MatchString(pi.EnforcementDigest):
+			in.EnforcementProblem = "malformed enforcement digest"
+		default:
+			in.Enforcement = pi.EnforcementDigest
+		}
+	}
 	if pi.Role != "" && pi.Role != role {
 		in.Problem = strings.TrimPrefix(in.Problem+"; ", "; ") + "advertises role " + truncate(oneLine(pi.Role), 32)
 	}
@@ -270,34 +335,46 @@ type policyReport struct {
 	Mismatched int    `json:"mismatched"`
 	Unknown    int    `json:"unknown"`             // instances without a usable digest
 	Truncated  bool   `json:"truncated,omitempty"` // answers were left unread (a flood past the check's bounds)
+	// Enforcement compares the executors' enforcement digests (see compareEnforcement); nil
+	// when no executor advertises one and none is expected.
+	Enforcement *enforcementReport `json:"enforcement,omitempty"`
 }
 
-// comparePolicies compares the instances' digests with expected ("" = with each other).
-func comparePolicies(insts []policyInstance, expected string) policyReport {
-	r := policyReport{Expected: expected, Instances: insts, Digests: map[string]int{}}
-	if r.Instances == nil {
-		r.Instances = []policyInstance{}
-	}
-	for i := range r.Instances {
-		in := &r.Instances[i]
-		if in.Digest == "" {
-			r.Unknown++
+// enforcementReport is the comparison of the executors' enforcement digests, as policyReport's
+// of the policy digests.
+type enforcementReport struct {
+	Expected   string         `json:"expected,omitempty"`
+	Consistent bool           `json:"consistent"`
+	Digests    map[string]int `json:"digests"`
+	Majority   string         `json:"majority,omitempty"`
+	Mismatched int            `json:"mismatched"`
+	Unknown    int            `json:"unknown"` // executors without a usable enforcement digest
+}
+
+// tally counts digests ("" = unknown) against expected ("" = against each other): how many of
+// each, the majority (without expected, when several differ and one is the most common), how
+// many mismatch and are unknown, and each one's match (nil without expected or digest).
+func tally(digests []string, expected string) (counts map[string]int, majority string, mismatched, unknown int, match []*bool) {
+	counts, match = map[string]int{}, make([]*bool, len(digests))
+	for i, d := range digests {
+		if d == "" {
+			unknown++
 			continue
 		}
-		r.Digests[in.Digest]++
+		counts[d]++
 		if expected != "" {
-			m := in.Digest == expected
-			in.Match = &m
+			m := d == expected
+			match[i] = &m
 			if !m {
-				r.Mismatched++
+				mismatched++
 			}
 		}
 	}
-	if expected == "" && len(r.Digests) > 1 {
-		// No reference: every instance outside the most common digest differs, and every
-		// instance when several digests are the most common (nobody is the majority).
+	if expected == "" && len(counts) > 1 {
+		// No reference: every digest outside the most common one differs, and every one when
+		// several are the most common (nobody is the majority).
 		most, tied := 0, 0
-		for _, n := range r.Digests {
+		for _, n := range counts {
 			switch {
 			case n > most:
 				most, tied = n, 1
@@ -305,18 +382,63 @@ func comparePolicies(insts []policyInstance, expected string) policyReport {
 				tied++
 			}
 		}
-		r.Mismatched = len(r.Instances) - r.Unknown
+		mismatched = len(digests) - unknown
 		if tied == 1 {
-			r.Mismatched -= most
-			for d, n := range r.Digests {
+			mismatched -= most
+			for d, n := range counts {
 				if n == most {
-					r.Majority = d
+					majority = d
 				}
 			}
 		}
 	}
+	return counts, majority, mismatched, unknown, match
+}
+
+// comparePolicies compares the instances' digests with expected ("" = with each other).
+func comparePolicies(insts []policyInstance, expected string) policyReport {
+	r := policyReport{Expected: expected, Instances: insts}
+	if r.Instances == nil {
+		r.Instances = []policyInstance{}
+	}
+	digests := make([]string, len(r.Instances))
+	for i, in := range r.Instances {
+		digests[i] = in.Digest
+	}
+	var match []*bool
+	r.Digests, r.Majority, r.Mismatched, r.Unknown, match = tally(digests, expected)
+	for i := range r.Instances {
+		r.Instances[i].Match = match[i]
+	}
 	r.Consistent = len(r.Digests) > 0 && r.Mismatched == 0
 	return r
+}
+
+// compareEnforcement compares the executors' enforcement digests with expected ("" = with each
+// other) into r.Enforcement (left nil when no executor advertises one and expected is ""), and
+// makes r inconsistent on a mismatch. Catalog replicas are not compared.
+func (r *policyReport) compareEnforcement(expected string) {
+	var idx []int
+	var digests []string
+	advertised := false
+	for i, in := range r.Instances {
+		if in.Role == subjects.RoleExecutor {
+			idx, digests = append(idx, i), append(digests, in.Enforcement)
+			advertised = advertised || in.Enforcement != ""
+		}
+	}
+	if !advertised && expected == "" {
+		return
+	}
+	e := &enforcementReport{Expected: expected}
+	var match []*bool
+	e.Digests, e.Majority, e.Mismatched, e.Unknown, match = tally(digests, expected)
+	for j, i := range idx {
+		r.Instances[i].EnforcementMatch = match[j]
+	}
+	e.Consistent = e.Mismatched == 0
+	r.Consistent = r.Consistent && e.Consistent
+	r.Enforcement = e
 }
 
 func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -336,10 +458,13 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *wait <= 0 || *wait > time.Minute {
 		return fmt.Errorf("policy check: --wait %s: want more than 0, at most 1m", *wait)
 	}
-	expected, from := "", ""
+	expected, expectedEnf, from := "", "", ""
 	if *configPath != "" {
 		p, src, err := localPolicy(*configPath)
 		if err != nil {
+			return err
+		}
+		if expectedEnf, err = localEnforcement(*configPath); err != nil {
 			return err
 		}
 		expected, from = p.Digest(), src
@@ -362,12 +487,24 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		return ctx.Err()
 	}
 	r := comparePolicies(insts, expected)
+	r.compareEnforcement(expectedEnf)
 	r.ExpectedFrom, r.Truncated = from, truncated
 	if bad > 0 {
 		fmt.Fprintf(stderr, "mcpstream policy check: skipped %d answer(s) that are no catalog or executor service info\n", bad)
 	}
 	if err := writePolicyReport(stdout, r, cf.JSON); err != nil {
 		return err
+	}
+	enfMismatched := r.Enforcement != nil && r.Enforcement.Mismatched > 0
+	if enfMismatched {
+		e := r.Enforcement
+		if expectedEnf != "" {
+			fmt.Fprintf(stderr, "mcpstream policy check: ENFORCEMENT MISMATCH: %d of %d executor(s) enforce other limits, approval patterns or timeouts than %s (%s); give every executor the same limits section and restart them\n",
+				e.Mismatched, len(executorsOf(r))-e.Unknown, from, expectedEnf)
+		} else {
+			fmt.Fprintf(stderr, "mcpstream policy check: ENFORCEMENT MISMATCH: the executors enforce %d different sets of limits, approval patterns and timeouts (a call's answer depends on which one takes it); give every executor the same limits section and restart them (--config FILE names the right one)\n",
+				len(e.Digests))
+		}
 	}
 	switch {
 	case r.Mismatched > 0:
@@ -379,11 +516,24 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 				len(r.Digests))
 		}
 		return exitCode(1)
+	case enfMismatched:
+		return exitCode(1)
 	case len(r.Digests) == 0:
 		fmt.Fprintf(stderr, "mcpstream policy check: no catalog replica or executor answered with a policy digest within %s (none running, a version without digests, or the NATS user may not publish to $SRV.INFO.*)\n", *wait)
 		return exitCode(3)
 	}
 	return nil
+}
+
+// executorsOf returns the executors of r's instances.
+func executorsOf(r policyReport) []policyInstance {
+	var out []policyInstance
+	for _, in := range r.Instances {
+		if in.Role == subjects.RoleExecutor {
+			out = append(out, in)
+		}
+	}
+	return out
 }
 
 // writePolicyReport prints a check's report: JSON (one indented object) or a table and a summary.
@@ -423,6 +573,34 @@ func printPolicyReport(w io.Writer, r policyReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if e := r.Enforcement; e != nil {
+		// The executors' limits, approval patterns and timeouts: a table of their own, so that
+		// the policy table's lines stay as they were.
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "EXECUTOR\tENFORCEMENT\tLIMITS")
+		for _, in := range executorsOf(r) {
+			verdict := "-"
+			switch {
+			case in.Enforcement == "":
+				verdict = "unknown: " + dash(in.EnforcementProblem)
+			case in.EnforcementMatch != nil && *in.EnforcementMatch:
+				verdict = "ok"
+			case in.EnforcementMatch != nil:
+				verdict = "MISMATCH"
+			case len(e.Digests) == 1:
+				verdict = "ok"
+			case in.Enforcement == e.Majority:
+				verdict = "majority"
+			case len(e.Digests) > 1:
+				verdict = "differs"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", dash(in.Instance), dash(in.Enforcement), verdict)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	roles := map[string]int{}
 	for _, in := range r.Instances {
 		roles[in.Role]++
@@ -435,14 +613,25 @@ func printPolicyReport(w io.Writer, r policyReport) error {
 	if r.Expected != "" {
 		fmt.Fprintf(w, "expected %s (%s)\n", r.Expected, r.ExpectedFrom)
 	}
+	if r.Enforcement != nil && r.Enforcement.Expected != "" {
+		fmt.Fprintf(w, "expected executor enforcement %s (%s)\n", r.Enforcement.Expected, r.ExpectedFrom)
+	}
 	switch {
 	case r.Mismatched > 0:
 		fmt.Fprintf(w, "MISMATCH: %d instance(s) enforce another policy\n", r.Mismatched)
-	case r.Consistent:
+	case len(r.Digests) > 0: // the policy is consistent (the executors' limits are below)
 		fmt.Fprintln(w, "ok: every instance that answered enforces the same policy")
 	}
 	if r.Unknown > 0 {
 		fmt.Fprintf(w, "%d instance(s) advertise no usable digest: not checked\n", r.Unknown)
+	}
+	if e := r.Enforcement; e != nil {
+		if e.Mismatched > 0 {
+			fmt.Fprintf(w, "ENFORCEMENT MISMATCH: %d executor(s) enforce other limits, approval patterns or timeouts\n", e.Mismatched)
+		}
+		if e.Unknown > 0 {
+			fmt.Fprintf(w, "%d executor(s) advertise no usable enforcement digest: not checked\n", e.Unknown)
+		}
 	}
 	return nil
 }
@@ -454,17 +643,26 @@ var policyCheckEvery = 30 * time.Second
 const policyCheckWait = time.Second
 
 // policyWatch is a role's own policy check: at start and every policyCheckEvery it asks every
-// catalog replica and executor for their digests and warns when one differs from its own.
+// catalog replica and executor for their digests and warns when one differs from its own. An
+// executor's also compares its enforcement digest with every other executor's.
 type policyWatch struct {
 	nc       *nats.Conn
 	log      zerolog.Logger
 	role     string // subjects.RoleIndexer or RoleExecutor
 	instance string // this instance (left out of peers)
 	digest   string
+	// enforcement is an executor's enforcement digest ("" for a catalog replica: no
+	// enforcement check).
+	enforcement string
 
 	peers      atomic.Int64 // other instances that answered the last check
 	mismatched atomic.Int64 // of them, those with another digest
 	last       string       // the mismatched instances last logged (run's goroutine only)
+
+	enfPeers      atomic.Int64 // other executors that answered the last check with an enforcement digest
+	enfMismatched atomic.Int64 // of them, those with another one
+	enfUnknown    atomic.Int64 // other executors without a usable one (an older mcpstream)
+	enfLast       string       // as last, for the enforcement digests
 }
 
 // run checks at once, then every policyCheckEvery, until ctx ends.
@@ -511,6 +709,9 @@ func (w *policyWatch) check(ctx context.Context) {
 	}
 	w.peers.Store(int64(len(others)))
 	w.mismatched.Store(int64(len(bad)))
+	if w.enforcement != "" {
+		w.checkEnforcement(others)
+	}
 	key := strings.Join(bad, "\n")
 	if key == w.last {
 		return
@@ -525,11 +726,48 @@ func (w *policyWatch) check(ctx context.Context) {
 		Msg("policy check: MISMATCH: other instances enforce another policy than this one (search and calls disagree); give every indexer and executor the same policy section and restart them; see mcpstream policy check")
 }
 
+// checkEnforcement compares the enforcement digests of the other executors with this one's, as
+// check the policy digests: a warning when the set of executors that differ changes, an info
+// line when they agree again. An executor without one is unknown, not a mismatch.
+func (w *policyWatch) checkEnforcement(others []policyInstance) {
+	var bad []string
+	var peers, unknown int64
+	for _, in := range others {
+		switch {
+		case in.Role != subjects.RoleExecutor:
+		case in.Enforcement == "":
+			unknown++
+		case in.Enforcement != w.enforcement:
+			bad = append(bad, in.Instance+" "+in.Enforcement)
+			peers++
+		default:
+			peers++
+		}
+	}
+	w.enfPeers.Store(peers)
+	w.enfUnknown.Store(unknown)
+	w.enfMismatched.Store(int64(len(bad)))
+	key := strings.Join(bad, "\n")
+	if key == w.enfLast {
+		return
+	}
+	w.enfLast = key
+	if len(bad) == 0 {
+		w.log.Info().Str("enforcement", w.enforcement).Int64("executors", peers).Msg("enforcement check: every other executor enforces these limits, approval patterns and timeouts again")
+		return
+	}
+	w.log.Warn().Str("enforcement", w.enforcement).Int("mismatched", len(bad)).Int64("executors", peers).Strs("others", bad[:min(len(bad), 10)]).
+		Msg("enforcement check: MISMATCH: other executors enforce other limits, approval patterns or timeouts than this one (a call's answer depends on which executor takes it); give every executor the same limits section and restart them; see mcpstream policy check")
+}
+
 // newPolicyWatch returns the policy check of a role instance (run it with run) and adds its
-// metrics to env's.
-func newPolicyWatch(env *roleEnv, role, instance string) *policyWatch {
-	w := &policyWatch{nc: env.NC, log: env.Log, role: role, instance: instance, digest: env.Policy.Digest()}
+// metrics to env's. enforcement is an executor's enforcement digest ("" for other roles).
+func newPolicyWatch(env *roleEnv, role, instance, enforcement string) *policyWatch {
+	w := &policyWatch{nc: env.NC, log: env.Log, role: role, instance: instance, digest: env.Policy.Digest(), enforcement: enforcement}
 	env.addMetrics(policyMetrics(w))
+	if enforcement != "" {
+		env.addMetrics(enforcementMetrics(w))
+	}
 	return w
 }
 

@@ -51,7 +51,9 @@ to redact from audit events.
 Every executor, --no-front-end included, answers $SRV.INFO.` + subjects.ExecutorService + ` (discovery
 only) with the digest of the policy it enforces, logs it at start, serves it on /metrics
 (mcpstream_policy_info) and compares it with every catalog replica's and executor's at start and
-every 30 s: a warning and mcpstream_policy_mismatch 1 when one differs. See mcpstream policy check.
+every 30 s: a warning and mcpstream_policy_mismatch 1 when one differs. It does the same with an
+enforcement digest of its limits section, approval patterns and timeouts, compared with the
+other executors' only (mcpstream_executor_enforcement_info, _mismatch). See mcpstream policy check.
 
 Examples:
   mcpstream executor --nats nats://127.0.0.1:4222 --config mcpstream.yaml
@@ -90,21 +92,18 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 // startExecutor builds the executor of this process: in-process connectors when registrysync
 // runs here (up), NATS otherwise.
 func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
-	limits, err := env.Config.Limits.executorLimits()
+	cfg, err := executorEnforcement(env.Config)
 	if err != nil {
-		return roleRun{}, fmt.Errorf("%s: %w", configName(env.Config), err)
+		return roleRun{}, err
 	}
-	cfg := executor.Config{
-		Policy:           env.Policy,
-		Limits:           limits,
-		Workers:          executorOptions.Workers,
-		MaxApprovalWaits: executorOptions.MaxApprovalWaits,
-		Log:              env.Log,
-		// Calls in flight when the process stops finish within --stop-timeout (not a fixed
-		// 10 s: a call cut there is answered only after AckWait, outcome_unknown if it has
-		// side effects, though it ran).
-		StopGrace: inFlightGrace(env.StopTimeout),
-	}
+	cfg.Policy = env.Policy
+	cfg.Workers = executorOptions.Workers
+	cfg.MaxApprovalWaits = executorOptions.MaxApprovalWaits
+	cfg.Log = env.Log
+	// Calls in flight when the process stops finish within --stop-timeout (not a fixed 10 s: a
+	// call cut there is answered only after AckWait, outcome_unknown if it has side effects,
+	// though it ran).
+	cfg.StopGrace = inFlightGrace(env.StopTimeout)
 	if executorOptions.NoFront {
 		cfg.FrontEnd = new(bool)
 	}
@@ -128,11 +127,26 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 		return roleRun{}, err
 	}
 	env.addMetrics(executorMetrics(ex))
-	env.Log.Info().Str("instance", cfg.Name).Str("policy", env.Policy.Digest()).Bool("frontEnd", !executorOptions.NoFront).Msg("executor starting")
-	// Every executor (--no-front-end included) advertises its policy digest on
-	// $SRV.INFO.mcpstream-executor and compares it with the others'.
-	watch := newPolicyWatch(env, subjects.RoleExecutor, cfg.Name)
+	enforcement := cfg.EnforcementDigest()
+	env.Log.Info().Str("instance", cfg.Name).Str("policy", env.Policy.Digest()).Str("enforcement", enforcement).
+		Bool("frontEnd", !executorOptions.NoFront).Msg("executor starting")
+	// Every executor (--no-front-end included) advertises its policy and enforcement digests
+	// on $SRV.INFO.mcpstream-executor and compares them with the others'.
+	watch := newPolicyWatch(env, subjects.RoleExecutor, cfg.Name, enforcement)
 	return roleRun{Run: withPolicyWatch(watch, ex.Run), Ready: ex.Ready}, nil
+}
+
+// executorEnforcement is the part of an executor's configuration that the configuration file
+// decides and its enforcement digest covers (executor.Config.EnforcementDigest): the limits
+// section. Every other setting that digest covers is left at its default by the executor role,
+// so that `mcpstream policy digest` and `policy check --config` compute what executors started
+// with the file advertise.
+func executorEnforcement(fc *fileConfig) (executor.Config, error) {
+	limits, err := fc.Limits.executorLimits()
+	if err != nil {
+		return executor.Config{}, fmt.Errorf("%s: %w", configName(fc), err)
+	}
+	return executor.Config{Limits: limits}, nil
 }
 
 func configName(c *fileConfig) string {

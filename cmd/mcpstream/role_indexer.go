@@ -191,6 +191,6 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 	env.addMetrics(catalogMetrics(cat, replica))
 	// The replica advertises its policy digest on $SRV.INFO.mcpstream-catalog (once it serves)
 	// and compares it with the other replicas' and the executors'.
-	watch := newPolicyWatch(env, subjects.RoleIndexer, instance)
+	watch := newPolicyWatch(env, subjects.RoleIndexer, instance, "")
 	return roleRun{Run: withPolicyWatch(watch, run), Ready: cat.Ready}, nil
 }
