@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/mcpstream/mcpstream/executor"
 	"github.com/mcpstream/mcpstream/policy"
@@ -98,4 +100,32 @@ func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 	out.Servers = conv("limits.servers", l.Servers)
 	out.Tools = conv("limits.tools", l.Tools)
 	return out, errors.Join(errs...)
+}
+
+// unknownServers lists the limits that can apply to no server of servers (the configuration's,
+// non-empty): a limits.servers name that is not one of them, a limits.tools pattern whose server
+// part matches none of them. Each as "limits.servers.NAME" or "limits.tools.PATTERN", sorted.
+// Such a limit is kept (a server of that name may register later, from another registrysync's
+// configuration), but it is most likely a typo: the executor role warns about it.
+func (l *limitsConfig) unknownServers(servers []string) []string {
+	if l == nil || len(servers) == 0 {
+		return nil
+	}
+	var out []string
+	for name := range l.Servers {
+		if name != "*" && !slices.Contains(servers, name) {
+			out = append(out, "limits.servers."+name)
+		}
+	}
+	for pat := range l.Tools {
+		sp, _, ok := strings.Cut(pat, "__")
+		if !ok || pat == "*" {
+			continue // a pattern over the whole public name: any server may match it
+		}
+		if !slices.ContainsFunc(servers, func(s string) bool { return policy.Match(sp, s) || policy.Match(sp+"_", s) }) {
+			out = append(out, "limits.tools."+pat)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,8 +1,14 @@
 package main
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpstream/mcpstream/natstest"
 )
 
 // TestLimitsNotFinite: YAML has .nan and .inf floats. perSecond: .nan passed every check (NaN is
@@ -37,4 +43,46 @@ func TestLimitsToolPatternWithoutServer(t *testing.T) {
 		strings.Contains(msg, "kb__*") || strings.Contains(msg, "*search*") {
 		t.Errorf("%v: want only github named, with the pattern meant", err)
 	}
+}
+
+// TestLimitsUnknownServers: a limit naming no server of the configuration (a typo: githib for
+// github) applied to nothing, silently. It is kept — a server of that name may register from
+// another registrysync's configuration — and the executor role warns about it.
+func TestLimitsUnknownServers(t *testing.T) {
+	l := &limitsConfig{
+		Servers: map[string]rateConfig{"*": {PerSecond: 1}, "github": {PerSecond: 1}, "githib": {PerSecond: 1}},
+		Tools: map[string]rateConfig{"github__create*": {PerSecond: 1}, "git*__x": {PerSecond: 1}, "gitlab__x": {PerSecond: 1},
+			"*search*": {PerSecond: 1}, "files___rm*": {PerSecond: 1}},
+	}
+	got := l.unknownServers([]string{"github", "files_"})
+	want := []string{"limits.servers.githib", "limits.tools.gitlab__x"}
+	if !slices.Equal(got, want) {
+		t.Errorf("unknown = %q, want %q", got, want)
+	}
+	if got := l.unknownServers(nil); got != nil {
+		t.Errorf("a configuration without servers (an executor-only one) warns of %q", got)
+	}
+
+	env := natstest.Start(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "mcpstream.yaml")
+	y := "servers:\n  - {name: github, transport: http, url: 'http://127.0.0.1:9/mcp'}\nlimits:\n  servers:\n    githib: {perSecond: 5}\n"
+	if err := os.WriteFile(cfgPath, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &upProcess{data: dir, out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		p.done <- run(ctx, []string{"executor", "--nats", env.URL, "--config", cfgPath, "--data", dir, "--http-listen", ""}, p.out, p.errOut)
+	}()
+	t.Cleanup(func() {
+		if err := p.stop(t); err != nil {
+			t.Errorf("executor did not stop cleanly: %v", err)
+		}
+	})
+	waitFor(t, "the executor's warning", 600, func() bool {
+		out := p.errOut.String()
+		return strings.Contains(out, "limits that name no server") && strings.Contains(out, "limits.servers.githib")
+	})
 }

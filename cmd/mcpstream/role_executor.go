@@ -116,6 +116,14 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 	for _, sc := range env.Config.ServerConfigs() {
 		cfg.Secrets = append(cfg.Secrets, sc.Secrets...)
 	}
+	servers := make([]string, 0, len(env.Config.Servers))
+	for _, s := range env.Config.Servers {
+		servers = append(servers, s.Name)
+	}
+	if unknown := env.Config.Limits.unknownServers(servers); len(unknown) > 0 {
+		env.Log.Warn().Strs("limits", unknown).Strs("servers", servers).
+			Msg("limits that name no server of this configuration: kept (a server of that name may register later), but check them for typos")
+	}
 	cfg.Secrets = append(cfg.Secrets, env.Config.embedSecrets...) // every configured secret
 	host, _ := os.Hostname()
 	cfg.Name = fmt.Sprintf("%s:%d", host, os.Getpid())
