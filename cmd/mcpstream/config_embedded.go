@@ -47,15 +47,9 @@ func (c *fileConfig) resolveEmbeddedNATS() error {
 		c.embedded.SyncInterval = d
 	}
 	size := func(field, v string, dst *int64) {
-		if v == "" {
-			return
+		if !sizeSetting(v, dst) {
+			bad(field, sizeWant)
 		}
-		n, err := parseSize(v)
-		if err != nil || n < 1<<20 {
-			bad(field, "want a size of at least 1MiB, such as 10GiB")
-			return
-		}
-		*dst = n
 	}
 	size("maxStore", e.MaxStore, &c.embedded.MaxStore)
 	size("maxMemory", e.MaxMemory, &c.embedded.MaxMemory)

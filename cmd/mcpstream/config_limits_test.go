@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -63,24 +60,8 @@ func TestLimitsUnknownServers(t *testing.T) {
 		t.Errorf("a configuration without servers (an executor-only one) warns of %q", got)
 	}
 
-	env := natstest.Start(t)
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "mcpstream.yaml")
 	y := "servers:\n  - {name: github, transport: http, url: 'http://127.0.0.1:9/mcp'}\nlimits:\n  servers:\n    githib: {perSecond: 5}\n"
-	if err := os.WriteFile(cfgPath, []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := &upProcess{data: dir, out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	p.cancel = cancel
-	go func() {
-		p.done <- run(ctx, []string{"executor", "--nats", env.URL, "--config", cfgPath, "--data", dir, "--http-listen", ""}, p.out, p.errOut)
-	}()
-	t.Cleanup(func() {
-		if err := p.stop(t); err != nil {
-			t.Errorf("executor did not stop cleanly: %v", err)
-		}
-	})
+	p := startExecutorRole(t, natstest.Start(t), y)
 	waitFor(t, "the executor's warning", 600, func() bool {
 		out := p.errOut.String()
 		return strings.Contains(out, "limits that name no server") && strings.Contains(out, "limits.servers.githib")

@@ -40,15 +40,9 @@ func (c *fileConfig) resolveStreams() error {
 		*dst = d
 	}
 	size := func(field, v string, dst *int64) {
-		if v == "" {
-			return
+		if !sizeSetting(v, dst) {
+			bad(field, sizeWant)
 		}
-		n, err := parseSize(v)
-		if err != nil || n < 1<<20 {
-			bad(field, "want a size of at least 1MiB, such as 10GiB")
-			return
-		}
-		*dst = n
 	}
 	s := c.Streams
 	age("resultsMaxAge", s.ResultsMaxAge, &c.streams.ResultsMaxAge)
@@ -63,4 +57,21 @@ func (c *fileConfig) streamOptions(replicas int) subjects.StreamOptions {
 	o := c.streams
 	o.Replicas = replicas
 	return o
+}
+
+// sizeWant says what a size setting of the configuration takes.
+const sizeWant = "want a size of at least 1MiB, such as 10GiB"
+
+// sizeSetting parses v, a size setting of the configuration ("" = not given: dst is left as
+// it is), into dst; false when v is not a size of at least 1 MiB.
+func sizeSetting(v string, dst *int64) bool {
+	if v == "" {
+		return true
+	}
+	n, err := parseSize(v)
+	if err != nil || n < 1<<20 {
+		return false
+	}
+	*dst = n
+	return true
 }

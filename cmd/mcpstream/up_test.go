@@ -429,13 +429,13 @@ func TestRegistrySyncRoleExternalNATS(t *testing.T) {
 	}
 }
 
-// The streams section of the configuration sets the retention of the results and audit streams
-// when a process declares them (here the executor role against an existing NATS).
-func TestStreamsRetentionFromConfig(t *testing.T) {
-	env := natstest.Start(t)
+// startExecutorRole runs the executor role against env with the configuration file y, in a
+// data directory of its own; cleanup stops it and checks it stopped cleanly.
+func startExecutorRole(t *testing.T, env *natstest.Env, y string) *upProcess {
+	t.Helper()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "mcpstream.yaml")
-	if err := os.WriteFile(cfgPath, []byte("servers: []\nstreams: {resultsMaxAge: 2h, resultsMaxBytes: 1GiB, auditMaxAge: 720h}\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	p := &upProcess{data: dir, out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
@@ -449,6 +449,14 @@ func TestStreamsRetentionFromConfig(t *testing.T) {
 			t.Errorf("executor did not stop cleanly: %v", err)
 		}
 	})
+	return p
+}
+
+// The streams section of the configuration sets the retention of the results and audit streams
+// when a process declares them (here the executor role against an existing NATS).
+func TestStreamsRetentionFromConfig(t *testing.T) {
+	env := natstest.Start(t)
+	startExecutorRole(t, env, "servers: []\nstreams: {resultsMaxAge: 2h, resultsMaxBytes: 1GiB, auditMaxAge: 720h}\n")
 	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer scancel()
 	maxAge := func(name string) (time.Duration, int64) {
