@@ -64,7 +64,8 @@
 //	             JSON), connection_lost, or a failed tools list (list_failed,
 //	             malformed_response, too_many_pages, snapshot_too_large); Attempt and
 //	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
-//	             credential-looking header and env values become "[redacted]").
+//	             the values of headers, env variables and URL query parameters named like
+//	             credentials, by words not substrings: see State, become "[redacted]").
 //	             connector_stopped: published once the Manager stops (Run returns), for
 //	             each server no other process answers for and nobody removed meanwhile
 //	             (a "removed" status on the stream stays the last word).
@@ -241,5 +242,14 @@
 // before it is published or answered (re-encoded then; otherwise byte for byte). A definition
 // whose name (a resource's uri) holds one is rejected (secret_in_name): under the redacted
 // name it could not be called. A URL's user info counts in the Basic credential net/http makes
-// of it too.
+// of it too. A header, env variable, URL query parameter or cookie is a credential by the words
+// of its name (split at non-alphanumerics, camelCase and digits), never by a substring: a word
+// is or ends with token, secret, password, passwd, passphrase, credential, authorization,
+// authentication, cookie, signature or auth (or their plurals), or is pass or sig, or ends with
+// pwd (not PWD alone); or a word is or ends with key(s), unless the key sorts, identifies or
+// deduplicates data (sortKey, primary_key, Idempotency-Key) or every word after it is about the
+// key, not the key (keyName, KEY_FILE, keys_only; PRIVATE_KEY_PEM and KEY_2 are keys).
+// So author=, authority=, keyword=, keys_only= and sortKey= hold no secret: taken for one,
+// their value ("john") would be redacted from every result and tools named with it rejected.
+// A lower-case compound that ends with key (monkey) counts, as an unknown vendor's stripekey.
 package registrysync

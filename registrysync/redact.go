@@ -3,6 +3,7 @@ package registrysync
 import (
 	"encoding/base64"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,8 +12,8 @@ import (
 )
 
 // redactor removes a server's secrets (redact.Values): every ServerConfig.Secrets value, the
-// values of credential-looking headers (Authorization, Cookie, *token*, *key*, *secret*...) and
-// environment variables, and the password and credential-like query parameters of its URL.
+// values of headers and environment variables named like credentials (Authorization, Cookie,
+// X-Api-Key, *_TOKEN, *_SECRET...: see sensitiveName), and the password and credential-like query parameters of its URL.
 type redactor struct{ redact.Values }
 
 func newRedactor(sc ServerConfig) redactor { return redactor{redact.New(SecretValues(sc)...)} }
@@ -262,14 +263,127 @@ func sessionCookie(name string) bool {
 	return sensitiveName(n) || strings.Contains(n, "sess") || strings.Contains(n, "sid") || strings.Contains(n, "jwt")
 }
 
+// sensitiveName reports whether a header, environment variable, URL query parameter or cookie
+// named name holds a credential. The name is split into words (at every character that is not a
+// letter or a digit, at camelCase boundaries and between letters and digits: "X-Api-Key",
+// "apiKey", "APIKey", "API_KEY2"), lower-cased, and it is a credential's name when:
+//
+//   - a word is, or ends with, token(s), secret(s), password(s), passwd, passphrase,
+//     credential(s), authorization, authentication, cookie(s), signature or auth (so lower-case
+//     compounds count: accesstoken, clientsecret, pgpassword, csrftoken, oauth, basicauth); or
+//     is pass, sig, or ends with pwd (MYSQL_PWD; but not PWD alone, the working directory);
+//   - a word is or ends with key or keys (key, apikey, xapikey, X-Goog-Api-Key, STRIPE_KEY,
+//     AWS_ACCESS_KEY_ID, PRIVATE_KEY_PEM, KEY_2), unless what qualifies the key names no
+//     credential (sortKey, sort_key, sortkey, primary_key, Idempotency-Key, cache_key: see
+//     plainKey) or every word after it is about the key, not the key (keyName, KEY_FILE,
+//     keys_only: see keyAbout).
+//
+// Words are matched, not substrings: author, authority, keyword, keys_only, keyName, tokenizer,
+// secretary, bypass are not credentials' names. A compound that merely ends with key is one
+// (monkey, turkey: taken for unknown-vendor keys such as stripekey), which errs on the safe side.
 func sensitiveName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"authorization", "cookie", "token", "secret", "password", "passwd", "key", "credential", "auth"} {
-		if strings.Contains(n, w) {
+	words := nameWords(name)
+	if len(words) == 1 && words[0] == "pwd" {
+		return false
+	}
+	for _, w := range words {
+		switch w {
+		case "pass", "sig":
 			return true
 		}
+		if strings.HasSuffix(w, "pwd") {
+			return true
+		}
+		for _, c := range []string{"token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "passphrase",
+			"credential", "credentials", "authorization", "authentication", "cookie", "cookies", "signature", "auth"} {
+			if strings.HasSuffix(w, c) {
+				return true
+			}
+		}
+	}
+	// key or keys, as a word or a word's end, unless what qualifies it names a key that is no
+	// credential (plainKey: sortKey) or the words after it say the name is about the key, not
+	// the key itself (keyName, KEY_FILE, keys_only: keyAbout). PRIVATE_KEY_PEM, SSH_KEY_DATA,
+	// GOOGLE_API_KEY_BASE64, AWS_ACCESS_KEY_ID and KEY_2 are credentials' names.
+	for i, w := range words {
+		var qualifier string
+		switch {
+		case w == "key" || w == "keys":
+			if i > 0 {
+				qualifier = words[i-1]
+			}
+		case strings.HasSuffix(w, "keys"):
+			qualifier = strings.TrimSuffix(w, "keys")
+		case strings.HasSuffix(w, "key"):
+			qualifier = strings.TrimSuffix(w, "key")
+		default:
+			continue
+		}
+		if plainKey[qualifier] {
+			continue
+		}
+		if rest := words[i+1:]; len(rest) > 0 && !slices.ContainsFunc(rest, func(r string) bool { return !keyAbout[r] }) {
+			continue
+		}
+		return true
 	}
 	return false
+}
+
+// keyAbout holds the words that, after key, make a name about a key rather than the key: its
+// name, file, type or size.
+var keyAbout = map[string]bool{
+	"name": true, "names": true, "file": true, "files": true, "path": true, "paths": true,
+	"dir": true, "directory": true, "location": true, "url": true, "uri": true, "type": true,
+	"types": true, "format": true, "size": true, "length": true, "len": true, "count": true,
+	"field": true, "fields": true, "only": true, "mode": true, "algorithm": true, "alg": true,
+	"version": true, "prefix": true,
+}
+
+// plainKey holds the words that, before key, name a key that is no credential: one that sorts,
+// identifies or looks up data, or deduplicates requests.
+var plainKey = map[string]bool{
+	"sort": true, "primary": true, "foreign": true, "partition": true, "range": true, "unique": true,
+	"composite": true, "natural": true, "surrogate": true, "row": true, "column": true, "index": true,
+	"lookup": true, "search": true, "order": true, "group": true, "routing": true, "shard": true,
+	"cache": true, "idempotency": true, "dedup": true, "deduplication": true, "object": true,
+	"map": true, "hot": true, "field": true, "message": true, "translation": true,
+}
+
+// nameWords splits name into lower-case words: at characters that are neither letters nor
+// digits, where a lower-case letter is followed by an upper-case one (apiKey), before the last
+// upper-case letter of a run followed by a lower-case one (APIKey: API, Key) and between letters
+// and digits (key2: key, 2).
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(name)
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush()
+			continue
+		}
+		if len(cur) > 0 {
+			p := cur[len(cur)-1]
+			switch {
+			case unicode.IsDigit(p) != unicode.IsDigit(r):
+				flush()
+			case unicode.IsLower(p) && unicode.IsUpper(r):
+				flush()
+			case unicode.IsUpper(p) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1]):
+				flush()
+			}
+		}
+		cur = append(cur, r)
+	}
+	flush()
+	return words
 }
 
 // truncate shortens s to at most n bytes on a rune boundary, marking the cut.

@@ -406,3 +406,74 @@ func TestArgsOrdinaryNotSecrets(t *testing.T) {
 		}
 	}
 }
+
+// Names are credentials by their words (split at non-alphanumerics, camelCase and digits), not
+// by substrings: ?author=john, ?keyword=database or ?sortKey=name hold no credential, and taking
+// their values for secrets redacts "john" or "database" from every result the server answers
+// (and leaves its tools named with them out of the catalog).
+func TestSensitiveName(t *testing.T) {
+	for _, name := range []string{
+		"Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "X-Api-Key", "X-API-KEY", "x-api-key",
+		"api_key", "apiKey", "APIKey", "XAPIKey", "apikey", "xapikey", "key", "Key", "keys", "KEY_2",
+		"X-Goog-Api-Key", "Ocp-Apim-Subscription-Key", "STRIPE_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+		"secret_key", "SECRET_KEY_BASE", "token", "access_token", "accessToken", "accesstoken", "authtoken",
+		"authToken", "X-Auth-Token", "X-Amz-Security-Token", "refresh_tokens", "GITHUB_TOKEN",
+		"GITHUB_PERSONAL_ACCESS_TOKEN", "csrftoken", "secret", "client_secret", "clientSecret", "clientsecret",
+		"secrets", "password", "DB_PASSWORD", "PGPASSWORD", "passwd", "MYSQL_PWD", "db_pwd", "db_pass",
+		"passphrase", "credential", "credentials", "X-Amz-Credential", "auth", "AUTH", "basic_auth",
+		"proxyAuth", "oauth", "auth_user", "Authentication", "X-Amz-Signature", "signature", "sig",
+		"auth_token", "private_key", "privateKey", "Api-Key2", "monkey", // "monkey" ends with "key": see sensitiveName
+		// key followed by words that do not say the name is about the key: the key itself
+		"PRIVATE_KEY_PEM", "SSH_KEY_DATA", "GOOGLE_API_KEY_BASE64", "apiKeyValue", "X-API-KEY-V2", "GCP_SA_KEY_JSON",
+		"turnkey_x",
+	} {
+		if !sensitiveName(name) {
+			t.Errorf("%q is not taken for a credential's name", name)
+		}
+	}
+	for _, name := range []string{
+		"author", "Author", "authors", "authority", "Authority", "authored_by", "keyword", "keywords", "Keyword",
+		"sortKey", "sort_key", "sortkey", "keys_only", "keyName", "key_field", "primary_key", "partition_key",
+		"Idempotency-Key", "cache_key", "tokenizer", "signed", "design", "compass", "bypass", "passage",
+		"pwd", "PWD", "secretary", "keystone", "lang", "q", "page", "KEY_FILE", "key_path", "keyType", "SSH_KEY_PATH",
+		"Accept", "Content-Type", "X-Trace", "HOME", "MODE", "sid", "session",
+	} {
+		if sensitiveName(name) {
+			t.Errorf("%q is taken for a credential's name", name)
+		}
+	}
+}
+
+// A server reached at .../mcp?author=john&api_key=S3cr3t-Value has the key redacted from what
+// it answers, but not "john": author is no credential's name. Before, every "john" in its
+// results became "[redacted]" and its tools named with "john" were left out of the catalog.
+func TestURLQueryOrdinaryParamNotSecret(t *testing.T) {
+	t.Parallel()
+	const secret, author = "S3cr3t-Value", "john"
+	srv := server.NewMCPServer("books", "1", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("books_by_john"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("books by john (debug: key " + secret + ")"), nil
+	})
+	u := httpFixture(t, srv) + "?author=" + author + "&api_key=" + secret
+	if !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Fatalf("fixture URL %q is not on loopback", u)
+	}
+	h := run(t, nil, fastConfig(ServerConfig{Name: "books", Transport: TransportHTTP, URL: u}))
+	rec := record(t, h.env, subjects.RegistryServer("books"))
+	snap := rec.wait(0, "tools snapshot", isSnapshot(subjects.KindTools, nil)).ev.Snapshot
+	if got := names(t, snap); !slices.Equal(got, []string{"books_by_john"}) || len(snap.Rejected) > 0 {
+		t.Errorf("tools %v, rejected %+v: want books_by_john published", got, snap.Rejected)
+	}
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	r := dispatch(t, h, "books", subjects.DispatchRequest{V: 1, Tool: "books_by_john", Arguments: json.RawMessage(`{}`)})
+	if r.Error != nil {
+		t.Fatalf("dispatch of a tool named with an ordinary query value: %+v", r.Error)
+	}
+	text := resultText(t, r.Result)
+	if strings.Contains(text, secret) {
+		t.Errorf("the api_key value reached the caller: %s", text)
+	}
+	if want := "books by john (debug: key [redacted])"; text != want {
+		t.Errorf("result %q, want %q", text, want)
+	}
+}
