@@ -252,4 +252,9 @@
 // So author=, authority=, keyword=, keys_only= and sortKey= hold no secret: taken for one,
 // their value ("john") would be redacted from every result and tools named with it rejected.
 // A lower-case compound that ends with key (monkey) counts, as an unknown vendor's stripekey.
+// Any credential's word followed only by words about it (its file, URL, type, size, lifetime,
+// or whether it is enabled: TOKEN_URL, AUTH_ENABLED, PASSWORD_FILE, SECRET_NAME) names no
+// credential, nor token(s) after max, num, prompt, completion... (MAX_TOKENS: a model's token
+// count). An environment variable whose value is a URL gives that URL's password and
+// credential parameters whatever its name (DATABASE_URL=postgres://user:PASSWORD@host).
 package registrysync

@@ -55,6 +55,11 @@ func SecretValues(sc ServerConfig) []string {
 		if sensitiveName(k) {
 			add(v)
 		}
+		if strings.Contains(v, "://") {
+			// DATABASE_URL=postgres://user:PASSWORD@host, TOKEN_URL=https://...?token=X: the
+			// password and credential parameters of a URL, whatever the variable's name.
+			urlSecrets(v, add)
+		}
 	}
 	urlSecrets(sc.URL, add)
 	argSecrets(sc.Command, sc.Args, add)
@@ -286,20 +291,25 @@ func sensitiveName(name string) bool {
 	if len(words) == 1 && words[0] == "pwd" {
 		return false
 	}
-	for _, w := range words {
-		switch w {
-		case "pass", "sig":
-			return true
-		}
-		if strings.HasSuffix(w, "pwd") {
-			return true
-		}
+	// about: every word after the i-th says the name is about the credential, not the
+	// credential (TOKEN_URL, AUTH_ENABLED, PASSWORD_FILE, keyName: see keyAbout).
+	about := func(i int) bool {
+		rest := words[i+1:]
+		return len(rest) > 0 && !slices.ContainsFunc(rest, func(r string) bool { return !keyAbout[r] })
+	}
+	for i, w := range words {
+		credential := w == "pass" || w == "sig" || strings.HasSuffix(w, "pwd")
 		for _, c := range []string{"token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "passphrase",
 			"credential", "credentials", "authorization", "authentication", "cookie", "cookies", "signature", "auth"} {
-			if strings.HasSuffix(w, c) {
-				return true
-			}
+			credential = credential || strings.HasSuffix(w, c)
 		}
+		if !credential || about(i) {
+			continue
+		}
+		if (w == "token" || w == "tokens") && i > 0 && tokenCount[words[i-1]] {
+			continue // MAX_TOKENS, max_output_tokens, prompt_tokens: a count of a model's tokens
+		}
+		return true
 	}
 	// key or keys, as a word or a word's end, unless what qualifies it names a key that is no
 	// credential (plainKey: sortKey) or the words after it say the name is about the key, not
@@ -322,7 +332,7 @@ func sensitiveName(name string) bool {
 		if plainKey[qualifier] {
 			continue
 		}
-		if rest := words[i+1:]; len(rest) > 0 && !slices.ContainsFunc(rest, func(r string) bool { return !keyAbout[r] }) {
+		if about(i) {
 			continue
 		}
 		return true
@@ -330,14 +340,27 @@ func sensitiveName(name string) bool {
 	return false
 }
 
-// keyAbout holds the words that, after key, make a name about a key rather than the key: its
-// name, file, type or size.
+// keyAbout holds the words that, after a credential's word (key, token, auth, password...),
+// make a name about the credential rather than the credential: its name, file, endpoint, type,
+// size, lifetime, or whether it is on (KEY_FILE, TOKEN_URL, token_type, AUTH_ENABLED,
+// PASSWORD_FILE, SECRET_NAME, TOKEN_TTL). Not header, value, data, hash or user: AUTH_HEADER and
+// PASSWORD_HASH hold what must not be shown.
 var keyAbout = map[string]bool{
 	"name": true, "names": true, "file": true, "files": true, "path": true, "paths": true,
-	"dir": true, "directory": true, "location": true, "url": true, "uri": true, "type": true,
-	"types": true, "format": true, "size": true, "length": true, "len": true, "count": true,
-	"field": true, "fields": true, "only": true, "mode": true, "algorithm": true, "alg": true,
-	"version": true, "prefix": true,
+	"dir": true, "directory": true, "location": true, "url": true, "uri": true, "endpoint": true,
+	"type": true, "types": true, "format": true, "size": true, "length": true, "len": true,
+	"count": true, "limit": true, "limits": true, "field": true, "fields": true, "only": true,
+	"mode": true, "method": true, "scheme": true, "provider": true, "strategy": true,
+	"algorithm": true, "alg": true, "version": true, "prefix": true, "enabled": true,
+	"disabled": true, "enable": true, "disable": true, "required": true, "ttl": true,
+	"expiry": true, "expires": true, "expiration": true, "lifetime": true, "timeout": true,
+}
+
+// tokenCount holds the words that, before token(s), make the name a count of a language
+// model's tokens (MAX_TOKENS=4096: "4096" taken for a secret was redacted from every result).
+var tokenCount = map[string]bool{
+	"max": true, "min": true, "num": true, "total": true, "input": true, "output": true,
+	"prompt": true, "completion": true, "context": true, "reasoning": true, "response": true,
 }
 
 // plainKey holds the words that, before key, name a key that is no credential: one that sorts,

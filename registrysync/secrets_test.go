@@ -310,6 +310,32 @@ func TestCookieSecretValues(t *testing.T) {
 	}
 }
 
+// TestEnvSecretValues: a variable named like a credential gives its value; a count, an endpoint
+// or a switch named after one does not (MAX_TOKENS=4096 made "4096" a secret, redacted from every
+// result); a URL in any variable gives its password and credential parameters
+// (DATABASE_URL=postgres://user:PASSWORD@host was not redacted: the name holds no credential's
+// word).
+func TestEnvSecretValues(t *testing.T) {
+	sc := ServerConfig{Env: map[string]string{
+		"GITHUB_TOKEN": "ghp_tokenvalue", "MAX_TOKENS": "4096", "AUTH_ENABLED": "true", "TOKEN_URL": "https://auth.example.com/token",
+		"DATABASE_URL": "postgres://app:Db-Pass-77@db.internal:5432/app", "HOOK_URL": "https://h.example.com/x?api_key=Hook-Key-9&lang=en",
+	}}
+	got := map[string]bool{}
+	for _, v := range SecretValues(sc) {
+		got[v] = true
+	}
+	for _, want := range []string{"ghp_tokenvalue", "Db-Pass-77", "Hook-Key-9"} {
+		if !got[want] {
+			t.Errorf("%q is not a secret", want)
+		}
+	}
+	for _, not := range []string{"4096", "true", "https://auth.example.com/token", "en"} {
+		if got[not] {
+			t.Errorf("%q is a secret", not)
+		}
+	}
+}
+
 // Literal credentials in a stdio server's command-line arguments (--token=XYZ, --password XYZ,
 // a URL with a password or an api_key, a -H "Authorization: Bearer XYZ" header) are secrets:
 // a server that prints its command line (a usage error, a debug banner) sends them to the log
@@ -425,7 +451,7 @@ func TestSensitiveName(t *testing.T) {
 		"auth_token", "private_key", "privateKey", "Api-Key2", "monkey", // "monkey" ends with "key": see sensitiveName
 		// key followed by words that do not say the name is about the key: the key itself
 		"PRIVATE_KEY_PEM", "SSH_KEY_DATA", "GOOGLE_API_KEY_BASE64", "apiKeyValue", "X-API-KEY-V2", "GCP_SA_KEY_JSON",
-		"turnkey_x",
+		"turnkey_x", "AUTH_HEADER", "PASSWORD_HASH", "TOKEN_VALUE", "SECRET_DATA", "auth_user_password", "token_max",
 	} {
 		if !sensitiveName(name) {
 			t.Errorf("%q is not taken for a credential's name", name)
@@ -436,6 +462,8 @@ func TestSensitiveName(t *testing.T) {
 		"sortKey", "sort_key", "sortkey", "keys_only", "keyName", "key_field", "primary_key", "partition_key",
 		"Idempotency-Key", "cache_key", "tokenizer", "signed", "design", "compass", "bypass", "passage",
 		"pwd", "PWD", "secretary", "keystone", "lang", "q", "page", "KEY_FILE", "key_path", "keyType", "SSH_KEY_PATH",
+		"MAX_TOKENS", "max_output_tokens", "maxTokens", "num_tokens", "completion_tokens", "token_type", "TOKEN_URL",
+		"AUTH_ENABLED", "auth_type", "PASSWORD_FILE", "SECRET_NAME", "TOKEN_TTL", "AUTH_PROVIDER", "authMode",
 		"Accept", "Content-Type", "X-Trace", "HOME", "MODE", "sid", "session",
 	} {
 		if sensitiveName(name) {
