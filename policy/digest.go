@@ -67,10 +67,14 @@ func (p *Policy) Digest() string {
 
 func digestOf(p *Policy) string {
 	c := canonical{V: digestVersion, Open: p.open, ApproveDestructive: p.approveDestructive}
-	for name, pc := range p.principals {
-		c.Principals = append(c.Principals, canonicalPrincipal{Name: name, Tenant: cmp.Or(pc.Tenant, Local.Tenant), Roles: set(pc.Roles)})
+	for tu, pc := range p.principals {
+		c.Principals = append(c.Principals, canonicalPrincipal{Name: tu.user, Tenant: tu.tenant, Roles: set(pc.Roles)})
 	}
-	slices.SortFunc(c.Principals, func(a, b canonicalPrincipal) int { return cmp.Compare(a.Name, b.Name) })
+	// By name, then tenant: a policy whose user names are all distinct (every policy before
+	// "tenant/user" keys) keeps its digest; "acme/alice" and alice with tenant acme are one.
+	slices.SortFunc(c.Principals, func(a, b canonicalPrincipal) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Tenant, b.Tenant))
+	})
 	for _, r := range p.rules {
 		c.Rules = append(c.Rules, canonicalRule{Name: r.Name, Tenants: set(r.Tenants), Users: set(r.Users), Roles: set(r.Roles),
 			Allow: set(r.Allow), Deny: set(r.Deny), Approve: set(r.Approve)})

@@ -5,6 +5,10 @@
 // everything, and tools annotated destructive still need approval. Once a configuration exists,
 // what it does not allow is denied.
 //
+// Principals, when listed, are keyed by user name (with the tenant in their entry, the local one
+// without) or by "tenant/user", so that one user name may be configured in several tenants with
+// roles of its own in each; a request is resolved in the tenant it comes from (its subject's).
+//
 // Rules match a principal by tenant, user and role (empty lists match anyone) and tools by glob
 // patterns over "server__tool" written with the ORIGINAL server and tool names ('*' matches any
 // run of characters, including none). A deny in any matching rule wins over every allow.

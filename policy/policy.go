@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -22,7 +23,9 @@ var (
 type Config struct {
 	// Principals, when not empty, is the closed list of users who may act; a request for anyone
 	// else is refused with unknown_principal. Their tenant and roles come from here, not from
-	// the request.
+	// the request. A key is a user name (its tenant in PrincipalConfig.Tenant, the local one
+	// without), or "tenant/user": the same user name may then be configured in several tenants
+	// ("acme/admin", "beta/admin"), each with its own roles.
 	Principals map[string]PrincipalConfig `yaml:"principals" json:"principals,omitempty"`
 	Rules      []Rule                     `yaml:"rules" json:"rules,omitempty"`
 	// ApproveDestructive makes every tool annotated destructiveHint:true need approval;
@@ -53,8 +56,12 @@ var Local = subjects.Principal{Tenant: "local", User: "local"}
 
 // Policy is a compiled, immutable policy.
 type Policy struct {
-	open               bool
-	principals         map[string]PrincipalConfig
+	open bool
+	// principals are the configured principals by (tenant, user), their tenant resolved (a
+	// "tenant/user" key's, or PrincipalConfig.Tenant, or the local tenant); userTenants lists
+	// the tenants each user name is configured in.
+	principals         map[tenantUser]PrincipalConfig
+	userTenants        map[string][]string
 	rules              []Rule
 	approveDestructive bool
 	// The tenants, users and roles some rule names (see Class).
@@ -75,7 +82,7 @@ func New(cfg *Config) (*Policy, error) {
 	if cfg == nil {
 		return Open(), nil
 	}
-	p := &Policy{principals: cfg.Principals, rules: cfg.Rules, approveDestructive: true}
+	p := &Policy{rules: cfg.Rules, approveDestructive: true}
 	if cfg.ApproveDestructive != nil {
 		p.approveDestructive = *cfg.ApproveDestructive
 	}
@@ -109,9 +116,30 @@ func New(cfg *Config) (*Policy, error) {
 			}
 		}
 	}
-	for name := range cfg.Principals {
-		if name == "" {
-			return nil, fmt.Errorf("%w: a principal has an empty name", ErrInvalid)
+	if len(cfg.Principals) > 0 {
+		p.principals, p.userTenants = map[tenantUser]PrincipalConfig{}, map[string][]string{}
+		keys := slices.Sorted(maps.Keys(cfg.Principals)) // errors name the same key every time
+		for _, key := range keys {
+			pc := cfg.Principals[key]
+			if key == "" {
+				return nil, fmt.Errorf("%w: a principal has an empty name", ErrInvalid)
+			}
+			tu := tenantUser{tenant: cmp.Or(pc.Tenant, Local.Tenant), user: key}
+			if t, u, ok := strings.Cut(key, "/"); ok {
+				switch {
+				case t == "" || u == "" || strings.Contains(u, "/"):
+					return nil, fmt.Errorf("%w: principal %q: want a user name, or tenant/user", ErrInvalid, key)
+				case pc.Tenant != "" && pc.Tenant != t:
+					return nil, fmt.Errorf("%w: principal %q has tenant %q: the key names tenant %q", ErrInvalid, key, pc.Tenant, t)
+				}
+				tu = tenantUser{tenant: t, user: u}
+			}
+			if _, dup := p.principals[tu]; dup {
+				return nil, fmt.Errorf("%w: principal %q: user %q of tenant %q is configured twice", ErrInvalid, key, tu.user, tu.tenant)
+			}
+			pc.Tenant = tu.tenant
+			p.principals[tu] = pc
+			p.userTenants[tu.user] = append(p.userTenants[tu.user], tu.tenant)
 		}
 	}
 	p.namedTenants, p.namedUsers, p.namedRoles = map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -177,20 +205,27 @@ func (p *Policy) Resolve(pr subjects.Principal) (subjects.Principal, error) {
 	if p.open || len(p.principals) == 0 {
 		return pr, nil
 	}
-	pc, ok := p.principals[pr.User]
+	// A principal configured without a tenant is the local tenant's: before, it acted in
+	// whatever tenant's subject carried it, with the roles configured for it.
+	pc, ok := p.principals[tenantUser{pr.Tenant, pr.User}]
+	if !ok && pr.Tenant == Local.Tenant {
+		// Asked for as of the local tenant (the CLI's default), a user configured in exactly
+		// one other tenant is that tenant's (callers that pin a tenant compare it); one
+		// configured in several is nobody's in particular.
+		if ts := p.userTenants[pr.User]; len(ts) == 1 {
+			pc, ok = p.principals[tenantUser{ts[0], pr.User}]
+		}
+	}
 	if !ok {
 		return pr, NotInTenant(pr.User, pr.Tenant)
 	}
-	// A principal configured without a tenant is the local tenant's: before, it acted in
-	// whatever tenant's subject carried it, with the roles configured for it.
-	tenant := cmp.Or(pc.Tenant, Local.Tenant)
-	if pr.Tenant != Local.Tenant && pr.Tenant != tenant {
-		return pr, NotInTenant(pr.User, pr.Tenant)
-	}
-	pr.Tenant = tenant
+	pr.Tenant = pc.Tenant
 	pr.Roles = slices.Clone(pc.Roles)
 	return pr, nil
 }
+
+// tenantUser is a configured principal's key: its tenant and user name.
+type tenantUser struct{ tenant, user string }
 
 // NotInTenant is the ErrUnknownPrincipal of user asked for in tenant: the same words whether
 // nobody configures the name or another tenant does, so that a client of one tenant cannot
