@@ -244,17 +244,25 @@
 // name it could not be called. A URL's user info counts in the Basic credential net/http makes
 // of it too. A header, env variable, URL query parameter or cookie is a credential by the words
 // of its name (split at non-alphanumerics, camelCase and digits), never by a substring: a word
-// is or ends with token, secret, password, passwd, passphrase, credential, authorization,
-// authentication, cookie, signature or auth (or their plurals), or is pass or sig, or ends with
-// pwd (not PWD alone); or a word is or ends with key(s), unless the key sorts, identifies or
-// deduplicates data (sortKey, primary_key, Idempotency-Key) or every word after it is about the
-// key, not the key (keyName, KEY_FILE, keys_only; PRIVATE_KEY_PEM and KEY_2 are keys).
+// is or ends with token, secret, password, passwd, passphrase, credential, authorization
+// (authorisation), authentication, cookie, signature, auth or mnemonic (or their plurals), or
+// is pass or sig, or ends with pwd (not PWD alone); or a word is or ends with key(s), unless
+// the key sorts, identifies or deduplicates data (sortKey, primary_key, Idempotency-Key; not
+// AZURE_SEARCH_KEY, GOOGLE_MAP_KEY, routing_key) or every word after it is about the key, not
+// the key (keyName, KEY_FILE, keys_only; PRIVATE_KEY_PEM and KEY_2 are keys); or the name ends
+// with pat, jwt, pw, dsn, connection string, webhook (url), seed phrase or session string
+// (GITHUB_PAT, PINATA_JWT, SENTRY_DSN, SLACK_WEBHOOK_URL; not JWT_ISSUER, WEBHOOK_EVENTS), or
+// is just code (Azure Functions' ?code= key).
 // So author=, authority=, keyword=, keys_only= and sortKey= hold no secret: taken for one,
 // their value ("john") would be redacted from every result and tools named with it rejected.
 // A lower-case compound that ends with key (monkey) counts, as an unknown vendor's stripekey.
 // Any credential's word followed only by words about it (its file, URL, type, size, lifetime,
-// or whether it is enabled: TOKEN_URL, AUTH_ENABLED, PASSWORD_FILE, SECRET_NAME) names no
-// credential, nor token(s) after max, num, prompt, completion... (MAX_TOKENS: a model's token
-// count). An environment variable whose value is a URL gives that URL's password and
-// credential parameters whatever its name (DATABASE_URL=postgres://user:PASSWORD@host).
+// scope, issuer, host or port, or whether it is enabled: TOKEN_URL, AUTH_ENABLED, AUTH_SCOPE,
+// PASSWORD_FILE, SECRET_NAME) names no credential, nor token(s) after max, min, num or total,
+// nor tokens after input, output, prompt, completion, new... (MAX_TOKENS, max_new_tokens: a
+// model's token count; INPUT_TOKEN is a credential). An environment variable whose value is a
+// URL gives that URL's password and credential parameters whatever its name
+// (DATABASE_URL=postgres://user:PASSWORD@host); one whose value is a JSON object gives its
+// members named like credentials, at any depth (OPENAPI_MCP_HEADERS={"Authorization":"Bearer
+// X"}, a service account's private_key).
 package registrysync

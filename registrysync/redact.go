@@ -2,6 +2,7 @@ package registrysync
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"slices"
 	"strings"
@@ -60,10 +61,44 @@ func SecretValues(sc ServerConfig) []string {
 			// password and credential parameters of a URL, whatever the variable's name.
 			urlSecrets(v, add)
 		}
+		if strings.HasPrefix(strings.TrimSpace(v), "{") {
+			// OPENAPI_MCP_HEADERS={"Authorization":"Bearer X"} (the Notion server), a service
+			// account's JSON: its members named like credentials, whatever the variable's name.
+			var doc any
+			if json.Unmarshal([]byte(v), &doc) == nil {
+				jsonSecrets(doc, add)
+			}
+		}
 	}
 	urlSecrets(sc.URL, add)
 	argSecrets(sc.Command, sc.Args, add)
 	return secrets
+}
+
+// jsonSecrets adds the string values of the members of doc (at any depth) named like
+// credentials, and the credential of "Bearer X", as for a header; and the password and
+// credential parameters of a URL anywhere in it.
+func jsonSecrets(doc any, add func(string)) {
+	switch d := doc.(type) {
+	case map[string]any:
+		for k, v := range d {
+			if s, ok := v.(string); ok && sensitiveName(k) {
+				add(s)
+				if _, tok, ok := strings.Cut(s, " "); ok {
+					add(strings.TrimSpace(tok))
+				}
+			}
+			jsonSecrets(v, add)
+		}
+	case []any:
+		for _, v := range d {
+			jsonSecrets(v, add)
+		}
+	case string:
+		if strings.Contains(d, "://") {
+			urlSecrets(d, add)
+		}
+	}
 }
 
 // urlSecrets adds the password and credential-like query parameters of the URL raw (raw and
@@ -274,14 +309,23 @@ func sessionCookie(name string) bool {
 // "apiKey", "APIKey", "API_KEY2"), lower-cased, and it is a credential's name when:
 //
 //   - a word is, or ends with, token(s), secret(s), password(s), passwd, passphrase,
-//     credential(s), authorization, authentication, cookie(s), signature or auth (so lower-case
-//     compounds count: accesstoken, clientsecret, pgpassword, csrftoken, oauth, basicauth); or
-//     is pass, sig, or ends with pwd (MYSQL_PWD; but not PWD alone, the working directory);
+//     credential(s), authorization (authorisation), authentication, cookie(s), signature, auth
+//     or mnemonic (so lower-case compounds count: accesstoken, clientsecret, pgpassword,
+//     csrftoken, oauth, basicauth); or is pass, sig, or ends with pwd (MYSQL_PWD; but not PWD
+//     alone, the working directory); unless every word after it is about the credential, not
+//     the credential (TOKEN_URL, AUTH_ENABLED, AUTH_SCOPE, PASSWORD_FILE: see keyAbout), or the
+//     word is tokens after a count's word (MAX_TOKENS, max_new_tokens; token after max, min,
+//     num or total only: INPUT_TOKEN is a credential; see tokenCount);
 //   - a word is or ends with key or keys (key, apikey, xapikey, X-Goog-Api-Key, STRIPE_KEY,
-//     AWS_ACCESS_KEY_ID, PRIVATE_KEY_PEM, KEY_2), unless what qualifies the key names no
-//     credential (sortKey, sort_key, sortkey, primary_key, Idempotency-Key, cache_key: see
-//     plainKey) or every word after it is about the key, not the key (keyName, KEY_FILE,
-//     keys_only: see keyAbout).
+//     AWS_ACCESS_KEY_ID, PRIVATE_KEY_PEM, KEY_2, AZURE_SEARCH_KEY), unless what qualifies the
+//     key names no credential (sortKey, sort_key, sortkey, primary_key, Idempotency-Key,
+//     cache_key: see plainKey) or every word after it is about the key, not the key (keyName,
+//     KEY_FILE, keys_only: see keyAbout);
+//   - the name ends with pat, jwt, pw, dsn, connection string, webhook (url), seed phrase or
+//     session string (GITHUB_PAT, PINATA_JWT, DB_PW, SENTRY_DSN, AZURE_STORAGE_CONNECTION_STRING,
+//     SLACK_WEBHOOK_URL, SEED_PHRASE: see credentialEnd), these words naming something else
+//     when other words follow (JWT_ISSUER, WEBHOOK_EVENTS, PW_TEST_...);
+//   - the name is just code (?code=: an Azure Functions key; COUNTRY_CODE is not).
 //
 // Words are matched, not substrings: author, authority, keyword, keys_only, keyName, tokenizer,
 // secretary, bypass are not credentials' names. A compound that merely ends with key is one
@@ -290,6 +334,14 @@ func sensitiveName(name string) bool {
 	words := nameWords(name)
 	if len(words) == 1 && words[0] == "pwd" {
 		return false
+	}
+	if len(words) == 1 && words[0] == "code" {
+		return true // ?code=FUNCTION_KEY: Azure Functions' key (COUNTRY_CODE, lang_code are not)
+	}
+	for _, end := range credentialEnd {
+		if len(words) >= len(end) && slices.Equal(words[len(words)-len(end):], end) {
+			return true
+		}
 	}
 	// about: every word after the i-th says the name is about the credential, not the
 	// credential (TOKEN_URL, AUTH_ENABLED, PASSWORD_FILE, keyName: see keyAbout).
@@ -300,14 +352,15 @@ func sensitiveName(name string) bool {
 	for i, w := range words {
 		credential := w == "pass" || w == "sig" || strings.HasSuffix(w, "pwd")
 		for _, c := range []string{"token", "tokens", "secret", "secrets", "password", "passwords", "passwd", "passphrase",
-			"credential", "credentials", "authorization", "authentication", "cookie", "cookies", "signature", "auth"} {
+			"credential", "credentials", "authorization", "authorisation", "authentication", "cookie", "cookies", "signature",
+			"auth", "mnemonic"} {
 			credential = credential || strings.HasSuffix(w, c)
 		}
 		if !credential || about(i) {
 			continue
 		}
-		if (w == "token" || w == "tokens") && i > 0 && tokenCount[words[i-1]] {
-			continue // MAX_TOKENS, max_output_tokens, prompt_tokens: a count of a model's tokens
+		if i > 0 && (w == "token" && tokenCount[words[i-1]] || w == "tokens" && (tokenCount[words[i-1]] || tokenKind[words[i-1]])) {
+			continue // MAX_TOKENS, max_output_tokens, max_new_tokens: a count of a model's tokens
 		}
 		return true
 	}
@@ -354,23 +407,44 @@ var keyAbout = map[string]bool{
 	"algorithm": true, "alg": true, "version": true, "prefix": true, "enabled": true,
 	"disabled": true, "enable": true, "disable": true, "required": true, "ttl": true,
 	"expiry": true, "expires": true, "expiration": true, "lifetime": true, "timeout": true,
+	"scope": true, "scopes": true, "issuer": true, "audience": true, "realm": true, "domain": true,
+	"server": true, "host": true, "port": true, "redirect": true, "callback": true,
 }
 
-// tokenCount holds the words that, before token(s), make the name a count of a language
-// model's tokens (MAX_TOKENS=4096: "4096" taken for a secret was redacted from every result).
-var tokenCount = map[string]bool{
-	"max": true, "min": true, "num": true, "total": true, "input": true, "output": true,
-	"prompt": true, "completion": true, "context": true, "reasoning": true, "response": true,
+// credentialEnd holds the words that name a credential when they end the name, and only then:
+// a personal access token (GITHUB_PAT), a JWT (PINATA_JWT), a password (DB_PW), a connection
+// string or DSN that carries the database's password (SENTRY_DSN, MYSQL_DSN=app:PW@tcp(db)/app,
+// AZURE_STORAGE_CONNECTION_STRING), a webhook's URL, whose path is its credential
+// (SLACK_WEBHOOK_URL), a wallet's seed phrase, a logged-in session (TELEGRAM_SESSION_STRING).
+// Followed by other words they are about one: JWT_ISSUER, WEBHOOK_EVENTS, PW_TEST_... (the
+// Playwright server's settings).
+var credentialEnd = [][]string{
+	{"pat"}, {"jwt"}, {"pw"}, {"dsn"}, {"connection", "string"}, {"connectionstring"}, {"conn", "str"}, {"connstr"},
+	{"webhook"}, {"webhook", "url"}, {"webhook", "uri"}, {"webhookurl"}, {"seed", "phrase"}, {"seedphrase"},
+	{"session", "string"},
+}
+
+// tokenCount holds the words that, before token or tokens, make the name a count of a language
+// model's tokens (MAX_TOKENS=4096: "4096" taken for a secret was redacted from every result);
+// tokenKind those that do so before tokens only (input_tokens, max_new_tokens): a token of a
+// kind, singular, is a credential (INPUT_TOKEN: a GitHub Action's token input).
+var tokenCount = map[string]bool{"max": true, "min": true, "num": true, "total": true}
+
+var tokenKind = map[string]bool{
+	"input": true, "output": true, "prompt": true, "completion": true, "context": true,
+	"reasoning": true, "response": true, "new": true,
 }
 
 // plainKey holds the words that, before key, name a key that is no credential: one that sorts,
-// identifies or looks up data, or deduplicates requests.
+// identifies or looks up data, or deduplicates requests. Not search, map or routing: a
+// service's name comes before those keys too (AZURE_SEARCH_KEY, GOOGLE_MAP_KEY, PagerDuty's
+// routing_key are credentials).
 var plainKey = map[string]bool{
 	"sort": true, "primary": true, "foreign": true, "partition": true, "range": true, "unique": true,
 	"composite": true, "natural": true, "surrogate": true, "row": true, "column": true, "index": true,
-	"lookup": true, "search": true, "order": true, "group": true, "routing": true, "shard": true,
+	"lookup": true, "order": true, "group": true, "shard": true,
 	"cache": true, "idempotency": true, "dedup": true, "deduplication": true, "object": true,
-	"map": true, "hot": true, "field": true, "message": true, "translation": true,
+	"hot": true, "field": true, "message": true, "translation": true,
 }
 
 // nameWords splits name into lower-case words: at characters that are neither letters nor

@@ -505,3 +505,87 @@ func TestURLQueryOrdinaryParamNotSecret(t *testing.T) {
 		t.Errorf("result %q, want %q", text, want)
 	}
 }
+
+// Credentials' names that real servers, SDKs and APIs document, and everyday names beside them.
+// Each true name held a credential that the word rule (or the substring rule before it) left
+// unredacted; each false one would make an everyday value ("4096", "read", "8080", "never") a
+// secret, redacted from every result of the server.
+func TestSensitiveNameRealWorld(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		want bool
+	}{
+		// a key qualified by a product or a service, not by what sorts or looks up data
+		{"AZURE_SEARCH_KEY", true}, {"AZURE_SEARCH_ADMIN_KEY", true}, {"BING_SEARCH_KEY", true}, // Azure AI Search, Bing
+		{"ALGOLIA_SEARCH_KEY", true}, {"GOOGLE_MAP_KEY", true}, {"BAIDU_MAP_KEY", true}, {"MAP_KEY", true}, // NASA FIRMS
+		{"PAGERDUTY_ROUTING_KEY", true}, {"routing_key", true}, // PagerDuty Events v2: the integration key
+		{"sort_key", false}, {"cache_key", false}, {"partition_key", false}, {"Idempotency-Key", false},
+		// a token of a kind, singular, is a credential; a count of a model's tokens is plural
+		{"INPUT_TOKEN", true}, {"INPUT_GITHUB_TOKEN", true}, {"OUTPUT_TOKEN", true}, {"CONTEXT_TOKEN", true}, // GitHub Actions inputs
+		{"MAX_TOKEN", false}, {"max_new_tokens", false}, {"MAX_NEW_TOKENS", false}, {"min_new_tokens", false},
+		{"input_tokens", false}, {"max_completion_tokens", false}, {"NEW_TOKEN", true},
+		// British spelling (the substring rule caught it through "auth")
+		{"Authorisation", true}, {"X-Authorisation", true},
+		// names that end with what holds a credential
+		{"GITHUB_PAT", true}, {"GITLAB_PAT", true}, {"AZURE_DEVOPS_EXT_PAT", true}, {"pat", true},
+		{"PINATA_JWT", true}, {"SUPABASE_JWT", true}, {"X-JWT", true}, {"jwt", true},
+		{"DB_PW", true}, {"SMTP_PW", true},
+		{"SENTRY_DSN", true}, {"MYSQL_DSN", true}, {"DATABASE_DSN", true},
+		{"AZURE_STORAGE_CONNECTION_STRING", true}, {"MDB_MCP_CONNECTION_STRING", true}, {"DB_CONN_STR", true}, {"ConnectionString", true},
+		{"SLACK_WEBHOOK_URL", true}, {"DISCORD_WEBHOOK_URL", true}, {"SLACK_WEBHOOK", true},
+		{"SEED_PHRASE", true}, {"WALLET_SEED_PHRASE", true}, {"TELEGRAM_SESSION_STRING", true},
+		{"MNEMONIC", true}, {"TON_MNEMONIC", true}, {"MNEMONIC_PHRASE", true},
+		{"code", true}, // Azure Functions: ?code=FUNCTION_KEY
+		// ... and not when other words follow that are about it, or it is not the name's end
+		{"JWT_ISSUER", false}, {"JWT_AUDIENCE", false}, {"JWT_EXPIRES_IN", false}, {"JWT_ALGORITHM", false},
+		{"WEBHOOK_EVENTS", false}, {"WEBHOOK_PATH", false}, {"WEBHOOK_ENABLED", false}, {"DSN_TIMEOUT", false},
+		{"MNEMONIC_FILE", false}, {"PW_TEST_HTML_REPORT_OPEN", false}, {"PW_TEST_CONNECT_WS_ENDPOINT", false},
+		{"COUNTRY_CODE", false}, {"lang_code", false}, {"phrase", false}, {"search_phrase", false},
+		{"SEED", false}, {"RANDOM_SEED", false}, {"PATTERN", false}, {"session", false}, {"XDG_SESSION_ID", false},
+		// where an auth server is, and what it grants, is no credential
+		{"AUTH_SCOPE", false}, {"OAUTH_SCOPES", false}, {"AUTH_HOST", false}, {"AUTH_PORT", false},
+		{"AUTH_ISSUER", false}, {"TOKEN_AUDIENCE", false}, {"AUTH_DOMAIN", false}, {"AUTH_REALM", false},
+		{"AUTH_SERVER_URL", false}, {"OAUTH_REDIRECT_URI", false}, {"OAUTH_CALLBACK_URL", false},
+		// documented credentials the rule already caught: they must stay
+		{"GITHUB_PERSONAL_ACCESS_TOKEN", true}, {"SLACK_BOT_TOKEN", true}, {"SLACK_SIGNING_SECRET", true},
+		{"NOTION_API_KEY", true}, {"STRIPE_SECRET_KEY", true}, {"AWS_SESSION_TOKEN", true}, {"AZURE_CLIENT_SECRET", true},
+		{"GOOGLE_APPLICATION_CREDENTIALS", true}, {"HF_TOKEN", true}, {"PGPASSWORD", true}, {"MYSQL_PWD", true},
+		{"JIRA_API_TOKEN", true}, {"LINEAR_API_KEY", true}, {"SENTRY_AUTH_TOKEN", true}, {"DD_APP_KEY", true},
+		{"TWILIO_AUTH_TOKEN", true}, {"SENDGRID_API_KEY", true}, {"BRAVE_API_KEY", true}, {"TAVILY_API_KEY", true},
+		{"EXA_API_KEY", true}, {"FIRECRAWL_API_KEY", true}, {"GOOGLE_MAPS_API_KEY", true}, {"SUPABASE_SERVICE_ROLE_KEY", true},
+		{"X-Auth-Token", true}, {"Ocp-Apim-Subscription-Key", true}, {"apikey", true}, {"X-Goog-Api-Key", true},
+		{"Private-Token", true}, {"X-Shopify-Access-Token", true}, {"X-Figma-Token", true}, {"x-functions-key", true},
+		{"X-Hasura-Admin-Secret", true}, {"X-RapidAPI-Key", true}, {"X-Vault-Token", true}, {"XRP_SECRET", true},
+		{"AUTH_HEADER", true}, {"auth_user", true}, {"KEY_2", true},
+	} {
+		if got := sensitiveName(c.name); got != c.want {
+			t.Errorf("sensitiveName(%q) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// An environment variable whose value is a JSON object gives its members named like
+// credentials: the official Notion server takes its token only so
+// (OPENAPI_MCP_HEADERS={"Authorization":"Bearer ntn_..."}), and a service account's JSON holds
+// its private key. Its other members ("Notion-Version") are no secrets.
+func TestEnvJSONSecretValues(t *testing.T) {
+	sc := ServerConfig{Env: map[string]string{
+		"OPENAPI_MCP_HEADERS": `{"Authorization": "Bearer ntn_Notion-Tok-31", "Notion-Version": "2022-06-28"}`,
+		"GCP_SERVICE_ACCOUNT": `{"type": "service_account", "client_email": "a@p.iam.example", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIE-Key-42\n-----END PRIVATE KEY-----\n", "nested": {"client_secret": "Nested-Sec-53"}, "list": [{"password": "List-Pw-64"}]}`,
+		"LIMITS":              `{"max_tokens": 4096}`,
+	}}
+	got := map[string]bool{}
+	for _, v := range SecretValues(sc) {
+		got[v] = true
+	}
+	for _, want := range []string{"Bearer ntn_Notion-Tok-31", "ntn_Notion-Tok-31", "-----BEGIN PRIVATE KEY-----\nMIIE-Key-42\n-----END PRIVATE KEY-----\n", "Nested-Sec-53", "List-Pw-64"} {
+		if !got[want] {
+			t.Errorf("%q is not a secret", want)
+		}
+	}
+	for _, not := range []string{"2022-06-28", "service_account", "a@p.iam.example", "4096"} {
+		if got[not] {
+			t.Errorf("%q is a secret", not)
+		}
+	}
+}
