@@ -156,7 +156,7 @@ func argSecrets(command string, args []string, add func(string)) {
 		a := args[i]
 		name, val, hasVal := strings.Cut(a, "=")
 		if !strings.HasPrefix(a, "-") {
-			if hasVal && envRefName(name) && argSecretName(name) {
+			if hasVal && envRefName(name) && envSecretName(name) {
 				add(val)
 			}
 			value(a)
@@ -165,7 +165,7 @@ func argSecrets(command string, args []string, add func(string)) {
 		name = strings.TrimLeft(name, "-")
 		if hasVal && (name == "e" || strings.EqualFold(name, "env")) {
 			// --env=API_TOKEN=X: the NAME=VALUE argument it sets.
-			if n, v, ok := strings.Cut(val, "="); ok && envRefName(n) && argSecretName(n) {
+			if n, v, ok := strings.Cut(val, "="); ok && envRefName(n) && envSecretName(n) {
 				add(v)
 			}
 			continue
@@ -241,6 +241,11 @@ func argSecretName(name string) bool {
 	}
 	return false
 }
+
+// envSecretName reports whether name, the variable of a NAME=VALUE argument (env API_KEY=X cmd,
+// docker -e GITHUB_PAT=X), names a credential: as a flag would (argSecretName), or as an
+// environment variable of the configuration would (sensitiveName: SEED_PHRASE, SENTRY_DSN).
+func envSecretName(name string) bool { return argSecretName(name) || sensitiveName(name) }
 
 // switchWord reports whether a flag that starts with word turns something on or off (--no-token,
 // --disable-auth, --use-token, --prompt-password): it takes no credential.

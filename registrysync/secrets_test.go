@@ -344,7 +344,7 @@ func TestEnvSecretValues(t *testing.T) {
 func TestArgsSecretValues(t *testing.T) {
 	sc := ServerConfig{Command: "srv", Args: []string{
 		"--api-token=tokA-123", "--password", "pwB-456", "-client_secret=secC-789", "--key", "keyD-012",
-		"API_KEY=envE-345", "--url", "https://u:pwF-678@example.com/mcp?api_key=qG-901&x=plain1",
+		"API_KEY=envE-345", "-e", "GITHUB_PAT=patK-123", "--env=SENTRY_DSN=https://dsnL-456@o1.ingest.sentry.io/1", "--url", "https://u:pwF-678@example.com/mcp?api_key=qG-901&x=plain1",
 		"-H", "Authorization: Bearer tokH-234", "--header=X-Api-Key: keyI-567", "--basic-auth", "admin:pwJ-890",
 		// Not secrets:
 		"--token-file", "/run/tok.txt", "--password-stdin", "--auth", "oauth", "--auth-type=basic",
@@ -355,7 +355,7 @@ func TestArgsSecretValues(t *testing.T) {
 	for _, v := range SecretValues(sc) {
 		got[v] = true
 	}
-	for _, want := range []string{"tokA-123", "pwB-456", "secC-789", "keyD-012", "envE-345", "pwF-678", "qG-901", "tokH-234", "Bearer tokH-234", "keyI-567", "admin:pwJ-890", "pwJ-890"} {
+	for _, want := range []string{"tokA-123", "pwB-456", "secC-789", "keyD-012", "envE-345", "pwF-678", "qG-901", "tokH-234", "Bearer tokH-234", "keyI-567", "admin:pwJ-890", "pwJ-890", "patK-123", "https://dsnL-456@o1.ingest.sentry.io/1"} {
 		if !got[want] {
 			t.Errorf("argument value %q is not a secret (secrets: %q)", want, SecretValues(sc))
 		}
