@@ -11,7 +11,8 @@
 //
 // Rules match a principal by tenant, user and role (empty lists match anyone) and tools by glob
 // patterns over "server__tool" written with the ORIGINAL server and tool names ('*' matches any
-// run of characters, including none). A deny in any matching rule wins over every allow.
+// run of characters, including none). A deny in any matching rule wins over every allow. A rule's
+// users are user names: one of a tenant is tenants: [T], users: [U] ("T/U" there is refused).
 //
 // Digest is a stable hash of the effective policy (its normalized principals and rules, not the
 // configuration's text): processes that must enforce the same policy advertise it, so that one

@@ -39,7 +39,8 @@ type PrincipalConfig struct {
 	Roles  []string `yaml:"roles" json:"roles,omitempty"`
 }
 
-// Rule grants or denies tools to principals.
+// Rule grants or denies tools to principals. Tenants, Users and Roles are exact names or "*";
+// Users are user names ("tenant/user" is refused: a user of one tenant is Tenants and Users).
 type Rule struct {
 	Name    string   `yaml:"name" json:"name,omitempty"`
 	Tenants []string `yaml:"tenants" json:"tenants,omitempty"`
@@ -98,6 +99,13 @@ func New(cfg *Config) (*Policy, error) {
 					return nil, fmt.Errorf("%w: rule %d (%s): %s entry %q: names are exact, or \"*\" for any (globs are for tools)",
 						ErrInvalid, i+1, r.Name, who.field, n)
 				}
+				// A user name holds no "/": a principal's "tenant/user" key (and --principal)
+				// is a tenant and a user, so a rule naming one would apply to nobody, and a
+				// deny written so would silently fail open.
+				if t, u, ok := strings.Cut(n, "/"); ok && who.field == "users" {
+					return nil, fmt.Errorf("%w: rule %d (%s): users entry %q: users are user names; for user %q of tenant %q write tenants: [%q], users: [%q]",
+						ErrInvalid, i+1, r.Name, n, u, t, t, u)
+				}
 			}
 		}
 		for _, list := range [][]string{r.Allow, r.Deny, r.Approve} {
@@ -118,6 +126,7 @@ func New(cfg *Config) (*Policy, error) {
 	}
 	if len(cfg.Principals) > 0 {
 		p.principals, p.userTenants = map[tenantUser]PrincipalConfig{}, map[string][]string{}
+		keyOf := map[tenantUser]string{}
 		keys := slices.Sorted(maps.Keys(cfg.Principals)) // errors name the same key every time
 		for _, key := range keys {
 			pc := cfg.Principals[key]
@@ -134,9 +143,10 @@ func New(cfg *Config) (*Policy, error) {
 				}
 				tu = tenantUser{tenant: t, user: u}
 			}
-			if _, dup := p.principals[tu]; dup {
-				return nil, fmt.Errorf("%w: principal %q: user %q of tenant %q is configured twice", ErrInvalid, key, tu.user, tu.tenant)
+			if other, dup := keyOf[tu]; dup {
+				return nil, fmt.Errorf("%w: principals %q and %q: user %q of tenant %q is configured twice", ErrInvalid, other, key, tu.user, tu.tenant)
 			}
+			keyOf[tu] = key
 			pc.Tenant = tu.tenant
 			p.principals[tu] = pc
 			p.userTenants[tu.user] = append(p.userTenants[tu.user], tu.tenant)

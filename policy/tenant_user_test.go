@@ -92,3 +92,39 @@ func TestTenantUserKeyDigest(t *testing.T) {
 		t.Errorf("alice in two tenants has the digest of alice in one")
 	}
 }
+
+// TestRuleUserWithTenantRefused: principals may now be written "tenant/user", and --principal
+// reads so, but a rule's users are user names: a rule naming "beta/admin" applied to nobody, so
+// a deny written with one silently denied nothing (as a glob there would). It is refused.
+func TestRuleUserWithTenantRefused(t *testing.T) {
+	cfg := &Config{
+		Principals: map[string]PrincipalConfig{"acme/admin": {Roles: []string{"admin"}}, "beta/admin": {Roles: []string{"admin"}}},
+		Rules: []Rule{
+			{Name: "admins", Roles: []string{"admin"}, Allow: []string{"*"}},
+			{Name: "not beta's admin", Users: []string{"beta/admin"}, Deny: []string{"github__*"}},
+		},
+	}
+	p, err := New(cfg)
+	if err == nil {
+		pr, _ := p.Resolve(subjects.Principal{Tenant: "beta", User: "admin"})
+		t.Fatalf("New accepted a rule for user %q; it decides %+v for beta's admin", "beta/admin", p.Decide(pr, Tool{Server: "github", Name: "merge"}))
+	}
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"beta/admin"`) || !strings.Contains(err.Error(), "tenants") {
+		t.Errorf("New = %v; want ErrInvalid naming the entry and pointing to tenants", err)
+	}
+	// Without principals (roles and users from the request), too: --principal beta/admin is
+	// user admin of tenant beta.
+	cfg.Principals = nil
+	if _, err := New(cfg); !errors.Is(err, ErrInvalid) {
+		t.Errorf("without principals: New = %v, want ErrInvalid", err)
+	}
+}
+
+// TestDuplicatePrincipalNamesBothKeys: the refusal of one (tenant, user) configured twice names
+// both keys that configure it, not only one.
+func TestDuplicatePrincipalNamesBothKeys(t *testing.T) {
+	_, err := New(&Config{Principals: map[string]PrincipalConfig{"alice": {Tenant: "acme"}, "acme/alice": {}}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `"alice"`) || !strings.Contains(err.Error(), `"acme/alice"`) {
+		t.Errorf("New = %v; want ErrInvalid naming both \"alice\" and \"acme/alice\"", err)
+	}
+}
