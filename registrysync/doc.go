@@ -257,8 +257,9 @@
 // their value ("john") would be redacted from every result and tools named with it rejected.
 // A lower-case compound that ends with key (monkey) counts, as an unknown vendor's stripekey.
 // Any credential's word followed only by words about it (its file, URL, type, size, lifetime,
-// scope, issuer, host or port, or whether it is enabled: TOKEN_URL, AUTH_ENABLED, AUTH_SCOPE,
-// PASSWORD_FILE, SECRET_NAME) names no credential, nor token(s) after max, min, num or total,
+// scope, issuer, host or port, rate, or whether it is enabled: TOKEN_URL, AUTH_ENABLED,
+// AUTH_SCOPE, PASSWORD_FILE, SECRET_NAME, TOKENS_PER_MINUTE; a number among them counts for
+// nothing: AUTH0_DOMAIN, but TOKEN_2 is a token) names no credential, nor token(s) after max, min, num or total,
 // nor tokens after input, output, prompt, completion, new... (MAX_TOKENS, max_new_tokens: a
 // model's token count; INPUT_TOKEN is a credential). An environment variable whose value is a
 // URL gives that URL's password and credential parameters whatever its name

@@ -350,9 +350,12 @@ func sensitiveName(name string) bool {
 	}
 	// about: every word after the i-th says the name is about the credential, not the
 	// credential (TOKEN_URL, AUTH_ENABLED, PASSWORD_FILE, keyName: see keyAbout).
+	// A number among them says nothing either way (AUTH0_DOMAIN is about Auth0's domain; TOKEN_2,
+	// with no word about it, is a second token).
 	about := func(i int) bool {
 		rest := words[i+1:]
-		return len(rest) > 0 && !slices.ContainsFunc(rest, func(r string) bool { return !keyAbout[r] })
+		return slices.ContainsFunc(rest, func(r string) bool { return keyAbout[r] }) &&
+			!slices.ContainsFunc(rest, func(r string) bool { return !keyAbout[r] && !digits(r) })
 	}
 	for i, w := range words {
 		credential := w == "pass" || w == "sig" || strings.HasSuffix(w, "pwd")
@@ -414,6 +417,7 @@ var keyAbout = map[string]bool{
 	"expiry": true, "expires": true, "expiration": true, "lifetime": true, "timeout": true,
 	"scope": true, "scopes": true, "issuer": true, "audience": true, "realm": true, "domain": true,
 	"server": true, "host": true, "port": true, "redirect": true, "callback": true,
+	"per": true, "second": true, "minute": true, "hour": true, "day": true, "rate": true,
 }
 
 // credentialEnd holds the words that name a credential when they end the name, and only then:

@@ -523,6 +523,8 @@ func TestSensitiveNameRealWorld(t *testing.T) {
 		// a token of a kind, singular, is a credential; a count of a model's tokens is plural
 		{"INPUT_TOKEN", true}, {"INPUT_GITHUB_TOKEN", true}, {"OUTPUT_TOKEN", true}, {"CONTEXT_TOKEN", true}, // GitHub Actions inputs
 		{"MAX_TOKEN", false}, {"max_new_tokens", false}, {"MAX_NEW_TOKENS", false}, {"min_new_tokens", false},
+		// a rate of tokens, Auth0's domain: about a credential; a numbered token is one
+		{"TOKENS_PER_MINUTE", false}, {"token_rate", false}, {"AUTH0_DOMAIN", false}, {"TOKEN_2", true}, {"API_KEY_2", true},
 		{"input_tokens", false}, {"max_completion_tokens", false}, {"NEW_TOKEN", true},
 		// British spelling (the substring rule caught it through "auth")
 		{"Authorisation", true}, {"X-Authorisation", true},
