@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -663,6 +664,8 @@ type policyWatch struct {
 	enfMismatched atomic.Int64 // of them, those with another one
 	enfUnknown    atomic.Int64 // other executors without a usable one (an older mcpstream)
 	enfLast       string       // as last, for the enforcement digests
+	// shared is what the policy checks of this process's roles logged (nil: not shared).
+	shared *lastLogged
 }
 
 // run checks at once, then every policyCheckEvery, until ctx ends.
@@ -717,6 +720,9 @@ func (w *policyWatch) check(ctx context.Context) {
 		return
 	}
 	w.last = key
+	if w.shared != nil && !w.shared.first(w.digest, key) {
+		return // another role of this process, with this policy, said it already
+	}
 	if len(bad) == 0 {
 		w.log.Info().Str("policy", w.digest).Int("instances", len(others)).Msg("policy check: every other catalog replica and executor enforces this policy again")
 		return
@@ -760,10 +766,32 @@ func (w *policyWatch) checkEnforcement(others []policyInstance) {
 		Msg("enforcement check: MISMATCH: other executors enforce other limits, approval patterns or timeouts than this one (a call's answer depends on which executor takes it); give every executor the same limits section and restart them; see mcpstream policy check")
 }
 
+// lastLogged remembers, for each policy digest, the mismatched instances the policy checks of one
+// process (its roleEnv) last logged: the catalog replica and the executor of one `up` see the
+// same others, and the same change is logged once, not by each role. (The metrics stay per
+// role.)
+type lastLogged struct {
+	mu   sync.Mutex
+	last map[string]string // digest → the last key logged
+}
+
+// first reports whether key is news for digest (and records it): false when a check with the
+// same digest in this process logged that very key last.
+func (l *lastLogged) first(digest, key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if prev, ok := l.last[digest]; ok && prev == key {
+		return false
+	}
+	l.last[digest] = key
+	return true
+}
+
 // newPolicyWatch returns the policy check of a role instance (run it with run) and adds its
 // metrics to env's. enforcement is an executor's enforcement digest ("" for other roles).
 func newPolicyWatch(env *roleEnv, role, instance, enforcement string) *policyWatch {
-	w := &policyWatch{nc: env.NC, log: env.Log, role: role, instance: instance, digest: env.Policy.Digest(), enforcement: enforcement}
+	w := &policyWatch{nc: env.NC, log: env.Log, role: role, instance: instance, digest: env.Policy.Digest(), enforcement: enforcement,
+		shared: env.policyLog}
 	env.addMetrics(policyMetrics(w))
 	if enforcement != "" {
 		env.addMetrics(enforcementMetrics(w))

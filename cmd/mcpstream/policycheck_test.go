@@ -405,3 +405,25 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestUpLogsAMismatchOnce: the catalog replica and the executor of one `up` see the same
+// executor of another policy; the warning was logged by each of them, twice for one change. It
+// is logged once; each role's metric still says it.
+func TestUpLogsAMismatchOnce(t *testing.T) {
+	checkPolicyOften(t)
+	env := natstest.Start(t)
+	cfgA, cfgB := writeConfig(t, "a.yaml", policyA), writeConfig(t, "b.yaml", policyB)
+	up := startPolicyRole(t, env.URL, "up", "--config", cfgA)
+	// (--replica: in this test process both executors would be host:pid, each taking the
+	// other for itself)
+	startPolicyRole(t, env.URL, "executor", "--config", cfgB, "--workers", "2", "--replica", "b")
+	for _, role := range []string{"indexer", "executor"} {
+		mismatch := regexp.MustCompile(`(?m)^mcpstream_policy_mismatch\{role="` + role + `"\} 1$`)
+		waitFor(t, role+"'s mcpstream_policy_mismatch 1", 200, func() bool { return mismatch.MatchString(scrape(t, up.http)) })
+	}
+	// Both roles have checked since (a check every 100 ms): one warning for the one change.
+	time.Sleep(500 * time.Millisecond)
+	if n := strings.Count(up.errOut.String(), "policy check: MISMATCH"); n != 1 {
+		t.Errorf("up logged the mismatch %d times, want once:\n%s", n, grepLines(up.errOut.String(), "policy check"))
+	}
+}

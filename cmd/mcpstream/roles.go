@@ -39,6 +39,9 @@ type roleEnv struct {
 	// in flight finish when stopping (the executor's calls, the connectors' tools/call
 	// requests) wait for it up to inFlightGrace(StopTimeout), not a fixed time of their own.
 	StopTimeout time.Duration
+	// policyLog is shared by the policy checks of the roles run with this environment: a
+	// mismatch they all see is logged once (see lastLogged).
+	policyLog *lastLogged
 }
 
 // inFlightGrace is how long a stopping role waits for the work it has in flight, within a stop

@@ -468,7 +468,8 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	}
 
 	h := &host{log: log, names: names, nc: nc, state: map[string]*roleState{}}
-	env := &roleEnv{NC: nc, JS: js, Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica, StopTimeout: o.StopTimeout}
+	env := &roleEnv{NC: nc, JS: js, Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica, StopTimeout: o.StopTimeout,
+		policyLog: &lastLogged{last: map[string]string{}}}
 	var hs *http.Server
 	httpURL := "none"
 	if httpLn != nil {
