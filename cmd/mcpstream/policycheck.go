@@ -550,24 +550,34 @@ func writePolicyReport(w io.Writer, r policyReport, asJSON bool) error {
 	return printPolicyReport(w, r)
 }
 
+// digestVerdict is the text report's word for an instance's digest: ok or MISMATCH against the
+// expected one (match, from tally), else against the others (n distinct digests, the most
+// common majority); "" when there is nothing to say.
+func digestVerdict(match *bool, digest string, n int, majority string) string {
+	switch {
+	case match != nil && *match:
+		return "ok"
+	case match != nil:
+		return "MISMATCH"
+	case n == 1:
+		return "ok"
+	case digest == majority:
+		return "majority"
+	case n > 1:
+		return "differs"
+	}
+	return ""
+}
+
 func printPolicyReport(w io.Writer, r policyReport) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tINSTANCE\tDIGEST\tPOLICY")
 	for _, in := range r.Instances {
 		verdict := "-"
-		switch {
-		case in.Problem != "" && in.Digest == "":
+		if in.Problem != "" && in.Digest == "" {
 			verdict = "unknown: " + in.Problem
-		case in.Match != nil && *in.Match:
-			verdict = "ok"
-		case in.Match != nil:
-			verdict = "MISMATCH"
-		case len(r.Digests) == 1:
-			verdict = "ok"
-		case in.Digest == r.Majority:
-			verdict = "majority"
-		case len(r.Digests) > 1:
-			verdict = "differs"
+		} else if v := digestVerdict(in.Match, in.Digest, len(r.Digests), r.Majority); v != "" {
+			verdict = v
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", in.Role, dash(in.Instance), dash(in.Digest), verdict)
 	}
@@ -582,19 +592,10 @@ func printPolicyReport(w io.Writer, r policyReport) error {
 		fmt.Fprintln(tw, "EXECUTOR\tENFORCEMENT\tLIMITS")
 		for _, in := range executorsOf(r) {
 			verdict := "-"
-			switch {
-			case in.Enforcement == "":
+			if in.Enforcement == "" {
 				verdict = "unknown: " + dash(in.EnforcementProblem)
-			case in.EnforcementMatch != nil && *in.EnforcementMatch:
-				verdict = "ok"
-			case in.EnforcementMatch != nil:
-				verdict = "MISMATCH"
-			case len(e.Digests) == 1:
-				verdict = "ok"
-			case in.Enforcement == e.Majority:
-				verdict = "majority"
-			case len(e.Digests) > 1:
-				verdict = "differs"
+			} else if v := digestVerdict(in.EnforcementMatch, in.Enforcement, len(e.Digests), e.Majority); v != "" {
+				verdict = v
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", dash(in.Instance), dash(in.Enforcement), verdict)
 		}
