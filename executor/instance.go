@@ -48,6 +48,24 @@ func (d *instanceDecoder) space() {
 }
 
 // value decodes the value at d.i (after white space); false for anything not well-formed.
+// sep reads what follows a member or an element: a comma (end false: more follow) or close,
+// the object's or array's end (end true); ok false for anything else.
+func (d *instanceDecoder) sep(close byte) (end, ok bool) {
+	d.space()
+	if d.i >= len(d.b) {
+		return false, false
+	}
+	switch d.b[d.i] {
+	case ',':
+		d.i++
+		return false, true
+	case close:
+		d.i++
+		return true, true
+	}
+	return false, false
+}
+
 func (d *instanceDecoder) value(depth int) (any, bool) {
 	d.space()
 	if d.i >= len(d.b) || depth > maxInstanceDepth {
@@ -78,18 +96,10 @@ func (d *instanceDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			obj[key] = v
-			d.space()
-			if d.i >= len(d.b) {
+			if end, ok := d.sep('}'); !ok {
 				return nil, false
-			}
-			switch d.b[d.i] {
-			case ',':
-				d.i++
-			case '}':
-				d.i++
+			} else if end {
 				return obj, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
@@ -106,18 +116,10 @@ func (d *instanceDecoder) value(depth int) (any, bool) {
 				return nil, false
 			}
 			arr = append(arr, v)
-			d.space()
-			if d.i >= len(d.b) {
+			if end, ok := d.sep(']'); !ok {
 				return nil, false
-			}
-			switch d.b[d.i] {
-			case ',':
-				d.i++
-			case ']':
-				d.i++
+			} else if end {
 				return arr, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '"':
