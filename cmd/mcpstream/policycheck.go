@@ -124,37 +124,25 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 // localPolicy loads the policy of a configuration file ("" = the open policy, as roles started
-// without --config enforce), and names where it came from.
-func localPolicy(path string) (*policy.Policy, string, error) {
-	if path == "" {
-		return policy.Open(), "no configuration (open policy)", nil
-	}
-	cfg, err := loadConfigFor(path, os.LookupEnv, false)
-	if err != nil {
-		return nil, "", err
-	}
-	p, err := policy.New(cfg.Policy)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: policy: %w", path, err)
-	}
-	return p, path, nil
-}
-
-// localEnforcement is the enforcement digest executors started with the configuration file
-// advertise ("" = no configuration).
-func localEnforcement(path string) (string, error) {
+// without --config enforce), names where it came from, and gives the enforcement digest that
+// executors started with the file advertise. The file is read once for both.
+func localPolicy(path string) (p *policy.Policy, from, enforcement string, err error) {
 	fc := &fileConfig{}
+	p, from = policy.Open(), "no configuration (open policy)"
 	if path != "" {
-		var err error
 		if fc, err = loadConfigFor(path, os.LookupEnv, false); err != nil {
-			return "", err
+			return nil, "", "", err
 		}
+		if p, err = policy.New(fc.Policy); err != nil {
+			return nil, "", "", fmt.Errorf("%s: policy: %w", path, err)
+		}
+		from = path
 	}
 	cfg, err := executorEnforcement(fc)
 	if err != nil {
-		return "", err
+		return nil, "", "", err
 	}
-	return cfg.EnforcementDigest(), nil
+	return p, from, cfg.EnforcementDigest(), nil
 }
 
 func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
@@ -169,11 +157,7 @@ func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
 		usageError(fs, stderr, "unexpected argument", rest)
 		return exitCode(2)
 	}
-	p, from, err := localPolicy(*configPath)
-	if err != nil {
-		return err
-	}
-	enf, err := localEnforcement(*configPath)
+	p, from, enf, err := localPolicy(*configPath)
 	if err != nil {
 		return err
 	}
@@ -461,14 +445,11 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	expected, expectedEnf, from := "", "", ""
 	if *configPath != "" {
-		p, src, err := localPolicy(*configPath)
+		p, src, enf, err := localPolicy(*configPath)
 		if err != nil {
 			return err
 		}
-		if expectedEnf, err = localEnforcement(*configPath); err != nil {
-			return err
-		}
-		expected, from = p.Digest(), src
+		expected, expectedEnf, from = p.Digest(), enf, src
 	}
 	wctx, denied, onDenied := cf.watchPermissions(ctx, subjects.SRVInfo(subjects.CatalogService), subjects.SRVInfo(subjects.ExecutorService))
 	defer denied(nil)

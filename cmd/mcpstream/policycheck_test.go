@@ -58,7 +58,7 @@ func writeConfig(t *testing.T, name, text string) string {
 
 func configDigest(t *testing.T, path string) string {
 	t.Helper()
-	p, _, err := localPolicy(path)
+	p, _, _, err := localPolicy(path)
 	if err != nil {
 		t.Fatal(err)
 	}
