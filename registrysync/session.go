@@ -777,17 +777,16 @@ func (s *session) fastToolCall(ctx context.Context, tool string, args, task json
 		params = append(params, `,"task":`...)
 		params = append(params, task...)
 	}
-	// (the name as the request has it, JSON-quoted, cut to stay readable in an error text)
-	return s.fastRequest(ctx, string(mcp.MethodToolsCall)+" "+truncate(string(name), 100), string(mcp.MethodToolsCall), params, task == nil)
+	return s.fastRequest(ctx, string(mcp.MethodToolsCall), name, params, task == nil)
 }
 
 // fastRequest sends method on a stdio session the way fastCall does, with members (the params'
 // members, without braces; one line of JSON) and this session's _meta as its params, and returns
-// the raw answer. what names the request in an error (the method, and the tool of a
-// tools/call). cancel says whether a request whose context ends is cancelled with
+// the raw answer. tool is a tools/call's tool name as the request has it (JSON-quoted; nil for
+// other methods), for an error that names the request. cancel says whether a request whose context ends is cancelled with
 // notifications/cancelled. It reports false, sending nothing, when the fast path does not
 // apply.
-func (s *session) fastRequest(ctx context.Context, what, method string, members []byte, cancel bool) (callResult, bool) {
+func (s *session) fastRequest(ctx context.Context, method string, tool, members []byte, cancel bool) (callResult, bool) {
 	if s.stdio == nil {
 		return callResult{}, false
 	}
@@ -837,6 +836,10 @@ func (s *session) fastRequest(ctx context.Context, what, method string, members 
 			return callResult{sent: true, err: fmt.Errorf("%w (a line over %d bytes)", errResponseTooLarge, maxLineBytes)}, true
 		case r.malformed != "":
 			// (bad: protocol_error, as a task's broken protocol is)
+			what := method
+			if tool != nil {
+				what += " " + truncate(string(tool), 100) // cut to stay readable
+			}
 			return callResult{sent: true, bad: "the server's answer to " + what + " is not valid JSON: " + r.malformed}, true
 		case r.batch:
 			return callResult{sent: true, err: errBadBatch}, true

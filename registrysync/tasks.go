@@ -241,7 +241,7 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 // once), elsewhere through mcp-go.
 func (s *session) taskRequest(ctx context.Context, method mcp.MCPMethod, id string) callResult {
 	quoted, _ := json.Marshal(id)
-	if r, ok := s.fastRequest(ctx, string(method), string(method), append([]byte(`"taskId":`), quoted...), true); ok {
+	if r, ok := s.fastRequest(ctx, string(method), nil, append([]byte(`"taskId":`), quoted...), true); ok {
 		return r
 	}
 	cctx, cp := withCapture(ctx)
