@@ -79,7 +79,12 @@ func TestFastCallAnswerBeatsCancel(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		got := make(chan callResult, 1)
 		go func() { r, _ := s.fastCall(ctx, "t", nil); got <- r }()
-		waitUntil(t, "the call registered", func() bool { return s.child.fast.n.Load() == 1 })
+		// The frame is being written (frameWriter holds stdin) before the answer comes and the
+		// context ends: a call whose frame was never written has nothing to be answered, and
+		// WriteCtx rightly gives up on a context that ended before it took stdin.
+		waitUntil(t, "the call's frame is being written", func() bool {
+			return s.child.fast.n.Load() == 1 && len(s.child.in.sem) == 1
+		})
 		if !s.child.fast.route([]byte(`{"jsonrpc":"2.0","id":"mcpstream-1","result":{"content":[]}}`)) {
 			t.Fatal("the answer was not routed")
 		}
