@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
+	"github.com/mcpstream/mcpstream/suggest"
 )
 
 // tool is what the executor knows of one listed tool.
@@ -57,6 +59,9 @@ type registry struct {
 	// listed holds, per server, the names its last tools list gave the table: a public name
 	// one of them holds is not taken by another pair (see apply). Guarded by mu.
 	listed map[string]map[string]bool
+	// names indexes every public name the table held by its key and its original name's (for
+	// the names a not_found answer suggests). Guarded by mu.
+	names suggest.Index
 }
 
 func newRegistry(log zerolog.Logger) *registry {
@@ -70,6 +75,58 @@ func (r *registry) lookup(public string) *tool {
 	t := r.tools[public]
 	r.mu.RUnlock()
 	return t
+}
+
+// suggestBudget bounds the tools one not_found answer compares with the name given (see
+// suggestions): a name that begins like a server with very many tools stops comparing there.
+const suggestBudget = 20_000
+
+// suggestions returns, best first, at most suggest.Limit tools of the table that a caller who
+// gave the name given (which the table does not hold) probably meant and that may accepts: the
+// same name but for case and separators, the same original name on another server, or a tool of
+// a server given starts with (suggest.Servers) within suggest.MaxDistance edits. may decides
+// what the caller may see; it runs outside the table's lock.
+func (r *registry) suggestions(given string, may func(*tool) bool) []string {
+	if len(given) > suggest.MaxGiven {
+		return nil
+	}
+	type near struct {
+		t *tool
+		d int
+	}
+	var found []near
+	r.mu.RLock()
+	for _, p := range r.names.Lookup(suggest.Key(given)) {
+		found = append(found, near{r.tools[p], 0})
+	}
+	if _, name, ok := strings.Cut(given, "__"); ok {
+		for _, p := range r.names.Lookup(suggest.Key(name)) {
+			found = append(found, near{r.tools[p], 1}) // the same name on another server
+		}
+	}
+	budget := suggestBudget
+	suggest.Servers(given, func(server, name string) bool {
+		key := suggest.Key(name)
+		for n := range r.listed[server] {
+			if budget--; budget < 0 {
+				return false
+			}
+			if d, ok := suggest.Within(key, suggest.Key(n), suggest.MaxDistance); ok {
+				if t := r.tools[subjects.PublicName(server, n)]; t != nil && t.Server == server && t.Name == n {
+					found = append(found, near{t, 1 + d})
+				}
+			}
+		}
+		return true
+	})
+	r.mu.RUnlock()
+	var cands []suggest.Candidate
+	for _, f := range found {
+		if f.t != nil && f.t.Public != given && may(f.t) {
+			cands = append(cands, suggest.Candidate{Public: f.t.Public, Dist: f.d})
+		}
+	}
+	return suggest.Rank(cands)
 }
 
 // apply folds one registry message into the view and the tool table. A message whose payload
@@ -111,6 +168,7 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 			}
 			seen[t.Name] = true
 			r.tools[t.Public] = t
+			r.names.Add(t.Public, t.Name)
 		}
 		r.listed[sn.Server] = seen
 		r.mu.Unlock()

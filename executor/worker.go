@@ -22,6 +22,7 @@ import (
 	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
+	"github.com/mcpstream/mcpstream/suggest"
 )
 
 // Handler outcomes: a handler returns nil (ack), or an error the settle wrapper maps.
@@ -346,7 +347,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 				return s
 			}
 		}
-		return refused(subjects.CodeNotFound, "no tool "+c.req.Tool+" is listed by any connected server")
+		return e.notFound(rp, c.req.Tool)
 	}
 	c.tool = t
 
@@ -411,6 +412,31 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	return nil
 }
 
+// notFound is the refusal of a call of name, a tool that no server lists or that rp may not
+// see, with the names rp may call that it probably meant (the same answer either way: the
+// suggestions never include name itself).
+func (e *Executor) notFound(rp subjects.Principal, name string) *stop {
+	msg := "no tool " + name + " is listed by any connected server"
+	if q := suggest.DidYouMean(e.reg.suggestions(name, func(t *tool) bool { return e.mayOffer(rp, t) })); q != "" {
+		msg += "; " + q
+	}
+	return refused(subjects.CodeNotFound, msg)
+}
+
+// mayOffer reports whether a not_found answer to rp may name t (see registry.suggestions): a
+// listed tool, fresh or stale, in a list rp may see, that the policy lets rp call. Anything else
+// is never named, so an answer tells no more than the principal's own search would.
+func (e *Executor) mayOffer(rp subjects.Principal, t *tool) bool {
+	v := e.reg.view.Tool(t.Server, t.Name)
+	if v.State != staleness.Fresh && v.State != staleness.Stale {
+		return false
+	}
+	if !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
+		return false
+	}
+	return e.cfg.Policy.Decide(rp, policy.Tool{Server: t.Server, Name: t.Name, Destructive: t.Destructive}).Allowed
+}
+
 // authorize asks the policy whether rp may call t, listed as v says (its cache scope); when
 // not, it returns the refusal, forbidden (when says when the decision was made, for the message).
 func (e *Executor) authorize(rp subjects.Principal, t *tool, v staleness.Verdict, when string) (policy.Decision, *stop) {
@@ -418,7 +444,7 @@ func (e *Executor) authorize(rp subjects.Principal, t *tool, v staleness.Verdict
 		// Invisible to this principal, as in the catalog: answered as a tool nobody lists (and
 		// before the policy, whose forbidden would say it exists), so that another context's
 		// private list is not confirmed to exist.
-		return policy.Decision{}, refused(subjects.CodeNotFound, "no tool "+t.Public+" is listed by any connected server")
+		return policy.Decision{}, e.notFound(rp, t.Public)
 	}
 	d := e.cfg.Policy.Decide(rp, policy.Tool{Server: t.Server, Name: t.Name, Destructive: t.Destructive})
 	if !d.Allowed {

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpstream/mcpstream/search"
 	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
+	"github.com/mcpstream/mcpstream/suggest"
 )
 
 // SelectPrefix starts a query that selects tools by exact public name: "select:a__x,b__y".
@@ -525,6 +526,37 @@ func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
 	})
 }
 
+// suggestBudget bounds the tools that the suggestions of one details request compare (see
+// suggestions): a request naming tools of a server with very many stops comparing there.
+const suggestBudget = 20_000
+
+// suggestions returns, best first, at most suggest.Limit names visible through vis that a
+// caller asking for given (a name it may not see, or that nobody lists) probably meant: tools of
+// a server given starts with (suggest.Servers) whose names are within suggest.MaxDistance edits
+// of the rest. The answer is the same whether given exists or not: it is never named itself.
+// budget counts down the tools compared. Callers hold c.mu.
+func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []string {
+	var cands []suggest.Candidate
+	suggest.Servers(given, func(server, rest string) bool {
+		s := c.servers[server]
+		if s == nil {
+			return true
+		}
+		key := suggest.Key(rest)
+		for name, e := range s.tools {
+			if *budget <= 0 {
+				return false
+			}
+			*budget--
+			if d, ok := suggest.Within(key, suggest.Key(name), suggest.MaxDistance); ok && e.public != given && vis.allow(e) {
+				cands = append(cands, suggest.Candidate{Public: e.public, Dist: d})
+			}
+		}
+		return true
+	})
+	return suggest.Rank(cands)
+}
+
 // Details answers get_tool_details: the full entries of the named tools the principal may see,
 // whatever their freshness (the state tells it). A name the principal may not see is reported
 // exactly like a name that does not exist: not_found. A removed tool the principal could see is
@@ -575,6 +607,18 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		}
 		missing = append(missing, n)
 	}
+	var hints map[string]string // missing name → "did you mean ...?"
+	if len(missing) > len(removed) {
+		hints = map[string]string{}
+		budget := suggestBudget
+		for _, n := range missing {
+			if !slices.Contains(removed, n) {
+				if q := suggest.DidYouMean(c.suggestions(vis, n, &budget)); q != "" {
+					hints[n] = q
+				}
+			}
+		}
+	}
 	c.mu.RUnlock()
 	if err := c.fillFull(reply.Tools, hashes); err != nil {
 		reply.Tools = []subjects.ToolInfo{}
@@ -586,6 +630,8 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		for _, n := range missing {
 			if slices.Contains(removed, n) {
 				n += " (removed)"
+			} else if q := hints[n]; q != "" {
+				n += " (" + q + ")"
 			}
 			parts = append(parts, n)
 		}

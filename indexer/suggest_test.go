@@ -1,0 +1,58 @@
+package indexer
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/policy"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// Details of a name nobody lists say which visible names the caller probably meant; a tool the
+// caller may not see is never one of them.
+func TestDetailsSuggests(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, demoEvents(t)...)
+	pol := mustPolicy(t, &policy.Config{
+		Principals: map[string]policy.PrincipalConfig{
+			"alice": {Tenant: "acme", Roles: []string{"support"}},
+			"bob":   {Tenant: "acme", Roles: []string{"ops"}},
+		},
+		Rules: []policy.Rule{
+			{Name: "support", Roles: []string{"support"}, Allow: []string{"kb__*", "ticketing__*"}, Deny: []string{"ticketing__closeIssue"}},
+			{Name: "ops", Roles: []string{"ops"}, Allow: []string{"*"}},
+		},
+	})
+	r := startReplica(t, env, "", pol, nil)
+	waitSeq(t, r.Catalog, seq)
+	alice := subjects.Principal{User: "alice"}
+	bob := subjects.Principal{User: "bob"}
+	for _, c := range []struct {
+		who   subjects.Principal
+		names []string
+		want  string
+	}{
+		{alice, []string{"ticketing__createissue"}, "no tool named ticketing__createissue (did you mean ticketing__createIssue?)"},
+		{alice, []string{"ticketing.listIssue", "kb__nothing"}, "no tool named ticketing.listIssue (did you mean ticketing__listIssues?), kb__nothing"},
+		{alice, []string{"ticketing__closeissue"}, "no tool named ticketing__closeissue"}, // denied to alice
+		{alice, []string{"logging__getlogs"}, "no tool named logging__getlogs"},         // no rule of alice's allows logging
+		{bob, []string{"logging__getlogs"}, "no tool named logging__getlogs (did you mean logging__getLogs?)"},
+		{bob, []string{"ticketing__closeissue"}, "no tool named ticketing__closeissue (did you mean ticketing__closeIssue?)"},
+	} {
+		rep := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: c.names, Principal: c.who})
+		if rep.Error == nil || rep.Error.Code != subjects.CodeNotFound || rep.Error.Message != c.want {
+			t.Errorf("%s %v: got %+v, want not_found %q", c.who.User, c.names, rep.Error, c.want)
+		}
+	}
+	// The budget stops comparing, and then no name is suggested.
+	r.mu.RLock()
+	vis := r.visibility(&filter{pr: subjects.Principal{Tenant: "acme", User: "bob", Roles: []string{"ops"}}})
+	budget := 0
+	got := r.suggestions(vis, "logging__getlogs", &budget)
+	vis.release()
+	r.mu.RUnlock()
+	if len(got) != 0 {
+		t.Errorf("with no budget: %v", got)
+	}
+}

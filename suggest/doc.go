@@ -1,0 +1,19 @@
+// Package suggest finds the public tool names a caller probably meant when the name it gave is
+// not listed: "did you mean ticketing__createIssue?" for ticketing__createissue,
+// ticketing.createIssue, createIssue or ticketing__creatIssue.
+//
+// Models write tool names from memory and get them slightly wrong: the case, the separator, the
+// server prefix left out, a letter dropped. A not_found answer that names the tool meant lets
+// the model correct itself in one turn instead of searching again.
+//
+// Names are compared by Key (ASCII letters and digits, lowercased; every other ASCII byte
+// dropped; other characters kept) and, within one server's tools, by an edit distance of at
+// most MaxDistance (Within). An Index maps keys to public names so that a look-up costs a few
+// map reads, whatever the size of the catalog; the edit distance only runs over the tools of
+// the server the given name starts with. What the caller may see is the caller's filter: this
+// package knows nothing of policy, and a suggestion must never name a tool the principal may not
+// call.
+//
+// The package has no state of its own and no I/O; Index is not safe for concurrent use (its
+// owner guards it).
+package suggest

@@ -1,0 +1,181 @@
+package suggest
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxDistance is the largest edit distance (insertions, deletions, substitutions and swaps of
+// two adjacent characters, on keys) at which a tool of the named server is suggested.
+const MaxDistance = 2
+
+// MaxGiven is the longest given name that is looked at (in bytes); a longer one gets no
+// suggestion. Public names have at most 64 characters.
+const MaxGiven = 256
+
+// Limit is how many names Suggest returns at most.
+const Limit = 3
+
+// Key is s with its ASCII letters lowercased, its digits kept and its other ASCII bytes
+// (separators, punctuation) dropped: "ticketing__createIssue", "ticketing.createissue" and "Ticketing/create_issue" have
+// one key. Characters outside ASCII are kept as they are.
+func Key(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c >= utf8.RuneSelf:
+			b.WriteByte(c)
+		case c >= 'A' && c <= 'Z':
+			b.WriteByte(c + 'a' - 'A')
+		}
+	}
+	return b.String()
+}
+
+// Within reports the edit distance of a and b (optimal string alignment: insertions, deletions,
+// substitutions and adjacent swaps, on bytes) when it is at most max, and false when it is more.
+// It costs O(len(a)·(2·max+1)): only the band |i−j| ≤ max of the table is computed.
+func Within(a, b string, max int) (int, bool) {
+	if max < 0 {
+		return 0, false
+	}
+	if d := len(a) - len(b); d > max || -d > max {
+		return 0, false
+	}
+	if a == b {
+		return 0, true
+	}
+	const inf = 1 << 30
+	// rows[i%3][j] is the distance of a[:i] and b[:j]. Each row sets the cells on both sides of
+	// its band to inf, which is all that the next two rows read outside their own bands.
+	n := len(b)
+	rows := [3][]int{make([]int, n+2), make([]int, n+2), make([]int, n+2)}
+	for j := range rows[0] {
+		rows[0][j] = inf
+		if j <= max && j <= n {
+			rows[0][j] = j
+		}
+	}
+	for i := 1; i <= len(a); i++ {
+		cur, prev, prev2 := rows[i%3], rows[(i-1)%3], rows[(i+1)%3]
+		lo, hi := i-max, min(n, i+max)
+		best := inf
+		if lo <= 0 {
+			lo, cur[0], best = 1, i, i
+		} else {
+			cur[lo-1] = inf
+		}
+		cur[hi+1] = inf
+		for j := lo; j <= hi; j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d = min(d, prev2[j-2]+1)
+			}
+			cur[j] = d
+			best = min(best, d)
+		}
+		if best > max {
+			return 0, false
+		}
+	}
+	d := rows[len(a)%3][n]
+	return d, d <= max
+}
+
+// Index maps the keys of public names, and of the original names they stand for, to the public
+// names. Entries are never removed: a name no longer listed is filtered out by the caller's
+// filter, as are names the caller may not see.
+type Index struct {
+	byKey map[string][]string
+}
+
+// Add indexes public (the tool's public name) under its key and the key of name (its original
+// name on its server). Adding a pair again changes nothing.
+func (ix *Index) Add(public, name string) {
+	if ix.byKey == nil {
+		ix.byKey = map[string][]string{}
+	}
+	for _, k := range []string{Key(public), Key(name)} {
+		if k != "" && !slices.Contains(ix.byKey[k], public) {
+			ix.byKey[k] = append(ix.byKey[k], public)
+		}
+	}
+}
+
+// Lookup returns the public names indexed under key (shared: do not modify).
+func (ix *Index) Lookup(key string) []string { return ix.byKey[key] }
+
+// Candidate is a suggested public name and how far it is from the given name (0: the same key).
+type Candidate struct {
+	Public string
+	Dist   int
+}
+
+// Rank sorts candidates by distance then name, drops repeated names and keeps at most Limit.
+func Rank(c []Candidate) []string {
+	slices.SortFunc(c, func(a, b Candidate) int {
+		if a.Dist != b.Dist {
+			return a.Dist - b.Dist
+		}
+		return strings.Compare(a.Public, b.Public)
+	})
+	var out []string
+	for _, x := range c {
+		if len(out) == Limit {
+			break
+		}
+		if !slices.Contains(out, x.Public) {
+			out = append(out, x.Public)
+		}
+	}
+	return out
+}
+
+// DidYouMean is the question a not_found message adds for names ("did you mean a, b or c?"),
+// or "" for none.
+func DidYouMean(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return "did you mean " + names[0] + "?"
+	}
+	return "did you mean " + strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1] + "?"
+}
+
+// Servers calls yield with each way of reading given as a server name and a tool name: the
+// server is a prefix of given that ends where a separator ('_', '.', '/', ':', '-' or a space)
+// begins, and the tool name is what follows the separators. "ticketing__create", "ticketing.create"
+// and "ticketing/create" all yield ("ticketing", "create"). It stops when yield returns false.
+func Servers(given string, yield func(server, tool string) bool) {
+	if len(given) > MaxGiven {
+		return
+	}
+	for i := 1; i < len(given); i++ {
+		if !isSep(given[i]) || isSep(given[i-1]) {
+			continue
+		}
+		j := i
+		for j < len(given) && isSep(given[j]) {
+			j++
+		}
+		if j < len(given) && !yield(given[:i], given[j:]) {
+			return
+		}
+	}
+}
+
+func isSep(c byte) bool {
+	switch c {
+	case '_', '.', '/', ':', '-', ' ':
+		return true
+	}
+	return false
+}

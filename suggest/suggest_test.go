@@ -1,0 +1,157 @@
+package suggest
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// osa is the textbook optimal string alignment distance, the whole table.
+func osa(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+func TestWithinMatchesFullTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = "abcd"[rng.IntN(4)]
+		}
+		return string(b)
+	}
+	for range 20000 {
+		a, b := word(), word()
+		if rng.IntN(2) == 0 { // near misses, the interesting cases
+			bb := []byte(a)
+			for range rng.IntN(4) {
+				if len(bb) > 0 {
+					bb[rng.IntN(len(bb))] = "abcd"[rng.IntN(4)]
+				}
+			}
+			b = string(bb)
+		}
+		want := osa(a, b)
+		for max := range 4 {
+			got, ok := Within(a, b, max)
+			if ok != (want <= max) || ok && got != want {
+				t.Fatalf("Within(%q, %q, %d) = %d, %v; distance %d", a, b, max, got, ok, want)
+			}
+		}
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		d    int
+		ok   bool
+	}{
+		{"createissue", "createissue", 0, true},
+		{"createissue", "creatissue", 1, true},
+		{"createissue", "craeteissue", 1, true}, // a swap
+		{"createissue", "createisuse", 1, true},
+		{"createissue", "closeissue", 0, false},
+		{"", "ab", 2, true},
+		{"", "abc", 0, false},
+		{"abc", "", 0, false},
+	} {
+		d, ok := Within(c.a, c.b, MaxDistance)
+		if ok != c.ok || ok && d != c.d {
+			t.Errorf("Within(%q, %q) = %d, %v; want %d, %v", c.a, c.b, d, ok, c.d, c.ok)
+		}
+	}
+	if _, ok := Within("a", "a", -1); ok {
+		t.Error("a negative max matched")
+	}
+}
+
+func TestKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"ticketing__createIssue": "ticketingcreateissue",
+		"ticketing.createissue":  "ticketingcreateissue",
+		"Ticketing/create_issue": "ticketingcreateissue",
+		"get-weather 2":          "getweather2",
+		"获取热榜":                   "获取热榜",
+		"":                       "",
+		"__":                     "",
+	} {
+		if got := Key(in); got != want {
+			t.Errorf("Key(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestIndexAndRank(t *testing.T) {
+	var ix Index
+	ix.Add("ticketing__createIssue", "createIssue")
+	ix.Add("ticketing__createIssue", "createIssue") // again: no change
+	ix.Add("jira__create_issue", "create_issue")
+	if got := ix.Lookup(Key("ticketing.createissue")); !slices.Equal(got, []string{"ticketing__createIssue"}) {
+		t.Errorf("by public key: %v", got)
+	}
+	if got := ix.Lookup(Key("CreateIssue")); !slices.Equal(got, []string{"ticketing__createIssue", "jira__create_issue"}) {
+		t.Errorf("by name key: %v", got)
+	}
+	got := Rank([]Candidate{{"b", 1}, {"a", 1}, {"z", 0}, {"a", 2}, {"c", 2}, {"d", 2}})
+	if !slices.Equal(got, []string{"z", "a", "b"}) {
+		t.Errorf("Rank = %v", got)
+	}
+	for names, want := range map[int]string{0: "", 1: "did you mean a?", 2: "did you mean a or b?", 3: "did you mean a, b or c?"} {
+		if got := DidYouMean([]string{"a", "b", "c"}[:names]); got != want {
+			t.Errorf("DidYouMean of %d = %q, want %q", names, got, want)
+		}
+	}
+}
+
+func FuzzWithin(f *testing.F) {
+	f.Add("createissue", "craeteissue", 2)
+	f.Fuzz(func(t *testing.T, a, b string, max int) {
+		if len(a) > 40 || len(b) > 40 || max < -1 || max > 5 {
+			return
+		}
+		want := osa(a, b)
+		got, ok := Within(a, b, max)
+		if ok != (want <= max) || ok && got != want {
+			t.Fatalf("Within(%q, %q, %d) = %d, %v; distance %d", a, b, max, got, ok, want)
+		}
+	})
+}
+
+func TestServers(t *testing.T) {
+	var got []string
+	Servers("my-srv__create_issue", func(s, t string) bool { got = append(got, s+"|"+t); return true })
+	want := []string{"my|srv__create_issue", "my-srv|create_issue", "my-srv__create|issue"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	got = nil
+	Servers("a.b", func(s, t string) bool { got = append(got, s+"|"+t); return false })
+	if !slices.Equal(got, []string{"a|b"}) {
+		t.Errorf("stop: got %q", got)
+	}
+	Servers("__x__", func(s, t string) bool { t2 := s + t; got = append(got, t2); return true })
+	if !slices.Equal(got, []string{"a|b"}) {
+		t.Errorf("leading and trailing separators: got %q", got)
+	}
+}
