@@ -89,9 +89,13 @@
 // Whether another process runs a server (before connector_stopped, and before Remove retracts a
 // server this Manager does not run) is asked on its relist subject with a kind no server lists:
 // a registrysync answers at once (bad_request) without listing; only an answer within a second
-// counts, a subscriber that never answers is nobody. A process that answers the probe publishes
-// its current status again if the last one names another process with heartbeats (the one
-// about to stop), so that watchdogs do not declare the server lost once those end.
+// counts, a subscriber that never answers is nobody. A stopping Manager probes every server at
+// once and publishes their connector_stopped (64 at a time) within one 5 s budget, so such a
+// subscriber costs it a second however many servers it runs; the servers it had no time left
+// for are named in its log ("time is up") and keep their last status until a watchdog declares
+// them lost. A process that answers the probe publishes its current status again if the last
+// one names another process with heartbeats (the one about to stop), so that watchdogs do not
+// declare the server lost once those end.
 //
 // # Serves
 //

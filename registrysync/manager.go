@@ -162,7 +162,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.handlers.Wait()
 	hbStop()
 	<-hbDone
-	m.retire(conns)
+	m.retire(conns, retireTimeout)
 	m.log.Info().Msg("stopped")
 	return nil
 }
@@ -170,12 +170,21 @@ func (m *Manager) Run(ctx context.Context) error {
 // retireTimeout bounds how long a stopping Manager spends publishing its servers' last status.
 const retireTimeout = 5 * time.Second
 
+// retirePublishers bounds how many stopped statuses a stopping Manager publishes at once.
+const retirePublishers = 64
+
 // retire publishes status unavailable (connector_stopped) for every server of conns that no
 // other process serves, once their connectors have stopped: the catalog then hides their tools
 // and executors refuse their calls with that reason, instead of both showing the last status
 // (ready) until the process runs again. A server another process still answers for (two
 // processes running the same servers) keeps its status.
-func (m *Manager) retire(conns []*connector) {
+//
+// Every server is probed at once and retired as soon as its probe ends, all under the one
+// budget (retireTimeout when Run returns): a probe that waits its whole timeout (a silent
+// subscriber answers none) costs probeTimeout once, however many servers there are, rather
+// than once per batch. Only the publishes, which do work on JetStream, are bounded
+// (retirePublishers). The servers left when the budget runs out are logged by name.
+func (m *Manager) retire(conns []*connector, budget time.Duration) {
 	if len(conns) == 0 {
 		return
 	}
@@ -183,34 +192,50 @@ func (m *Manager) retire(conns []*connector) {
 		m.log.Warn().Msg("stopped without publishing the servers' status: NATS is not connected")
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	// The probes run together: one that waits its whole timeout (a silent subscriber) must not
-	// spend the budget of the servers after it.
-	elsewhere := make([]bool, len(conns))
-	var probes sync.WaitGroup
-	limit := make(chan struct{}, 64)
-	for i, c := range conns {
-		probes.Go(func() {
-			limit <- struct{}{}
-			defer func() { <-limit }()
-			elsewhere[i] = m.servedElsewhere(ctx, c.sc.Name)
+	var (
+		mu   sync.Mutex
+		left []string // servers whose status the budget left unpublished
+		wg   sync.WaitGroup
+	)
+	giveUp := func(c *connector) {
+		mu.Lock()
+		left = append(left, c.sc.Name)
+		mu.Unlock()
+	}
+	publishers := make(chan struct{}, retirePublishers)
+	for _, c := range conns {
+		wg.Go(func() {
+			if m.servedElsewhere(ctx, c.sc.Name) {
+				if ctx.Err() != nil {
+					giveUp(c) // the probe was cut short (the cautious answer): nobody knows
+				}
+				return
+			}
+			select {
+			case publishers <- struct{}{}:
+				defer func() { <-publishers }()
+			case <-ctx.Done():
+				giveUp(c)
+				return
+			}
+			st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectorStopped, "the registrysync that runs this server stopped")
+			st.HeartbeatMs = 0 // no longer beating: nothing to watch
+			if err := m.retireOne(ctx, c, st); err != nil {
+				if ctx.Err() != nil {
+					giveUp(c)
+					return
+				}
+				m.log.Warn().Err(err).Str("server", c.sc.Name).Msg("cannot publish the stopped status")
+			}
 		})
 	}
-	probes.Wait()
-	for i, c := range conns {
-		if ctx.Err() != nil {
-			m.log.Warn().Str("server", c.sc.Name).Msg("stopped without publishing the remaining servers' status: time is up")
-			return
-		}
-		if elsewhere[i] {
-			continue
-		}
-		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectorStopped, "the registrysync that runs this server stopped")
-		st.HeartbeatMs = 0 // no longer beating: nothing to watch
-		if err := m.retireOne(ctx, c, st); err != nil {
-			m.log.Warn().Err(err).Str("server", c.sc.Name).Msg("cannot publish the stopped status")
-		}
+	wg.Wait()
+	if len(left) > 0 {
+		slices.Sort(left)
+		m.log.Warn().Int("servers", len(left)).Strs("names", left).Dur("budget", budget).
+			Msg("stopped without publishing these servers' status: time is up")
 	}
 }
 
