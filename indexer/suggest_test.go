@@ -36,7 +36,7 @@ func TestDetailsSuggests(t *testing.T) {
 		{alice, []string{"ticketing__createissue"}, "no tool named ticketing__createissue (did you mean ticketing__createIssue?)"},
 		{alice, []string{"ticketing.listIssue", "kb__nothing"}, "no tool named ticketing.listIssue (did you mean ticketing__listIssues?), kb__nothing"},
 		{alice, []string{"ticketing__closeissue"}, "no tool named ticketing__closeissue"}, // denied to alice
-		{alice, []string{"logging__getlogs"}, "no tool named logging__getlogs"},         // no rule of alice's allows logging
+		{alice, []string{"logging__getlogs"}, "no tool named logging__getlogs"},           // no rule of alice's allows logging
 		{bob, []string{"logging__getlogs"}, "no tool named logging__getlogs (did you mean logging__getLogs?)"},
 		{bob, []string{"ticketing__closeissue"}, "no tool named ticketing__closeissue (did you mean ticketing__closeIssue?)"},
 	} {
