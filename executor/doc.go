@@ -81,7 +81,9 @@
 //     reason); server not ready → unavailable (with the reason), except in the executor's
 //     first Config.ReconnectGrace, when a call to a server that is connecting or whose
 //     connector stopped or fell silent waits for it (awaitReconnect: calls queued across a
-//     restart); ttlMs run out → re-list, then decide again (unavailable if the re-list fails).
+//     restart); ttlMs run out → re-list, then decide again (unavailable if the re-list fails;
+//     one that finds the list unchanged restarts its TTL from when the executor asked, on its
+//     own clock, whatever the clock of registrysync's host says).
 //  6. arguments against the raw inputSchema (santhosh-tekuri/jsonschema: 2020-12 by default,
 //     older drafts by $schema; $ref, $defs, oneOf, anyOf) → invalid_arguments with the JSON
 //     pointer of the first failure in Error.Path and up to 5 failures in the message, sorted by

@@ -557,7 +557,17 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.RelistTimeout)
 	defer cancel()
 	rep := e.relists.do(t.Server, func() subjects.RelistReply {
-		return e.relist.Relist(ctx, t.Server, subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools, Why: "ttl expired before a call of " + t.Public})
+		asked := time.Now()
+		rep := e.relist.Relist(ctx, t.Server, subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools, Why: "ttl expired before a call of " + t.Public})
+		// The list was found unchanged after asked, on this executor's clock: the TTL
+		// restarts from then. The reply's ListedAt is on registrysync's clock, which may be
+		// behind this one by more than the TTL (or behind the clock of the host whose
+		// connector listed it before): confirmed at it, the list would still be out of date
+		// here, and every call refused unavailable.
+		if rep.Error == nil && rep.Fingerprint != "" {
+			rep.ListedAt = asked
+		}
+		return rep
 	})
 	if rep.Error != nil {
 		why := rep.Error.Message
@@ -573,7 +583,8 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
 		}
 	}
 	if rep.Fingerprint != "" {
-		// Unchanged: the list is confirmed as of ListedAt (ignored if it is not the list held).
+		// Unchanged: the list is confirmed as of when it was asked for (ignored if it is not
+		// the list held).
 		e.reg.view.Confirm(t.Server, subjects.KindTools, rep.Fingerprint, rep.ListedAt)
 	}
 	v := e.reg.view.Tool(t.Server, t.Name)

@@ -11,14 +11,20 @@
 //	revoked      an operator revoked it
 //	unknown      never listed
 //
-// Precedence, strongest first: revoked, removed, unknown, unavailable, stale, expired, fresh. A
+// Precedence, strongest first: revoked, removed, unknown, unavailable, stale, expired, fresh
+// (except that every item of a kind the server never listed is unavailable, not unknown, while
+// the server is not ready: it may list it once it is). A
 // list_changed makes the whole list of that kind stale at once, whatever its TTL said; only a new
 // snapshot makes it fresh again (a re-list that confirms the same content restarts the TTL of
 // a list, but does not lift a list_changed). A confirmation is either local (Confirm, from the
 // answer to a re-list this process asked for) or a subjects.Confirmed event on the stream
 // (registrysync publishes one when a re-list of a list with a ttlMs finds it unchanged, so
 // that every consumer's TTL restarts, and a replay restores it); both apply only to the list
-// of the fingerprint they name, and never move its listedAt back.
+// of the fingerprint they name, and never move its listedAt back. The ttlMs runs from listedAt,
+// a time on the clock of registrysync's host, read on this process's clock: a skew between the
+// two shortens or lengthens it (the executor confirms the re-lists it asks for at when it asked,
+// on its own clock, so a registrysync host behind by more than a TTL does not leave the list
+// expired after every re-list).
 //
 // A View holds no I/O and no goroutines: its state lives in memory and is rebuilt by replaying
 // the registry stream. It is safe for concurrent use.

@@ -160,7 +160,9 @@ func TTL(ms int64) time.Duration {
 }
 
 // Confirm records that a re-list at listedAt found the list of kind unchanged (fingerprint),
-// restarting its TTL without a new snapshot. A confirmation of another fingerprint is ignored:
+// restarting its TTL without a new snapshot. listedAt may be on this process's clock (the
+// executor passes when it asked for the re-list: a registrysync host's clock may be behind by
+// more than the TTL). A confirmation of another fingerprint is ignored:
 // the snapshot that changed it is on its way. A confirmation does not lift a list_changed:
 // it may come from a re-list made before the change (its answer and the list_changed travel
 // apart); only the snapshot the connector publishes after the list_changed does. A
