@@ -102,9 +102,20 @@ func jsonSecrets(doc any, add func(string)) {
 }
 
 // urlSecrets adds the password and credential-like query parameters of the URL raw (raw and
-// decoded) and the Basic credential of its user info.
+// decoded), the Basic credential of its user info, and the path segments that look like tokens
+// (pathToken: a capability URL's secret, https://mcp.zapier.com/api/mcp/s/SECRET/mcp,
+// https://hooks.slack.com/services/T0/B0/SECRET), which Go's transport errors quote whole
+// (Post "URL": dial tcp ...).
 func urlSecrets(raw string, add func(string)) {
 	if u, err := url.Parse(raw); err == nil {
+		for _, seg := range strings.Split(u.EscapedPath(), "/") {
+			if pathToken(seg) {
+				add(seg)
+				if d, err := url.PathUnescape(seg); err == nil && d != seg {
+					add(d)
+				}
+			}
+		}
 		if u.User != nil {
 			p, ok := u.User.Password()
 			if ok {
@@ -133,6 +144,48 @@ func urlSecrets(raw string, add func(string)) {
 			}
 		}
 	}
+}
+
+// pathToken reports whether seg, a URL path segment, looks like a generated token rather than a
+// word of an API's path: at least 16 bytes of letters, digits and -_.~=+% with upper and lower
+// case letters and digits (base64: ZXhhbXBsZQ0123456789), or at least 24 of hex digits and dashes
+// with six digits or more (a hex token, a UUID), or at least 20 letters and digits without any
+// separator, both present (base 36). "v1", "mcp", "github-enterprise-2024" or "2025-06-18" are
+// no tokens: redacting them from every result, and refusing every tool named with them, would
+// break the server for nothing.
+func pathToken(seg string) bool {
+	if len(seg) < 16 {
+		return false
+	}
+	var upper, lower, digits, seps int
+	hex := true
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper++
+			hex = hex && c <= 'F'
+		case c >= 'a' && c <= 'z':
+			lower++
+			hex = hex && c <= 'f'
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '-':
+			seps++
+		case c == '_', c == '.', c == '~', c == '=', c == '+', c == '%':
+			seps++
+			hex = false
+		default:
+			return false
+		}
+	}
+	switch {
+	case upper > 0 && lower > 0 && digits > 0:
+		return true
+	case hex && len(seg) >= 24 && digits >= 6:
+		return true
+	}
+	return seps == 0 && len(seg) >= 20 && digits > 0 && upper+lower > 0
 }
 
 // argSecrets adds the literal credentials of a stdio server's command-line arguments, which a

@@ -591,3 +591,37 @@ func TestEnvJSONSecretValues(t *testing.T) {
 		}
 	}
 }
+
+// A capability URL carries its secret in its path (Zapier's MCP URL, a Slack webhook): Go's
+// transport errors quote the URL whole ("Post \"URL\": dial tcp ..."), and the status reason
+// took it to the registry stream, which every NATS client may read. A path segment that looks
+// like a generated token is a secret; the words of an API's path are not.
+func TestURLPathTokenSecretValues(t *testing.T) {
+	for _, c := range []struct {
+		url    string
+		secret []string
+	}{
+		{"https://mcp.zapier.com/api/mcp/s/ZXhhbXBsZXNlY3JldHRva2VuMTIzNDU2Nzg5MA/mcp", []string{"ZXhhbXBsZXNlY3JldHRva2VuMTIzNDU2Nzg5MA"}},
+		{"https://hooks.slack.com/services/T00000000/B00000000/aBcDeFgHiJkLmNoPqRsTuVwX1", []string{"aBcDeFgHiJkLmNoPqRsTuVwX1"}},
+		{"https://mcp.example.com/t/550e8400-e29b-41d4-a716-446655440000/sse", []string{"550e8400-e29b-41d4-a716-446655440000"}},
+		{"https://mcp.example.com/k/4f9c2a7e1b3d5f6a8c0e2b4d6f8a0c1e/mcp", []string{"4f9c2a7e1b3d5f6a8c0e2b4d6f8a0c1e"}},
+		{"https://mcp.example.com/k/k7x2m9q4w8e1r5t3y6u0/mcp", []string{"k7x2m9q4w8e1r5t3y6u0"}},
+		{"https://mcp.example.com/s/Ab1%2BcdEFgh23ijKLmn/mcp", []string{"Ab1%2BcdEFgh23ijKLmn", "Ab1+cdEFgh23ijKLmn"}},
+		{"https://api.example.com/v1/mcp", nil},
+		{"https://api.example.com/servers/github-enterprise-2024/mcp", nil},
+		{"https://api.example.com/2025-06-18/sse", nil},
+		{"https://api.example.com/workspaces/marketing-analytics/mcp", nil},
+		{"https://api.example.com/MyCompanyWorkspace/mcp", nil},
+	} {
+		got := SecretValues(ServerConfig{URL: c.url})
+		if !slices.Equal(got, c.secret) {
+			t.Errorf("%s: secrets %q, want %q", c.url, got, c.secret)
+		}
+	}
+	// Redacted from a transport error as the connector reports it.
+	const u = "http://127.0.0.1:9/api/mcp/s/ZXhhbXBsZXNlY3JldHRva2VuMTIzNDU2Nzg5MA/mcp"
+	msg := newRedactor(ServerConfig{URL: u}).String(`initialize: failed to send request: Post "` + u + `": dial tcp 127.0.0.1:9: connect: connection refused`)
+	if strings.Contains(msg, "ZXhhbXBs") || !strings.Contains(msg, "127.0.0.1:9/api/mcp/s/") {
+		t.Errorf("redacted: %s", msg)
+	}
+}
