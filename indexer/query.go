@@ -530,12 +530,12 @@ func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
 // suggestions): a request naming tools of a server with very many stops comparing there.
 const suggestBudget = 20_000
 
-// suggestions returns, best first, at most suggest.Limit names visible through vis that a
-// caller asking for given (a name it may not see, or that nobody lists) probably meant: tools of
-// a server given starts with (suggest.Servers) whose names are within suggest.MaxDistance edits
-// of the rest. The answer is the same whether given exists or not: it is never named itself.
-// budget counts down the tools compared. Callers hold c.mu.
-func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []string {
+// suggestions returns the names visible through vis that a caller asking for given (a name it
+// may not see, or that nobody lists) probably meant, with their distances: tools of a server
+// given starts with (suggest.Servers) whose names are within suggest.MaxDistance edits of the
+// rest. The answer is the same whether given exists or not: it is never named itself. budget
+// counts down the tools compared. Callers hold c.mu.
+func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []suggest.Candidate {
 	var cands []suggest.Candidate
 	suggest.Servers(given, func(server, rest string) bool {
 		s := c.servers[server]
@@ -549,13 +549,43 @@ func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []stri
 			}
 			*budget--
 			if d, ok := suggest.Within(key, suggest.Key(name), suggest.MaxDistance); ok && e.public != given && vis.allow(e) {
-				cands = append(cands, suggest.Candidate{Public: e.public, Dist: d})
+				cands = append(cands, suggest.Candidate{Public: e.public, Dist: 1 + d})
 			}
 		}
 		return true
 	})
-	return suggest.Rank(cands)
+	return cands
 }
+
+// searchSuggestions returns the tools that a search for given finds (as pr, so only what pr may
+// see) whose original names are within suggest.MaxDistance edits of given's tool part (what
+// follows its first "__", or all of it): the same tool on another server, or given without its
+// server. Callers do not hold c.mu (Search takes it).
+func (c *Catalog) searchSuggestions(ctx context.Context, pr subjects.Principal, given string) []suggest.Candidate {
+	if len(given) > suggest.MaxGiven || strings.HasPrefix(given, "select:") {
+		return nil
+	}
+	name := given
+	if _, t, ok := strings.Cut(given, "__"); ok {
+		name = t
+	}
+	key := suggest.Key(name)
+	rep := c.Search(ctx, subjects.SearchRequest{V: subjects.Version, Query: given, K: searchSuggestK, Principal: pr})
+	var cands []suggest.Candidate
+	for _, ti := range rep.Tools {
+		if d, ok := suggest.Within(key, suggest.Key(ti.Tool), suggest.MaxDistance); ok && ti.Name != given {
+			cands = append(cands, suggest.Candidate{Public: ti.Name, Dist: 1 + d})
+		}
+	}
+	return cands
+}
+
+// searchSuggestK is how many search results searchSuggestions looks at; searchSuggestNames is
+// for how many missing names of one details request it searches.
+const (
+	searchSuggestK     = 10
+	searchSuggestNames = 3
+)
 
 // Details answers get_tool_details: the full entries of the named tools the principal may see,
 // whatever their freshness (the state tells it). A name the principal may not see is reported
@@ -607,19 +637,21 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		}
 		missing = append(missing, n)
 	}
-	var hints map[string]string // missing name → "did you mean ...?"
-	if len(missing) > len(removed) {
-		hints = map[string]string{}
-		budget := suggestBudget
-		for _, n := range missing {
-			if !slices.Contains(removed, n) {
-				if q := suggest.DidYouMean(c.suggestions(vis, n, &budget)); q != "" {
-					hints[n] = q
-				}
-			}
+	near := map[string][]suggest.Candidate{} // missing name → what it probably meant
+	budget := suggestBudget
+	for _, n := range missing {
+		if !slices.Contains(removed, n) {
+			near[n] = c.suggestions(vis, n, &budget)
 		}
 	}
 	c.mu.RUnlock()
+	searched := 0
+	for _, n := range missing {
+		if _, ok := near[n]; ok && searched < searchSuggestNames {
+			searched++
+			near[n] = append(near[n], c.searchSuggestions(ctx, req.Principal, n)...)
+		}
+	}
 	if err := c.fillFull(reply.Tools, hashes); err != nil {
 		reply.Tools = []subjects.ToolInfo{}
 		reply.Error = apiError(subjects.CodeInternal, "%v", err)
@@ -630,7 +662,7 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		for _, n := range missing {
 			if slices.Contains(removed, n) {
 				n += " (removed)"
-			} else if q := hints[n]; q != "" {
+			} else if q := suggest.DidYouMean(suggest.Rank(near[n])); q != "" {
 				n += " (" + q + ")"
 			}
 			parts = append(parts, n)

@@ -39,6 +39,13 @@ func TestDetailsSuggests(t *testing.T) {
 		{alice, []string{"logging__getlogs"}, "no tool named logging__getlogs"},           // no rule of alice's allows logging
 		{bob, []string{"logging__getlogs"}, "no tool named logging__getlogs (did you mean logging__getLogs?)"},
 		{bob, []string{"ticketing__closeissue"}, "no tool named ticketing__closeissue (did you mean ticketing__closeIssue?)"},
+		// Found by a search as alice: without the server, or on another server.
+		{alice, []string{"createIssue"}, "no tool named createIssue (did you mean ticketing__createIssue?)"},
+		{alice, []string{"jira__create_issue"}, "no tool named jira__create_issue (did you mean ticketing__createIssue?)"},
+		{alice, []string{"closeIssue"}, "no tool named closeIssue"}, // denied to alice
+		{bob, []string{"closeIssue"}, "no tool named closeIssue (did you mean ticketing__closeIssue?)"},
+		// Searched for the first three missing names only.
+		{bob, []string{"a", "b", "c", "closeIssue"}, "no tool named a, b, c, closeIssue"},
 	} {
 		rep := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: c.names, Principal: c.who})
 		if rep.Error == nil || rep.Error.Code != subjects.CodeNotFound || rep.Error.Message != c.want {
