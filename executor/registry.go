@@ -59,8 +59,8 @@ type registry struct {
 	// listed holds, per server, the names its last tools list gave the table: a public name
 	// one of them holds is not taken by another pair (see apply). Guarded by mu.
 	listed map[string]map[string]bool
-	// names indexes every public name the table held by its key and its original name's (for
-	// the names a not_found answer suggests). Guarded by mu.
+	// names indexes the public names listed holds by their keys and their original names'
+	// (for the names a not_found answer suggests). Guarded by mu.
 	names suggest.Index
 }
 
@@ -77,15 +77,18 @@ func (r *registry) lookup(public string) *tool {
 	return t
 }
 
-// suggestBudget bounds the tools one not_found answer compares with the name given (see
-// suggestions): a name that begins like a server with very many tools stops comparing there.
+// suggestBudget bounds the tools one not_found answer weighs (see suggestions), however it
+// finds them: a name whose key many listed names share, or that begins like a server with very
+// many tools, stops there.
 const suggestBudget = 20_000
 
 // suggestions returns, best first, at most suggest.Limit tools of the table that a caller who
-// gave the name given (which the table does not hold) probably meant and that may accepts: the
-// same name but for case and separators, the same original name on another server, or a tool of
-// a server given starts with (suggest.Servers) within suggest.MaxDistance edits. may decides
-// what the caller may see; it runs outside the table's lock.
+// gave the name given (which the table does not hold, or which the caller may not see) probably
+// meant and that may accepts: the same name but for case and separators, the same original name
+// on another server, or a tool of a server given starts with (suggest.Servers) within
+// suggest.MaxDistance edits. may decides what the caller may see; it runs outside the table's
+// lock. Every tool weighed counts against suggestBudget, except given's own: it is never
+// suggested, and the answer is the same whether it exists or not.
 func (r *registry) suggestions(given string, may func(*tool) bool) []string {
 	if len(given) > suggest.MaxGiven {
 		return nil
@@ -95,24 +98,42 @@ func (r *registry) suggestions(given string, may func(*tool) bool) []string {
 		d int
 	}
 	var found []near
-	r.mu.RLock()
-	for _, p := range r.names.Lookup(suggest.Key(given)) {
-		found = append(found, near{r.tools[p], 0})
+	budget := suggestBudget
+	take := func(t *tool, d int) bool {
+		if t == nil || t.Public == given {
+			return true
+		}
+		if budget--; budget < 0 {
+			return false
+		}
+		found = append(found, near{t, d})
+		return true
 	}
-	if _, name, ok := strings.Cut(given, "__"); ok {
-		for _, p := range r.names.Lookup(suggest.Key(name)) {
-			found = append(found, near{r.tools[p], 1}) // the same name on another server
+	r.mu.RLock()
+	self := r.tools[given]
+	for p := range r.names.Lookup(suggest.Key(given)) {
+		if !take(r.tools[p], 0) {
+			break
 		}
 	}
-	budget := suggestBudget
+	if _, name, ok := strings.Cut(given, "__"); ok && budget > 0 {
+		for p := range r.names.Lookup(suggest.Key(name)) {
+			if !take(r.tools[p], 1) { // the same name on another server
+				break
+			}
+		}
+	}
 	suggest.Servers(given, func(server, name string) bool {
 		key := suggest.Key(name)
 		for n := range r.listed[server] {
+			if self != nil && self.Server == server && self.Name == n {
+				continue
+			}
 			if budget--; budget < 0 {
 				return false
 			}
 			if d, ok := suggest.Within(key, suggest.Key(n), suggest.MaxDistance); ok {
-				if t := r.tools[subjects.PublicName(server, n)]; t != nil && t.Server == server && t.Name == n {
+				if t := r.tools[subjects.PublicName(server, n)]; t != nil && t.Server == server && t.Name == n && t.Public != given {
 					found = append(found, near{t, 1 + d})
 				}
 			}
@@ -122,11 +143,21 @@ func (r *registry) suggestions(given string, may func(*tool) bool) []string {
 	r.mu.RUnlock()
 	var cands []suggest.Candidate
 	for _, f := range found {
-		if f.t != nil && f.t.Public != given && may(f.t) {
+		if may(f.t) {
 			cands = append(cands, suggest.Candidate{Public: f.t.Public, Dist: f.d})
 		}
 	}
 	return suggest.Rank(cands)
+}
+
+// unindex removes from the suggestions' index the names of server's tools that names (its
+// last list) holds and keep (its new list, nil when it is removed) does not. Callers hold mu.
+func (r *registry) unindex(server string, names, keep map[string]bool) {
+	for n := range names {
+		if !keep[n] {
+			r.names.Remove(subjects.PublicName(server, n), n)
+		}
+	}
 }
 
 // apply folds one registry message into the view and the tool table. A message whose payload
@@ -141,6 +172,7 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 	r.view.Apply(ev)
 	if st := ev.Status; st != nil && st.Status == subjects.StatusRemoved {
 		r.mu.Lock()
+		r.unindex(st.Server, r.listed[st.Server], nil)
 		delete(r.listed, st.Server) // its tools hold no name any more, as in the catalog
 		r.mu.Unlock()
 	}
@@ -170,6 +202,7 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 			r.tools[t.Public] = t
 			r.names.Add(t.Public, t.Name)
 		}
+		r.unindex(sn.Server, r.listed[sn.Server], seen)
 		r.listed[sn.Server] = seen
 		r.mu.Unlock()
 	}

@@ -424,11 +424,12 @@ func (e *Executor) notFound(rp subjects.Principal, name string) *stop {
 }
 
 // mayOffer reports whether a not_found answer to rp may name t (see registry.suggestions): a
-// listed tool, fresh or stale, in a list rp may see, that the policy lets rp call. Anything else
-// is never named, so an answer tells no more than the principal's own search would.
+// listed tool a call would take, fresh or expired (re-listed first; not stale, unavailable,
+// revoked or removed: refused), in a list rp may see, that the policy lets rp call. Anything
+// else is never named, so an answer tells no more than the principal's own search would.
 func (e *Executor) mayOffer(rp subjects.Principal, t *tool) bool {
 	v := e.reg.view.Tool(t.Server, t.Name)
-	if v.State != staleness.Fresh && v.State != staleness.Stale {
+	if !v.State.Usable() {
 		return false
 	}
 	if !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {

@@ -530,11 +530,12 @@ func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
 // suggestions): a request naming tools of a server with very many stops comparing there.
 const suggestBudget = 20_000
 
-// suggestions returns the names visible through vis that a caller asking for given (a name it
-// may not see, or that nobody lists) probably meant, with their distances: tools of a server
-// given starts with (suggest.Servers) whose names are within suggest.MaxDistance edits of the
-// rest. The answer is the same whether given exists or not: it is never named itself. budget
-// counts down the tools compared. Callers hold c.mu.
+// suggestions returns the names visible through vis (a usable-only filter: the tools a call
+// would take) that a caller asking for given (a name it may not see, or that nobody lists)
+// probably meant, with their distances: tools of a server given starts with (suggest.Servers)
+// whose names are within suggest.MaxDistance edits of the rest. The answer is the same whether
+// given exists or not: it is never named itself, nor counted against budget, which counts down
+// the tools compared. Callers hold c.mu.
 func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []suggest.Candidate {
 	var cands []suggest.Candidate
 	suggest.Servers(given, func(server, rest string) bool {
@@ -544,11 +545,14 @@ func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []sugg
 		}
 		key := suggest.Key(rest)
 		for name, e := range s.tools {
+			if e.public == given {
+				continue
+			}
 			if *budget <= 0 {
 				return false
 			}
 			*budget--
-			if d, ok := suggest.Within(key, suggest.Key(name), suggest.MaxDistance); ok && e.public != given && vis.allow(e) {
+			if d, ok := suggest.Within(key, suggest.Key(name), suggest.MaxDistance); ok && vis.allow(e) {
 				cands = append(cands, suggest.Candidate{Public: e.public, Dist: 1 + d})
 			}
 		}
@@ -638,11 +642,17 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		missing = append(missing, n)
 	}
 	near := map[string][]suggest.Candidate{} // missing name → what it probably meant
-	budget := suggestBudget
-	for _, n := range missing {
-		if !slices.Contains(removed, n) {
-			near[n] = c.suggestions(vis, n, &budget)
+	if len(missing) > len(removed) {
+		budget := suggestBudget
+		// Only tools a call would take are suggested, as search shows them (fresh or expired):
+		// not a revoked one, nor one whose server is unavailable or whose list is changing.
+		usable := c.visibility(&filter{pr: pr, usableOnly: true})
+		for _, n := range missing {
+			if !slices.Contains(removed, n) {
+				near[n] = c.suggestions(usable, n, &budget)
+			}
 		}
+		usable.release()
 	}
 	c.mu.RUnlock()
 	searched := 0

@@ -63,3 +63,28 @@ func TestDetailsSuggests(t *testing.T) {
 		t.Errorf("with no budget: %v", got)
 	}
 }
+
+// Details suggests only tools a call would take: never one that is revoked, whose server is
+// unavailable, or whose list changed and is being re-listed (a call refuses those), as search
+// leaves them out.
+func TestDetailsSuggestsOnlyCallable(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, append(demoEvents(t),
+		revoke("ticketing", []string{"createIssue"}, nil),
+		status("logging", subjects.StatusUnavailable),
+		changed("kb"))...)
+	r := startReplica(t, env, "", nil, nil)
+	waitSeq(t, r.Catalog, seq)
+	for _, c := range []struct{ name, want string }{
+		{"ticketing__createissue", "no tool named ticketing__createissue"}, // revoked
+		{"logging__getlogs", "no tool named logging__getlogs"},             // unavailable
+		{"kb__get_documents", "no tool named kb__get_documents"},           // stale
+		// Its neighbours still are (the answer is not empty because the server is silent).
+		{"ticketing__listIssue", "no tool named ticketing__listIssue (did you mean ticketing__listIssues?)"},
+	} {
+		rep := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{c.name}})
+		if rep.Error == nil || rep.Error.Code != subjects.CodeNotFound || rep.Error.Message != c.want {
+			t.Errorf("%s: got %+v, want not_found %q", c.name, rep.Error, c.want)
+		}
+	}
+}

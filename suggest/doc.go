@@ -9,8 +9,8 @@
 // Names are compared by Key (ASCII letters and digits, lowercased; every other ASCII byte
 // dropped; other characters kept) and, within one server's tools, by an edit distance of at
 // most MaxDistance (Within). An Index maps keys to public names so that a look-up costs a few
-// map reads, whatever the size of the catalog; the edit distance only runs over the tools of
-// the server the given name starts with. What the caller may see is the caller's filter: this
+// map reads, whatever the size of the catalog (its owner removes the names no longer listed);
+// the edit distance only runs over the tools of the server the given name starts with. What the caller may see is the caller's filter: this
 // package knows nothing of policy, and a suggestion must never name a tool the principal may not
 // call.
 //

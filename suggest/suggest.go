@@ -90,27 +90,47 @@ func Within(a, b string, max int) (int, bool) {
 }
 
 // Index maps the keys of public names, and of the original names they stand for, to the public
-// names. Entries are never removed: a name no longer listed is filtered out by the caller's
-// filter, as are names the caller may not see.
+// names. Adding and removing a name costs a few map operations, whatever the number of names
+// under one key (a server may list thousands of names that differ only in case and separators);
+// its owner removes the names no longer listed, so that what it holds is what is listed now.
 type Index struct {
-	byKey map[string][]string
+	byKey map[string]map[string]struct{}
 }
 
 // Add indexes public (the tool's public name) under its key and the key of name (its original
 // name on its server). Adding a pair again changes nothing.
 func (ix *Index) Add(public, name string) {
 	if ix.byKey == nil {
-		ix.byKey = map[string][]string{}
+		ix.byKey = map[string]map[string]struct{}{}
 	}
-	for _, k := range []string{Key(public), Key(name)} {
-		if k != "" && !slices.Contains(ix.byKey[k], public) {
-			ix.byKey[k] = append(ix.byKey[k], public)
+	for _, k := range [2]string{Key(public), Key(name)} {
+		if k == "" {
+			continue
+		}
+		set := ix.byKey[k]
+		if set == nil {
+			set = map[string]struct{}{}
+			ix.byKey[k] = set
+		}
+		set[public] = struct{}{}
+	}
+}
+
+// Remove undoes Add(public, name).
+func (ix *Index) Remove(public, name string) {
+	for _, k := range [2]string{Key(public), Key(name)} {
+		if set := ix.byKey[k]; set != nil {
+			delete(set, public)
+			if len(set) == 0 {
+				delete(ix.byKey, k)
+			}
 		}
 	}
 }
 
-// Lookup returns the public names indexed under key (shared: do not modify).
-func (ix *Index) Lookup(key string) []string { return ix.byKey[key] }
+// Lookup returns the public names indexed under key, as a set (shared: do not modify). Its
+// size is not bounded: a caller with a budget stops ranging over it when the budget is spent.
+func (ix *Index) Lookup(key string) map[string]struct{} { return ix.byKey[key] }
 
 // Candidate is a suggested public name and how far it is from the given name (0: the same key).
 type Candidate struct {

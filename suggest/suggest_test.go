@@ -1,6 +1,7 @@
 package suggest
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -107,11 +108,18 @@ func TestIndexAndRank(t *testing.T) {
 	ix.Add("ticketing__createIssue", "createIssue")
 	ix.Add("ticketing__createIssue", "createIssue") // again: no change
 	ix.Add("jira__create_issue", "create_issue")
-	if got := ix.Lookup(Key("ticketing.createissue")); !slices.Equal(got, []string{"ticketing__createIssue"}) {
+	if got := slices.Sorted(maps.Keys(ix.Lookup(Key("ticketing.createissue")))); !slices.Equal(got, []string{"ticketing__createIssue"}) {
 		t.Errorf("by public key: %v", got)
 	}
-	if got := ix.Lookup(Key("CreateIssue")); !slices.Equal(got, []string{"ticketing__createIssue", "jira__create_issue"}) {
+	if got := slices.Sorted(maps.Keys(ix.Lookup(Key("CreateIssue")))); !slices.Equal(got, []string{"jira__create_issue", "ticketing__createIssue"}) {
 		t.Errorf("by name key: %v", got)
+	}
+	ix.Remove("ticketing__createIssue", "createIssue")
+	if got := slices.Sorted(maps.Keys(ix.Lookup(Key("CreateIssue")))); !slices.Equal(got, []string{"jira__create_issue"}) {
+		t.Errorf("after Remove, by name key: %v", got)
+	}
+	if got := ix.Lookup(Key("ticketing__createIssue")); len(got) != 0 {
+		t.Errorf("after Remove, by public key: %v", got)
 	}
 	got := Rank([]Candidate{{"b", 1}, {"a", 1}, {"z", 0}, {"a", 2}, {"c", 2}, {"d", 2}})
 	if !slices.Equal(got, []string{"z", "a", "b"}) {
