@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -109,6 +110,35 @@ func (e *configError) Error() string {
 		b.WriteString("field " + e.Field + ": ")
 	}
 	b.WriteString(e.Msg)
+	return printable(b.String())
+}
+
+// printable escapes what a terminal would act on rather than show: control characters (ESC
+// sequences, NUL, CR), other unprintable runes (bidi overrides) and bytes that are not UTF-8.
+// Names, keys and values of the file make up much of a message.
+func printable(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) })
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for s = s[i:]; s != ""; {
+		r, n := utf8.DecodeRuneInString(s)
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[0])
+		case r < 0x80 && !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case !unicode.IsPrint(r) && r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		case !unicode.IsPrint(r):
+			fmt.Fprintf(&b, `\U%08x`, r)
+		default:
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
 	return b.String()
 }
 
@@ -127,17 +157,29 @@ func loadConfig(path string, lookup func(string) (string, bool)) (*fileConfig, e
 // ServerConfigs. Secrets of the other sections (search.embeddings.apiKey) are resolved all the
 // same.
 func loadConfigFor(path string, lookup func(string) (string, bool), serverSecrets bool) (*fileConfig, error) {
-	f, err := os.Open(path)
+	// Without waiting for a writer (a named pipe nobody writes to would block here for good): a
+	// pipe that has one (--config <(...), --config /dev/stdin) is read to its end all the same.
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if st.IsDir() {
+		return nil, &configError{File: path, Msg: "a directory, not a configuration file"}
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: read %s: %w", ErrConfig, path, err)
+		return nil, fmt.Errorf("%w: read %w", ErrConfig, err)
 	}
 	if len(data) > maxConfigBytes {
 		return nil, &configError{File: path, Msg: fmt.Sprintf("larger than %d bytes", maxConfigBytes)}
+	}
+	if len(data) == 0 && st.Mode()&os.ModeNamedPipe != 0 {
+		return nil, &configError{File: path, Msg: "a named pipe with nothing written to it"}
 	}
 	return parseConfigFor(path, data, lookup, serverSecrets)
 }
@@ -287,6 +329,12 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 	if _, ok := w.where[n.Line]; !ok && where != "" {
 		w.where[n.Line] = where
 	}
+	if msg := typeProblem(n, t); msg != "" {
+		// Reported here, with its own field: decode errors only give a line, and the fields
+		// of a flow mapping share one.
+		w.errs = append(w.errs, &configError{File: w.file, Line: n.Line, Where: parentOf(where), Field: fieldOf(where), Msg: msg})
+		return
+	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
 		fields := yamlFields(t)
@@ -336,6 +384,41 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 				Msg: fmt.Sprintf("%s is not a whole number", n.Value)})
 		}
 	}
+}
+
+// typeProblem returns why node n does not decode into type t (t is no pointer), or "". Only n
+// itself is checked: what it holds is walked in its turn.
+func typeProblem(n *yaml.Node, t reflect.Type) string {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return "" // the zero value
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		if n.Kind == yaml.MappingNode {
+			return ""
+		}
+	case reflect.Slice:
+		if n.Kind == yaml.SequenceNode {
+			return ""
+		}
+	case reflect.String:
+		if n.Kind == yaml.ScalarNode {
+			return "" // any scalar is a string
+		}
+	}
+	err := n.Decode(reflect.New(t).Interface())
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	if g := yamlLineRe.FindStringSubmatch(msg); g != nil {
+		msg = g[2]
+	}
+	return strings.TrimPrefix(msg, "yaml: ")
 }
 
 func isInt(t reflect.Type) bool {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -140,5 +141,73 @@ func TestConfigHeaderAndArgumentBytes(t *testing.T) {
 	// A tab in a header value is allowed (RFC 9110 field content).
 	if _, err := parseConfig("c.yaml", []byte("servers: [{name: a, url: 'http://x', headers: {X-A: \"a\\tb\"}}]\n"), lookup); err != nil {
 		t.Errorf("tab in a header value: %v", err)
+	}
+}
+
+// TestConfigErrorsPrintable: names, unknown keys and values were written into the messages as
+// they were, so a name holding ESC sequences (or a NUL, or bytes that are not UTF-8) rewrote the
+// operator's terminal when the error was printed. Such bytes are shown escaped.
+func TestConfigErrorsPrintable(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"name ESC":         {"servers: [{name: \"a\\e[2Jb\", command: x}]\n", `servers[0] (a\x1b[2Jb): field name: must not hold spaces or control characters`},
+		"name NUL":         {"servers: [{name: \"a\\0b\", command: x}]\n", `servers[0] (a\x00b): field name`},
+		"unknown key":      {"servers: [{name: a, command: x, \"co\\emmand\": y}]\n", `field co\x1bmmand: unknown field`},
+		"bidi override":    {"servers: [{name: \"a\\u202eb\", command: x, bogus: 1}]\n", `servers[0] (a\u202eb): field bogus`},
+		"value in message": {"servers: [{name: a, transport: \"st\\edio\", command: x}]\n", `field transport: "st\x1bdio" is not one of`},
+		"limits key":       {"servers: []\nlimits: {servers: {\"a\\rb\": {perSecond: -1}}}\n", `limits.servers.a\x0db`},
+	} {
+		_, err := parseConfig("c.yaml", []byte(tc.yaml), noEnv)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("%s: %q: want %q", name, msg, tc.want)
+		}
+		for _, line := range strings.Split(msg, "\n") {
+			if i := strings.IndexFunc(line, func(r rune) bool { return !unicode.IsPrint(r) }); i >= 0 {
+				t.Errorf("%s: %q holds %q", name, line, line[i:])
+			}
+		}
+	}
+	// Ordinary names are shown as they are, non-ASCII letters included.
+	_, err := parseConfig("c.yaml", []byte("servers: [{name: \"café-é\", command: x, bogus: 1}]\n"), noEnv)
+	if err == nil || !strings.Contains(err.Error(), "servers[0] (café-é): field bogus") {
+		t.Errorf("%v", err)
+	}
+}
+
+// TestConfigTypeErrorsNameTheirField: a value of the wrong type was reported with the place of
+// the last key on its line, so in a flow mapping ({perSecond: x, burst: y, concurrency: 1}) every
+// error named concurrency. Each names its own field.
+func TestConfigTypeErrorsNameTheirField(t *testing.T) {
+	for name, tc := range map[string]struct {
+		yaml string
+		want []string
+	}{
+		"limits": {"servers: []\nlimits: {tenant: {perSecond: 1e400, burst: 99999999999999999999, concurrency: 1}}\n", []string{
+			"c.yaml:2: limits.tenant: field perSecond: cannot unmarshal !!str `1e400` into float64",
+			"c.yaml:2: limits.tenant: field burst: cannot unmarshal !!float `9999999...` into int",
+		}},
+		"server": {"servers: [{name: a, command: [x], args: y, kinds: tools}]\n", []string{
+			"c.yaml:1: servers[0] (a): field command: cannot unmarshal !!seq into string",
+			"c.yaml:1: servers[0] (a): field args: cannot unmarshal !!str `y` into []string",
+			"c.yaml:1: servers[0] (a): field kinds: cannot unmarshal !!str `tools` into []string",
+		}},
+		"policy": {"servers: []\npolicy: {approveDestructive: maybe, rules: [{name: r, allow: {a: b}}]}\n", []string{
+			"c.yaml:2: policy: field approveDestructive: cannot unmarshal !!str `maybe` into bool",
+			"c.yaml:2: policy.rules[0] (r): field allow: cannot unmarshal !!map into []string",
+		}},
+	} {
+		_, err := parseConfig("c.yaml", []byte(tc.yaml), noEnv)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		got := strings.Split(err.Error(), "\n")
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s:\n got %q\nwant %q", name, got, tc.want)
+		}
 	}
 }
