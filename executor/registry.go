@@ -80,7 +80,7 @@ func (r *registry) lookup(public string) *tool {
 // suggestBudget bounds the tools one not_found answer weighs (see suggestions), however it
 // finds them: a name whose key many listed names share, or that begins like a server with very
 // many tools, stops there.
-const suggestBudget = 20_000
+const suggestBudget = 5_000
 
 // suggestions returns, best first, at most suggest.Limit tools of the table that a caller who
 // gave the name given (which the table does not hold, or which the caller may not see) probably
@@ -132,7 +132,7 @@ func (r *registry) suggestions(given string, may func(*tool) bool) []string {
 			if budget--; budget < 0 {
 				return false
 			}
-			if d, ok := suggest.Within(key, suggest.Key(n), suggest.MaxDistance); ok {
+			if d, ok := suggest.KeyWithin(key, n, suggest.MaxDistance); ok {
 				if t := r.tools[subjects.PublicName(server, n)]; t != nil && t.Server == server && t.Name == n && t.Public != given {
 					found = append(found, near{t, 1 + d})
 				}

@@ -528,7 +528,7 @@ func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
 
 // suggestBudget bounds the tools that the suggestions of one details request compare (see
 // suggestions): a request naming tools of a server with very many stops comparing there.
-const suggestBudget = 20_000
+const suggestBudget = 5_000
 
 // suggestions returns the names visible through vis (a usable-only filter: the tools a call
 // would take) that a caller asking for given (a name it may not see, or that nobody lists)
@@ -552,7 +552,7 @@ func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []sugg
 				return false
 			}
 			*budget--
-			if d, ok := suggest.Within(key, suggest.Key(name), suggest.MaxDistance); ok && vis.allow(e) {
+			if d, ok := suggest.KeyWithin(key, name, suggest.MaxDistance); ok && vis.allow(e) {
 				cands = append(cands, suggest.Candidate{Public: e.public, Dist: 1 + d})
 			}
 		}
@@ -577,7 +577,7 @@ func (c *Catalog) searchSuggestions(ctx context.Context, pr subjects.Principal, 
 	rep := c.Search(ctx, subjects.SearchRequest{V: subjects.Version, Query: given, K: searchSuggestK, Principal: pr})
 	var cands []suggest.Candidate
 	for _, ti := range rep.Tools {
-		if d, ok := suggest.Within(key, suggest.Key(ti.Tool), suggest.MaxDistance); ok && ti.Name != given {
+		if d, ok := suggest.KeyWithin(key, ti.Tool, suggest.MaxDistance); ok && ti.Name != given {
 			cands = append(cands, suggest.Candidate{Public: ti.Name, Dist: 1 + d})
 		}
 	}

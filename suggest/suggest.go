@@ -18,41 +18,62 @@ const MaxGiven = 256
 const Limit = 3
 
 // Key is s with its ASCII letters lowercased, its digits kept and its other ASCII bytes
-// (separators, punctuation) dropped: "ticketing__createIssue", "ticketing.createissue" and "Ticketing/create_issue" have
-// one key. Characters outside ASCII are kept as they are.
-func Key(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
+// (separators, punctuation) dropped: "ticketing__createIssue", "ticketing.createissue" and
+// "Ticketing/create_issue" have one key. Characters outside ASCII are kept as they are.
+func Key(s string) string { return string(appendKey(make([]byte, 0, len(s)), s)) }
+
+// appendKey appends the key of s to dst.
+func appendKey(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c >= utf8.RuneSelf:
-			b.WriteByte(c)
+			dst = append(dst, c)
 		case c >= 'A' && c <= 'Z':
-			b.WriteByte(c + 'a' - 'A')
+			dst = append(dst, c+'a'-'A')
 		}
 	}
-	return b.String()
+	return dst
+}
+
+// KeyWithin is Within(key, Key(name), max) without building name's key on the heap: a caller
+// comparing one key with many names pays no allocation per name.
+func KeyWithin(key, name string, max int) (int, bool) {
+	if len(name) < len(key)-max {
+		return 0, false // a key is never longer than its name
+	}
+	var buf [128]byte
+	return within(key, appendKey(buf[:0], name), max)
 }
 
 // Within reports the edit distance of a and b (optimal string alignment: insertions, deletions,
 // substitutions and adjacent swaps, on bytes) when it is at most max, and false when it is more.
 // It costs O(len(a)·(2·max+1)): only the band |i−j| ≤ max of the table is computed.
-func Within(a, b string, max int) (int, bool) {
+func Within(a, b string, max int) (int, bool) { return within(a, b, max) }
+
+func within[B string | []byte](a string, b B, max int) (int, bool) {
 	if max < 0 {
 		return 0, false
 	}
 	if d := len(a) - len(b); d > max || -d > max {
 		return 0, false
 	}
-	if a == b {
+	if a == string(b) {
 		return 0, true
 	}
 	const inf = 1 << 30
 	// rows[i%3][j] is the distance of a[:i] and b[:j]. Each row sets the cells on both sides of
 	// its band to inf, which is all that the next two rows read outside their own bands.
 	n := len(b)
-	rows := [3][]int{make([]int, n+2), make([]int, n+2), make([]int, n+2)}
+	var rows [3][]int
+	var stack [3][72]int // no allocation for the names of tools (at most 64 characters)
+	for r := range rows {
+		if n+2 <= len(stack[r]) {
+			rows[r] = stack[r][:n+2]
+		} else {
+			rows[r] = make([]int, n+2)
+		}
+	}
 	for j := range rows[0] {
 		rows[0][j] = inf
 		if j <= max && j <= n {

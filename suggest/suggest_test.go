@@ -58,6 +58,21 @@ func TestWithinMatchesFullTable(t *testing.T) {
 			if ok != (want <= max) || ok && got != want {
 				t.Fatalf("Within(%q, %q, %d) = %d, %v; distance %d", a, b, max, got, ok, want)
 			}
+			// KeyWithin compares with the key of its second argument: "a_B-c" is "abc".
+			var spelled []byte
+			for i := range len(b) {
+				c := b[i]
+				if rng.IntN(3) == 0 {
+					c -= 'a' - 'A'
+				}
+				spelled = append(spelled, c)
+				if rng.IntN(4) == 0 {
+					spelled = append(spelled, "_-./"[rng.IntN(4)])
+				}
+			}
+			if got, ok := KeyWithin(a, string(spelled), max); ok != (want <= max) || ok && got != want {
+				t.Fatalf("KeyWithin(%q, %q, %d) = %d, %v; distance %d", a, spelled, max, got, ok, want)
+			}
 		}
 	}
 }
