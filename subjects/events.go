@@ -327,8 +327,14 @@ func DecodeRegistryMsg(subject string, data []byte) (RegistryEvent, error) {
 		server, event, kind = ev.Confirmed.Server, EventConfirmed, ev.Confirmed.Kind
 	}
 	if server != rs.Server || event != rs.Event || kind != rs.Kind {
-		return RegistryEvent{}, fmt.Errorf("%w: payload (%s %s %s) does not match subject %q",
-			ErrBadPayload, server, event, kind, subject)
+		// The server is the payload's, from whoever published it: quoted and bounded, as it
+		// reaches logs and terminals (mcpstream events).
+		what := event
+		if kind != "" {
+			what += " " + string(kind)
+		}
+		return RegistryEvent{}, fmt.Errorf("%w: a %s event of server %q does not match subject %q",
+			ErrBadPayload, what, truncateName(server), subject)
 	}
 	return ev, nil
 }

@@ -3,6 +3,7 @@ package subjects
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -70,5 +71,19 @@ func TestGoldenMorePayloads(t *testing.T) {
 	}
 	for name, p := range payloads {
 		t.Run(name, func(t *testing.T) { checkGolden(t, name, p) })
+	}
+}
+
+// The refusal of a payload that names another server quotes that name, bounded: it reaches
+// logs and `mcpstream events`, and the name is the payload's, from whoever published it.
+func TestDecodeRegistryMsgErrorQuotesServer(t *testing.T) {
+	evil := "x\n\x1b[31m" + strings.Repeat("y", 100_000)
+	data, _ := json.Marshal(map[string]any{"v": 1, "type": "status", "server": evil, "status": "ready"})
+	_, err := DecodeRegistryMsg(RegistryStatus("kb"), data)
+	if !errors.Is(err, ErrBadPayload) {
+		t.Fatalf("error = %v, want ErrBadPayload", err)
+	}
+	if msg := err.Error(); strings.ContainsAny(msg, "\n\x1b") || len(msg) > 300 || !strings.Contains(msg, `"x\n\x1b[31myyy`) {
+		t.Errorf("error = %.400q (%d bytes), want the server quoted and bounded", msg, len(msg))
 	}
 }

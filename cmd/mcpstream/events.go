@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,18 +30,25 @@ func init() {
 
 const eventsHelp = `
 Replays stored events in order, oldest first, then exits once caught up (or, with --follow, keeps
-printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot, list_changed,
-confirmation (re-listed unchanged) and status event of every MCP server. A --subject filter (any mcpstream subject with NATS wildcards,
-with or without the "mcpstream.v1." prefix) picks the stream it belongs to: registry, results or audit.
-Several --subject filters (all of one stream) print every event that any of them matches, once; a
-filter that another covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
+printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot,
+list_changed, confirmation (re-listed unchanged), status and revocation event of every MCP server.
+A --subject filter (any mcpstream subject with NATS wildcards, with or without the "mcpstream.v1."
+prefix) picks the stream it belongs to: registry, results or audit; one that matches no stored
+subject (registry.kb, or registry.*.snapshot without a kind) is refused. Several --subject filters
+(all of one stream) print every event that any of them matches, once; a filter that another
+covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
 the registry events of that server: with --subject, each filter is narrowed to it
 (--server kb --subject 'registry.*.status' prints kb's status events only).
 
 Text output is one summary line per event: sequence, time, server, event, and for snapshots the
 number of items and what was added (+) or removed (-) since the previous snapshot of that server and
-kind seen in this replay. --json prints one JSON object per line:
+kind seen in this replay. A message mcpstream's consumers refuse (not JSON, another version, a
+payload that is not the server, event or kind of its subject) prints as "SUBJECT bad payload: why",
+never skipped; control characters of payloads print as '?'. --json prints one JSON object per line:
   {"seq":N,"subject":"...","time":"RFC3339Nano","event":<the payload as stored>}
+with "error":"why" added for a payload consumers refuse (and, when it is not JSON, "event":null and
+"raw": its first 512 bytes). Lines are UTF-8: invalid bytes read U+FFFD, and control and format
+characters are \u-escaped (the same JSON value).
 
 Examples:
   mcpstream events --since 1h
@@ -162,6 +171,12 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 		if name != "" && s != name {
 			return "", nil, fmt.Errorf("%w: --subject %q is not in stream %s", ErrBadFilter, f, name)
 		}
+		if !matchesSome(f, storedShapes[s]) {
+			// A literal subject is a subject: "registry.kb" or "registry.*.snapshot" would
+			// replay nothing, as if nothing had happened.
+			return "", nil, fmt.Errorf("%w: --subject %q matches no %s subject: they are %s (end a filter with .> for all below it)",
+				ErrBadFilter, f, toks[2], strings.Join(storedShapes[s], ", "))
+		}
 		name = s
 		out = append(out, f)
 	}
@@ -169,6 +184,27 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 		name = subjects.RegistryStream
 	}
 	return name, dropCovered(out), nil
+}
+
+// storedShapes are the subjects each stream stores, with * for a server, kind, tenant, call id
+// or event name.
+var storedShapes = map[string][]string{
+	subjects.RegistryStream: {
+		subjects.Root + ".registry.*.status", subjects.Root + ".registry.*.revoked", subjects.Root + ".registry.*.snapshot.*",
+		subjects.Root + ".registry.*.changed.*", subjects.Root + ".registry.*.confirmed.*",
+	},
+	subjects.ResultsStream: {subjects.Root + ".results.*.*"},
+	subjects.AuditStream:   {subjects.Root + ".audit.*.*"},
+}
+
+// matchesSome reports whether the filter f matches a subject of one of the shapes.
+func matchesSome(f string, shapes []string) bool {
+	for _, s := range shapes {
+		if intersect(f, s) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // forServer narrows registry subject filters to one server's events (--server with --subject):
@@ -324,7 +360,9 @@ type eventLine struct {
 	Subject string          `json:"subject"`
 	Time    string          `json:"time"`
 	Event   json.RawMessage `json:"event"`
-	// Error and Raw are set only for a payload that is not JSON (printed, never dropped).
+	// Error is set for a payload mcpstream's consumers refuse (printed, never dropped): one that
+	// is not JSON (event is null, Raw holds its first bytes), or a registry payload
+	// subjects.DecodeRegistryMsg refuses (event is the payload as stored).
 	Error string `json:"error,omitempty"`
 	Raw   string `json:"raw,omitempty"`
 }
@@ -337,8 +375,50 @@ type eventPrinter struct {
 	prev map[string][]string
 }
 
-// maxRawInLine caps the raw bytes of a malformed payload shown on one line.
-const maxRawInLine = 512
+// maxRawInLine caps the raw bytes of a malformed payload shown on one line, maxErrInLine the
+// bytes of why it is malformed.
+const (
+	maxRawInLine = 512
+	maxErrInLine = 300
+)
+
+// termSafeJSON returns the valid JSON data as the same JSON value, safe to print on a terminal
+// (one --json line, whose "event" is a payload as stored and "raw" the bytes of one that is not
+// JSON):
+// a byte of invalid UTF-8 becomes U+FFFD (as mcpstream's consumers read it, and a strict UTF-8
+// reader of the line would fail on it), and a control or format character that JSON lets through
+// unescaped (DEL, C1 controls such as the CSI U+009B, bidi overrides) is escaped as \uXXXX. Such
+// bytes can only occur inside JSON strings, where the escapes mean the same text.
+func termSafeJSON(data []byte) []byte {
+	clean := true
+	for _, c := range data {
+		if c >= 0x7f {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return data
+	}
+	var b []byte
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, `\ufffd`...)
+		case r >= 0x7f && termUnsafe(r):
+			if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+				b = fmt.Appendf(b, `\u%04x\u%04x`, r1, r2)
+			} else {
+				b = fmt.Appendf(b, `\u%04x`, r)
+			}
+		default:
+			b = append(b, data[i:i+size]...)
+		}
+		i += size
+	}
+	return b
+}
 
 func (p *eventPrinter) print(msg jetstream.Msg) error {
 	meta, err := msg.Metadata()
@@ -350,6 +430,11 @@ func (p *eventPrinter) print(msg jetstream.Msg) error {
 		line := eventLine{Seq: meta.Sequence.Stream, Subject: msg.Subject(), Time: meta.Timestamp.UTC().Format(time.RFC3339Nano)}
 		if json.Valid(data) {
 			line.Event = data
+			if strings.HasPrefix(line.Subject, subjects.Root+".registry.") {
+				if _, err := subjects.DecodeRegistryMsg(line.Subject, data); err != nil {
+					line.Error = truncate(err.Error(), maxErrInLine)
+				}
+			}
 		} else {
 			line.Event = json.RawMessage("null")
 			line.Error = subjects.CodeBadRequest + ": payload is not JSON"
@@ -359,7 +444,7 @@ func (p *eventPrinter) print(msg jetstream.Msg) error {
 		if err != nil {
 			return fmt.Errorf("encode event: %w", err)
 		}
-		_, err = fmt.Fprintf(p.w, "%s\n", b)
+		_, err = fmt.Fprintf(p.w, "%s\n", termSafeJSON(b))
 		return err
 	}
 	_, err = fmt.Fprintf(p.w, "%d %s %s\n", meta.Sequence.Stream, meta.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00"), p.summary(msg.Subject(), data))
@@ -378,7 +463,14 @@ func (p *eventPrinter) summarize(subject string, data []byte) string {
 	if strings.HasPrefix(subject, subjects.Root+".registry.") {
 		return p.registrySummary(subject, data)
 	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		if !json.Valid(data) {
+			return subject + " bad payload: not JSON"
+		}
+		return subject + " bad payload: not a JSON object"
+	}
 	var m struct {
+		V        int             `json:"v"`
 		Type     string          `json:"type"`
 		ID       string          `json:"id"`
 		CallID   string          `json:"callId"`
@@ -392,7 +484,7 @@ func (p *eventPrinter) summarize(subject string, data []byte) string {
 		IsError  bool            `json:"isError"`
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return subject + " bad payload: " + oneLine(err.Error())
+		return subject + " bad payload: " + truncate(oneLine(err.Error()), maxErrInLine)
 	}
 	var b strings.Builder
 	kind := m.Type
@@ -409,21 +501,23 @@ func (p *eventPrinter) summarize(subject string, data []byte) string {
 		}
 	}
 	if m.Error != nil {
-		fmt.Fprintf(&b, " code=%s: %s", truncate(oneLine(m.Error.Code), 128), oneLine(m.Error.Message))
+		fmt.Fprintf(&b, " code=%s: %s", truncate(oneLine(m.Error.Code), 128), truncate(oneLine(m.Error.Message), 200))
 	}
 	if m.IsError {
 		b.WriteString(" isError")
+	}
+	if m.V != 0 && m.V != subjects.Version {
+		fmt.Fprintf(&b, " (payload version %d; this mcpstream reads %d)", m.V, subjects.Version)
 	}
 	return b.String()
 }
 
 func (p *eventPrinter) registrySummary(subject string, data []byte) string {
-	ev, err := subjects.DecodeRegistry(data)
+	// As every consumer of the registry stream reads it: a payload that does not match its
+	// subject (another server, event or kind) is refused, not shown as that event.
+	ev, err := subjects.DecodeRegistryMsg(subject, data)
 	if err != nil {
-		return subject + " bad payload: " + oneLine(err.Error())
-	}
-	if subj, err := subjects.ParseRegistry(subject); err != nil || subj.Server != eventServer(ev) {
-		return subject + " bad payload: names server " + strconv.Quote(eventServer(ev)) + ", not the subject's"
+		return subject + " bad payload: " + truncate(oneLine(err.Error()), maxErrInLine)
 	}
 	switch {
 	case ev.Snapshot != nil:

@@ -301,13 +301,10 @@ func readServers(ctx context.Context, js jetstream.JetStream) ([]serverRow, int,
 			bad++
 			return nil
 		}
-		ev, err := subjects.DecodeRegistry(msg.Data())
+		// As the catalog reads it: a payload must be the event, server and kind of its subject.
+		ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
 		if err != nil {
 			bad++
-			return nil
-		}
-		if eventServer(ev) != subj.Server {
-			bad++ // a payload must be about the server of its subject
 			return nil
 		}
 		r := get(subj.Server)
