@@ -29,8 +29,8 @@ func init() {
 }
 
 const eventsHelp = `
-Replays stored events in order, oldest first, then exits once caught up (or, with --follow, keeps
-printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot,
+Replays stored events in order, oldest first, then exits once caught up with what was stored when
+it began (or, with --follow, keeps printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot,
 list_changed, confirmation (re-listed unchanged), status and revocation event of every MCP server.
 A --subject filter (any mcpstream subject with NATS wildcards, with or without the "mcpstream.v1."
 prefix) picks the stream it belongs to: registry, results or audit; one that matches no stored
@@ -312,7 +312,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // delivered; with follow it runs until ctx ends. Ctrl-C (ctx done) is a clean stop.
 func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg) error) error {
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err := js.Stream(sctx, stream)
+	st, err := js.Stream(sctx, stream)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -337,6 +337,10 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 	if info := cons.CachedInfo(); !follow && info != nil && info.NumPending == 0 {
 		return nil
 	}
+	// Without --follow, the replay ends at the stream's last message when it began: under
+	// traffic faster than the reader (a slow terminal), waiting for nothing to be pending
+	// would never end.
+	last := st.CachedInfo().State.LastSeq
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
@@ -345,10 +349,14 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 			}
 			return fmt.Errorf("read %s: %w", stream, err)
 		}
+		meta, merr := msg.Metadata()
+		if !follow && merr == nil && meta.Sequence.Stream > last {
+			return nil
+		}
 		if err := fn(msg); err != nil {
 			return err
 		}
-		if meta, err := msg.Metadata(); !follow && err == nil && meta.NumPending == 0 {
+		if !follow && merr == nil && (meta.NumPending == 0 || meta.Sequence.Stream == last) {
 			return nil
 		}
 	}
