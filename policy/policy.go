@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -86,6 +87,9 @@ func New(cfg *Config) (*Policy, error) {
 	p := &Policy{rules: cfg.Rules, approveDestructive: true}
 	if cfg.ApproveDestructive != nil {
 		p.approveDestructive = *cfg.ApproveDestructive
+	}
+	if err := checkUTF8(cfg); err != nil {
+		return nil, err
 	}
 	for i, r := range cfg.Rules {
 		for _, who := range []struct {
@@ -166,6 +170,47 @@ func New(cfg *Config) (*Policy, error) {
 	}
 	p.digest = digestOf(p)
 	return p, nil
+}
+
+// checkUTF8 refuses a configuration string that is not UTF-8 (YAML's !!binary decodes into one
+// as raw bytes). Tool, server, user and role names reach the policy as JSON, which holds none, so
+// such a pattern or name would match nothing (a deny so written would silently deny nothing);
+// and Digest, hashing JSON, would write the bytes as U+FFFD: policies that decide apart would
+// share a digest.
+func checkUTF8(cfg *Config) error {
+	bad := func(where, s string) error {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8 (names and patterns are text)", ErrInvalid, where, s)
+	}
+	for i, r := range cfg.Rules {
+		if !utf8.ValidString(r.Name) {
+			return bad(fmt.Sprintf("rule %d: name", i+1), r.Name)
+		}
+		for _, list := range []struct {
+			field string
+			s     []string
+		}{{"tenants", r.Tenants}, {"users", r.Users}, {"roles", r.Roles}, {"allow", r.Allow}, {"deny", r.Deny}, {"approve", r.Approve}} {
+			for _, s := range list.s {
+				if !utf8.ValidString(s) {
+					return bad(fmt.Sprintf("rule %d: %s entry", i+1, list.field), s)
+				}
+			}
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(cfg.Principals)) {
+		pc := cfg.Principals[key]
+		if !utf8.ValidString(key) {
+			return bad("principal", key)
+		}
+		if !utf8.ValidString(pc.Tenant) {
+			return bad(fmt.Sprintf("principal %q: tenant", key), pc.Tenant)
+		}
+		for _, role := range pc.Roles {
+			if !utf8.ValidString(role) {
+				return bad(fmt.Sprintf("principal %q: role", key), role)
+			}
+		}
+	}
+	return nil
 }
 
 // Class returns a key that two principals share exactly when every rule applies to both or to

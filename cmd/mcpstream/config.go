@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -226,8 +227,7 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 			v = v.Alias
 		}
 		if k.Value == "policy" && v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
-			return nil, cerr(k.Line, "policy", "", "empty, which would allow everything: remove the key for the open policy "+
-				"(one local principal may use every tool), or give principals and rules (policy: {rules: []} denies everything)")
+			return nil, cerr(k.Line, "policy", "", emptyPolicyMsg)
 		}
 	}
 
@@ -292,6 +292,41 @@ func yamlError(path string, err error, where map[int]string) error {
 		errs = append(errs, ce)
 	}
 	return errors.Join(errs...)
+}
+
+// widensPolicy explains why key, of a mapping decoded into t, may not have the value v ("" when
+// it may): null or an empty list decode as if the key were left out, which for these keys widens
+// the policy, so that commenting out every entry (or a merge ("<<:") bringing one so) fails
+// open: a policy: key with nothing under it is the open policy, a rule's tenants, users or roles
+// left empty match anyone, and principals left empty let any user act with the roles its
+// requests claim.
+func widensPolicy(t reflect.Type, key string, v *yaml.Node) string {
+	for n := 0; v.Kind == yaml.AliasNode && v.Alias != nil && n < 100; n++ {
+		v = v.Alias
+	}
+	null := v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null"
+	empty := null || (v.Kind == yaml.SequenceNode || v.Kind == yaml.MappingNode) && len(v.Content) == 0
+	switch {
+	case t == reflect.TypeFor[fileConfig]() && key == "policy" && null:
+		return emptyPolicyMsg
+	case t == reflect.TypeFor[policy.Config]() && key == "principals" && empty:
+		return "empty, which would let any user act with the roles its requests claim: remove the key for that, or list the users"
+	case t == reflect.TypeFor[policy.Rule]() && (key == "tenants" || key == "users" || key == "roles") && empty:
+		return `empty, which would match anyone: remove the key, or write ["*"] for anyone`
+	}
+	return ""
+}
+
+// emptyPolicyMsg refuses a policy: key with nothing under it.
+const emptyPolicyMsg = "empty, which would allow everything: remove the key for the open policy " +
+	"(one local principal may use every tool), or give principals and rules (policy: {rules: []} denies everything)"
+
+// fieldIf is field when ok, else "".
+func fieldIf(ok bool, field string) string {
+	if ok {
+		return field
+	}
+	return ""
 }
 
 // shapeWalker checks a YAML tree against the Go types it decodes into: every mapping key must be
@@ -367,6 +402,9 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 				continue
 			}
 			w.where[k.Line] = join(where, "field "+k.Value)
+			if msg := widensPolicy(t, k.Value, v); msg != "" {
+				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: cmp.Or(where, k.Value), Field: fieldIf(where != "", k.Value), Msg: msg})
+			}
 			w.walk(v, ft, join(where, k.Value))
 		}
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
@@ -561,6 +599,10 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		bad("name", "must not hold spaces or control characters")
 	case strings.Contains(s.Name, "__"):
 		bad("name", `must not hold "__": it separates the server from the tool in public names and policy patterns`)
+	case strings.ContainsAny(s.Name, `*?[\`):
+		// A deny written as the name reads would match other names, or none: "prod[eu]__*"
+		// matches the servers "prode" and "produ", "a*__*" every server starting with "a".
+		bad("name", `must not hold *, ?, [ or \: policy patterns and limits match server names as globs`)
 	default:
 		if j, dup := seen[s.Name]; dup {
 			bad("name", "duplicate: servers[%d] has the same name", j)
