@@ -24,7 +24,8 @@ type Config struct {
 	// registrysync.ServerConfig.Secrets value.
 	Secrets []string
 	// Approve lists server__tool glob patterns (policy.MatchTool, as in policy rules) of tools
-	// that need approval besides what the policy says (tools "configured destructive").
+	// that need approval besides what the policy says (tools "configured destructive"). New
+	// refuses a pattern that could match nothing (policy.ValidPattern).
 	Approve []string
 
 	// Workers is how many calls this process handles at once; 0 → 64.

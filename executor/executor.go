@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -75,6 +76,12 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 	for pat := range cfg.Limits.Tools {
 		if pat == "" {
 			return nil, fmt.Errorf("%w: empty tool pattern in limits", ErrConfig)
+		}
+	}
+	for _, pat := range cfg.Approve {
+		if !policy.ValidPattern(pat) {
+			// (It would match nothing: a tool meant to need approval would run without.)
+			return nil, fmt.Errorf("%w: approve pattern %q is not a server__tool glob", ErrConfig, pat)
 		}
 	}
 	log := cfg.Log
