@@ -21,10 +21,12 @@
 // (registrysync publishes one when a re-list of a list with a ttlMs finds it unchanged, so
 // that every consumer's TTL restarts, and a replay restores it); both apply only to the list
 // of the fingerprint they name, and never move its listedAt back. The ttlMs runs from listedAt,
-// a time on the clock of registrysync's host, read on this process's clock: a skew between the
-// two shortens or lengthens it (the executor confirms the re-lists it asks for at when it asked,
-// on its own clock, so a registrysync host behind by more than a TTL does not leave the list
-// expired after every re-list).
+// a time on the clock of registrysync's host, read on this process's clock. A host behind
+// shortens it (the executor confirms the re-lists it asks for at when it asked, on its own
+// clock, so a registrysync host behind by more than a TTL does not leave the list expired after
+// every re-list). A listedAt ahead of this clock (a snapshot's or a confirmation's) is taken as
+// now: the TTL runs from when the list reached the view, not the TTL plus the skew, and later
+// confirmations are not ignored as older than a time in the future.
 //
 // A View holds no I/O and no goroutines: its state lives in memory and is rebuilt by replaying
 // the registry stream. It is safe for concurrent use.

@@ -124,7 +124,7 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		}
 		ks.items = next
 		ks.stale = false
-		ks.listedAt = sn.ListedAt
+		ks.listedAt = v.notAhead(sn.ListedAt)
 		ks.ttl = nil
 		if sn.TTLMs != nil {
 			d := TTL(*sn.TTLMs)
@@ -181,10 +181,22 @@ func (v *View) confirm(server string, kind subjects.Kind, fingerprint string, li
 		return
 	}
 	ks := s.kinds[kind]
+	listedAt = v.notAhead(listedAt)
 	if ks == nil || ks.fingerprint != fingerprint || listedAt.Before(ks.listedAt) {
 		return
 	}
 	ks.listedAt = listedAt
+}
+
+// notAhead is t, or this process's now when t is later: a listedAt stamped by a host whose
+// clock is ahead of this one would keep the list fresh for its TTL plus the skew, and make every
+// later confirmation (stamped by this clock, or a host's that is right) look older than the
+// list held and be ignored. The TTL then counts from when the list reached this view.
+func (v *View) notAhead(t time.Time) time.Time {
+	if now := v.now(); t.After(now) {
+		return now
+	}
+	return t
 }
 
 // Tool is the verdict for a tool.
