@@ -73,6 +73,10 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 		if errors.Is(err, nats.ErrNoServers) {
 			// Nothing answered there; other failures (credentials, TLS, authorization) say why.
 			hint = fmt.Sprintf(" (is `mcpstream up` running? set --nats or $%s)", envNATS)
+			if name == "up" {
+				// up --nats: the server is the user's own, and up reads no $MCPSTREAM_NATS.
+				hint = " (no NATS server answered there: is it running, and reachable from this host?)"
+			}
 		}
 		err = &scrubbedError{msg: scrubCredentials(err.Error(), n.URL), err: err} // a url.Error quotes the URL
 		return nil, nil, fmt.Errorf("connect to NATS at %s: %w%s", redactURL(n.URL), err, hint)

@@ -46,7 +46,8 @@ to change a demo server's tools (it announces list_changed).
 
 The embedded NATS server listens on --nats-listen so other processes (the mcpstream client
 commands, the nats CLI, more role processes) can connect. HTTP on --http-listen serves
-GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before, while stopping and while
+GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before (from the moment HTTP
+listens, while NATS starts and the streams are declared too), while stopping and while
 the NATS connection is down (status nats_disconnected) or NATS does not answer a PING within
 0.8 s (status nats_unresponsive: a half-open connection; the process reconnects by itself within
 about a minute).
@@ -191,7 +192,7 @@ func isTerminal(w io.Writer) bool {
 type host struct {
 	log      zerolog.Logger
 	names    []string
-	nc       *nats.Conn // the process's NATS connection: no role serves while it is down
+	nc       atomic.Pointer[nats.Conn] // the process's NATS connection (nil until connected): no role serves while it is down
 	mu       sync.Mutex
 	state    map[string]*roleState
 	stopping atomic.Bool
@@ -246,11 +247,14 @@ func (h *host) healthz(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case h.stopping.Load():
 		status, code = "stopping", http.StatusServiceUnavailable
+	case h.nc.Load() == nil:
+		// Still starting: the embedded server or the connection to NATS is not up yet.
+		status, code = "starting", http.StatusServiceUnavailable
 	case !connected:
 		// The roles keep their state and resume once the connection is back; meanwhile none of
 		// them serves (no search, no call, no registry event).
 		status, code = "nats_disconnected", http.StatusServiceUnavailable
-	case h.nc.FlushTimeout(healthPingTimeout) != nil:
+	case h.nc.Load().FlushTimeout(healthPingTimeout) != nil:
 		// Connected on paper, but the server does not answer a PING: a half-open TCP
 		// connection (a NATS host that vanished without closing it, a network partition) looks
 		// connected until the client's own pings fail (natsPingInterval × natsMaxPingsOut), and
@@ -280,10 +284,11 @@ const (
 // natsState reports whether the process's NATS connection is up, and its state in words
 // (connected, reconnecting, closed, ...).
 func (h *host) natsState() (bool, string) {
-	if h.nc == nil {
+	nc := h.nc.Load()
+	if nc == nil {
 		return false, "connecting"
 	}
-	st := h.nc.Status()
+	st := nc.Status()
 	return st == nats.CONNECTED, strings.ToLower(st.String())
 }
 
@@ -398,6 +403,40 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		}
 		defer unlock()
 	}
+	// HTTP serves from here on, so that /healthz answers 503 "starting" (and /metrics the
+	// process's own) while NATS starts and the streams are declared, which may take a while on
+	// a cluster, rather than leaving a probe's connection unanswered. It stops after the roles
+	// (or at once when the start fails).
+	h := &host{log: log, names: names, state: map[string]*roleState{}}
+	var mux *http.ServeMux
+	var reg *prometheus.Registry
+	stopHTTP := func() {}
+	httpURL := "none"
+	if httpLn != nil {
+		mux = http.NewServeMux()
+		mux.HandleFunc("GET /healthz", h.healthz)
+		var metrics http.Handler
+		reg, metrics = newMetrics()
+		reg.MustRegister(collectFunc(func(ch chan<- prometheus.Metric) {
+			connected, _ := h.natsState()
+			gauge(ch, natsConnected, boolValue(connected))
+		}))
+		mux.Handle("GET /metrics", metrics)
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error().Err(err).Msg("http server")
+			}
+		}()
+		stopHTTP = sync.OnceFunc(func() {
+			h.stopping.Store(true)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			hs.Shutdown(sctx)
+			cancel()
+		})
+		defer stopHTTP()
+		httpURL = "http://" + httpLn.Addr().String() + " (GET /healthz, /metrics)"
+	}
 	if o.Embedded {
 		listen := o.NATSListen
 		if listen != "none" {
@@ -443,7 +482,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		}
 		natsURL = redactURL(n.URL)
 	}
+	h.nc.Store(nc)
 	defer func() {
+		h.stopping.Store(true) // when the start failed: /healthz says so until HTTP stops
 		drained := make(chan struct{})
 		nc.SetClosedHandler(func(*nats.Conn) { close(drained) })
 		if nc.Drain() != nil {
@@ -467,29 +508,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		return o.NATS.noJetStream(err)
 	}
 
-	h := &host{log: log, names: names, nc: nc, state: map[string]*roleState{}}
 	env := &roleEnv{NC: nc, JS: js, Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica, StopTimeout: o.StopTimeout,
 		policyLog: &lastLogged{last: map[string]string{}}}
-	var hs *http.Server
-	httpURL := "none"
-	if httpLn != nil {
-		mux := http.NewServeMux()
-		mux.HandleFunc("GET /healthz", h.healthz)
-		reg, metrics := newMetrics()
-		reg.MustRegister(collectFunc(func(ch chan<- prometheus.Metric) {
-			connected, _ := h.natsState()
-			gauge(ch, natsConnected, boolValue(connected))
-		}))
-		mux.Handle("GET /metrics", metrics)
-		env.HTTP, env.Metrics = mux, reg
-		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := hs.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error().Err(err).Msg("http server")
-			}
-		}()
-		httpURL = "http://" + httpLn.Addr().String() + " (GET /healthz, /metrics)"
-	}
+	env.HTTP, env.Metrics = mux, reg // nil without HTTP
 	source := "demo servers"
 	if cfg.Path != "" {
 		source = cfg.Path
@@ -522,11 +543,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		if stopErr := h.stopRoles(started, o.StopTimeout); stopErr != nil && err == nil {
 			err = stopErr
 		}
-		if hs != nil {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			hs.Shutdown(sctx)
-			cancel()
-		}
+		stopHTTP()
 	}()
 	for _, r := range selected {
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
