@@ -14,7 +14,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -24,6 +24,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "mcpstream:", err)
 		os.Exit(1)
 	}
+}
+
+// stopSignals are the signals that stop a command cleanly: Ctrl-C, SIGTERM, and SIGHUP (the
+// terminal that ran it closed: without it, up would die without stopping its roles, draining
+// NATS or flushing the embedded server's store) unless SIGHUP is ignored (nohup), which a
+// handler would undo.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // exitCode is an error that only carries an exit status (the command already printed why).

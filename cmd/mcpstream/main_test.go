@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -29,7 +28,7 @@ func TestMain(m *testing.M) {
 	// is told by its flag.
 	fuzzWorker := slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") })
 	if !fuzzWorker && (os.Getenv(envTestMain) == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-")) {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		var code exitCode

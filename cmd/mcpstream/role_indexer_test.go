@@ -38,8 +38,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // runIndexerRole runs `mcpstream indexer` as a separate process (this test binary acting as
-// mcpstream, see TestMain) until the returned stop sends it SIGTERM and waits for it.
-func runIndexerRole(t *testing.T, url, data, replica string) (stop func() error, log *lockedBuffer) {
+// mcpstream, see TestMain) until the returned stop sends it SIGTERM (or sig) and waits for it.
+func runIndexerRole(t *testing.T, url, data, replica string, sig ...os.Signal) (stop func() error, log *lockedBuffer) {
 	t.Helper()
 	log = &lockedBuffer{}
 	cmd := exec.Command(os.Args[0], "indexer", "--nats", url, "--data", data, "--replica", replica, "--log-format", "json")
@@ -54,7 +54,7 @@ func runIndexerRole(t *testing.T, url, data, replica string) (stop func() error,
 	var err error
 	stop = func() error {
 		once.Do(func() {
-			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Process.Signal(append(sig, syscall.SIGTERM)[0])
 			select {
 			case err = <-done:
 			case <-time.After(30 * time.Second):
@@ -190,4 +190,16 @@ func waitLogSeq(t *testing.T, log *lockedBuffer, msg string) uint64 {
 	}
 	t.Fatalf("no %q line in the child's log:\n%s", msg, log.String())
 	return 0
+}
+
+// SIGHUP (the terminal that ran it closed) stops a role cleanly, as SIGTERM does: before, the
+// process died at once, without stopping its roles or draining NATS.
+func TestRoleStopsCleanlyOnSIGHUP(t *testing.T) {
+	env := natstest.Start(t)
+	publishDemoTools(t, env, "weather", "get_forecast")
+	stop, log := runIndexerRole(t, env.URL, t.TempDir(), "1", syscall.SIGHUP)
+	waitLogSeq(t, log, "catalog caught up with the registry stream")
+	if err := stop(); err != nil {
+		t.Fatalf("after SIGHUP: %v\n%s", err, log.String())
+	}
 }

@@ -56,7 +56,7 @@ mcpstream_executor_*, mcpstream_catalog_* (label replica), mcpstream_server_* (l
 mcpstream_policy_* (label role: the digest of the policy the indexer and executor enforce, and
 whether another instance enforces another; see mcpstream policy check).
 
-Ctrl-C (SIGINT) or SIGTERM stops everything cleanly: /healthz answers 503 at once, the roles stop
+Ctrl-C (SIGINT), SIGTERM or SIGHUP (not under nohup) stops everything cleanly: /healthz answers 503 at once, the roles stop
 in reverse start order (in-flight work finishes, bounded by --stop-timeout less a margin of up to
 5s: past it the others are stopped all the same and the exit status is 1), then HTTP, then NATS
 is drained and the embedded server flushes its store. A signal while starting stops just as
