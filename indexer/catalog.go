@@ -148,7 +148,10 @@ func Open(cfg Config) (*Catalog, error) {
 	c.reset()
 	if err := c.load(); err != nil {
 		db.Close()
-		return nil, err
+		// Not served in part, and not dropped here either: the operator sees why, and the
+		// remedy (the catalog is derived from the stream).
+		return nil, fmt.Errorf("%w: the catalog in %s cannot be read (%w); it holds nothing the registry stream does not: remove the directory to rebuild it by replay",
+			ErrUnreadable, cfg.Dir, err)
 	}
 	if err := c.sweepVectors(); err != nil {
 		db.Close()

@@ -50,6 +50,13 @@ var (
 	ErrNotFound   = errors.New("not found")         // subjects.CodeNotFound
 	ErrClosed     = errors.New("catalog closed")
 	ErrStore      = errors.New("catalog store") // Badger failed
+	// ErrInUse (with ErrStore): Open found the directory locked by another process (another
+	// replica given the same directory). Never remove a directory in use.
+	ErrInUse = errors.New("catalog directory in use by another process")
+	// ErrUnreadable (with ErrStore): Open could not read the stored catalog (a record that does
+	// not decode, a value log cut short). The catalog holds nothing the registry stream does not:
+	// remove the directory and the replica rebuilds it by replay.
+	ErrUnreadable = errors.New("catalog unreadable")
 )
 
 // Config configures a catalog replica. The zero value is an in-memory replica with the open

@@ -87,6 +87,13 @@
 //	                  vectorizer embeds the text again when it starts, and a vector that differs
 //	                  (another model answering under the same Name) drops every cached vector
 //
+// A directory another process holds (Badger locks it) is refused at Open with ErrInUse. A
+// catalog Open cannot read (a record that does not decode, a value log cut short or corrupted:
+// Badger verifies every value's checksum on reads) is refused with ErrUnreadable, never served
+// in part: it holds nothing the stream does not, so removing the directory rebuilds it by
+// replay. A write that fails while following (disk full, read-only filesystem) ends Follow with
+// ErrStore before the sequence moves: the message is applied again when the replica restarts.
+//
 // (<server> is length-prefixed, so any name is a valid key.) The search index, the freshness
 // view (package staleness) and the public-name map live in memory and are rebuilt from Badger
 // at Open; schemas are read from Badger only for full answers. Replicas that applied the same

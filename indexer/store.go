@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -202,7 +203,12 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(8 << 20).
 		WithValueThreshold(valueThreshold(cfg.InMemory)).
-		WithValueLogFileSize(64 << 20).
+		WithValueLogFileSize(valueLogFileSize).
+		// Badger checks only the last value log file's entries when it opens: a value of an
+		// older file read back corrupted would be loaded and served (a short definition, stored
+		// raw, as another one). With the check, Badger reads such a value as empty (it logs,
+		// and returns no error), which no record decodes from: Open refuses (ErrUnreadable).
+		WithVerifyValueChecksum(true).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithCompression(options.None). // values are in the value log; tables hold keys and small records
@@ -211,6 +217,10 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 		WithDetectConflicts(false) // one writer
 	db, err := badger.Open(o)
 	if err != nil {
+		// Badger's lock error wraps no sentinel (only its text tells it apart).
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("%w: %w: open %s: %w", ErrStore, ErrInUse, cfg.Dir, err)
+		}
 		return nil, fmt.Errorf("%w: open %s: %w", ErrStore, cfg.Dir, err)
 	}
 	return db, nil
@@ -224,6 +234,9 @@ const MaxDefinitionBytes = subjects.MaxDefinitionBytes
 // may not exceed 65,000 bytes); a definition with a longer name is skipped (counted in
 // Stats.BadItems). registrysync rejects names over 512 bytes.
 const MaxToolNameBytes = subjects.MaxToolNameBytes
+
+// valueLogFileSize is the size of a value log file (a variable: tests make several small ones).
+var valueLogFileSize int64 = 64 << 20
 
 // valueThreshold: on disk, every tool record goes to the value log (an append-only file): the
 // LSM tree keeps only keys, small records and value pointers, so memtables, transactions and

@@ -165,7 +165,12 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 	}
 	cat, err := indexer.Open(icfg)
 	if err != nil {
-		return roleRun{}, fmt.Errorf("open catalog %s: %w (is another indexer using this --data and --replica?)", dir, err)
+		if errors.Is(err, indexer.ErrInUse) {
+			return roleRun{}, fmt.Errorf("open catalog %s: %w (is another indexer using this --data and --replica?)", dir, err)
+		}
+		// Unreadable (indexer.ErrUnreadable: the error says to remove the directory), or
+		// Badger failed: no lock conflict to hint at.
+		return roleRun{}, fmt.Errorf("open catalog %s: %w", dir, err)
 	}
 	env.Log.Info().Str("dir", dir).Uint64("seq", cat.Seq()).Int("tools", cat.Stats().Tools).
 		Str("instance", instance).Str("policy", env.Policy.Digest()).Msg("catalog opened")
