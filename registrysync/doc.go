@@ -150,7 +150,8 @@
 // themselves. On legacy streamable HTTP they need the standalone GET stream, which pins the
 // transport to the legacy protocol: such a server is reconnected once with continuous listening
 // (remembered for later reconnects), and every kind is re-listed whenever that stream (re)opens,
-// since notifications sent while it was down are lost (backing off from 1 s to 30 s between
+// since notifications sent while it was down are lost (a GET resuming a request's own event
+// stream, Last-Event-ID, is not that stream and re-lists nothing; backing off from 1 s to 30 s between
 // re-lists while the stream keeps ending at once). A tools/call that times out on a legacy
 // HTTP or SSE connection is cancelled with notifications/cancelled (closing the request is no
 // cancellation there). Requests a server sends (ping, sampling, elicitation, roots...) are
@@ -207,8 +208,11 @@
 // by any of its first 1024 messages whose id can be read so (protocol_error), on a legacy SSE
 // or a listening GET stream it is logged and dropped. The connector never sends batches itself.
 //
-// HTTP and SSE servers: redirects are followed within the configured URL's origin (scheme,
-// host, port) only, since the configured headers go with them. List results are taken as raw
+// HTTP and SSE servers: every request goes to the configured URL's origin (scheme, host, port)
+// only, since the configured headers go with it: redirects are followed within it, and a legacy
+// SSE endpoint event naming another fails the connection (mcp-go compares host and port only:
+// an https server's http:// endpoint on the same host would have the credentials sent in clear
+// text). List results are taken as raw
 // bytes and never decoded by mcp-go, so the connector mirrors x-mcp-header arguments into
 // Mcp-Param-* headers of tools/call itself (2026-07-28, from the last tools listing). tools/call on stdio skips
 // mcp-go: the request frame is written straight to stdin (frames from mcp-go and from the

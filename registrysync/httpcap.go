@@ -31,21 +31,33 @@ var errResponseTooLarge = errors.New("the server's answer is too large")
 // errResponseTooLarge; an event past it is discarded by the event filter (sseRequests), which
 // fails only the request it answers (see oversize.go). A JSON body that is a JSON-RPC batch is
 // handed to mcp-go as an event stream, which the filter takes apart.
+//
+// It also sends requests to origin (scheme://host:port of the configured URL) only: every
+// request carries the configured headers, and a legacy SSE server's endpoint event names the
+// URL messages go to. mcp-go checks only the endpoint's host and port, not its scheme, so an
+// https server could have the credentials sent in clear text (http:// on the same host).
 type cappedTransport struct {
-	next  http.RoundTripper
-	limit int64
+	next   http.RoundTripper
+	limit  int64
+	origin string // of the configured URL (see origin); "": any
 	// serverRequests, when set (legacy HTTP+SSE), answers the requests a server sends on an
 	// event stream, which are taken out of it (see sseRequests).
 	serverRequests func(id json.RawMessage, method string)
-	// listenOpened, when set (legacy streamable HTTP), is called whenever a GET event stream
-	// opens: mcp-go reopens the standalone stream by itself when it ends, and the
-	// notifications sent meanwhile are lost.
+	// listenOpened, when set (legacy streamable HTTP), is called whenever the standalone GET
+	// event stream opens: mcp-go reopens it by itself when it ends, and the notifications sent
+	// meanwhile are lost. A GET that resumes a request's stream (Last-Event-ID) is not it.
 	listenOpened func()
 	// discarded, when set, is told of each event discarded as too large, or batch refused.
 	discarded func(what string)
 }
 
 func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if o := origin(r.URL); t.origin != "" && o != t.origin {
+		if r.Body != nil {
+			_ = r.Body.Close() // (a RoundTripper closes the body, even on error)
+		}
+		return nil, fmt.Errorf("refused to send a request to %s, not the configured URL's origin %s: the server's credentials would go with it", o, t.origin)
+	}
 	resp, err := t.next.RoundTrip(r)
 	if err != nil {
 		return resp, err
@@ -76,7 +88,8 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return f
 	}
 	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
-		if r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && t.listenOpened != nil {
+		// (A GET carrying a request's id resumes that request's stream: SEP-1699.)
+		if r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && t.listenOpened != nil && want.IsNil() {
 			t.listenOpened()
 		}
 		// Each event is bounded by the filter, which discards one over the bound (see

@@ -43,17 +43,22 @@ var (
 )
 
 // newHTTPClient returns a client with its own connection pool, so that closing a session
-// closes its connections only. Requests are bounded by their contexts, responses by limit (see
-// cappedTransport), redirects by sameOriginRedirect.
-func newHTTPClient(limit int) *http.Client {
+// closes its connections only. Requests are bounded by their contexts and go to the origin of
+// the configured URL only, responses are bounded by limit (see cappedTransport), redirects by
+// sameOriginRedirect.
+func newHTTPClient(limit int, configured string) (*http.Client, error) {
+	u, err := url.Parse(configured)
+	if err != nil {
+		return nil, fmt.Errorf("%w: server URL: %v", ErrInvalidConfig, err)
+	}
 	next := http.DefaultTransport
 	if t, ok := next.(*http.Transport); ok {
 		next = t.Clone()
 	}
 	return &http.Client{
-		Transport:     &cappedTransport{next: next, limit: int64(limit)},
+		Transport:     &cappedTransport{next: next, limit: int64(limit), origin: origin(u)},
 		CheckRedirect: sameOriginRedirect,
-	}
+	}, nil
 }
 
 // maxRedirects is as many redirects as Go's client follows by default.
@@ -192,7 +197,12 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			}
 		}()
 	case TransportHTTP:
-		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
+		hc, err := newHTTPClient(c.m.payloadLimit()+responseRoom, sc.URL)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		s.hc = hc
 		// Requests the server sends on an event stream are answered by the connector, as over
 		// legacy SSE (see answerServerRequest): mcp-go answered each on a goroutine of its own.
 		s.hc.Transport.(*cappedTransport).serverRequests = s.answerServerRequest
@@ -217,7 +227,12 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		}
 		tr = &httpWrap{base: base{inner: h}, http: h}
 	case TransportSSE:
-		s.hc = newHTTPClient(c.m.payloadLimit() + responseRoom)
+		hc, err := newHTTPClient(c.m.payloadLimit()+responseRoom, sc.URL)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		s.hc = hc
 		s.hc.Transport.(*cappedTransport).serverRequests = s.answerServerRequest
 		s.hc.Transport.(*cappedTransport).discarded = s.noteDiscarded
 		h, err := transport.NewSSE(sc.URL,
