@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -78,13 +79,30 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 	return subjects.ApprovalReply{OK: true}, true
 }
 
-// approvalHint is the message of the needs_approval audit event: what an approver runs.
+// approvalHint is the message of the needs_approval audit event: what an approver runs. The
+// caller chose the call id (any bytes), and an approver pastes the command into a shell: the id
+// and tenant are quoted for a POSIX shell, and an id that starts with "-" (approve would read it
+// as a flag) comes after "--", the flags before it.
 func approvalHint(c *call, wait time.Duration) string {
 	tenant := ""
 	if c.tenant != policy.Local.Tenant {
-		tenant = " --tenant " + c.tenant
+		tenant = " --tenant " + shellQuote(c.tenant)
 	}
-	return fmt.Sprintf("%s needs approval: mcpstream approve %s%s (or deny) within %s", c.tool.Public, c.req.ID, tenant, wait)
+	args := shellQuote(c.req.ID) + tenant
+	if strings.HasPrefix(c.req.ID, "-") {
+		args = strings.TrimPrefix(tenant+" -- "+shellQuote(c.req.ID), " ")
+	}
+	return fmt.Sprintf("%s needs approval: mcpstream approve %s (or deny) within %s", c.tool.Public, args, wait)
+}
+
+// shellQuote quotes s as one word for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:@/", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // giveUp ends the wait (to approvalExpired or approvalHandedBack) unless an approval decided the

@@ -107,7 +107,12 @@
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
 //     must hold "approve" (true or false): one without it is answered bad_request and decides
-//     nothing; its by and reason are cut (1 KiB, 4 KiB) in the answer and audit events.
+//     nothing; its by and reason are cut (1 KiB, 4 KiB) in the answer and audit events, and are
+//     what the sender says (NATS permissions on the subject decide who may approve). The
+//     needs_approval event's command quotes the id and tenant for a POSIX shell. A call whose
+//     id is claimed already (step 9: approved and dispatched before, its executor died before
+//     recording the result; or a resend while another request of the id runs) is not held for
+//     approval again: it never runs again, and is answered from its claim.
 //     Freshness is checked again after approval.
 //  8. limits → rate_limited with retryAfterMs (see below).
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,

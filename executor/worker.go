@@ -382,10 +382,21 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	}
 
 	// 6. Approval. A resend of an answered call after the calls stream's de-duplication window
-	// gets that answer; nobody is asked to approve it again.
+	// gets that answer; nobody is asked to approve it again. Nor a claimed call: approved and
+	// dispatched before (its executor died before recording the result), or a resend while
+	// another request of its id runs. It never runs again whatever an approver decides: it is
+	// answered from its claim (the holder's answer, or outcome_unknown).
 	if d.NeedsApproval || e.configuredApproval(t) {
 		if done, err := e.answered(ctx, c); done || err != nil {
 			return &stop{err: err, done: done}
+		}
+		if claimed, err := e.claimed(ctx, c); err != nil {
+			return &stop{err: fmt.Errorf("%w: %w", errRetry, err)}
+		} else if claimed {
+			if err := e.answerClaimed(ctx, c); err != nil {
+				return &stop{err: err}
+			}
+			return &stop{done: true}
 		}
 		if s := e.approval(ctx, c); s != nil {
 			return s
