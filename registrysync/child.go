@@ -86,8 +86,9 @@ type child struct {
 	waitErr    error         // set before exited is closed
 
 	mu         sync.Mutex
-	stderrTail string // last non-empty stderr line, redacted and truncated
-	noisy      bool   // plain text seen on stdout
+	stderrLast string   // last non-empty stderr line, redacted and truncated
+	stderrTail []string // the last stderrTold lines that tell (see telling), as stderrLast
+	noisy      bool     // plain text seen on stdout
 
 	stopOnce sync.Once
 }
@@ -439,6 +440,24 @@ func discardLine(br *bufio.Reader) bool {
 // redacted and cut to size): its start, which says what went wrong.
 const stderrKeep = 4 << 10
 
+// stderrTold is how many of the last stderr lines that tell (see telling) an exit reason
+// quotes, each cut to stderrToldBytes.
+const (
+	stderrTold      = 3
+	stderrToldBytes = 200
+)
+
+// telling reports whether a stderr line may say why a server ended: not a stack frame (an
+// indented line, as node, Python, Java and Go write them) nor node's version trailer
+// ("Node.js v20.11.1", the last line of every uncaught error).
+func telling(line []byte) bool {
+	if line[0] == ' ' || line[0] == '\t' {
+		return false
+	}
+	rest, ok := bytes.CutPrefix(line, []byte("Node.js v"))
+	return !ok || len(rest) == 0 || rest[0] < '0' || rest[0] > '9'
+}
+
 // drainStderr keeps the child's stderr flowing (a full pipe would block it), logging each line
 // at debug level, redacted.
 func (c *child) drainStderr(red redactor, log zerolog.Logger) {
@@ -459,7 +478,13 @@ func (c *child) drainStderr(red redactor, log zerolog.Logger) {
 		if text := bytes.TrimSpace(line); len(text) > 0 {
 			msg := printable(truncate(red.String(string(text)), 300))
 			c.mu.Lock()
-			c.stderrTail = msg
+			c.stderrLast = msg
+			if telling(line) {
+				if len(c.stderrTail) == stderrTold {
+					c.stderrTail = append(c.stderrTail[:0], c.stderrTail[1:]...)
+				}
+				c.stderrTail = append(c.stderrTail, truncate(msg, stderrToldBytes))
+			}
 			c.mu.Unlock()
 			log.Debug().Str("stderr", msg).Msg("stdio server")
 		}
@@ -473,9 +498,10 @@ func (c *child) drainStderr(red redactor, log zerolog.Logger) {
 // a closed stdout (which a crash shows first), and the end of its stderr after its exit.
 const exitWait = 250 * time.Millisecond
 
-// exitReason describes how the child ended, with the last line it wrote to stderr. Call it once
-// exited is closed: it waits up to exitWait for the rest of stderr (a process it started may
-// hold the pipe open longer).
+// exitReason describes how the child ended, with the last lines it wrote to stderr that tell
+// (see telling; the last line if none does), joined by " | ". Call it once exited is closed: it
+// waits up to exitWait for the rest of stderr (a process it started may hold the pipe open
+// longer).
 func (c *child) exitReason() string {
 	waitChan(c.stderrDone, exitWait)
 	msg := "process exited"
@@ -483,7 +509,10 @@ func (c *child) exitReason() string {
 		msg += ": " + c.waitErr.Error()
 	}
 	c.mu.Lock()
-	tail := c.stderrTail
+	tail := strings.Join(c.stderrTail, " | ")
+	if tail == "" {
+		tail = c.stderrLast
+	}
 	c.mu.Unlock()
 	if tail != "" {
 		msg += " (stderr: " + tail + ")"

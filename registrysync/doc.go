@@ -174,9 +174,13 @@
 // plus ServerConfig.Env, so other servers' credentials never reach them
 // (ServerConfig.InheritEnv passes everything).
 // Their stderr is drained and logged at debug level, redacted (of a very long line, its
-// start); a child that ends is reported with its exit status and its last stderr line (the
-// connector waits up to 250 ms for them after a broken pipe or a closed stdout, which a crash
-// shows first). A stdout line that is broken JSON (cut short, or holding a NaN as Python's
+// start); a child that ends is reported with its exit status and the last three stderr lines
+// that tell why, joined by " | " (stack frames, indented lines, and node's "Node.js v20..."
+// trailer are passed over: of an uncaught node error, its message; the last line if none
+// tells); the connector waits up to 250 ms for them after a broken pipe or a closed stdout,
+// which a crash shows first. A child that closes its stdout but runs on can answer nothing:
+// its session is lost at once (connection_lost, "the server closed its stdout") and the child
+// stopped (stdin closed, SIGTERM to its process group after 2 s, SIGKILL after 3 s more). A stdout line that is broken JSON (cut short, or holding a NaN as Python's
 // json.dumps writes) fails the tools/call it answers at once with protocol_error ("not valid
 // JSON", where it breaks, and how it begins, redacted), when its id can be read at its start or
 // as its very last member as that of a line too large is (below) and is exactly a waiting

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -22,6 +23,7 @@ import (
 //	hugecursor  answers tools/list with one tool and a new 100 KiB nextCursor every page
 //	tinyitems   answers tools/list with one page of a million empty objects
 //	bigpage     answers tools/list with a 12 MB line (one tool with a huge description)
+//	closestdout answers tools/list, then closes its stdout and keeps running, ignoring stdin
 func serveRogueChild(mode string) int {
 	switch mode {
 	case "crash":
@@ -72,6 +74,11 @@ func serveRogueChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{}` + strings.Repeat(",{}", tinyItems-1) + `]}}`)
 			default:
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`)
+			}
+			if mode == "closestdout" {
+				_ = os.Stdout.Close()
+				time.Sleep(time.Hour) // until stopped: SIGTERM ends it
+				return 0
 			}
 		default:
 			write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"no"}}`)

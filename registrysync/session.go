@@ -193,6 +193,11 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			select {
 			case <-ch.exited:
 				s.markLost(errors.New("process exited")) // childLoss says how
+			case <-ch.readerDone:
+				// Nothing can be answered any more, though the process may run on: the
+				// session ends, and close stops the process (childLoss says how it ended,
+				// if it did: a crash shows first as a closed stdout).
+				s.markLost(errors.New("the server closed its stdout"))
 			case <-sctx.Done():
 			}
 		}()
@@ -542,7 +547,7 @@ func (s *session) markLost(err error) {
 
 // childLoss is why a stdio session failed: err, or how the child ended if it did within
 // exitWait. A crash shows first as a broken stdin or a closed stdout, which say nothing of the
-// cause; the exit status and the last stderr line do ("exit status 1 (stderr: API_KEY is not
+// cause; the exit status and the last stderr lines do ("exit status 1 (stderr: API_KEY is not
 // set)"), and a crash-looping server's status should say them.
 func (s *session) childLoss(err error) error {
 	if s.child == nil || errors.Is(err, errSessionClosed) || !waitChan(s.child.exited, exitWait) {
