@@ -260,7 +260,33 @@ func (c *Client) statusError(resp *http.Response) *Error {
 	} else if s := c.snippet(body); s != "" {
 		msg += ": " + s
 	}
-	return c.fail(code, resp.StatusCode, nil, "%s", msg)
+	e := c.fail(code, resp.StatusCode, nil, "%s", msg)
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return e
+}
+
+// maxRetryAfter bounds Error.RetryAfter: an endpoint's Retry-After may say anything.
+const maxRetryAfter = time.Hour
+
+// retryAfter parses a Retry-After value (delay-seconds or an HTTP date) into a delay from
+// now, at most maxRetryAfter; 0 when it is absent, unusable or past.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		if n >= uint64(maxRetryAfter/time.Second) {
+			return maxRetryAfter
+		}
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
 }
 
 // maxErrorBody is the most of an error response's body read for its quote.

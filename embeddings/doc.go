@@ -48,6 +48,9 @@
 //	embeddings_malformed    a 2xx response that is not as specified above
 //
 // Status is the HTTP status when there was a response (also for embeddings_malformed). For a
+// 429 or 503, RetryAfter is how long its Retry-After header (seconds or an HTTP date) asks to be
+// left alone, at most an hour (0 when absent, unusable or past): Embed does not wait, the caller
+// decides. For a
 // status error, Message holds the status and at most 200 bytes of the body. Messages are
 // printable (control and other non-printable characters replaced) and never hold APIKey or
 // Client.Secrets: they are replaced by "[redacted]" wherever they appear, in a JSON body also

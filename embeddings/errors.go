@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -26,6 +27,9 @@ type Error struct {
 	Code    string // one of the Code constants
 	Message string // printable, at most 200 bytes of a response body, never the APIKey
 	Status  int    // HTTP status when there was a response, else 0
+	// RetryAfter is how long a 429 or 503 response asked to be left alone (its Retry-After
+	// header, in seconds or as an HTTP date), at most an hour; 0 when it did not say.
+	RetryAfter time.Duration
 
 	cause error // the underlying error, if any: matched by Is
 }

@@ -52,10 +52,15 @@ type Catalog struct {
 
 	// Hybrid search (Config.Embedder): tools waiting for a vector (guarded by mu), the
 	// vectorizer's wake-up, and counters.
-	vecWant     map[string]vecWant
-	vecRefused  map[string]vecWant // texts the endpoint refused, asked again at their retry time
-	vecKick     chan struct{}
-	vecProbed   bool // the vector space was checked (see probeSpace); the vectorizer's own
+	vecWant    map[string]vecWant
+	vecRefused map[string]vecWant // texts the endpoint refused, asked again at their retry time
+	vecKick    chan struct{}
+	vecProbed  bool // the vector space was checked (see probeSpace); the vectorizer's own
+	// space is the probe's vector in the space of the vectors attached (nil until the first
+	// probe): every response's probe vector is checked against it (see embedInSpace).
+	space atomic.Pointer[[]float32]
+	// spaceCheck asks the vectorizer to probe again: a request's response was of another space.
+	spaceCheck  atomic.Bool
 	queryVecs   vecCache
 	embedErrors atomic.Uint64
 	// embedDown holds off request embeddings after a failure, for at least embedRetryMin

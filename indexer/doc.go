@@ -84,7 +84,8 @@
 //	                  embedder's Name and the embedded text; derived data, not in Digest; entries
 //	                  no current tool wants are deleted at Open
 //	v/probe           sha256 of the embedder's Name, then its vector of a fixed probe text: the
-//	                  vectorizer embeds the text again when it starts, and a vector that differs
+//	                  vectorizer embeds the text again when it starts (and when a response's
+//	                  probe vector differs, see Hybrid search), and a vector that differs
 //	                  (another model answering under the same Name) drops every cached vector
 //
 // A directory another process holds (Badger locks it) is refused at Open with ErrInUse. A
@@ -109,9 +110,16 @@
 //
 // With Config.Embedder, a background goroutine of Follow attaches a vector to every tool whose
 // text (name, title, description, parameters, server description) changed: from the cache, else
-// from the embedder in batches of 64, retried with backoff while it fails; a tool re-listed
-// meanwhile gets the vector of its new text only. It first embeds the probe text (see v/probe
-// above), retried likewise, and attaches nothing before. A batch the endpoint refuses for its
+// from the embedder in batches of 63, retried with backoff while it fails (longer when a 429 or
+// 503 asks for it with Retry-After, up to an hour); a tool re-listed meanwhile gets the vector
+// of its new text only. It first embeds the probe text (see v/probe above), retried likewise,
+// and attaches nothing before. Every Embed call, a batch's or a request's, carries the probe
+// text too, and its vectors are used only when the probe's is the one the attached vectors were
+// made with (same dimension, cosine at least 0.99): a model changed under the endpoint's name
+// while the replica runs (or a load balancer over two versions) never has its vectors ranked
+// with the others'. Such a response makes the vectorizer probe again; when the model did change,
+// every attached and cached vector is dropped and every tool embedded again (searches are
+// lexical meanwhile). A batch the endpoint refuses for its
 // texts (an embeddings_malformed answer, HTTP 400, 413 or 422: a text too long for the model,
 // say) is embedded text by text, and a tool whose text is refused alone (or answered with a
 // zero vector) goes without a vector, rather than keeping the others of its batch from theirs:
@@ -120,7 +128,9 @@
 // by Config.EmbedTimeout; the embeddings of the last 1,024 distinct requests are kept) and the search package fuses the vector ranking with the lexical one
 // (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
 // lexical ones. Tools without a vector yet and requests whose embedding fails are served
-// lexically; Stats counts vectors, pending tools and embedder errors.
+// lexically; after a failed request embedding the next ones wait 5 s (doubling up to a minute,
+// or as long as a 429 or 503's Retry-After asks, up to an hour). Stats counts vectors, pending
+// tools and embedder errors.
 //
 // # Names and permissions
 //

@@ -30,8 +30,9 @@ type Embedder interface {
 const (
 	// maxEmbedText bounds the text embedded for one tool (bytes).
 	maxEmbedText = 4 << 10
-	// embedBatch is how many tool texts one Embed call carries.
-	embedBatch = 64
+	// embedBatch is how many tool texts one Embed call carries: with the probe text (see
+	// embedInSpace), 64, embeddings.Client's default batch, so that they share one response.
+	embedBatch = 63
 	// defaultEmbedTimeout bounds the embedding of a search request.
 	defaultEmbedTimeout = 2 * time.Second
 	// embedBatchTimeout bounds one background Embed call.
@@ -152,6 +153,9 @@ func (c *Catalog) vectorize(ctx context.Context) {
 	for {
 		var n int
 		var err error
+		if c.spaceCheck.Swap(false) {
+			c.vecProbed = false // a request's embedding was of another space: probe again
+		}
 		if !c.vecProbed {
 			err = c.probeSpace(ctx)
 		} else {
@@ -160,12 +164,23 @@ func (c *Catalog) vectorize(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case err != nil:
-			c.log.Warn().Err(err).Dur("retry_in", wait).Msg("tool embeddings failed; search is lexical for the tools without a vector")
+		case errors.Is(err, errSpaceChanged):
+			c.vecProbed = false // probe again: the tools are embedded again if the model changed
+			c.log.Warn().Err(err).Dur("retry_in", wait).Msg("tool embeddings not used; the vector space is checked again")
 			select {
 			case <-ctx.Done():
 				return
 			case <-time.After(wait):
+			}
+			wait = min(2*wait, time.Minute)
+			continue
+		case err != nil:
+			pause := max(wait, askedHoldOff(err)) // an endpoint's Retry-After is respected
+			c.log.Warn().Err(err).Dur("retry_in", pause).Msg("tool embeddings failed; search is lexical for the tools without a vector")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
 			}
 			wait = min(2*wait, time.Minute)
 			continue
@@ -227,6 +242,9 @@ func (c *Catalog) probeSpace(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !usableVector(vecs[0]) { // no direction to compare others' with
+		return errors.New("the embedder returned a zero or non-finite vector for the probe text")
+	}
 	name := sha256.Sum256([]byte(c.cfg.Embedder.Name()))
 	var old []float32
 	err = c.db.View(func(txn *badger.Txn) error {
@@ -260,7 +278,91 @@ func (c *Catalog) probeSpace(ctx context.Context) error {
 			return err
 		}
 	}
+	if prev := c.space.Load(); prev == nil || !sameDirection(*prev, vecs[0]) {
+		if prev != nil {
+			// The model changed while the replica ran: the vectors attached are of the old
+			// space. Dropped, and every tool wanted again, before the new space is used.
+			c.log.Warn().Msg("the embeddings endpoint answers with another model than the attached vectors were made with; they are dropped and every tool embedded again")
+			if err := c.wantAll(); err != nil {
+				return err
+			}
+		}
+		v := vecs[0]
+		c.space.Store(&v)
+		c.queryVecs.reset(&v)
+	}
 	c.vecProbed = true
+	return nil
+}
+
+// errSpaceChanged is a response whose probe vector is not the space's (see embedInSpace).
+var errSpaceChanged = errors.New("the embeddings endpoint answered with another model than the vectors attached were made with")
+
+// embedInSpace embeds texts with the probe text in the same call, and returns their vectors
+// only when the probe's is the vector space's (the one probeSpace established): a model
+// changed under the endpoint's name while the replica runs (or a load balancer over two
+// versions) must not have its vectors ranked with the attached ones.
+func (c *Catalog) embedInSpace(ctx context.Context, texts []string) ([][]float32, error) {
+	vecs, err := c.embed(ctx, append(texts[:len(texts):len(texts)], probeText))
+	if err != nil {
+		return nil, err
+	}
+	if space := c.space.Load(); space == nil || !sameDirection(*space, vecs[len(texts)]) {
+		return nil, errSpaceChanged
+	}
+	return vecs[:len(texts)], nil
+}
+
+// wantAll drops the attached vectors and wants one for every tool again (its text read from
+// its stored definition). The vectorizer calls it: no vector is attached meanwhile.
+func (c *Catalog) wantAll() error {
+	type tool struct{ public, server, tool, desc string }
+	c.mu.RLock()
+	all := make([]tool, 0, len(c.byPublic))
+	for public, e := range c.byPublic {
+		desc := ""
+		if e.srv != nil {
+			desc = e.srv.rec.Description
+		}
+		all = append(all, tool{public, e.server, e.tool, desc})
+	}
+	c.mu.RUnlock()
+	keys := make(map[string][32]byte, len(all))
+	err := c.db.View(func(txn *badger.Txn) error {
+		for _, t := range all {
+			raw, err := readTool(txn, t.server, t.tool)
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue // removed since
+			}
+			if err != nil {
+				return err
+			}
+			d := parseDef(raw)
+			d.Name = t.tool
+			keys[t.public] = c.vectorKey(embedText(searchDoc(t.public, t.server, t.desc, d)))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.index.ResetVectors()
+	for public, key := range keys {
+		if c.byPublic[public] == nil {
+			continue
+		}
+		if _, ok := c.vecWant[public]; ok {
+			continue // changed since: its own want holds its new text's key
+		}
+		delete(c.vecRefused, public) // perhaps not refused by the new model
+		c.vecWant[public] = vecWant{key: key}
+	}
+	select {
+	case c.vecKick <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
@@ -417,7 +519,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 // everything (a bad request format, say): that is the call's error, and every want stays.
 func (c *Catalog) embedTexts(ctx context.Context, texts []string) (vecs [][]float32, refused []error, err error) {
 	refused = make([]error, len(texts))
-	vecs, err = c.embed(ctx, texts)
+	vecs, err = c.embedInSpace(ctx, texts)
 	if err == nil || !refusedInput(err) {
 		return vecs, refused, err
 	}
@@ -428,7 +530,7 @@ func (c *Catalog) embedTexts(ctx context.Context, texts []string) (vecs [][]floa
 	vecs = make([][]float32, len(texts))
 	embedded := false
 	for i, text := range texts {
-		v, e := c.embed(ctx, []string{text})
+		v, e := c.embedInSpace(ctx, []string{text})
 		switch {
 		case e == nil:
 			vecs[i], embedded = v[0], true
@@ -507,10 +609,27 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 		// search never depends on the endpoint.
 		return nil
 	}
+	space := c.space.Load()
+	if space == nil {
+		return nil
+	}
 	qctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	vecs, err := c.cfg.Embedder.Embed(qctx, []string{query})
-	if err != nil || len(vecs) != 1 {
+	// With the probe text: a vector is ranked against the tools' only when the response's
+	// probe vector is theirs (see embedInSpace).
+	vecs, err := c.cfg.Embedder.Embed(qctx, []string{query, probeText})
+	if err == nil && len(vecs) == 2 && !sameDirection(*space, vecs[1]) {
+		// Another model answers: lexical, and the vectorizer probes the space again.
+		c.embedDown.ok()
+		c.spaceCheck.Store(true)
+		select {
+		case c.vecKick <- struct{}{}:
+		default:
+		}
+		c.log.Debug().Msg("the embeddings endpoint answered with another model than the tools' vectors; lexical search only")
+		return nil
+	}
+	if err != nil || len(vecs) != 2 {
 		c.embedErrors.Add(1)
 		switch {
 		case refusedInput(err):
@@ -518,14 +637,24 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 			// say): no reason to keep the next requests, other searchers', from it.
 			c.embedDown.ok()
 		case ctx.Err() == nil: // the endpoint's failure, not a caller that stopped waiting
-			c.embedDown.fail(c.embedRetryMin)
+			c.embedDown.fail(max(c.embedRetryMin, askedHoldOff(err)))
 		}
 		c.log.Debug().Err(err).Msg("query embedding failed; lexical search only")
 		return nil
 	}
 	c.embedDown.ok()
-	c.queryVecs.put(query, vecs[0])
+	c.queryVecs.putIn(space, query, vecs[0])
 	return vecs[0]
+}
+
+// askedHoldOff is how long the endpoint asked to be left alone with err (a 429 or 503's
+// Retry-After, at most an hour: embeddings.Error.RetryAfter), 0 when it did not say.
+func askedHoldOff(err error) time.Duration {
+	var e *embeddings.Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // Request embeddings after a failure: none for embedRetryMin, then twice as long after each
@@ -578,6 +707,23 @@ type vecCache struct {
 	mu    sync.Mutex
 	order *list.List // front: most recent; values are *vecEntry
 	byKey map[string]*list.Element
+	space *[]float32 // the vector space of the entries (see putIn)
+}
+
+// reset empties the cache for the vector space space.
+func (vc *vecCache) reset(space *[]float32) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	vc.byKey, vc.order, vc.space = nil, nil, space
+}
+
+// putIn puts vec, embedded in space, unless the cache is of another space now.
+func (vc *vecCache) putIn(space *[]float32, key string, vec []float32) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.space == space {
+		vc.putLocked(key, vec)
+	}
 }
 
 type vecEntry struct {
@@ -598,6 +744,10 @@ func (vc *vecCache) get(key string) ([]float32, bool) {
 func (vc *vecCache) put(key string, vec []float32) {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
+	vc.putLocked(key, vec)
+}
+
+func (vc *vecCache) putLocked(key string, vec []float32) {
 	if vc.byKey == nil {
 		vc.byKey, vc.order = map[string]*list.Element{}, list.New()
 	}

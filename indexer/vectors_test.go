@@ -22,10 +22,11 @@ import (
 // vector counts the words of each concept it holds. Words of one concept share no letters, so
 // only vectors can relate them (what a real embedding model does for synonyms).
 type conceptEmbedder struct {
-	mu    sync.Mutex
-	fail  bool
-	calls atomic.Int64 // Embed calls
-	texts atomic.Int64 // texts embedded
+	mu     sync.Mutex
+	fail   bool
+	calls  atomic.Int64 // Embed calls
+	texts  atomic.Int64 // texts embedded, but for the probe
+	probes atomic.Int64 // probe texts embedded (with each batch and request, see embedInSpace)
 }
 
 var concepts = [][]string{
@@ -45,7 +46,13 @@ func (e *conceptEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 	if fail {
 		return nil, errors.New("embedder down")
 	}
-	e.texts.Add(int64(len(texts)))
+	for _, t := range texts {
+		if t == probeText {
+			e.probes.Add(1)
+		} else {
+			e.texts.Add(1)
+		}
+	}
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v := make([]float32, len(concepts)+1)
@@ -175,7 +182,7 @@ func TestHybridSearchEmbedderDown(t *testing.T) {
 	again := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
 	waitSeq(t, again.Catalog, seq)
 	waitVectors(t, again.Catalog, 3)
-	if got := emb.texts.Load(); got != embedded+1 {
+	if got := emb.texts.Load(); got != embedded {
 		t.Errorf("restart embedded %d texts again, want the probe alone (cache)", got-embedded)
 	}
 	if got := names(find(t, again.Catalog, "will it rain tomorrow").Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
@@ -227,11 +234,11 @@ func TestHybridManyTools(t *testing.T) {
 	r := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
 	waitSeq(t, r.Catalog, seq)
 	waitVectors(t, r.Catalog, 500)
-	if got := emb.texts.Load(); got != 500+1 {
-		t.Errorf("embedded %d texts, want 500 and the probe", got)
+	if got := emb.texts.Load(); got != 500 {
+		t.Errorf("embedded %d texts, want 500", got)
 	}
-	if calls := emb.calls.Load(); calls < 8 { // 500 / 64
-		t.Errorf("%d embed calls, want batches of at most 64", calls)
+	if calls, probes := emb.calls.Load(), emb.probes.Load(); calls < 1+8 || probes != calls { // 500 / 63
+		t.Errorf("%d embed calls, %d probes: want batches of at most 63 texts, each with the probe", calls, probes)
 	}
 	if st := r.Stats(); st.BadVectors != 0 || st.EmbedErrors != 0 {
 		t.Errorf("stats %+v", st)
@@ -329,8 +336,8 @@ func TestHybridModelSwappedUnderSameName(t *testing.T) {
 			again := startReplicaConfig(t, env, Config{Dir: dir, Embedder: swapped}, nil)
 			waitSeq(t, again.Catalog, seq)
 			waitVectors(t, again.Catalog, 3)
-			if got := swapped.texts.Load(); got != 3+1 {
-				t.Errorf("the new model embedded %d texts, want the 3 tools' again and the probe", got)
+			if got := swapped.texts.Load(); got != 3 {
+				t.Errorf("the new model embedded %d texts, want the 3 tools' again", got)
 			}
 			if st := again.Stats(); st.BadVectors != 0 {
 				t.Errorf("stats %+v: vectors refused", st)
@@ -344,7 +351,7 @@ func TestHybridModelSwappedUnderSameName(t *testing.T) {
 			third := startReplicaConfig(t, env, Config{Dir: dir, Embedder: swapped}, nil)
 			waitSeq(t, third.Catalog, seq)
 			waitVectors(t, third.Catalog, 3)
-			if got := swapped.texts.Load() - before; got != 1 {
+			if got := swapped.texts.Load() - before; got != 0 {
 				t.Errorf("a restart with the same model embedded %d texts, want the probe alone", got)
 			}
 		})
