@@ -164,19 +164,14 @@ func (c *Catalog) vectorize(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, errSpaceChanged):
-			c.vecProbed = false // probe again: the tools are embedded again if the model changed
-			c.log.Warn().Err(err).Dur("retry_in", wait).Msg("tool embeddings not used; the vector space is checked again")
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-			wait = min(2*wait, time.Minute)
-			continue
 		case err != nil:
 			pause := max(wait, askedHoldOff(err)) // an endpoint's Retry-After is respected
-			c.log.Warn().Err(err).Dur("retry_in", pause).Msg("tool embeddings failed; search is lexical for the tools without a vector")
+			msg := "tool embeddings failed; search is lexical for the tools without a vector"
+			if errors.Is(err, errSpaceChanged) {
+				c.vecProbed = false // probe again: the tools are embedded again if the model changed
+				msg = "tool embeddings not used; the vector space is checked again"
+			}
+			c.log.Warn().Err(err).Dur("retry_in", pause).Msg(msg)
 			select {
 			case <-ctx.Done():
 				return
