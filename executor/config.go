@@ -65,7 +65,9 @@ type Config struct {
 	// stream's retention).
 	ClaimTTL time.Duration
 	// SlotLease is the lease of a concurrency slot, renewed while the call runs; a crashed
-	// worker's slot comes back after it; 0 → 30s.
+	// worker's slot comes back after it; 0 → 30s. It is the TTL of the slots bucket the
+	// executor creates; an existing bucket keeps its own, and slots are renewed within the
+	// shorter of the two.
 	SlotLease time.Duration
 	// RetryMax bounds the attempts of a read-only or idempotent call on safe failures; 0 → 3.
 	RetryMax int
@@ -110,7 +112,8 @@ type Limits struct {
 	order []string // Tools' patterns, most specific first (set by New; nil: sorted per call)
 }
 
-// Rate is one limit: a sliding-window rate and a cap on calls in flight. Zero fields are off.
+// Rate is one limit: a sliding-window rate and a cap on calls in flight. Zero (or negative)
+// fields are off; New refuses a NaN PerSecond.
 //
 // The rate allows Burst calls per window of Burst/PerSecond seconds, sliding (without Burst:
 // max(1, ceil(PerSecond)) calls per window), which averages PerSecond; across a window boundary

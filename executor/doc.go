@@ -192,7 +192,10 @@
 // leases in the KV bucket MCPSTREAM_SLOTS: keys scope.key.0 … n−1, read from a
 // random one and the first free one taken with Create (a refusal writes nothing), renewed by
 // the heartbeats, deleted at the end; the bucket's TTL (SlotLease, 30 s) frees the slots of a
-// crashed worker.
+// crashed worker. A bucket keeps the TTL it was created with: an executor renews its slots
+// within the shorter of its SlotLease and the bucket's TTL. A slot written by two calls at once
+// goes to one; the other looks at the next slot (also on a replicated bucket, whose conflict
+// is error 10164).
 //
 // # Clients
 //

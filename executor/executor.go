@@ -47,7 +47,10 @@ type Executor struct {
 	relists relistGroup
 	st      *state
 	lim     *limiter
-	flight  flight
+	// slotLease is the lease the heartbeats renew slots within: Config.SlotLease, or the slots
+	// bucket's TTL when that is shorter (the bucket keeps the TTL it was created with).
+	slotLease time.Duration
+	flight    flight
 
 	stats    stats
 	serving  atomic.Int64 // when the workers started (UnixNano): the start of ReconnectGrace
@@ -77,6 +80,9 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 		if pat == "" {
 			return nil, fmt.Errorf("%w: empty tool pattern in limits", ErrConfig)
 		}
+	}
+	if err := cfg.Limits.check(); err != nil {
+		return nil, err
 	}
 	for _, pat := range cfg.Approve {
 		if !policy.ValidPattern(pat) {
@@ -173,6 +179,14 @@ func (e *Executor) Run(ctx context.Context) error {
 		return err
 	}
 	e.st = st
+	e.slotLease = e.cfg.SlotLease
+	if st.slots != nil {
+		if status, err := st.slots.Status(ctx); err == nil && status.TTL() > 0 && status.TTL() < e.slotLease {
+			ttl := status.TTL()
+			e.cfg.Log.Warn().Dur("ttl", ttl).Dur("slotLease", e.cfg.SlotLease).Msg("the slots bucket's TTL is shorter than SlotLease: slots are renewed within the bucket's TTL")
+			e.slotLease = ttl
+		}
+	}
 	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
 	e.lim.restore = func(ctx context.Context) error {
 		if _, err := ensureState(ctx, e.js, e.cfg, false); err != nil {
@@ -476,7 +490,7 @@ func (in *inflight) setLease(l *lease) {
 // heartbeats tells JetStream that long calls are still in progress (so AckWait only catches
 // crashed workers) and renews their concurrency leases.
 func (e *Executor) heartbeats(ctx context.Context) {
-	every := min(e.cfg.AckWait, e.cfg.SlotLease) / 3
+	every := min(e.cfg.AckWait, e.slotLease) / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -57,6 +57,25 @@ func (r Rate) window() (n int64, w time.Duration) {
 	return n, time.Duration(secs * float64(time.Second))
 }
 
+// check refuses a rate New cannot apply: a NaN PerSecond converts to a negative window (one
+// window that never ends: Burst calls, then every call refused for good).
+func (l Limits) check() error {
+	bad := func(where string, r Rate) error {
+		if math.IsNaN(r.PerSecond) {
+			return fmt.Errorf("%w: limits %s: perSecond is NaN", ErrConfig, where)
+		}
+		return nil
+	}
+	errs := []error{bad("tenant", l.Tenant)}
+	for k, r := range l.Servers {
+		errs = append(errs, bad("servers."+k, r))
+	}
+	for k, r := range l.Tools {
+		errs = append(errs, bad("tools."+k, r))
+	}
+	return errors.Join(errs...)
+}
+
 // scopeLimit is one limit that applies to a call.
 type scopeLimit struct {
 	scope string // subjects.LimitScope...
@@ -345,7 +364,7 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]increment
 // of a call against the limit until the very end of the next window, so at most n−1 calls fit
 // in it and a rate averaged (n−1)/n of PerSecond ({PerSecond: 1}: one call every 2 s). The wait
 // is until just after the moment the estimate allows the call, assuming no other call comes
-// meanwhile and that this one gives its count back.
+// meanwhile and that this one, and every other call refused, gives its count back.
 func rateWait(n int64, w time.Duration, frac float64, prev, cur int64) time.Duration {
 	if math.Floor(float64(prev)*(1-frac))+float64(cur) <= float64(n) {
 		return 0
@@ -356,11 +375,13 @@ func rateWait(n int64, w time.Duration, frac float64, prev, cur int64) time.Dura
 		// Within this window, once prev×(1−f) < n−others.
 		at = 1 - float64(n-others)/float64(prev)
 	} else {
-		// In the next window: this window's count becomes the previous one; others×(1−f) < n.
+		// In the next window, once this window's count, the previous one then, weighs less
+		// than n: ⌊ran×(1−f)⌋ + 1 ≤ n with ran ≤ n from its very start. Not others: a window
+		// runs at most n calls (each ran on a total of at most n), and the counts past n are
+		// calls being refused at the same moment, whose give-backs land within milliseconds —
+		// counting them as calls that ran put the retry up to one more window late, and more
+		// the more callers contend.
 		at = 1
-		if others > 0 {
-			at += max(0, 1-float64(n)/float64(others))
-		}
 	}
 	// Strictly past that moment (the estimate equals the limit there): a microsecond more, so
 	// that a wait computed a little short in floating point does not bring the retry back
@@ -512,11 +533,21 @@ func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string) (sl
 		if err == nil {
 			return slotLease{key: key, rev: rev}, true, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) { // taken since it was read: look further
+		if !slotTaken(err) { // taken since it was read: look further
 			return slotLease{}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
 		}
 	}
 	return slotLease{}, false, nil
+}
+
+// slotTaken reports whether a Create of a slot failed because another call wrote it first: the
+// key exists (10071, ErrKeyExists), or, on a replicated bucket, 10164 ("wrong last sequence"),
+// which nats.go's Create passes on unmapped when the slot was released (a delete marker: it
+// writes over the marker's revision) and another call took it at the same moment.
+func slotTaken(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, jetstream.ErrKeyExists) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // renew extends the slots' leases (while a long call runs).

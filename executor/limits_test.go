@@ -45,11 +45,13 @@ func TestRateWait(t *testing.T) {
 		want      time.Duration
 	}{
 		{"within, empty previous", 5, 0.5, 0, 5, 0},
-		{"over, empty previous: next window", 5, 0.5, 0, 6, 500 * time.Millisecond},   // ⌊5×(1−f)⌋+1 ≤ 5 once f > 0 of the next
-		{"previous weighs", 5, 0.0, 8, 2, 500 * time.Millisecond},                     // ⌊8×(1−f)⌋+2 ≤ 5 once f > 0.5
-		{"previous weighs a whole call less", 5, 0.0, 4, 2, time.Millisecond},         // ⌊4×(1−f)⌋+2 ≤ 5 once f > 0
-		{"previous weighs less later", 5, 0.75, 4, 2, 0},                              // ⌊4×0.25⌋+2 = 3
-		{"over: next window, with its weight", 4, 0.5, 0, 9, 1000 * time.Millisecond}, // ⌊8×(1−f)⌋+1 ≤ 4 once f > 0.5
+		{"over, empty previous: next window", 5, 0.5, 0, 6, 500 * time.Millisecond}, // ⌊5×(1−f)⌋+1 ≤ 5 once f > 0 of the next
+		{"previous weighs", 5, 0.0, 8, 2, 500 * time.Millisecond},                   // ⌊8×(1−f)⌋+2 ≤ 5 once f > 0.5
+		{"previous weighs a whole call less", 5, 0.0, 4, 2, time.Millisecond},       // ⌊4×(1−f)⌋+2 ≤ 5 once f > 0
+		{"previous weighs less later", 5, 0.75, 4, 2, 0},                            // ⌊4×0.25⌋+2 = 3
+		// 8 others counted, of which at most 4 ran (the rest are being refused and give back):
+		// ⌊4×(1−f)⌋+1 ≤ 4 once f > 0 of the next window (TestRetryAfterUnderContention).
+		{"over: next window, others being refused", 4, 0.5, 0, 9, 500 * time.Millisecond},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
