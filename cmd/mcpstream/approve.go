@@ -98,7 +98,7 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 			out["error"] = &subjects.Error{Code: code, Message: err.Error()}
 		}
 		b, _ := json.Marshal(out)
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", termSafeJSON(b))
 		if err != nil {
 			return exitCode(1)
 		}

@@ -209,7 +209,7 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 		}
 		if asJSON {
 			b, _ := json.MarshalIndent(map[string]any{"error": e}, "", "  ")
-			fmt.Fprintf(stdout, "%s\n", b)
+			fmt.Fprintf(stdout, "%s\n", termSafeJSON(b))
 		} else {
 			fmt.Fprintf(stderr, "%s: %s\n", termBlock(e.Code), termBlock(e.Message))
 			if e.Path != "" {
@@ -236,7 +236,8 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 			buf.Reset()
 			buf.Write(res.Result)
 		}
-		fmt.Fprintf(stdout, "%s\n", buf.Bytes())
+		// The server's JSON as it sent it, but safe for a terminal (the same JSON value).
+		fmt.Fprintf(stdout, "%s\n", termSafeJSON(buf.Bytes()))
 	} else {
 		var texts []string
 		for _, c := range r.Content {

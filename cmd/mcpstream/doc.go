@@ -24,6 +24,13 @@
 // streams with ordered consumers (ephemeral, in memory, no acks): reading never changes what
 // other consumers see.
 //
+// # Terminal output
+//
+// Text from servers, NATS messages and input files reaches the terminal only through termLine,
+// termClip, termBlock (search.go) or oneLine (events.go), which drop every control and format
+// character (termUnsafe); JSON output only through termSafeJSON (events.go; printJSON and every
+// other --json writer), which escapes those JSON lets through raw (DEL, C1, bidi) and invalid UTF-8.
+//
 // # State
 //
 // Under --data (default ./.mcpstream): LOCK (held by `up`, with or without --nats, against a

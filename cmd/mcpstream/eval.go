@@ -165,7 +165,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 					gold[n] = true
 				}
 			}
-			fmt.Fprintf(stdout, "%s %s\n", q.ID, termClip(q.Query, 100))
+			fmt.Fprintf(stdout, "%s %s\n", termClip(q.ID, 128), termClip(q.Query, 100))
 			for r, n := range res.results[i] {
 				mark := " "
 				if gold[n] {
@@ -322,7 +322,7 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 			for _, id := range g {
 				server, name, ok := strings.Cut(id, "::")
 				if !ok {
-					return out, fmt.Errorf("query %s: gold id %q is not server::name", q.ID, id)
+					return out, fmt.Errorf("query %s: gold id %q is not server::name", termClip(q.ID, 128), id)
 				}
 				pg = append(pg, subjects.PublicName(server, name))
 			}
@@ -330,12 +330,12 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 		}
 		rep, err := cl.Search(ctx, policy.Local.Tenant, subjects.SearchRequest{V: subjects.Version, Query: q.Query, K: k, Detail: subjects.DetailName})
 		if err != nil {
-			return out, fmt.Errorf("query %s: %w", q.ID, err)
+			return out, fmt.Errorf("query %s: %w", termClip(q.ID, 128), err)
 		}
 		var names []string
 		if rep.Error != nil {
 			// A query the service refuses (empty, too long) counts as no results.
-			fmt.Fprintf(warn, "mcpstream eval: query %s: %s: %s\n", q.ID, rep.Error.Code, rep.Error.Message)
+			fmt.Fprintf(warn, "mcpstream eval: query %s: %s: %s\n", termClip(q.ID, 128), termLine(rep.Error.Code), termLine(rep.Error.Message))
 		}
 		for _, t := range rep.Tools {
 			names = append(names, t.Name)

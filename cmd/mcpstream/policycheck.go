@@ -163,7 +163,7 @@ func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
 	}
 	if *asJSON {
 		b, _ := json.Marshal(map[string]any{"digest": p.Digest(), "from": from, "open": p.IsOpen(), "enforcement": enf})
-		_, err = fmt.Fprintf(stdout, "%s\n", b)
+		_, err = fmt.Fprintf(stdout, "%s\n", termSafeJSON(b))
 		return err
 	}
 	// The first line is the policy's, as before (scripts read its first field).
@@ -525,7 +525,7 @@ func writePolicyReport(w io.Writer, r policyReport, asJSON bool) error {
 		if err != nil {
 			return err
 		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
+		_, err = fmt.Fprintf(w, "%s\n", termSafeJSON(b))
 		return err
 	}
 	return printPolicyReport(w, r)

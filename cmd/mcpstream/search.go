@@ -230,12 +230,15 @@ func requestFailure(stdout io.Writer, asJSON bool, err error) error {
 	return catalogFailure(stdout, true, &subjects.Error{Code: code, Message: err.Error()})
 }
 
+// printJSON prints v as indented JSON, safe for a terminal (termSafeJSON): the strings servers
+// listed (a description, a schema as listed) keep their value, but a C1 control, bidi override
+// or DEL in them is escaped and a byte of invalid UTF-8 is U+FFFD.
 func printJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
+	_, err = fmt.Fprintf(w, "%s\n", termSafeJSON(b))
 	return err
 }
 
@@ -306,7 +309,7 @@ func printToolFull(w io.Writer, t subjects.ToolInfo) {
 // termUnsafe reports whether r must not reach a terminal as is: a control character (escape
 // sequences start with one) or a format character (bidirectional overrides reorder what the
 // terminal shows). Text from servers and from NATS messages is shown through termLine,
-// termBlock or oneLine, which all ask it.
+// termBlock or oneLine, which all ask it; JSON output through termSafeJSON.
 func termUnsafe(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }
 
 // termLine makes text from servers safe for one terminal line (no control characters, no
