@@ -481,6 +481,17 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 				}
 				err = codedf(subjects.CodeListFailed, "%v", err)
 			}
+			if c.generation(kind) != gen0 && c.skip(kind) {
+				// A list_changed came while listing: the list changed under its pages (a server
+				// refusing a cursor of its old list, -32602, or handing out one again), and the
+				// re-list the notification scheduled lists it whole. Not the server's failure:
+				// neither its status nor the retry backoff hears of it; an on-demand re-list
+				// is answered with it.
+				c.log.Debug().Str("kind", string(kind)).Str("reason", printable(c.red.Err(err))).
+					Msg("list failed after a list_changed came during it; waiting for the next one")
+				out[kind] = kindOutcome{err: err}
+				continue
+			}
 			// Warn once per code; retries of the same failure go to debug.
 			ev := c.log.Warn()
 			var prev *codedError
@@ -549,7 +560,7 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 	acc.redactText = c.red.Text
 	acc.l.Auth = c.sc.AuthContext
 	limit := c.m.payloadLimit()
-	total := 0
+	read := 0 // bytes of the items read, left out or not
 	// Cursors seen, by digest: loop detection must not hold MaxPages cursors of up to
 	// maxCursorBytes each.
 	seen := map[[sha256.Size]byte]bool{}
@@ -566,10 +577,14 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 		}
 		acc.addPage(p)
 		for _, it := range p.items {
-			total += len(it)
+			read += len(it)
 		}
-		if total > limit {
+		// What the snapshot would hold: an item left out (definition_too_large) is not in it.
+		if acc.l.Bytes > limit {
 			return nil, codedf(subjects.CodeSnapshotTooLarge, "%s list holds more than %d bytes after %d pages", kind, limit, acc.l.Pages)
+		}
+		if read > maxReadFactor*limit {
+			return nil, codedf(subjects.CodeSnapshotTooLarge, "%s list: its items, kept or left out, are more than %d bytes after %d pages", kind, maxReadFactor*limit, acc.l.Pages)
 		}
 		if p.nextCursor == "" {
 			return &acc.l, nil

@@ -13,12 +13,19 @@
 // A Snapshot is the whole list of one kind over every page (Config.MaxPages caps them; a
 // nextCursor over 64 KiB, or one handed out before, is malformed_response; a list, or a page,
 // of more items or bytes than an event can hold is snapshot_too_large, found by counting the
-// items before any is decoded). Items
+// items before any is decoded; the bytes are those of the items kept and of the rejections, so
+// an item left out as too large takes none of them, and a list reads at most 4 times what an
+// event holds of items, kept or left out). Items
 // are each definition's JSON exactly as the server sent it, with only insignificant whitespace
 // removed (no re-encoding, no HTML escaping: root oneOf/anyOf/$defs survive). Definitions that
 // fail validation are left out and listed in Rejected with a code (invalid_definition,
-// invalid_schema, definition_too_large, duplicate_name, secret_in_name), their names redacted
-// and cut to 200 bytes; one bad item never fails the list. The catalog keeps them per server
+// invalid_schema, definition_too_large, duplicate_name: of valid items of one name, a
+// resource's uri, over all pages, the first is kept; secret_in_name), their names redacted
+// and cut to 200 bytes; one bad item never fails the list, unless it makes its page unreadable:
+// a page over what an event holds plus 1 MiB is snapshot_too_large, one nesting more than
+// 10000 levels deep is not JSON to Go's decoder (malformed_response), whatever its other items
+// (schemas are otherwise not checked past their shape: $ref cycles and deep nesting are the
+// executor's to refuse, per call). The catalog keeps them per server
 // and shows them in its servers listing.
 // TTLMs is the smallest ttlMs of the pages (absent if none sent one) and CacheScope is
 // "private" if any page said so; AuthContext is ServerConfig.AuthContext, whose credentials the
@@ -52,7 +59,10 @@
 // de-duplication window. A list that was in flight when a notification arrived is not
 // published (it may predate the change and would look current after the ListChanged); the
 // re-list the notification scheduled publishes instead (after 3 such drops in a row, a list is
-// published anyway, so a server that never stops notifying still gets snapshots).
+// published anyway, so a server that never stops notifying still gets snapshots). Nor does
+// such a list's failure count against the server (its status, the retry backoff): its list
+// changed under the pages (a server refusing the old list's cursor with -32602, or handing one
+// out again), and the scheduled re-list lists it whole; 3 drops in a row count, as above.
 //
 // Status events are published only when (status, code) changes:
 //

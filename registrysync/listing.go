@@ -21,6 +21,11 @@ const maxNameBytes = 512
 // maxCursorBytes caps a nextCursor: an opaque token, not a place for data.
 const maxCursorBytes = 64 << 10
 
+// maxReadFactor bounds the items' bytes one list reads, those left out included, at this many
+// times what an event holds: items left out (a definition too large) take no room in the
+// snapshot, but reading them is work.
+const maxReadFactor = 4
+
 // minItemBytes is the least one item of a list takes in a snapshot event, kept ({"name":"x"}
 // and a comma) or rejected (more): a list of more than payload limit / minItemBytes items
 // cannot be published, and is refused as it is counted, before any item is decoded.
@@ -33,6 +38,7 @@ type listing struct {
 	Redacted int               // items that held a configured secret value (redacted)
 	Rejected []subjects.Rejected
 	Pages    int
+	Bytes    int // about what Items and Rejected take in a snapshot event
 	TTLMs    *int64
 	Scope    string
 	Auth     string // ServerConfig.AuthContext the list was made in
@@ -147,6 +153,7 @@ func (a *accumulator) reject(r subjects.Rejected) {
 	}
 	r.Name = truncate(r.Name, 200)
 	a.l.Rejected = append(a.l.Rejected, r)
+	a.l.Bytes += len(r.Name) + len(r.Code) + len(r.Message) + len(`{"name":"","code":"","message":""},`)
 }
 
 func newAccumulator(kind subjects.Kind, maxBytes int) *accumulator {
@@ -219,6 +226,7 @@ func (a *accumulator) addItem(item json.RawMessage) {
 		}
 	}
 	a.l.Items = append(a.l.Items, item)
+	a.l.Bytes += len(item) + 1
 }
 
 func singular(k subjects.Kind) string { return strings.TrimSuffix(string(k), "s") }

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpstream/mcpstream/natsembed"
+	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -24,6 +27,11 @@ import (
 //	tinyitems   answers tools/list with one page of a million empty objects
 //	bigpage     answers tools/list with a 12 MB line (one tool with a huge description)
 //	closestdout answers tools/list, then closes its stdout and keeps running, ignoring stdin
+//	onebigtool  answers tools/list with a 1.5 MB tool (a huge description) and a small one
+//	bigtools    answers tools/list with a new 1.5 MB tool and a new cursor every page
+//	cursorreset lists its tools on two pages; while the first list is between them, its list
+//	            changes: it notifies list_changed and refuses the old cursor (-32602), as a
+//	            server whose cursors name a version of its list does
 func serveRogueChild(mode string) int {
 	switch mode {
 	case "crash":
@@ -44,7 +52,14 @@ func serveRogueChild(mode string) int {
 	sc := bufio.NewScanner(os.Stdin)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	pages := 0
+	version, changed := 1, false // cursorreset
 	for sc.Scan() {
+		var params struct {
+			Params struct {
+				Cursor string `json:"cursor"`
+			} `json:"params"`
+		}
+		_ = json.Unmarshal(sc.Bytes(), &params)
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -59,7 +74,7 @@ func serveRogueChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"protocolVersion":"2025-11-25","capab`)
 				continue
 			}
-			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"rogue","version":"1"}}}`)
+			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"rogue","version":"1"}}}`)
 		case "ping":
 			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
 		case "tools/list":
@@ -70,6 +85,25 @@ func serveRogueChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}],"nextCursor":"` + cursor + `"}}`)
 			case "bigpage":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"big","description":"` + strings.Repeat("d", 12<<20) + `","inputSchema":{"type":"object"}}]}}`)
+			case "onebigtool":
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"big","description":"` + strings.Repeat("d", 1500<<10) + `","inputSchema":{"type":"object"}},{"name":"t","inputSchema":{"type":"object"}}]}}`)
+			case "bigtools":
+				pages++
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"big%d","description":"%s","inputSchema":{"type":"object"}}],"nextCursor":"%d"}}`, id, pages, strings.Repeat("d", 1500<<10), pages))
+			case "cursorreset":
+				if params.Params.Cursor == "" {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"a%d","inputSchema":{"type":"object"}}],"nextCursor":"v%d-p2"}}`, id, version, version))
+					if !changed {
+						changed, version = true, version+1
+						write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+					}
+					continue
+				}
+				if params.Params.Cursor != fmt.Sprintf("v%d-p2", version) {
+					write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"Invalid cursor: the list changed"}}`)
+					continue
+				}
+				write(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"b%d","inputSchema":{"type":"object"}}]}}`, id, version))
 			case "tinyitems":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{}` + strings.Repeat(",{}", tinyItems-1) + `]}}`)
 			default:
@@ -187,5 +221,62 @@ func TestStdioPageCapped(t *testing.T) {
 	e := rec.wait(0, "ready or unavailable", settled)
 	if st := e.ev.Status; st.Status != subjects.StatusUnavailable || st.Code != subjects.CodeSnapshotTooLarge || !strings.Contains(st.Reason, "line longer than") {
 		t.Errorf("status %s %s %q, want unavailable %s: a line longer than allowed", st.Status, st.Code, st.Reason, subjects.CodeSnapshotTooLarge)
+	}
+}
+
+// TestListChangedMidPagination: a server whose list changed while it was being listed page by
+// page refuses the old cursor (-32602, as the spec says of an invalid cursor) after notifying
+// list_changed. The failure was taken for the server's: the server was published unavailable
+// (list_failed, a tools list that failed) and retried with backoff, although the re-list the
+// notification scheduled was about to list it whole. A list overtaken by a list_changed is
+// dropped whether it succeeded or failed (within the same bound of drops in a row).
+func TestListChangedMidPagination(t *testing.T) {
+	t.Parallel()
+	h := run(t, nil, fastConfig(rogueServer(t, "midpage", "cursorreset")))
+	rec := record(t, h.env, subjects.RegistryServer("midpage"))
+	snap := rec.wait(0, "tools snapshot", isSnapshot(subjects.KindTools, nil))
+	if got := names(t, snap.ev.Snapshot); !slices.Equal(got, []string{"a2", "b2"}) {
+		t.Errorf("items = %v, want the changed list [a2 b2]", got)
+	}
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	for _, e := range rec.all() {
+		if e.ev.Status != nil && e.ev.Status.Status == subjects.StatusUnavailable {
+			t.Errorf("a list overtaken by list_changed made the server unavailable: %s", e)
+		}
+	}
+}
+
+// TestOversizeToolLeftOutAlone: a tool over MaxDefinitionBytes is left out
+// (definition_too_large) and the rest of the list is published; but with a NATS server of the
+// default 1 MiB max_payload, a tool over what an event may hold (whose page still fits the
+// page's cap, an event plus 1 MiB) failed the whole list snapshot_too_large: the bytes of the
+// items left out counted against the snapshot, which does not hold them.
+func TestOversizeToolLeftOutAlone(t *testing.T) {
+	t.Parallel()
+	env := natstest.StartWith(t, natsembed.Config{MaxPayload: 1 << 20})
+	h := run(t, env, fastConfig(rogueServer(t, "onebig", "onebigtool")))
+	rec := record(t, h.env, subjects.RegistryServer("onebig"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusReady {
+		t.Fatalf("status %s %s %q, want ready: one oversize tool failed the whole list", st.Status, st.Code, st.Reason)
+	}
+	snap := rec.wait(0, "tools snapshot", isSnapshot(subjects.KindTools, nil)).ev.Snapshot
+	if got := names(t, snap); !slices.Equal(got, []string{"t"}) || len(snap.Rejected) != 1 ||
+		snap.Rejected[0].Name != "big" || snap.Rejected[0].Code != subjects.CodeDefinitionTooLarge {
+		t.Errorf("items = %v, rejected = %+v; want [t], big definition_too_large", got, snap.Rejected)
+	}
+}
+
+// TestOversizeToolsReadBounded: items left out take no room in the snapshot, but a list still
+// reads a bounded amount of them: endless pages of oversize tools end snapshot_too_large
+// (not after MaxPages pages: gigabytes).
+func TestOversizeToolsReadBounded(t *testing.T) {
+	t.Parallel()
+	env := natstest.StartWith(t, natsembed.Config{MaxPayload: 1 << 20})
+	h := run(t, env, fastConfig(rogueServer(t, "bigtools", "bigtools")))
+	rec := record(t, h.env, subjects.RegistryServer("bigtools"))
+	e := rec.wait(0, "ready or unavailable", settled)
+	if st := e.ev.Status; st.Status != subjects.StatusUnavailable || st.Code != subjects.CodeSnapshotTooLarge {
+		t.Fatalf("status %s %s %q, want unavailable %s", st.Status, st.Code, st.Reason, subjects.CodeSnapshotTooLarge)
 	}
 }
