@@ -134,7 +134,9 @@ func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool
 // a 4 MiB result whole cost ~180 ms and ~100 MB). Redacting just the kept start as text missed
 // sensitive keys with array values, keys and values spelled with escapes, and secrets that JSON
 // escapes. A payload within max that may hold something to redact is decoded, walked and
-// encoded again. Text that is not JSON is redacted as text (redactText).
+// encoded again, as is one that is not UTF-8 (encoding/json takes invalid bytes in strings, and
+// they would reach the audit stream as they came; encoded again, they are U+FFFD). Text that is
+// not JSON is redacted as text (redactText).
 func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, truncated bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, false
@@ -148,7 +150,9 @@ func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, tr
 			text = r.redactText(raw[:cutRune(raw, min(len(raw), 4*max))])
 		}
 		truncated = true
-	case r.clean(raw) && (valid || json.Valid(raw)):
+	case r.clean(raw) && (valid || json.Valid(raw)) && utf8.Valid(raw):
+		// (Not UTF-8, it is decoded and encoded again below: invalid bytes become U+FFFD, and
+		// the event stays JSON text a strict reader takes. encoding/json takes such bytes.)
 		return raw, false
 	default:
 		if doc, err := redact.Decode(raw); err == nil {

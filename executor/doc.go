@@ -33,7 +33,8 @@
 //	                                      also needs_approval, approved), dispatch (side-effecting
 //	                                      tools: the point after which the outcome may be unknown),
 //	                                      result; arguments and results redacted (sensitive keys,
-//	                                      configured secret values) and capped (4 KiB); user,
+//	                                      configured secret values), capped (4 KiB) and UTF-8
+//	                                      (invalid bytes as U+FFFD: the answer keeps them); user,
 //	                                      roles, tool and message cut (capAudit), and an event
 //	                                      NATS would still refuse stored without them.
 //	                                      Published asynchronously and at least once: an event

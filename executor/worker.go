@@ -775,7 +775,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 				t.Public, len(rep.Result), max(e.resultRoom(res, c.seq), 0), e.nc.MaxPayload())}
 	case !isJSONObject(rep.Result):
 		res.Status = subjects.CallFailed
-		res.Error = &subjects.Error{Code: subjects.CodeProtocolError, Message: "the server's tools/call result is not a JSON object"}
+		res.Error = &subjects.Error{Code: subjects.CodeProtocolError, Message: "the server's tools/call result is not a JSON object; the call ran"}
 	default:
 		// The tool ran: a result that fails its outputSchema is a malformed answer of the
 		// server, never a refusal (see checkOutput).
