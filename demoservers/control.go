@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -104,12 +106,16 @@ func (d *demo) pollControl() {
 	if key == d.lastKey {
 		return
 	}
+	seen := d.lastKey != ""
 	d.lastKey = key
 	if err != nil {
 		d.log.Printf("control file %s: %v (ignored, tools unchanged)", d.opts.ControlFile, err)
 		return
 	}
 	var c Control
+	if data == nil && seen {
+		d.log.Printf("control file %s not found: default tools", d.opts.ControlFile)
+	}
 	if data != nil {
 		c, err = ParseControl(data)
 		if err != nil {
@@ -120,7 +126,10 @@ func (d *demo) pollControl() {
 	d.applyLocked(c)
 }
 
-// applyLocked registers exactly the tools c asks for. d.mu must be held.
+// applyLocked registers exactly the tools c asks for, in one step so that
+// connected clients get a single notifications/tools/list_changed per change.
+// Names that are not tools of the server are logged and ignored. d.mu must
+// be held.
 func (d *demo) applyLocked(c Control) {
 	desired := make(map[string]server.ServerTool, len(d.base)+len(c.Add))
 	for _, t := range d.base {
@@ -130,54 +139,56 @@ func (d *demo) applyLocked(c Control) {
 		t, ok := d.extras[name]
 		if !ok {
 			if _, isBase := desired[name]; !isBase {
-				d.log.Printf("control file: %q is not an optional tool of %s (ignored)", name, d.name)
+				d.log.Printf("control file %s: %q is not an optional tool of %s (ignored; optional: %s)",
+					d.opts.ControlFile, name, d.name, strings.Join(slices.Sorted(maps.Keys(d.extras)), ", "))
 			}
 			continue
 		}
 		desired[name] = t
 	}
 	for _, name := range c.Hide {
+		if _, isExtra := d.extras[name]; !isExtra && !slices.ContainsFunc(d.base, func(t server.ServerTool) bool { return t.Tool.Name == name }) {
+			d.log.Printf("control file %s: %q is not a tool of %s (ignored; tools: %s)",
+				d.opts.ControlFile, name, d.name, strings.Join(d.allToolNames(), ", "))
+		}
 		delete(desired, name)
 	}
 
-	var remove []string
+	var removed, added []string
 	for name := range d.active {
 		if _, ok := desired[name]; !ok {
-			remove = append(remove, name)
+			removed = append(removed, name)
 		}
 	}
-	var add []server.ServerTool
-	for name, t := range desired {
+	for name := range desired {
 		if !d.active[name] {
-			add = append(add, t)
+			added = append(added, name)
 		}
 	}
-	slices.Sort(remove)
-	slices.SortFunc(add, func(a, b server.ServerTool) int {
-		switch {
-		case a.Tool.Name < b.Tool.Name:
-			return -1
-		case a.Tool.Name > b.Tool.Name:
-			return 1
-		}
-		return 0
-	})
+	if len(removed) == 0 && len(added) == 0 {
+		return
+	}
+	slices.Sort(removed)
+	slices.Sort(added)
+	tools := make([]server.ServerTool, 0, len(desired))
+	d.active = make(map[string]bool, len(desired))
+	for name, t := range desired {
+		tools = append(tools, t)
+		d.active[name] = true
+	}
+	// SetTools sends one list_changed; DeleteTools then AddTools would send two.
+	d.srv.SetTools(tools...)
+	d.log.Printf("control file applied: removed %v, added %v", removed, added)
+}
 
-	if len(remove) > 0 {
-		d.srv.DeleteTools(remove...)
-		for _, name := range remove {
-			delete(d.active, name)
-		}
+// allToolNames returns the names of the default and optional tools, sorted.
+func (d *demo) allToolNames() []string {
+	names := slices.Collect(maps.Keys(d.extras))
+	for _, t := range d.base {
+		names = append(names, t.Tool.Name)
 	}
-	if len(add) > 0 {
-		d.srv.AddTools(add...)
-		for _, t := range add {
-			d.active[t.Tool.Name] = true
-		}
-	}
-	if len(remove) > 0 || len(add) > 0 {
-		d.log.Printf("control file applied: removed %v, added %v", remove, toolNames(add))
-	}
+	slices.Sort(names)
+	return names
 }
 
 func toolNames(tools []server.ServerTool) []string {

@@ -75,7 +75,7 @@ func waitNotification(t *testing.T, ch <-chan string, method string) {
 func waitTools(t *testing.T, c *client.Client, ch <-chan string, want []string) {
 	t.Helper()
 	var got []string
-	for range 20 { // at most 20 notifications: each change sends one or two
+	for range 20 { // at most 20 notifications: each change sends one
 		waitNotification(t, ch, mcp.MethodNotificationToolsListChanged)
 		if got = toolNamesOf(listTools(t, c)); slices.Equal(got, want) {
 			return

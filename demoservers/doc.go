@@ -40,11 +40,17 @@
 // file every Options.ControlInterval (200 ms) until their context ends. Its
 // content is {"hide": ["tool", ...], "add": ["tool", ...]}: "add" registers
 // optional tools (ExtraTools), "hide" removes any tool and wins over "add".
-// On each change the difference is applied with mcp-go's DeleteTools and
-// AddTools, which send notifications/tools/list_changed to connected clients.
-// A missing file means the default tools; a malformed one (bad JSON, unknown
-// field, empty) is reported on Options.ErrorLog and ignored, keeping the
-// current tools. Write the file atomically (temporary file and rename).
+// When the resulting tools differ from the current ones they are replaced in
+// one step (mcp-go's SetTools), so connected clients get exactly one
+// notifications/tools/list_changed per change and none for a rewrite that
+// changes no tool. A missing file means the default tools (logged when an
+// existing file disappears). A malformed one (bad JSON, wrong types, unknown
+// field, empty, larger than 1 MiB, unreadable) is reported once on
+// Options.ErrorLog and ignored, keeping the current tools: an editor that
+// truncates the file before writing it causes no change. A name that is not
+// a tool of the server ("hide") or not one of its optional tools ("add") is
+// reported and ignored; the rest of the file applies. Writing the file
+// atomically (temporary file and rename) avoids even the log lines.
 //
 // # Transports
 //

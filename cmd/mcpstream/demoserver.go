@@ -37,9 +37,14 @@ Servers and their tools (public names are SERVER__TOOL, e.g. ticketing__createIs
 
 --control FILE changes the tools at run time: the file is polled and holds
   {"hide": ["listIssues"], "add": ["assignIssue"]}
-("add" advertises optional tools, "hide" removes any tool). Each change sends
-notifications/tools/list_changed. A missing file means the default tools; a malformed one is
-reported on stderr and ignored. Write it atomically (temporary file, then rename).
+("add" advertises optional tools, "hide" removes any tool and wins over "add"). The file is
+polled every --control-interval; each change of the tools sends one
+notifications/tools/list_changed (a rewrite that changes no tool sends none). A missing file
+means the default tools. A malformed one (not a JSON object, wrong types, unknown fields, empty,
+over 1 MiB) is reported on stderr and ignored: the current tools stay, so an editor that
+truncates the file before writing it changes nothing. Names that are not tools of the server
+are reported on stderr and ignored. Under ` + "`up`" + ` these stderr lines are logged at debug level
+(` + "`up --log-level debug`" + `). Writing the file atomically (temporary file, then rename) is best.
 
 Examples:
   mcpstream demo-server ticketing

@@ -490,3 +490,21 @@ func TestUpEmbeddedNATSDurability(t *testing.T) {
 		t.Errorf("up said its own embedded server does not use the section:\n%s", out)
 	}
 }
+
+// TestDemoServerHelpControlFile checks that `demo-server --help` tells a new user what the
+// control file holds, what a broken one does, and where its reports go under `up`.
+func TestDemoServerHelpControlFile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, _, err := runCmd(t, ctx, "demo-server", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`{"hide": ["listIssues"], "add": ["assignIssue"]}`, "--control FILE",
+		"one\nnotifications/tools/list_changed", "missing file", "malformed", "the current tools stay",
+		"--log-level debug"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo-server --help lacks %q:\n%s", want, out)
+		}
+	}
+}
