@@ -66,13 +66,7 @@ func TestEventsHostileRegistryMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := termClean(out); !ok {
-		t.Errorf("text output carries %U to the terminal:\n%q", r, out)
-	}
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != len(msgs) {
-		t.Fatalf("%d lines for %d messages:\n%s", len(lines), len(msgs), out)
-	}
+	lines := eventLines(t, out, len(msgs))
 	for i, l := range lines {
 		if bad := strings.Contains(l, "bad payload"); bad != msgs[i].bad {
 			t.Errorf("message %d (%s): bad payload shown %v, want %v: %.300s", i+1, msgs[i].subject, bad, msgs[i].bad, l)
@@ -141,13 +135,7 @@ func TestEventsHostileResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := termClean(out); !ok {
-		t.Errorf("text output carries %U to the terminal:\n%q", r, out)
-	}
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != len(msgs) {
-		t.Fatalf("%d lines for %d messages:\n%s", len(lines), len(msgs), out)
-	}
+	lines := eventLines(t, out, len(msgs))
 	for i, l := range lines {
 		if bad := strings.Contains(l, "bad payload"); bad != msgs[i].bad {
 			t.Errorf("message %d: bad payload shown %v, want %v: %.300s", i+1, bad, msgs[i].bad, l)
@@ -174,4 +162,17 @@ func TestServersIgnoresMismatchedPayload(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 || rows[0].Status != subjects.StatusUnavailable {
 		t.Errorf("servers --json = %s (%v); want kb unavailable", out, err)
 	}
+}
+
+// eventLines is out's lines, which must be n and carry nothing a terminal acts on.
+func eventLines(t *testing.T, out string, n int) []string {
+	t.Helper()
+	if r, ok := termClean(out); !ok {
+		t.Errorf("text output carries %U to the terminal:\n%q", r, out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != n {
+		t.Fatalf("%d lines for %d messages:\n%s", len(lines), n, out)
+	}
+	return lines
 }

@@ -283,28 +283,26 @@ func parsePolicyInfo(data []byte) (policyInstance, bool) {
 	in := policyInstance{Role: role, ID: truncate(oneLine(info.ID), 64)}
 	// An older catalog names only its replica.
 	in.Instance = truncate(oneLine(cmp.Or(pi.Instance, info.Metadata["replica"])), 128)
-	switch {
-	case pi.PolicyDigest == "":
-		in.Problem = "no policy digest advertised (mcpstream before policy digests?)"
-	case !policy.DigestPattern.MatchString(pi.PolicyDigest):
-		in.Problem = "malformed policy digest"
-	default:
-		in.Digest = pi.PolicyDigest
-	}
+	in.Digest, in.Problem = advertised(pi.PolicyDigest, "policy")
 	if role == subjects.RoleExecutor {
-		switch {
-		case pi.EnforcementDigest == "":
-			in.EnforcementProblem = "no enforcement digest advertised (mcpstream before enforcement digests?)"
-		case !policy.DigestPattern.MatchString(pi.EnforcementDigest):
-			in.EnforcementProblem = "malformed enforcement digest"
-		default:
-			in.Enforcement = pi.EnforcementDigest
-		}
+		in.Enforcement, in.EnforcementProblem = advertised(pi.EnforcementDigest, "enforcement")
 	}
 	if pi.Role != "" && pi.Role != role {
 		in.Problem = strings.TrimPrefix(in.Problem+"; ", "; ") + "advertises role " + truncate(oneLine(pi.Role), 32)
 	}
 	return in, true
+}
+
+// advertised is an instance's advertised digest of what ("policy", "enforcement") when it is one,
+// or why there is none to compare.
+func advertised(digest, what string) (string, string) {
+	switch {
+	case digest == "":
+		return "", "no " + what + " digest advertised (mcpstream before " + what + " digests?)"
+	case !policy.DigestPattern.MatchString(digest):
+		return "", "malformed " + what + " digest"
+	}
+	return digest, ""
 }
 
 // policyReport is the outcome of a check.
