@@ -10,11 +10,12 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
+	ctx, stop := signalContext(os.Stderr)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -36,6 +37,52 @@ func stopSignals() []os.Signal {
 		sigs = append(sigs, syscall.SIGHUP)
 	}
 	return sigs
+}
+
+// forcedExit is the exit status of a process quit by a second signal (128 + SIGINT, as a
+// shell reports a process killed by Ctrl-C).
+const forcedExit = 130
+
+// signalContext returns a context that the first stop signal (stopSignals) cancels: the
+// command then stops cleanly. A second SIGINT or SIGTERM while it stops quits at once with
+// status 130, saying so on stderr: an operator who will not wait for in-flight calls or the
+// stop timeout presses Ctrl-C again. A second SIGHUP does not: a terminal that closes sends it
+// to the process group more than once (the kernel and the shell), and that must not undo the
+// clean stop. stop releases the signals.
+func signalContext(stderr io.Writer) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, stopSignals()...)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-done:
+			return
+		}
+		for {
+			select {
+			case s := <-sigs:
+				if s == syscall.SIGHUP {
+					fmt.Fprintln(stderr, "mcpstream: hangup while stopping: still stopping cleanly")
+					continue
+				}
+				fmt.Fprintf(stderr, "mcpstream: %v while stopping: quitting at once, without a clean stop\n", s)
+				os.Exit(forcedExit)
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		})
+	}
 }
 
 // exitCode is an error that only carries an exit status (the command already printed why).

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +26,7 @@ func TestMain(m *testing.M) {
 	// is told by its flag.
 	fuzzWorker := slices.ContainsFunc(os.Args[1:], func(a string) bool { return strings.HasPrefix(a, "-test.fuzzworker") })
 	if !fuzzWorker && (os.Getenv(envTestMain) == "1" || len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-")) {
-		ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
+		ctx, stop := signalContext(os.Stderr)
 		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		var code exitCode
