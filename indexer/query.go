@@ -402,7 +402,9 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 	c.mu.RLock()
 	vis := c.visibility(f)
 	defer vis.release()
+	reply.Ranking = subjects.RankingLexical
 	if names, ok := strings.CutPrefix(text, SelectPrefix); ok {
+		reply.Ranking = subjects.RankingSelect
 		seen := map[string]bool{}
 		for _, n := range strings.Split(names, ",") {
 			n = strings.TrimSpace(n)
@@ -434,7 +436,10 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 		if !c.noFastPath && c.everyToolVisible(f) {
 			q.Allow = nil // same answer, without a check per candidate
 		}
-		hits := c.index.Search(q)
+		hits, hybrid := c.index.SearchRanked(q)
+		if hybrid {
+			reply.Ranking = subjects.RankingHybrid
+		}
 		results = make([]result, 0, len(hits))
 		for _, h := range hits {
 			results = append(results, result{e: c.byPublic[h.ID], score: h.Score})
@@ -453,6 +458,7 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 	if detail == subjects.DetailFull {
 		if err := c.fillFull(reply.Tools, ranked); err != nil {
 			reply.Tools = []subjects.ToolInfo{}
+			reply.Ranking = ""
 			reply.Error = apiError(subjects.CodeInternal, "%v", err)
 		}
 	}

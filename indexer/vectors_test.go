@@ -111,13 +111,23 @@ func TestHybridSearch(t *testing.T) {
 	waitVectors(t, hybrid.Catalog, 3)
 
 	const q = "will it rain tomorrow"
-	if got := names(find(t, lexical.Catalog, q).Tools); len(got) != 0 {
+	lex := find(t, lexical.Catalog, q)
+	if got := names(lex.Tools); len(got) != 0 {
 		t.Errorf("lexical: %v, want nothing (no shared word)", got)
+	}
+	if lex.Ranking != subjects.RankingLexical {
+		t.Errorf("without an embedder: ranking %q, want %q", lex.Ranking, subjects.RankingLexical)
 	}
 	rep := find(t, hybrid.Catalog, q)
 	mustNoErr(t, rep.Error)
 	if got := names(rep.Tools); len(got) == 0 || got[0] != "meteo__get_outlook" {
 		t.Errorf("hybrid: %v, want meteo__get_outlook first", got)
+	}
+	if rep.Ranking != subjects.RankingHybrid {
+		t.Errorf("with vectors: ranking %q, want %q", rep.Ranking, subjects.RankingHybrid)
+	}
+	if sel := find(t, hybrid.Catalog, "select:meteo__get_outlook"); sel.Ranking != subjects.RankingSelect || len(sel.Tools) != 1 {
+		t.Errorf("select: ranking %q, %d tools, want %q and one", sel.Ranking, len(sel.Tools), subjects.RankingSelect)
 	}
 	// A repeated request is embedded once (the request cache).
 	calls := emb.calls.Load()
@@ -171,8 +181,12 @@ func TestHybridSearchEmbedderDown(t *testing.T) {
 	if st := r.Stats(); st.Vectors != 0 || st.VectorsPending != 3 {
 		t.Errorf("stats while down: %+v", st)
 	}
-	if got := names(find(t, r.Catalog, "list incidents").Tools); len(got) == 0 || got[0] != "desk__list_incidents" {
+	down := find(t, r.Catalog, "list incidents")
+	if got := names(down.Tools); len(got) == 0 || got[0] != "desk__list_incidents" {
 		t.Errorf("lexical search while the embedder is down: %v", got)
+	}
+	if down.Ranking != subjects.RankingLexical {
+		t.Errorf("while the embedder is down: ranking %q, want %q (the reply says search was not hybrid)", down.Ranking, subjects.RankingLexical)
 	}
 	emb.setFail(false)
 	waitVectors(t, r.Catalog, 3)

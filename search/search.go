@@ -161,6 +161,14 @@ type resolvedTerm struct {
 // Query.Vector, that ranking is fused with the tools closest to the vector
 // (see Query.Vector), after those first tools.
 func (ix *Index) Search(q Query) []Hit {
+	hits, _ := ix.SearchRanked(q)
+	return hits
+}
+
+// SearchRanked is Search, and reports whether Query.Vector took part in the ranking (false:
+// the lexical ranking alone, as when the index holds no vector of the dimension, the
+// searcher may see no tool with a vector, or Config.VectorWeight is not positive).
+func (ix *Index) SearchRanked(q Query) (hits []Hit, hybrid bool) {
 	cfg := &ix.cfg
 	k := q.K
 	if k <= 0 {
@@ -172,24 +180,24 @@ func (ix *Index) Search(q Query) []Hit {
 	lexical := len(pq.terms) > 0 || len(pq.chunks) > 0
 	wantVec := cfg.vecW > 0 && len(q.Vector) > 0
 	if !lexical && !wantVec {
-		return nil
+		return nil, false
 	}
 
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.live == 0 {
-		return nil
+		return nil, false
 	}
 	useVec := wantVec && ix.vecs.dims == len(q.Vector)
 	if !lexical && !useVec {
-		return nil
+		return nil, false
 	}
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
 	if q.Visible != nil {
 		sc.st = ix.statsFor(q.VisibleKey, q.Visible)
 		if sc.st.n == 0 {
-			return nil // the searcher may see no tool
+			return nil, false // the searcher may see no tool
 		}
 	} else {
 		sc.st = ix.globalStats()
@@ -197,7 +205,7 @@ func (ix *Index) Search(q Query) []Hit {
 	if useVec && sc.st.vis != nil && !ix.visibleVector(sc.st) {
 		// An index of the visible tools alone would hold no vector: lexical, as there.
 		if useVec = false; !lexical {
-			return nil
+			return nil, false
 		}
 	}
 	var qv []float32
@@ -206,7 +214,7 @@ func (ix *Index) Search(q Query) []Hit {
 		if useVec {
 			sc.qv = qv
 		} else if !lexical {
-			return nil
+			return nil, false
 		}
 	}
 
@@ -219,14 +227,14 @@ func (ix *Index) Search(q Query) []Hit {
 		top = ix.fuse(sc, top, pinned, qv, q.Allow)
 	}
 	if len(top) == 0 {
-		return nil
+		return nil, useVec
 	}
 	top = top[:min(k, len(top))]
-	hits := make([]Hit, len(top))
+	hits = make([]Hit, len(top))
 	for i, c := range top {
 		hits[i] = Hit{ID: ix.docs[c.slot].id, Score: c.score}
 	}
-	return hits
+	return hits, useVec
 }
 
 // visibleVector reports whether a tool of st has a vector. Callers hold ix.mu (read).

@@ -55,8 +55,23 @@ type ToolInfo struct {
 type SearchReply struct {
 	V     int        `json:"v"`
 	Tools []ToolInfo `json:"tools"`
-	Error *Error     `json:"error,omitempty"`
+	// Ranking says how the tools were found (absent on an error): RankingLexical,
+	// RankingHybrid or RankingSelect.
+	Ranking string `json:"ranking,omitempty"`
+	Error   *Error `json:"error,omitempty"`
 }
+
+// The rankings of a SearchReply.
+const (
+	// RankingLexical: the lexical scores alone. Without an embeddings endpoint always; with
+	// one, also while the catalog has no vectors yet, or the endpoint failed lately, is slow
+	// or answers for another model (search never waits on it).
+	RankingLexical = "lexical"
+	// RankingHybrid: the lexical scores fused with the query's embedding.
+	RankingHybrid = "hybrid"
+	// RankingSelect: a "select:NAME[,NAME]" query, the named tools in the order named.
+	RankingSelect = "select"
+)
 
 // DetailsRequest is the payload of CatalogDetails.
 type DetailsRequest struct {

@@ -45,7 +45,7 @@ func TestGoldenPayloads(t *testing.T) {
 			Server: "ticketing", Decision: CodeForbidden, Code: CodeForbidden, Message: "no rule allows it", At: at},
 		"search_request": SearchRequest{V: Version, Query: "open a ticket", K: 5, Detail: DetailSummary, Principal: Principal{Tenant: "acme", User: "alice"}},
 		"search_reply": SearchReply{V: Version, Tools: []ToolInfo{{Name: "ticketing__createIssue", Server: "ticketing", Tool: "createIssue",
-			Description: "Create a ticket", Score: 7.25, Labels: []string{"needs-approval"}, State: StateFresh}}},
+			Description: "Create a ticket", Score: 7.25, Labels: []string{"needs-approval"}, State: StateFresh}}, Ranking: RankingLexical},
 		"error_reply": SearchReply{V: Version, Tools: []ToolInfo{}, Error: &Error{Code: CodeBadRequest, Message: "k must be between 1 and 100"}},
 		// The $SRV.INFO metadata keys of catalog replicas and executors (discovery.go).
 		"policy_metadata": PolicyInfo{Role: RoleExecutor, Instance: "host-1:4242/0", PolicyDigest: "v1-29d5e78c7ab749ac3e05bb1cb2a727cc"}.Metadata(),
