@@ -33,8 +33,11 @@
 // # Text analysis
 //
 // Tokenize reads text in Unicode normalization form C (an accent spelled as a
-// combining mark, e + U+0301, is the precomposed é), lower-cases, splits on
-// non-alphanumerics, camelCase and letter/digit boundaries (keeping the
+// combining mark, e + U+0301, is the precomposed é), folds case (ΟΔΟΣ is οδος,
+// FİLES is files), splits on non-alphanumerics (combining marks, the vowel
+// signs of Indic scripts too, continue a word: खोजें; invisible format
+// characters, a soft hyphen or a zero-width joiner, are ignored: docu + U+00AD + ment is
+// document; a zero-width space is a break), camelCase and letter/digit boundaries (keeping the
 // joined form too: getLogs → get, log, getlog; and a short identifier inside
 // one, whose parts alone are dropped: listS3Buckets → s3), drops a small English stop list, and applies a light stemmer
 // (Porter step 1 with a final-e rule) to ASCII words. Han, Hiragana, Katakana

@@ -292,9 +292,10 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 		}
 	}
 
-	// Identifier-like chunks: letters, digits, '_', '-', '.'.
+	// Identifier-like chunks: letters, digits, combining marks (they continue a word: see
+	// classify), '_', '-', '.'.
 	for ch := range strings.FieldsFuncSeq(text, func(r rune) bool {
-		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '-' || r == '.')
+		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '_' || r == '-' || r == '.')
 	}) {
 		if len(pq.chunks) >= maxQueryChunks {
 			break

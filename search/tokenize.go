@@ -22,8 +22,10 @@ const (
 
 // Tokenize returns the index terms of text, in order, as both documents and
 // queries see them: in Unicode normalization form C (e + U+0301 is é);
-// lower-cased; split on anything that is not a letter or
-// digit, on camelCase and on letter/digit boundaries (getLogs → get, log;
+// case-folded (lower-cased, ς as σ); split on anything that is not a letter,
+// digit or combining mark (invisible format characters such as a soft hyphen
+// or a zero-width joiner are skipped, a zero-width space is a break), on
+// camelCase and on letter/digit boundaries (getLogs → get, log;
 // search_knowledge_base → search, knowledg, base); fullwidth forms of ASCII
 // (ＰＤＦ) read as ASCII; English stop words and one-character Latin tokens
 // dropped; a conservative suffix stemmer (Porter step 1: plurals, -ed, -ing)
@@ -69,6 +71,9 @@ func tokenize(text string, limit int, emit func(tok string, joined bool)) {
 			r -= 0xFEE0 // fullwidth ASCII (ＰＤＦ, ３, typed by CJK input methods) is ASCII
 		}
 		k := classify(r)
+		if k == kindIgnore {
+			continue // invisible inside a word: docu\u00ADment is document
+		}
 		if k == kindMark {
 			// Combining marks continue a word (é spelled e + U+0301).
 			if runKind == kindWord {
@@ -122,7 +127,8 @@ const (
 	kindWord // letters and digits
 	kindCJK
 	kindMark
-	kindJunk // the rest of an over-long run, ignored
+	kindJunk   // the rest of an over-long run, ignored
+	kindIgnore // an invisible format character, as if absent (see classify)
 )
 
 func classify(r rune) runeKind {
@@ -141,11 +147,20 @@ func classify(r rune) runeKind {
 		return kindLetter
 	case unicode.IsDigit(r):
 		return kindDigit
-	case unicode.Is(unicode.Mn, r):
+	case unicode.In(r, unicode.Mn, unicode.Mc, unicode.Me):
+		// Combining marks, spacing ones too: the vowel signs of Indic scripts (खोजें).
 		return kindMark
+	case r != zeroWidthSpace && unicode.Is(unicode.Cf, r):
+		// Format characters are invisible and, between letters, no word break (UAX #29):
+		// a soft hyphen (text copied from web pages and PDFs), zero-width (non-)joiners, a
+		// word joiner, a byte order mark, bidi marks. A zero-width space is a word break.
+		return kindIgnore
 	}
 	return kindOther
 }
+
+// zeroWidthSpace separates words without showing, as Thai and Khmer text uses it.
+const zeroWidthSpace = '\u200B'
 
 func isCJK(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
@@ -269,8 +284,10 @@ func emitPart(part []rune, emit func(string, bool)) bool {
 	ascii := true
 	for i, r := range part {
 		if r >= 0x80 {
-			ascii = false
-			break
+			if r = foldRune(r); r >= 0x80 {
+				ascii = false
+				break
+			}
 		}
 		c := byte(r)
 		if 'A' <= c && c <= 'Z' {
@@ -293,7 +310,7 @@ func emitPart(part []rune, emit func(string, bool)) bool {
 	var b strings.Builder
 	b.Grow(len(part))
 	for _, r := range part {
-		b.WriteRune(unicode.ToLower(r))
+		b.WriteRune(foldRune(r))
 	}
 	w := b.String()
 	if len(w) > maxTokenBytes || stopWords[w] {
@@ -301,6 +318,16 @@ func emitPart(part []rune, emit func(string, bool)) bool {
 	}
 	emit(w, false)
 	return true
+}
+
+// foldRune returns the lower case of r's upper case: its lower case, except that the variants
+// of a letter that only differ in case are one (the Greek final sigma ς is σ, as Σ lower-cases;
+// the long s ſ is s). A word that folds to ASCII (FİLES: files) is then read as an ASCII word.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		return unicode.ToLower(r)
+	}
+	return unicode.ToLower(unicode.ToUpper(r))
 }
 
 // isStopWord reports whether w is one of stopWords, without a lookup for a word longer than

@@ -80,6 +80,9 @@ func TestTokenizeHostile(t *testing.T) {
 		"10 MB of Han":           strings.Repeat("中文", 10<<20/6),
 		"combining marks":        strings.Repeat("e\u0301\u0301\u0301", 100000),
 		"NULs and controls":      strings.Repeat("\x00\x01\x1b[31m", 100000),
+		"spacing marks":          "क" + strings.Repeat("\u093e\u0903", 1<<20),
+		"format characters":      strings.Repeat("ab\u00ad\u200d\u2060", 1<<20),
+		"marks and digits":       strings.Repeat("1\u093e", 1<<20),
 	}
 	for name, in := range inputs {
 		t.Run(name, func(t *testing.T) {
