@@ -194,3 +194,51 @@ func TestSlowEndpointHoldsHalfTheWorkers(t *testing.T) {
 		t.Errorf("%d searches wait for the endpoint, want 1 (half of 2 workers)", n)
 	}
 }
+
+// TestSlowEmbeddingHoldsNoOtherDetails: a details request naming a tool nobody lists searches
+// for what it probably meant (searchSuggestions), and on a hybrid replica that search embeds
+// the name: it may wait for the embeddings endpoint (up to EmbedTimeout). Details were served
+// on the subscription's own goroutine when nothing was queued behind them, so every details
+// request that came meanwhile (any client's, naming tools that exist) waited behind it,
+// although workers were free.
+func TestSlowEmbeddingHoldsNoOtherDetails(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &slowQueryEmbedder{slow: "desk__open_incidnt_typo", entered: make(chan struct{}), release: make(chan struct{})}
+	r := startReplicaConfig(t, env, Config{Embedder: emb, EmbedTimeout: time.Minute}, env.Connect(t))
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+	cl := Client{NC: env.Connect(t), Timeout: 10 * time.Second}
+	waitFor(t, "service up", func() bool {
+		_, err := cl.Servers(context.Background(), "local", subjects.ServersRequest{V: 1})
+		return err == nil
+	})
+
+	slowDone := make(chan error, 1)
+	go func() {
+		rep, err := Client{NC: env.Connect(t), Timeout: time.Minute}.Details(context.Background(), "local", subjects.DetailsRequest{V: 1, Names: []string{emb.slow}})
+		if err == nil && (rep.Error == nil || rep.Error.Code != subjects.CodeNotFound) {
+			err = fmt.Errorf("details of a name nobody lists: %+v, want not_found", rep.Error)
+		}
+		slowDone <- err
+	}()
+	defer func() {
+		close(emb.release)
+		if err := <-slowDone; err != nil {
+			t.Errorf("slow details: %v", err)
+		}
+	}()
+	select {
+	case <-emb.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the details request never reached the embedder")
+	}
+	// The first details request waits for the endpoint; this one needs no embedding.
+	rep, err := cl.Details(context.Background(), "local", subjects.DetailsRequest{V: 1, Names: []string{"desk__open_incident"}})
+	if err != nil {
+		t.Fatalf("details while another details request waits for the embeddings endpoint: %v", err)
+	}
+	if rep.Error != nil || len(rep.Tools) != 1 {
+		t.Fatalf("details: error %+v, tools %v", rep.Error, names(rep.Tools))
+	}
+}

@@ -108,7 +108,8 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 // A request with nothing queued behind it on its subscription is served right here, on the
 // goroutine that received it: handing it to another goroutine cost about 45 µs a request here
 // (indexer BenchmarkSearch, nats against bare-search). With a backlog, each request gets its
-// own goroutine, at most Workers at once; so does every search of a hybrid replica.
+// own goroutine, at most Workers at once; so does every search and details request of a hybrid
+// replica.
 func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, m *nats.Msg, sem chan struct{}, wg *sync.WaitGroup) {
 	if m.Reply != "" && !subjects.Answerable(m.Reply) {
 		// The reply would be this replica's write to one of mcpstream's subjects or the
@@ -120,9 +121,10 @@ func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handl
 	sem <- struct{}{}
 	wg.Add(1)
 	// Pending counts the message being delivered until its callback returns. A hybrid search
-	// may wait for the embeddings endpoint (up to EmbedTimeout): served here, it would hold
+	// may wait for the embeddings endpoint (up to EmbedTimeout), and so may details naming a
+	// tool nobody lists (its suggestions search for the name): served here, it would hold
 	// every request that comes meanwhile on this subscription, with workers free.
-	mayWait := name == "search" && c.cfg.Embedder != nil
+	mayWait := (name == "search" || name == "details") && c.cfg.Embedder != nil
 	if n, _, err := m.Sub.Pending(); err == nil && n <= 1 && !mayWait {
 		defer func() { <-sem; wg.Done() }()
 		c.respond(ctx, nc, name, h, m)
