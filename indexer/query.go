@@ -399,7 +399,8 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 	if !strings.HasPrefix(text, SelectPrefix) {
 		qvec = c.queryVector(ctx, text) // before the lock: it may wait for the embedder
 	}
-	c.mu.RLock()
+	unlock := c.readLock()
+	defer unlock()
 	vis := c.visibility(f)
 	defer vis.release()
 	reply.Ranking = subjects.RankingLexical
@@ -454,7 +455,7 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 		reply.Tools = append(reply.Tools, ti)
 		ranked = append(ranked, r.e.hash)
 	}
-	c.mu.RUnlock()
+	unlock()
 	if detail == subjects.DetailFull {
 		if err := c.fillFull(reply.Tools, ranked); err != nil {
 			reply.Tools = []subjects.ToolInfo{}
@@ -463,6 +464,21 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 		}
 	}
 	return reply
+}
+
+// readLock read-locks c.mu and returns its unlock, which does nothing after its first call:
+// a request unlocks it by hand before the work that needs no lock, and by defer as well, so a
+// panic under the lock (recovered by the service, which keeps serving) never leaves it held,
+// which would block the next catalog update, and so the replica, for good.
+func (c *Catalog) readLock() (unlock func()) {
+	c.mu.RLock()
+	locked := true
+	return func() {
+		if locked {
+			locked = false
+			c.mu.RUnlock()
+		}
+	}
 }
 
 // info builds a ToolInfo at a detail level; full answers are completed by fillFull. Callers
@@ -625,7 +641,8 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 	var missing, removed []string
 	var hashes [][16]byte // of the definitions answered (see fillFull)
 	seen := map[string]bool{}
-	c.mu.RLock()
+	unlock := c.readLock()
+	defer unlock()
 	vis := c.visibility(&filter{pr: pr})
 	defer vis.release()
 	for _, n := range req.Names {
@@ -660,7 +677,7 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		}
 		usable.release()
 	}
-	c.mu.RUnlock()
+	unlock()
 	searched := 0
 	for _, n := range missing {
 		if _, ok := near[n]; ok && searched < searchSuggestNames {
