@@ -56,7 +56,7 @@
 // Search scores with BM25F (k1 = 1.2, b = 0.75; field weights name 3, title 2,
 // lead sentence 1.5, description 1, parameters 0.5, server name 1, tags 0.5),
 // then applies, all configurable in Config and measured on the real catalog
-// in shared/eval/retrieval (see the package tests):
+// in testdata/eval/retrieval (see the package tests):
 //
 //   - related words from a small table of generic software vocabulary
 //     (create/add/new, delete/remove, fetch/get, doc/docx/word...) at 0.3 of a
@@ -168,5 +168,5 @@
 // # Evaluation
 //
 // Evaluate computes the group-aware metrics of
-// shared/eval/retrieval/PROVENANCE.md (recall@k, complete@k, nDCG@10, MRR).
+// testdata/eval/retrieval/PROVENANCE.md (recall@k, complete@k, nDCG@10, MRR).
 package search

@@ -3,7 +3,7 @@ package search
 import "math"
 
 // Metrics are retrieval quality figures averaged over queries, as defined in
-// shared/eval/retrieval/PROVENANCE.md (group-aware: a query needs one tool of
+// testdata/eval/retrieval/PROVENANCE.md (group-aware: a query needs one tool of
 // each of its gold groups).
 type Metrics struct {
 	Queries      int     `json:"queries"`

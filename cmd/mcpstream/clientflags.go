@@ -254,6 +254,11 @@ func newFlagSet(name, usage, help string) *flag.FlagSet {
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "Usage: mcpstream %s\n\n%s\n", usage, strings.TrimSpace(help))
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if !hasFlags { // (policy: its flags are policy check's and policy digest's)
+			return
+		}
 		fmt.Fprintln(w, "\nFlags:")
 		fs.SetOutput(w)
 		fs.PrintDefaults()

@@ -45,7 +45,7 @@ the real search path, then prints retrieval quality:
      k = --k), and the ranked public names are scored against the query's gold groups
      ("server::name" mapped to the public name server__name).
 
-Metrics (group-aware, the definitions of shared/eval/retrieval/PROVENANCE.md):
+Metrics (group-aware, the definitions of testdata/eval/retrieval/PROVENANCE.md):
   recall@k     share of a query's gold groups with a member in the top k (k = 1, 5, 10)
   complete@k   1 when every gold group has a member in the top k (k = 5, 10)
   ndcg@10      binary gain per group at the rank of its first member, normalized
@@ -62,8 +62,8 @@ OpenAI-compatible embeddings API; the key is read from the variable --embeddings
 every tool is embedded before the queries run.
 
 Example:
-  mcpstream eval retrieval --tools ../shared/eval/retrieval/tools.jsonl \
-      --queries ../shared/eval/retrieval/queries-dev.jsonl`
+  mcpstream eval retrieval --tools testdata/eval/retrieval/tools.jsonl \
+      --queries testdata/eval/retrieval/queries-dev.jsonl   # from the repository's root`
 
 // evalTool is one line of the --tools file.
 type evalTool struct {

@@ -30,6 +30,8 @@ func init() {
 const serversHelp = `
 Lists every MCP server the registry knows, from the last status event and the last tools, prompts
 and resources snapshot of each server in the registry stream. It needs only NATS (no indexer).
+A message the consumers refuse (not JSON, another server's payload) is skipped, as the catalog
+skips it: the valid event before it counts, and stderr says how many were skipped.
 
 Status is one of connecting, ready, unavailable (with the code and reason of the failure) or
 removed (the server left the configuration). The counts are those of the last snapshot listed,
@@ -279,7 +281,8 @@ func dash(s string) string {
 
 // readServers reads the last status and snapshot of every server (one ordered consumer with
 // DeliverLastPerSubject) and returns one row per server, sorted by name, and how many
-// malformed events it skipped.
+// malformed events it skipped. A subject whose last message is malformed shows its last valid
+// event instead, as the catalog does (it skips malformed messages).
 func readServers(ctx context.Context, js jetstream.JetStream) ([]serverRow, int, error) {
 	byName := map[string]*serverRow{}
 	get := func(name string) *serverRow {
@@ -291,23 +294,11 @@ func readServers(ctx context.Context, js jetstream.JetStream) ([]serverRow, int,
 		return r
 	}
 	bad := 0
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subjects.RegistryAllStatus, subjects.RegistryAllSnapshots},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
-	}
-	err := readStream(ctx, js, subjects.RegistryStream, cfg, false, func(msg jetstream.Msg) error {
-		subj, err := subjects.ParseRegistry(msg.Subject())
-		if err != nil {
-			bad++
-			return nil
-		}
-		// As the catalog reads it: a payload must be the event, server and kind of its subject.
-		ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
-		if err != nil {
-			bad++
-			return nil
-		}
-		r := get(subj.Server)
+	// Subjects whose last message the consumers refuse: the catalog skips such a message and
+	// keeps the event before it, so their last valid event is looked for below.
+	var refused []string
+	apply := func(server string, ev subjects.RegistryEvent) {
+		r := get(server)
 		switch {
 		case ev.Status != nil:
 			s := ev.Status
@@ -334,13 +325,47 @@ func readServers(ctx context.Context, js jetstream.JetStream) ([]serverRow, int,
 				r.Transport = firstNonEmpty(r.Transport, s.Info.Transport)
 				r.Protocol = firstNonEmpty(r.Protocol, s.Info.Protocol)
 			}
-		default:
-			bad++
 		}
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.RegistryAllStatus, subjects.RegistryAllSnapshots},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+	}
+	err := readStream(ctx, js, subjects.RegistryStream, cfg, false, func(msg jetstream.Msg) error {
+		subj, err := subjects.ParseRegistry(msg.Subject())
+		if err != nil {
+			bad++
+			return nil
+		}
+		// As the catalog reads it: a payload must be the event, server and kind of its subject.
+		ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
+		if err != nil || ev.Status == nil && ev.Snapshot == nil {
+			bad++
+			refused = append(refused, msg.Subject())
+			return nil
+		}
+		apply(subj.Server, ev)
 		return nil
 	})
 	if err != nil {
 		return nil, bad, err
+	}
+	for _, subject := range refused {
+		// Rare (a buggy or hostile publisher): replay this one subject for its last valid event.
+		var last *subjects.RegistryEvent
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+		err := readStream(ctx, js, subjects.RegistryStream, cfg, false, func(msg jetstream.Msg) error {
+			if ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data()); err == nil && (ev.Status != nil || ev.Snapshot != nil) {
+				last = &ev
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, bad, err
+		}
+		if subj, err := subjects.ParseRegistry(subject); err == nil && last != nil {
+			apply(subj.Server, *last)
+		}
 	}
 	rows := make([]serverRow, 0, len(byName))
 	for _, r := range byName {

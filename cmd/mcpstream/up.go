@@ -87,7 +87,7 @@ type hostOptions struct {
 // register adds the flags shared by up and the role subcommands.
 func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 	fs.StringVar(&o.DataDir, "data", "./.mcpstream", "state directory: embedded NATS store (up), catalogs, demo control files")
-	fs.StringVar(&o.ConfigPath, "config", "", "configuration file (YAML: servers, policy, limits, search, streams; see README Configuration); default: the bundled demo servers")
+	fs.StringVar(&o.ConfigPath, "config", "", "configuration file (YAML: servers, policy, limits, search, streams, embeddedNats (up only); see README Configuration); default: the bundled demo servers")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
 	fs.IntVar(&o.StreamReplicas, "stream-replicas", 0, "JetStream replicas of mcpstream's streams when created or updated (3 on a 3-node cluster); 0 = keep existing, 1 for new")
@@ -99,7 +99,7 @@ func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 		fs.StringVar(&o.HTTPListen, "http-listen", "127.0.0.1:8080", "HTTP listener for /healthz and /metrics (port 0 = any free port, \"\" = none)")
 	} else {
 		o.NATS.register(fs)
-		fs.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listener for /healthz and /metrics (\"\" = none)")
+		fs.StringVar(&o.HTTPListen, "http-listen", "", "HTTP listener for /healthz and /metrics (port 0 = any free port, \"\" = none)")
 		if o.Name != "registrysync" { // one registrysync per set of servers: not replicated
 			fs.StringVar(&o.Replica, "replica", "", "replica id when several replicas share one --data directory")
 		}
