@@ -681,6 +681,15 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 	rej.addListed(sn.Rejected)
 	seen := map[string]bool{}
 	seenPub := map[string]bool{}
+	// A message of 8 MB holds millions of unusable items ("0,"): a few are logged, then one
+	// line counts the others (all are counted in Stats.BadItems and the list's rejections).
+	skippedLogged := 0
+	defer func() {
+		if skippedLogged > maxSkipLogs {
+			c.log.Warn().Str("server", server).Int("skipped", skippedLogged).Int("logged", maxSkipLogs).
+				Msg("skipped more tool definitions without a usable name, listed twice, or too large than are logged one by one")
+		}
+	}()
 	for i := range items {
 		it := &items[i]
 		if it.d.Name == "" || seen[it.d.Name] {
@@ -697,8 +706,10 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			default:
 				rej.add(it.d.Name, subjects.CodeDuplicateName, "a tool with this name was listed before; the first one is kept")
 			}
-			c.log.Warn().Str("server", server).Int("item", i).Str("name", it.d.Name).Int("bytes", len(sn.Items[i])).
-				Msg("skipping a tool definition without a usable name, listed twice, or too large")
+			if skippedLogged++; skippedLogged <= maxSkipLogs {
+				c.log.Warn().Str("server", server).Int("item", i).Str("name", cutText(it.d.Name, maxRejectedText)).Int("bytes", len(sn.Items[i])).
+					Msg("skipping a tool definition without a usable name, listed twice, or too large")
+			}
 			continue
 		}
 		if other := c.byPublic[it.pub]; other != nil && (other.server != server || other.tool != it.d.Name) || seenPub[it.pub] {
@@ -980,6 +991,9 @@ type rejections struct {
 	recs []rejRec
 	more int
 }
+
+// maxSkipLogs is how many unusable definitions of one snapshot are logged one by one.
+const maxSkipLogs = MaxRejected
 
 // maxCodeBytes bounds a rejection code taken from the stream.
 const maxCodeBytes = 64

@@ -7,7 +7,9 @@
 // Every message of subjects.RegistryStream (subjects.RegistryAll: snapshots, list_changed,
 // confirmations, status and revocations of every server), in stream order, through an ordered consumer: ephemeral, no
 // acks, no server-side state. A replica starts at its stored last sequence + 1, or at the first
-// message when its directory is empty (rebuild by replay), and then follows the stream.
+// message when its directory is empty (rebuild by replay), and then follows the stream. It is
+// ready once it applied the messages the stream held when it started; messages deleted from the
+// stream (`nats stream rmm`) are not waited for, even when they were its last.
 //
 // # Produces
 //
@@ -51,7 +53,10 @@
 // is written in several; the sequence goes in the last one, and since a snapshot is a whole
 // replacement, re-applying it after a crash gives the same result.) A malformed message is
 // logged with its sequence, counted (Stats.BadEvents) and skipped: it never stops the replica
-// and never blocks the stream. A consumer or connection failure is retried with backoff from
+// and never blocks the stream. Of one snapshot's unusable definitions (no usable name, listed
+// twice, too large: Stats.BadItems), the first MaxRejected are logged one by one and one line
+// counts the others, so that a message of millions of them does not flood the log at every
+// replay. A consumer or connection failure is retried with backoff from
 // the last applied sequence until the context ends.
 //
 // # State

@@ -23,7 +23,8 @@ var ErrFollowing = errors.New("catalog already following a stream")
 // when the catalog is empty) and applies every message, until ctx is done; it then returns nil.
 // Consumer and connection failures are retried with backoff; a store failure ends it with an
 // error wrapping ErrStore. Ready turns true once the replica has applied every message the
-// stream held when Follow (or a retry of it) started.
+// stream held when Follow (or a retry of it) started (at once when none follows its position,
+// even if the stream's last sequence is past it: those messages were deleted).
 //
 // A catalog built from another stream (the stream was deleted and recreated), or from messages
 // the stream no longer holds (purged, even only up to a sequence behind the catalog's
@@ -92,6 +93,14 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
+	if ci := cons.CachedInfo(); !c.Ready() && ci != nil && ci.NumPending == 0 {
+		// Nothing after the replica's position: the stream's last messages were deleted
+		// (`nats stream rmm`, a subject purged), so no message will come at its last sequence
+		// and none with nothing pending after it. Caught up all the same.
+		c.markReady()
+		c.log.Info().Uint64("seq", c.Seq()).Uint64("stream_last", target).Int("tools", c.Stats().Tools).
+			Msg("catalog caught up with the registry stream (its messages after the catalog's position were deleted)")
+	}
 	// The stream may be purged while the replica follows it (the ordered consumer just goes
 	// on with the next message): watch it, and start over through checkOrigin when it was, as
 	// a restarted replica would.

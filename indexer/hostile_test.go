@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -111,5 +114,45 @@ func TestRevokedNamesBounded(t *testing.T) {
 	det := r.Details(context.Background(), subjects.DetailsRequest{V: 1, Names: []string{"kb__search_knowledge_base"}})
 	if len(det.Tools) != 1 || det.Tools[0].State != subjects.StateRevoked {
 		t.Errorf("kb__search_knowledge_base past the limit: %d tools, %+v, want it revoked", len(det.Tools), det.Error)
+	}
+}
+
+// lineCounter counts the lines a logger writes (zerolog writes one per call).
+type lineCounter struct{ n atomic.Int64 }
+
+func (w *lineCounter) Write(p []byte) (int, error) { w.n.Add(1); return len(p), nil }
+
+// TestManyUnusableItemsLogBounded: a registry message is at most 8 MB, which holds about four
+// million unusable items ("0,"). Each was logged on its own line: one hostile snapshot wrote
+// 4.2 million lines (775 MB) to the replica's log, again at every rebuild by replay. A few are
+// logged, then one line counts the rest; all are counted in Stats.BadItems and the list's
+// rejections.
+func TestManyUnusableItemsLogBounded(t *testing.T) {
+	const n = 20_000
+	var b strings.Builder
+	b.WriteString(`{"v":1,"type":"snapshot","server":"h","kind":"tools","fingerprint":"f","listedAt":"2026-08-01T12:00:00Z","pages":1,"items":[`)
+	b.WriteString(`{"name":"kept","inputSchema":{"type":"object"}}`)
+	for range n {
+		b.WriteString(",0")
+	}
+	b.WriteString(`]}`)
+	lines := &lineCounter{}
+	c, err := Open(Config{InMemory: true, Log: zerolog.New(lines), Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.applyMsg(1, subjects.RegistrySnapshot("h", subjects.KindTools), []byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.Stats(); st.Seq != 1 || st.Tools != 1 || st.BadItems != n {
+		t.Errorf("seq %d, tools %d, bad items %d; want 1, 1, %d", st.Seq, st.Tools, st.BadItems, n)
+	}
+	if got := lines.n.Load(); got > 2*MaxRejected {
+		t.Errorf("%d log lines for one snapshot of %d unusable items, want at most %d", got, n, 2*MaxRejected)
+	}
+	km := c.servers["h"].kinds[subjects.KindTools]
+	if len(km.Rejected)+km.RejectedMore != n {
+		t.Errorf("%d rejections kept and %d counted, want %d in all", len(km.Rejected), km.RejectedMore, n)
 	}
 }
