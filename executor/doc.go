@@ -88,11 +88,15 @@
 //  6. arguments against the raw inputSchema (santhosh-tekuri/jsonschema: 2020-12 by default,
 //     older drafts by $schema; $ref, $defs, oneOf, anyOf) → invalid_arguments with the JSON
 //     pointer of the first failure in Error.Path and up to 5 failures in the message, sorted by
-//     location (failures under a $ref at the argument that failed; never the failing values).
+//     location (failures under a $ref at the argument that failed; never the failing values;
+//     member names cut at 256 bytes, control characters escaped). A number of more than 1000
+//     characters or with an exponent beyond ±1000 (the validator's exact arithmetic costs grow
+//     with them, unmetered: see numbers.go) → invalid_arguments at that number.
 //     A schema that cannot be used → invalid_schema, for every call of the definition: it does
 //     not compile (the message says what and where: a JSON pointer into the schema, at most 512
 //     bytes), nests more than 128 levels or holds more than 10,000 objects and booleans (true
-//     and false are schemas too; checked on its bytes before compiling), is part of itself
+//     and false are schemas too) or a number beyond those bounds (all checked on its bytes
+//     before compiling), is part of itself
 //     through $ref and same-value applicators (a $ref cycle), or validating against it overran
 //     its step budget (see schema.go). Patterns are ECMA-262: Go's regexp runs those it
 //     compiles, regexp2 (ECMAScript mode) the rest, their matches in one call cut off after
@@ -142,7 +146,7 @@
 //     takes for it) → protocol_error (the call ran; Error.Path a JSON pointer into the result),
 //     the result withheld from the answer and kept in the audit result event. A result the
 //     check cannot judge (an outputSchema that cannot be used, structuredContent nested over 128
-//     levels, a pattern match cut off, the backstop, a failing structuredContent the connector
+//     levels or holding a number beyond the bounds of step 6, a pattern match cut off, the backstop, a failing structuredContent the connector
 //     redacted) is passed on; the audit result event says why.
 //     See output.go.
 //

@@ -42,8 +42,9 @@ import (
 // event says why it was not checked: an outputSchema that cannot be used (it does not compile,
 // is too large or a $ref cycle, or checking against it overran the step budget: then no later
 // result of that definition is checked either, and the log says so once), a structuredContent
-// nested more than maxResultDepth levels, a check that ran past the wall-clock backstop, or a
-// string that took more than 1 s to match an ECMAScript pattern. Answering those protocol_error
+// nested more than maxResultDepth levels or holding a number beyond the bounds of numbers.go,
+// a check that ran past the wall-clock backstop, or a string that took more than 1 s to match
+// an ECMAScript pattern. Answering those protocol_error
 // would make every call of a tool with a broken outputSchema run and then fail; refusing them
 // before they run would disable a tool for a declaration that only describes its output.
 //
@@ -109,6 +110,9 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 	c := &t.output
 	if nestsDeeper(value, maxResultDepth) {
 		return outputCheck{unchecked: fmt.Sprintf("its structuredContent nests more than %d levels deep", maxResultDepth)}
+	}
+	if _, huge := firstHugeNumber(value); huge {
+		return outputCheck{unchecked: "its structuredContent holds a number of " + hugeNumberText}
 	}
 	inst, err := decodeInstance(value)
 	if err != nil { // (the result was found to be JSON: not expected)

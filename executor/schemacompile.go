@@ -12,8 +12,9 @@ import (
 // is compiled (schemaShape), $ref cycles after (refCycle), and what its errors say
 // (compileErrorText).
 
-// schemaShape checks the JSON text raw against maxSchemaDepth and maxSchemaObjects, from its
-// bytes and before anything decodes it: the library compiles every schema object it holds
+// schemaShape checks the JSON text raw against maxSchemaDepth and maxSchemaObjects, and its
+// numbers against maxNumberBytes and maxNumberExponent (see numbers.go), from its bytes and
+// before anything decodes it: the library compiles every schema object it holds
 // (and validates the whole document against its meta-schema), recursively, so the bounds
 // bound the work of compiling and the memory of the compiled copies. Text that is not JSON is
 // refused when decoded.
@@ -23,6 +24,9 @@ func schemaShape(raw []byte) error {
 		return fmt.Errorf("it nests more than %d levels deep", maxSchemaDepth)
 	case tooManyObjects:
 		return fmt.Errorf("it holds more than %d objects and booleans (each may be a schema)", maxSchemaObjects)
+	}
+	if n, huge := firstHugeNumber(raw); huge {
+		return fmt.Errorf("it holds the number %s, of %s", truncateString(n, 40), hugeNumberText)
 	}
 	return nil
 }
