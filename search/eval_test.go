@@ -56,6 +56,20 @@ func TestEvaluate(t *testing.T) {
 				NDCGAt10: ((1+1/lg(4))/(1+1/lg(3)) + (1/lg(4))/(1+1/lg(3)+1/lg(4))) / 2, MRR: (1 + 1.0/3) / 2},
 		},
 		{
+			name:    "a duplicate result satisfies one group once and keeps its positions",
+			results: [][]string{{"x", "x", "a", "a"}},
+			gold:    [][][]string{{{"a"}, {"b"}}},
+			want: Metrics{Queries: 1, RecallAt5: 0.5, RecallAt10: 0.5,
+				NDCGAt10: (1 / lg(4)) / (1 + 1/lg(3)), MRR: 1.0 / 3},
+		},
+		{
+			name:    "fewer results than groups (small k)",
+			results: [][]string{{"b"}},
+			gold:    [][][]string{{{"a"}, {"b"}, {"c"}}},
+			want: Metrics{Queries: 1, RecallAt1: 1.0 / 3, RecallAt5: 1.0 / 3, RecallAt10: 1.0 / 3,
+				NDCGAt10: 1 / (1 + 1/lg(3) + 1/lg(4)), MRR: 1},
+		},
+		{
 			name:    "more than ten groups: ideal DCG capped at ten ranks",
 			results: [][]string{{"g0", "g1", "g2", "g3", "g4", "g5", "g6", "g7", "g8", "g9", "g10", "g11"}},
 			gold:    [][][]string{{{"g0"}, {"g1"}, {"g2"}, {"g3"}, {"g4"}, {"g5"}, {"g6"}, {"g7"}, {"g8"}, {"g9"}, {"g10"}, {"g11"}}},

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -128,5 +133,214 @@ func TestSnapshotSummaryLarge(t *testing.T) {
 	want = "big snapshot tools: 2982 items (+alpha +zeta -tool0000 -tool0001 -tool0002 -tool0003 -tool0004 -tool0005 -tool0006 -tool0007 -…12 more) ttl=30s"
 	if got != want {
 		t.Errorf("second snapshot:\ngot  %s\nwant %s", got, want)
+	}
+}
+
+// TestNATSConfAuthorizationExample enables the authorization block nats.conf shows (commented
+// out) and checks that it works as documented: the roles, run as the "mcpstream" user, start and
+// serve; the tenant user "acme", with its own inbox prefix, can search, inspect and call as an
+// acme principal, and cannot act for another tenant.
+func TestNATSConfAuthorizationExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the demo servers (run without -short)")
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "nats.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Uncomment "# authorization {" through its closing "# }".
+	var conf []string
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "# authorization {") {
+			in = true
+		}
+		if in {
+			line = strings.TrimPrefix(strings.TrimPrefix(line, "#"), " ")
+			if line == "}" {
+				in = false
+			}
+		}
+		conf = append(conf, line)
+	}
+	if in || !strings.Contains(strings.Join(conf, "\n"), "\nauthorization {") {
+		t.Fatal("nats.conf has no commented authorization { ... } block")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(path, []byte(strings.Join(conf, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MCPSTREAM_NATS_PASSWORD", "svc-pw")
+	t.Setenv("ACME_PASSWORD", "acme-pw")
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("nats.conf with its authorization block: %v", err)
+	}
+	if len(opts.Users) != 2 {
+		t.Fatalf("%d users, want mcpstream and acme", len(opts.Users))
+	}
+	opts.StoreDir = filepath.Join(dir, "js")
+	opts.HTTPPort = 0
+	ns := startNATS(t, opts)
+	addr := ns.Addr().String()
+
+	// Every role in one process, as the service user.
+	p := &upProcess{data: t.TempDir(), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go func() {
+		p.done <- run(ctx, []string{"up", "--nats", "nats://mcpstream:svc-pw@" + addr, "--data", p.data, "--http-listen", "127.0.0.1:0"}, p.out, p.errOut)
+	}()
+	t.Cleanup(func() {
+		if err := p.stop(t); err != nil {
+			t.Errorf("up did not stop cleanly: %v", err)
+		}
+	})
+	waitFor(t, "up's start line", 600, func() bool {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("up exited: %v\n%s", err, p.errOut.String())
+		default:
+		}
+		m := startLine.FindStringSubmatch(p.out.String())
+		if m == nil {
+			return false
+		}
+		p.nats, p.http = m[1], m[2]
+		return true
+	})
+	p.nats = "nats://mcpstream:svc-pw@" + addr // the start line hides the password
+	waitFor(t, "up healthy", 600, func() bool { code, _ := p.healthz(t); return code == 200 })
+	p.waitDemoReady(t)
+
+	acme := []string{"--nats", "nats://acme:acme-pw@" + addr, "--nats-inbox", "_INBOX.acme", "--principal", "acme/alice"}
+	cmd := func(args ...string) (string, error) {
+		t.Helper()
+		cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer ccancel()
+		// args after acme's flags: a later --principal wins.
+		out, errOut, err := runCmd(t, cctx, append(append([]string{args[0]}, acme...), args[1:]...)...)
+		if err != nil {
+			return out + errOut, err
+		}
+		return out, nil
+	}
+	if out, err := cmd("search", "refund policy", "--json"); err != nil || !strings.Contains(out, "kb__search_knowledge_base") {
+		t.Errorf("search as acme: %v\n%s", err, out)
+	}
+	if out, err := cmd("inspect", "kb__search_knowledge_base", "--json"); err != nil || !strings.Contains(out, "inputSchema") {
+		t.Errorf("inspect as acme: %v\n%s", err, out)
+	}
+	if out, err := cmd("call", "kb__search_knowledge_base", `{"query":"refund policy","topK":1}`, "--json"); err != nil || !strings.Contains(out, `"structuredContent"`) {
+		t.Errorf("call as acme: %v\n%s", err, out)
+	}
+	// Another tenant's subjects are refused by NATS.
+	if out, err := cmd("search", "refund policy", "--json", "--principal", "globex/mallory"); err == nil || !strings.Contains(out, `Publish to \"mcpstream.v1.catalog.globex.search\"`) {
+		t.Errorf("search as globex with acme's user: %v\n%s", err, out)
+	}
+	if out, err := cmd("call", "kb__search_knowledge_base", `{"query":"x"}`, "--principal", "globex/mallory"); err == nil || !strings.Contains(out+err.Error(), `Publish to "mcpstream.v1.exec.globex"`) {
+		t.Errorf("call as globex with acme's user: %v\n%s", err, out)
+	}
+}
+
+// TestDeployUnitsFlagsParse: every unit's command line (with %i = 0) parses with its
+// subcommand's own flag set (a flag the help text only mentions in prose, or a value of the wrong
+// type, fails), and the loopback HTTP ports, unit names and NATS ports agree with deploy/README.md.
+func TestDeployUnitsFlagsParse(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "deploy", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantListen := map[string]string{ // from the README: registrysync on 8081, indexer@N on 81N0, executor@N on 82N0
+		"registrysync": "127.0.0.1:8081", "indexer": "127.0.0.1:81%i0", "executor": "127.0.0.1:82%i0",
+	}
+	if !strings.Contains(string(readme), "registrysync on 8081, indexer@N on 81N0,\n   executor@N on 82N0") &&
+		!strings.Contains(strings.Join(strings.Fields(string(readme)), " "), "registrysync on 8081, indexer@N on 81N0, executor@N on 82N0") {
+		t.Errorf("deploy/README.md no longer states the units' HTTP ports; update this test with it")
+	}
+	units := map[string]string{}
+	for _, f := range []string{"mcpstream-registrysync.service", "mcpstream-indexer@.service", "mcpstream-executor@.service"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "deploy", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		units[f] = string(data)
+		var args []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+				args = strings.Fields(v)
+			}
+		}
+		if len(args) < 2 {
+			t.Fatalf("%s: no ExecStart", f)
+		}
+		name := args[1]
+		listen := ""
+		for i, a := range args {
+			if a == "--http-listen" && i+1 < len(args) {
+				listen = args[i+1]
+			}
+			if a == "--log-format" && i+1 < len(args) && args[i+1] != "json" && args[i+1] != "text" {
+				t.Errorf("%s: --log-format %s", f, args[i+1])
+			}
+		}
+		if listen != wantListen[name] {
+			t.Errorf("%s: --http-listen %q, README says %q", f, listen, wantListen[name])
+		}
+		c, ok := commands[name]
+		if !ok {
+			t.Fatalf("%s: no subcommand %q", f, name)
+		}
+		var help strings.Builder
+		c.run(t.Context(), []string{"--help"}, &help, &help)
+		for _, a := range args[2:] {
+			flagName, ok := strings.CutPrefix(a, "--")
+			if !ok {
+				continue
+			}
+			if !regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(flagName) + `( |$)`).MatchString(help.String()) {
+				t.Errorf("%s: %s has no flag --%s (not among its flags in --help)", f, name, flagName)
+			}
+		}
+		// Parsing stops at the final --help, after every value has been parsed.
+		line := strings.ReplaceAll(strings.Join(args[2:], " "), "%i", "0")
+		var out, errOut strings.Builder
+		if err := c.run(t.Context(), append(strings.Fields(line), "--help"), &out, &errOut); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%s: %s %s does not parse: %v\n%s", f, name, line, err, errOut.String())
+		}
+	}
+	// README step 3 enables units that exist.
+	for _, m := range regexp.MustCompile(`mcpstream-(registrysync|indexer@\d|executor@\d)\b`).FindAllStringSubmatch(string(readme), -1) {
+		file := "mcpstream-" + regexp.MustCompile(`@\d$`).ReplaceAllString(m[1], "@") + ".service"
+		if _, ok := units[file]; !ok {
+			t.Errorf("README names %s: no %s", m[0], file)
+		}
+	}
+	// The env file's NATS URLs are the three nodes' client ports.
+	env, err := os.ReadFile(filepath.Join("..", "..", "deploy", "mcpstream.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls string
+	for _, line := range strings.Split(string(env), "\n") {
+		if v, ok := strings.CutPrefix(line, envNATS+"="); ok {
+			urls = v
+		}
+	}
+	var want []string
+	for i := 1; i <= 3; i++ {
+		opts, err := server.ProcessConfigFile(filepath.Join("..", "..", "deploy", fmt.Sprintf("nats-%d.conf", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("nats://%s:%d", opts.ServerName, opts.Port))
+		if opts.Port != 4222 || opts.HTTPPort != 8222 || opts.Cluster.Port != 6222 {
+			t.Errorf("nats-%d.conf: ports %d/%d/%d, README says clients 4222, monitoring 8222, routes 6222", i, opts.Port, opts.HTTPPort, opts.Cluster.Port)
+		}
+	}
+	if urls != strings.Join(want, ",") {
+		t.Errorf("mcpstream.env %s=%q, want %q", envNATS, urls, strings.Join(want, ","))
 	}
 }

@@ -54,7 +54,9 @@ each averaged over the queries that have gold groups.
 
 --tools: JSON lines {"id","server","server_description","name","description","inputSchema"}.
 --queries: JSON lines {"id","query","gold_groups":[["server::name",...],...]} (gold_tools, each
-its own group, when gold_groups is absent).
+its own group, when gold_groups is absent). Refused, naming the file and line: a tool listed twice,
+a gold id that is no tool of --tools, an empty gold group, an empty file, queries none of which
+has gold.
 --json prints {"queries","recall@1","recall@5","recall@10","complete@5","complete@10","ndcg@10","mrr"}.
 --per-query also prints each query's top results (* marks a gold tool).
 --embeddings-url and --embeddings-model make the search hybrid (lexical fused with vectors from an
@@ -120,23 +122,56 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *k < 1 || *k > indexer.MaxK {
 		return fmt.Errorf("eval: --k %d out of range 1..%d", *k, indexer.MaxK)
 	}
-	tools, err := readJSONLines(*toolsPath, func(t evalTool) error {
+	// The catalog's ids ("server::name"), each with the line it is on: a tool listed twice is
+	// ambiguous (which description is the tool's?), and a gold id the catalog lacks (a typo)
+	// would count as a miss and silently lower every figure.
+	lineOf := map[string]int{}
+	tools, err := readJSONLines(*toolsPath, func(t evalTool, line int) error {
 		if t.Server == "" || t.Name == "" {
 			return errors.New(`a tool needs "server" and "name" (is this a --tools file?)`)
+		}
+		id := evalToolID(t)
+		if first, ok := lineOf[id]; ok {
+			return fmt.Errorf("tool %q again (first on line %d)", termClip(id, 128), first)
+		}
+		lineOf[id] = line
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(tools) == 0 {
+		return fmt.Errorf("%s: no tools", *toolsPath)
+	}
+	withGold := 0
+	queries, err := readJSONLines(*queriesPath, func(q evalQuery, _ int) error {
+		if strings.TrimSpace(q.Query) == "" {
+			return errors.New(`a query needs "query" (is this a --queries file?)`)
+		}
+		groups := evalGroups(q)
+		for i, g := range groups {
+			if len(g) == 0 {
+				return fmt.Errorf("query %s: gold group %d is empty: no tool can satisfy it", termClip(q.ID, 128), i+1)
+			}
+			for _, id := range g {
+				if _, ok := lineOf[id]; !ok {
+					return fmt.Errorf(`query %s: gold tool %q is not in the catalog (no tool of --tools is that "server::name")`, termClip(q.ID, 128), termClip(id, 128))
+				}
+			}
+		}
+		if len(groups) > 0 {
+			withGold++
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	queries, err := readJSONLines(*queriesPath, func(q evalQuery) error {
-		if strings.TrimSpace(q.Query) == "" {
-			return errors.New(`a query needs "query" (is this a --queries file?)`)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	if len(queries) == 0 {
+		return fmt.Errorf("%s: no queries", *queriesPath)
+	}
+	if withGold == 0 {
+		return fmt.Errorf("%s: no query has gold_groups or gold_tools: nothing to measure", *queriesPath)
 	}
 	var emb indexer.Embedder
 	if *embURL != "" || *embModel != "" {
@@ -309,22 +344,20 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 		}
 	}
 
+	public := map[string]string{} // catalog id → public name
+	for _, t := range tools {
+		public[evalToolID(t)] = subjects.PublicName(t.Server, t.Name)
+	}
 	for _, q := range queries {
-		groups := q.GoldGroups
-		if len(groups) == 0 {
-			for _, id := range q.GoldTools {
-				groups = append(groups, []string{id})
-			}
-		}
 		var gold [][]string
-		for _, g := range groups {
+		for _, g := range evalGroups(q) {
 			var pg []string
 			for _, id := range g {
-				server, name, ok := strings.Cut(id, "::")
+				n, ok := public[id]
 				if !ok {
-					return out, fmt.Errorf("query %s: gold id %q is not server::name", termClip(q.ID, 128), id)
+					return out, fmt.Errorf(`query %s: gold tool %q is not in the catalog (no tool is that "server::name")`, termClip(q.ID, 128), termClip(id, 128))
 				}
-				pg = append(pg, subjects.PublicName(server, name))
+				pg = append(pg, n)
 			}
 			gold = append(gold, pg)
 		}
@@ -371,8 +404,9 @@ func evalSnapshot(server string, tools []evalTool) subjects.Snapshot {
 	return sn
 }
 
-// readJSONLines reads one JSON value per non-empty line, each checked by check.
-func readJSONLines[T any](path string, check func(T) error) ([]T, error) {
+// readJSONLines reads one JSON value per non-empty line, each checked by check (given its
+// 1-based line number); errors name the file and the line.
+func readJSONLines[T any](path string, check func(T, int) error) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -380,8 +414,10 @@ func readJSONLines[T any](path string, check func(T) error) ([]T, error) {
 	defer f.Close()
 	var out []T
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for line := 1; sc.Scan(); line++ {
+	sc.Buffer(make([]byte, 1<<20), maxEvalLine)
+	line := 0
+	for sc.Scan() {
+		line++
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
@@ -389,13 +425,34 @@ func readJSONLines[T any](path string, check func(T) error) ([]T, error) {
 		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		if err := check(v); err != nil {
+		if err := check(v, line); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		out = append(out, v)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%s:%d: line too long (over %d MiB)", path, line+1, maxEvalLine>>20)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// maxEvalLine is the longest line of an eval input file.
+const maxEvalLine = 16 << 20
+
+// evalToolID is a catalog tool's id, "server::name".
+func evalToolID(t evalTool) string { return t.Server + "::" + t.Name }
+
+// evalGroups is a query's gold groups: gold_groups, or else each of gold_tools its own group.
+func evalGroups(q evalQuery) [][]string {
+	if len(q.GoldGroups) > 0 {
+		return q.GoldGroups
+	}
+	var groups [][]string
+	for _, id := range q.GoldTools {
+		groups = append(groups, []string{id})
+	}
+	return groups
 }
