@@ -53,7 +53,8 @@
 // is written in several; the sequence goes in the last one, and since a snapshot is a whole
 // replacement, re-applying it after a crash gives the same result.) A malformed message is
 // logged with its sequence, counted (Stats.BadEvents) and skipped: it never stops the replica
-// and never blocks the stream. Of one snapshot's unusable definitions (no usable name, listed
+// and never blocks the stream (a snapshot of more than subjects.MaxSnapshotItems items and
+// rejections is one, refused before its items are decoded). Of one snapshot's unusable definitions (no usable name, listed
 // twice, too large: Stats.BadItems), the first MaxRejected are logged one by one and one line
 // counts the others, so that a message of millions of them does not flood the log at every
 // replay. A consumer or connection failure is retried with backoff from

@@ -566,7 +566,7 @@ func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*
 	seen := map[[sha256.Size]byte]bool{}
 	cursor := ""
 	for {
-		maxItems := limit/minItemBytes - len(acc.l.Items) - len(acc.l.Rejected)
+		maxItems := min(limit/minItemBytes, subjects.MaxSnapshotItems) - len(acc.l.Items) - len(acc.l.Rejected)
 		raw, err := s.listPage(ctx, kind, cursor)
 		if err != nil {
 			return nil, err

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/mcpstream/mcpstream/jsonscan"
 )
 
 // Version is the payload version every event carries in "v".
@@ -263,6 +266,9 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 	var target any
 	switch head.Type {
 	case EventSnapshot:
+		if n := snapshotEntries(data); n > MaxSnapshotItems {
+			return RegistryEvent{}, fmt.Errorf("%w: a snapshot of %d items and rejections, more than %d", ErrBadPayload, n, MaxSnapshotItems)
+		}
 		ev.Snapshot = &Snapshot{}
 		target = ev.Snapshot
 	case EventChanged:
@@ -297,6 +303,21 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 		return RegistryEvent{}, fmt.Errorf("%w: status event without a status", ErrBadPayload)
 	}
 	return ev, nil
+}
+
+// snapshotEntries counts the elements of the "items" and "rejected" arrays of the snapshot
+// JSON text data (valid JSON), from its bytes: every member encoding/json could decode into
+// them counts (the names up to case, each time a name repeats).
+func snapshotEntries(data []byte) int {
+	n := 0
+	jsonscan.Members(data, func(raw, value []byte) {
+		name, ok := jsonscan.Name(raw)
+		if !ok || !strings.EqualFold(name, "items") && !strings.EqualFold(name, "rejected") {
+			return
+		}
+		jsonscan.Elements(value, func([]byte) { n++ })
+	})
+	return n
 }
 
 // DecodeRegistryMsg decodes a registry message and checks that its payload matches its subject:

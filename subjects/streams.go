@@ -117,6 +117,13 @@ const (
 	MaxToolNameBytes   = 4 << 10 // a Badger key holds the name and may not exceed 65,000 bytes
 )
 
+// MaxSnapshotItems bounds the items and rejections of one snapshot, for every producer and
+// consumer of the registry: registrysync refuses a longer list (snapshot_too_large), and
+// DecodeRegistry refuses a snapshot holding more (ErrBadPayload), counted before anything is
+// decoded. Without it one hostile 8 MiB snapshot of millions of tiny items ("0,") took
+// gigabytes and minutes in each consumer, at every replay.
+const MaxSnapshotItems = 100_000
+
 // EnsureStreams creates or updates every stream. Safe to call from every role at start.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {
 	for _, cfg := range Streams(o) {
