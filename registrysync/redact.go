@@ -15,15 +15,95 @@ import (
 // redactor removes a server's secrets (redact.Values): every ServerConfig.Secrets value, the
 // values of headers and environment variables named like credentials (Authorization, Cookie,
 // X-Api-Key, *_TOKEN, *_SECRET...: see sensitiveName), and the password and credential-like query parameters of its URL.
+// Its String and Err also remove the byte dumps of text that holds one (see byteDumps).
 type redactor struct{ redact.Values }
 
 func newRedactor(sc ServerConfig) redactor { return redactor{redact.New(SecretValues(sc)...)} }
 
+// String returns s with every value replaced (redact.Values.String), and every Go byte dump
+// in it ("[123 34 ...]", as %v prints a []byte) whose bytes hold a value replaced whole.
+func (r redactor) String(s string) string { return r.Values.String(r.byteDumps(s)) }
+
+// Err returns an error's text redacted as String does ("" for nil).
+func (r redactor) Err(err error) string {
+	if err == nil {
+		return ""
+	}
+	return r.String(err.Error())
+}
+
+// byteDumps returns s with every byte dump in it whose bytes may hold a value (redact.Values.In)
+// replaced by redact.Placeholder. A byte dump is what Go's %v prints for a []byte, such as a
+// json.RawMessage: its bytes in decimal, space-separated, between brackets. mcp-go's streamable
+// HTTP transport quotes an answer without an id so ("response should contain RPC id: {2.0
+// <nil> [123 34 ...] <nil>}"): a server that echoes its request's headers there would have
+// had the Authorization header reach the caller and the log in decimal, which a search for
+// the value does not find. Other brackets ("[1 2 3]" holding no value, "[redacted]") are left
+// as they are.
+func (r redactor) byteDumps(s string) string {
+	if r.Empty() || !strings.Contains(s, "[") {
+		return s
+	}
+	var b strings.Builder
+	at := 0 // s[:at] is written to b
+	for i := 0; ; {
+		j := strings.IndexByte(s[i:], '[')
+		if j < 0 {
+			break
+		}
+		i += j
+		// (a dump holds no '[': each scan ends at the next one at the latest, so s is read
+		// about once whatever it holds)
+		if end, dump := parseByteDump(s[i:]); end > 0 && len(dump) >= redact.MinLen && r.In(dump) {
+			b.WriteString(s[at:i])
+			b.WriteString(redact.Placeholder)
+			i += end
+			at = i
+			continue
+		}
+		i++
+	}
+	if at == 0 {
+		return s
+	}
+	b.WriteString(s[at:])
+	return b.String()
+}
+
+// parseByteDump reads a byte dump at the start of s ("[1 2 3]": decimal numbers of 0 to 255,
+// one space between them), returning its length in s and its bytes; end is 0 when s does not
+// start with one.
+func parseByteDump(s string) (end int, dump []byte) {
+	if len(s) < 3 || s[0] != '[' {
+		return 0, nil
+	}
+	for i := 1; i < len(s); {
+		n, j := 0, i
+		for j < len(s) && j-i < 3 && s[j] >= '0' && s[j] <= '9' {
+			n = n*10 + int(s[j]-'0')
+			j++
+		}
+		if j == i || n > 255 || j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			return 0, nil
+		}
+		dump = append(dump, byte(n))
+		switch {
+		case j < len(s) && s[j] == ']':
+			return j + 1, dump
+		case j+1 < len(s) && s[j] == ' ':
+			i = j + 1
+		default:
+			return 0, nil
+		}
+	}
+	return 0, nil
+}
+
 // SecretValues returns the secret values of a server's configuration, as its connector redacts
 // them: ServerConfig.Secrets, the values of credential-looking headers (and the credential of
 // "Bearer TOKEN", the value of each cookie of a Cookie header) and environment variables, the
-// password and credential-like query parameters of its URL (raw and decoded) and the Basic
-// credential of its user info. The executor redacts the same values from audit events.
+// password and credential-like query parameters of its URL (raw and decoded), the Basic
+// credential of its user info and its user name when that is the credential (see urlSecrets). The executor redacts the same values from audit events.
 func SecretValues(sc ServerConfig) []string {
 	var secrets []string // redact.New drops values too short to redact
 	add := func(s string) { secrets = append(secrets, s) }
@@ -102,7 +182,8 @@ func jsonSecrets(doc any, add func(string)) {
 }
 
 // urlSecrets adds the password and credential-like query parameters of the URL raw (raw and
-// decoded), the Basic credential of its user info, and the path segments that look like tokens
+// decoded), the Basic credential of its user info, its user name when it has no password and
+// looks like a token (pathToken), and the path segments that look like tokens
 // (pathToken: a capability URL's secret, https://mcp.zapier.com/api/mcp/s/SECRET/mcp,
 // https://hooks.slack.com/services/T0/B0/SECRET), which Go's transport errors quote whole
 // (Post "URL": dial tcp ...).
@@ -120,6 +201,14 @@ func urlSecrets(raw string, add func(string)) {
 			p, ok := u.User.Password()
 			if ok {
 				add(p)
+			}
+			// https://TOKEN@host, https://sk_live_KEY:@host: without a password the user name
+			// is the credential (an API key sent as Basic's user, a token as git takes one),
+			// and net/http's errors quote it (Post "https://TOKEN@host/mcp": they hide a
+			// password only). One that looks like a generated token (pathToken): "admin" or
+			// "deploy" redacted everywhere would break the server for nothing.
+			if user := u.User.Username(); p == "" && pathToken(user) {
+				add(user)
 			}
 			// net/http sends the user info as "Authorization: Basic base64(user:password)": a
 			// server that echoes its request headers spells the credential so (with or
