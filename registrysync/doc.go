@@ -265,7 +265,7 @@
 // whose name (a resource's uri) holds one is rejected (secret_in_name): under the redacted
 // name it could not be called. A URL's user info counts in the Basic credential net/http makes
 // of it too, and its user name without a password (https://TOKEN@host) when it looks like a
-// token (pathToken). A Go byte dump ("[123 34 ...]", as mcp-go quotes an answer without an id)
+// token (pathToken); a configured Basic Authorization header, decoded too. A Go byte dump ("[123 34 ...]", as mcp-go quotes an answer without an id)
 // whose bytes hold a value is replaced whole in errors, reasons and log lines. A header, env variable, URL query parameter or cookie is a credential by the words
 // of its name (split at non-alphanumerics, camelCase and digits), never by a substring: a word
 // is or ends with token, secret, password, passwd, passphrase, credential, authorization

@@ -114,8 +114,14 @@ func SecretValues(sc ServerConfig) []string {
 		if sensitiveName(k) {
 			add(v)
 			// "Bearer xyz": the token alone may appear in errors too.
-			if _, tok, ok := strings.Cut(v, " "); ok {
-				add(strings.TrimSpace(tok))
+			if scheme, tok, ok := strings.Cut(v, " "); ok {
+				tok = strings.TrimSpace(tok)
+				add(tok)
+				// "Basic base64(user:password)": a server that decodes the credential and
+				// quotes it (in an error: "user alice:PASSWORD unknown") spells it decoded.
+				if strings.EqualFold(scheme, "Basic") {
+					basicSecrets(tok, add)
+				}
 			}
 			// "sid=xyz; lang=en": a server that echoes its session quotes xyz alone. The value
 			// of a cookie named like a credential or a session, or long enough to be a token,
@@ -178,6 +184,25 @@ func jsonSecrets(doc any, add func(string)) {
 		if strings.Contains(d, "://") {
 			urlSecrets(d, add)
 		}
+	}
+}
+
+// basicSecrets adds the decoded credential of a Basic authorization ("user:password", from
+// standard base64 with or without padding) and its password.
+func basicSecrets(tok string, add func(string)) {
+	dec, err := base64.StdEncoding.DecodeString(tok)
+	if err != nil {
+		if dec, err = base64.RawStdEncoding.DecodeString(tok); err != nil {
+			return
+		}
+	}
+	cred := string(dec)
+	if !utf8.ValidString(cred) {
+		return
+	}
+	add(cred)
+	if _, pw, ok := strings.Cut(cred, ":"); ok {
+		add(pw)
 	}
 }
 

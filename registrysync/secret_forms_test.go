@@ -195,3 +195,23 @@ func TestURLUserNameTokenRedacted(t *testing.T) {
 		assertNoSecret(t, "log line", line, secret)
 	}
 }
+
+// A configured "Authorization: Basic base64(user:password)" header: a server that decodes the
+// credential and quotes it (an error naming the user:password it refused) spells it decoded,
+// which only the base64 form was redacted in.
+func TestBasicHeaderCredentialDecoded(t *testing.T) {
+	const cred = "alice:s3cr3t-Passw0rd-xyz"
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
+		sc := ServerConfig{Name: "b", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Basic " + enc.EncodeToString([]byte(cred))}}
+		got := SecretValues(sc)
+		for _, want := range []string{cred, "s3cr3t-Passw0rd-xyz"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("SecretValues %v: %q missing", got, want)
+			}
+		}
+		red := newRedactor(sc)
+		if s := red.String("401: unknown credential " + cred); strings.Contains(s, "s3cr3t") {
+			t.Errorf("redacted text still holds the password: %s", s)
+		}
+	}
+}
