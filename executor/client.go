@@ -367,6 +367,15 @@ func answerMuxFor(nc *nats.Conn) *answerMux {
 	if m, ok := answerMuxes.Load(nc); ok {
 		return m.(*answerMux)
 	}
+	// A connection seen for the first time: the muxes of connections closed since are dropped
+	// (each holds its connection), so that a process that opens and closes connections keeps
+	// none of them. A call still waiting on one keeps its mux until it returns.
+	answerMuxes.Range(func(k, _ any) bool {
+		if k.(*nats.Conn).IsClosed() {
+			answerMuxes.Delete(k)
+		}
+		return true
+	})
 	m, _ := answerMuxes.LoadOrStore(nc, &answerMux{nc: nc, waiting: map[string]chan *nats.Msg{}})
 	return m.(*answerMux)
 }

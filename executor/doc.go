@@ -79,7 +79,8 @@
 //     authorization context holds → not_found (invisible, as in the catalog); Decide →
 //     forbidden. Asked again of what step 5 leaves (a re-list).
 //  5. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
-//     reason); server not ready → unavailable (with the reason), except in the executor's
+//     reason; a removed tool's definition is kept while the view remembers it, then it is
+//     not_found, as the view says unknown); server not ready → unavailable (with the reason), except in the executor's
 //     first Config.ReconnectGrace, when a call to a server that is connecting or whose
 //     connector stopped or fell silent waits for it (awaitReconnect: calls queued across a
 //     restart); ttlMs run out → re-list, then decide again (unavailable if the re-list fails;

@@ -46,10 +46,12 @@ func (t *tool) retrySafe() bool { return t.ReadOnly || t.Idempotent }
 // registry is the executor's in-memory view of the registry stream: a staleness.View plus the
 // tool table by public name. It is rebuilt by replay at start (an ordered consumer).
 type registry struct {
-	view    *staleness.View
-	mu      sync.RWMutex
-	tools   map[string]*tool // public name → tool; entries of removed tools stay (state says removed)
-	applied atomic.Uint64    // last registry stream sequence applied
+	view *staleness.View
+	mu   sync.RWMutex
+	// tools maps public name → tool. Entries of removed tools stay (a call of one is refused
+	// stale, the view says removed) while the view remembers them: see forget.
+	tools   map[string]*tool
+	applied atomic.Uint64 // last registry stream sequence applied
 	// streamLast is the registry stream's last sequence as last seen (from each message taken,
 	// and the stream's info every registryInfoEvery): streamLast − applied is the lag.
 	streamLast atomic.Uint64
@@ -59,13 +61,18 @@ type registry struct {
 	// listed holds, per server, the names its last tools list gave the table: a public name
 	// one of them holds is not taken by another pair (see apply). Guarded by mu.
 	listed map[string]map[string]bool
+	// gone holds, per server, the names of its tools no longer listed whose entries tools
+	// keeps: bounded as the view bounds the names it remembers as removed
+	// (staleness.MaxRemembered), so that a server that renames its tools on every re-list does
+	// not grow the table forever. Guarded by mu.
+	gone map[string]map[string]bool
 	// names indexes the public names listed holds by their keys and their original names'
 	// (for the names a not_found answer suggests). Guarded by mu.
 	names suggest.Index
 }
 
 func newRegistry(log zerolog.Logger) *registry {
-	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, listed: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
+	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, listed: map[string]map[string]bool{}, gone: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
 }
 
 // lookup returns the tool of a public name, or nil. A plain name of an unknown tool still maps
@@ -160,6 +167,43 @@ func (r *registry) unindex(server string, names, keep map[string]bool) {
 	}
 }
 
+// forget records the tools of server that names (its last list) holds and keep (its new list,
+// nil when it is removed) does not as gone, and those keep holds as listed again. Once a server
+// has staleness.MaxRemembered names gone, those the view has forgotten (see
+// staleness.View.Apply) leave the table: a call of one is then not_found, as the view says
+// unknown.
+// Callers hold mu, and apply the event to the view first.
+func (r *registry) forget(server string, names, keep map[string]bool) {
+	gone := r.gone[server]
+	for n := range names {
+		if !keep[n] {
+			if gone == nil {
+				gone = map[string]bool{}
+				r.gone[server] = gone
+			}
+			gone[n] = true
+		}
+	}
+	for n := range keep {
+		delete(gone, n)
+	}
+	if len(gone) >= staleness.MaxRemembered {
+		for n := range gone {
+			if r.view.Remembers(server, subjects.KindTools, n) {
+				continue
+			}
+			delete(gone, n)
+			pub := subjects.PublicName(server, n)
+			if t := r.tools[pub]; t != nil && t.Server == server && t.Name == n {
+				delete(r.tools, pub)
+			}
+		}
+	}
+	if len(gone) == 0 {
+		delete(r.gone, server)
+	}
+}
+
 // apply folds one registry message into the view and the tool table. A message whose payload
 // does not match its subject (another server's, say) is ignored, as the catalog ignores it.
 func (r *registry) apply(subject string, data []byte, seq uint64) {
@@ -173,6 +217,7 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 	if st := ev.Status; st != nil && st.Status == subjects.StatusRemoved {
 		r.mu.Lock()
 		r.unindex(st.Server, r.listed[st.Server], nil)
+		r.forget(st.Server, r.listed[st.Server], nil)
 		delete(r.listed, st.Server) // its tools hold no name any more, as in the catalog
 		r.mu.Unlock()
 	}
@@ -203,6 +248,7 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 			r.names.Add(t.Public, t.Name)
 		}
 		r.unindex(sn.Server, r.listed[sn.Server], seen)
+		r.forget(sn.Server, r.listed[sn.Server], seen)
 		r.listed[sn.Server] = seen
 		r.mu.Unlock()
 	}

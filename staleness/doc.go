@@ -7,7 +7,9 @@
 //	expired      listed, but ttlMs has run out: revalidate by re-listing before use (not refused)
 //	stale        the server announced list_changed and has not been re-listed yet
 //	unavailable  the server is connecting, disconnected or unreachable (with the reason)
-//	removed      a later snapshot no longer holds the tool, or the server was removed
+//	removed      a later snapshot no longer holds the tool, or the server was removed (a kind
+//	             remembers MaxRemembered removed names beyond its list, then forgets them:
+//	             unknown; Remembers says which names a kind still knows)
 //	revoked      an operator revoked it
 //	unknown      never listed
 //

@@ -259,6 +259,22 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 	return out
 }
 
+// Remembers reports whether the view knows name as an item of kind of server: in its last list,
+// or remembered as removed from it (at most MaxRemembered names beyond the list). A name it does
+// not remember is unknown to it, whatever else it says of the server (revoked, removed).
+func (v *View) Remembers(server string, kind subjects.Kind, name string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	s := v.servers[server]
+	if s == nil || s.kinds[kind] == nil {
+		return false
+	}
+	ks := s.kinds[kind]
+	_, listed := ks.items[name]
+	_, removed := ks.removed[name]
+	return listed || removed
+}
+
 func (s *serverState) statusReason() string {
 	r := "server is " + s.status
 	if s.code != "" {
