@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -45,7 +46,9 @@ func NewCallID() string {
 
 // Call sends req to subjects.Exec(tenant) and returns the terminal answer (the worker that ran
 // the call sends it to this request's inbox). A request larger than the calls stream accepts is
-// answered too_large here without being sent; an empty ID gets a new one. The error is for
+// answered too_large here without being sent; an empty ID gets a new one, and the bytes of an ID
+// that are not UTF-8 are sent as U+FFFD (as JSON carries them: the executor answers that id;
+// CallDirect and Submit do the same). The error is for
 // transport failures only (ErrNoExecutor, ctx's deadline): a refusal is a CallResult with Error
 // set. With JS the results stream is also read every 2 s while waiting, and once more when ctx
 // ends first: an answer whose reply was lost (a reconnect) is still returned. Give ctx a
@@ -253,6 +256,9 @@ func prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []b
 	if req.ID == "" {
 		req.ID = NewCallID()
 	}
+	// The id the executor reads, answers and de-duplicates: one whose bytes are not UTF-8
+	// would be looked for where its answer never is.
+	req.ID = wireID(req.ID)
 	if req.RequestedAt.IsZero() {
 		req.RequestedAt = time.Now().UTC()
 	}
@@ -267,6 +273,26 @@ func prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []b
 		return req, nil, &r
 	}
 	return req, data, nil
+}
+
+// wireID is id as a JSON string carries it, and so as the executor reads it: each byte that is
+// not UTF-8 is U+FFFD (encoding/json). Its answer, results subject and de-duplication key are
+// that id's.
+func wireID(id string) string {
+	if utf8.ValidString(id) {
+		return id
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); {
+		r, size := utf8.DecodeRuneInString(id[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString("\uFFFD")
+		} else {
+			b.WriteString(id[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // Submit persists req on subjects.Calls(tenant) without waiting (Nats-Msg-Id =
@@ -293,8 +319,10 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 	return req, ack.Duplicate, nil
 }
 
-// Await returns the terminal answer of call id, waiting for it until ctx ends.
+// Await returns the terminal answer of call id, waiting for it until ctx ends. An id that is
+// not UTF-8 is the call sent with it (its invalid bytes U+FFFD, as Submit sends it).
 func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResult, error) {
+	id = wireID(id)
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.NC.ChanSubscribe(subjects.Result(tenant, id), ch)
 	if err != nil {
@@ -360,23 +388,26 @@ type answerMux struct {
 	waiting map[string]chan *nats.Msg
 }
 
-// answerMuxes holds the mux of each connection (*nats.Conn → *answerMux).
+// answerMuxes holds the mux of each connection (*nats.Conn → *answerMux). The muxes of closed
+// connections are removed when another connection gets its mux (see answerMuxFor).
 var answerMuxes sync.Map
 
 func answerMuxFor(nc *nats.Conn) *answerMux {
 	if m, ok := answerMuxes.Load(nc); ok {
 		return m.(*answerMux)
 	}
-	// A connection seen for the first time: the muxes of connections closed since are dropped
-	// (each holds its connection), so that a process that opens and closes connections keeps
-	// none of them. A call still waiting on one keeps its mux until it returns.
-	answerMuxes.Range(func(k, _ any) bool {
-		if k.(*nats.Conn).IsClosed() {
-			answerMuxes.Delete(k)
-		}
-		return true
-	})
-	m, _ := answerMuxes.LoadOrStore(nc, &answerMux{nc: nc, waiting: map[string]chan *nats.Msg{}})
+	m, loaded := answerMuxes.LoadOrStore(nc, &answerMux{nc: nc, waiting: map[string]chan *nats.Msg{}})
+	if !loaded {
+		// A closed connection's mux would keep it, its subscription and buffers, reachable for
+		// good: a process that opens connections as it goes would grow without bound. Each new
+		// one sweeps them (the map holds a mux per connection in use, so this stays cheap).
+		answerMuxes.Range(func(k, _ any) bool {
+			if c := k.(*nats.Conn); c != nc && c.IsClosed() {
+				answerMuxes.Delete(c)
+			}
+			return true
+		})
+	}
 	return m.(*answerMux)
 }
 

@@ -11,7 +11,8 @@
 //	                                      Mcpstream-Reply-To = the caller's inbox): the worker answers the
 //	                                      caller directly. A duplicate id gets the earlier answer
 //	                                      (duplicate: true); a reply subject outside Config.ReplyPrefixes
-//	                                      ("_INBOX.") is answered by the front end from the results subject.
+//	                                      ("_INBOX.") is answered by the front end from the results subject;
+//	                                      one without a reply subject is persisted, not waited for.
 //	                                      A request whose reply subject is one of mcpstream's own or the
 //	                                      server's "$" subjects (subjects.Answerable) is dropped, not run:
 //	                                      NATS does not check reply subjects, and the answer would be the

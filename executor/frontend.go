@@ -83,7 +83,8 @@ func (e *Executor) respond(m *nats.Msg, res subjects.CallResult) {
 // it (subjects.HeaderReplyTo) and the worker answers the caller directly: exec reports
 // handedOff. Otherwise, and for a resent id, it waits for the terminal answer on the results
 // subject (subscribed before the answer can be stored) and returns it decoded, or as the
-// stored message's bytes (raw) when it needs no change.
+// stored message's bytes (raw) when it needs no change. A request without a reply subject is
+// persisted and not waited for (handedOff): nobody would read its answer.
 func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	tenant, err := subjects.TenantOf(m.Subject)
 	if err != nil {
@@ -108,7 +109,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	}
 	direct := e.validReply(m.Reply)
 	var sub *nats.Subscription
-	if direct == "" {
+	if direct == "" && m.Reply != "" {
 		if sub, err = subscribe(); err != nil {
 			return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal, Message: "subscribe to the result: " + err.Error()}), nil, false
 		}
@@ -132,6 +133,11 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 		// Never acknowledged: it may be stored and run all the same, so it is not refused.
 		return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
 			Message: "JetStream did not acknowledge the call (" + err.Error() + "); it may be persisted and may still complete: read " + subjects.Result(tenant, req.ID)}), nil, false
+	}
+	if m.Reply == "" {
+		// A plain publish: nobody to answer. Persisted, the call is the worker's (its answer
+		// goes to the results stream); waiting for it would hold a waiting call for nothing.
+		return subjects.CallResult{}, nil, true
 	}
 	if direct != "" {
 		if !ack.Duplicate {

@@ -37,7 +37,9 @@ reads it from stdin.
 Output:
   text    the result's text content (or its structuredContent as JSON when it has no text)
   --json  the MCP result object as the server sent it (content, structuredContent, isError),
-          or {"error": {"code": "...", "message": "...", ...}} when the call was refused or failed
+          or {"error": {"code": "...", "message": "...", ...}} when the call was refused or failed,
+          also without an answer: bad_request (ARGS_JSON, --principal), unavailable (NATS
+          unreachable, no executor), forbidden (NATS refused the call's subjects), timeout
 
 Exit status: 0 when the tool ran and answered; 1 when the call was refused or failed (the error
 code and message go to stderr, or stdout with --json), and 1 too when the tool reported a failure
@@ -85,6 +87,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitCode(2)
 	}
 	name := rest[0]
+	// failed reports a call that failed without an answer: with --json as the JSON error on
+	// stdout, as a refusal is (see callFailure).
+	failed := func(code string, err error) error { return callFailure(stdout, cf.JSON, code, err) }
 	rawArgs := "{}"
 	if len(rest) == 2 {
 		rawArgs = rest[1]
@@ -92,7 +97,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if rawArgs == "-" {
 		b, err := io.ReadAll(io.LimitReader(os.Stdin, subjects.MaxCallBytes+1))
 		if err != nil {
-			return fmt.Errorf("call: read arguments from stdin: %w", err)
+			return failed(subjects.CodeBadRequest, fmt.Errorf("call: read arguments from stdin: %w", err))
 		}
 		if len(b) > subjects.MaxCallBytes {
 			// Read no further: whatever it holds, no call request carries it (and cut short it
@@ -105,11 +110,11 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	arguments := bytes.TrimSpace([]byte(rawArgs))
 	if !json.Valid(arguments) || len(arguments) == 0 || arguments[0] != '{' {
-		return fmt.Errorf("call: ARGS_JSON must be a JSON object, e.g. '{\"query\":\"x\"}' (got %.60q)", rawArgs)
+		return failed(subjects.CodeBadRequest, fmt.Errorf("call: ARGS_JSON must be a JSON object, e.g. '{\"query\":\"x\"}' (got %.60q)", rawArgs))
 	}
 	pr, err := cf.principal()
 	if err != nil {
-		return err
+		return failed(subjects.CodeBadRequest, err)
 	}
 	tenant := pr.Tenant
 	if tenant == "" {
@@ -122,6 +127,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	req := subjects.CallRequest{ID: id, Tool: name, Arguments: json.RawMessage(arguments), Principal: pr,
 		TimeoutMs: timeout.Milliseconds()}
+	if timeout > 0 {
+		req.TimeoutMs = max(1, req.TimeoutMs) // (0 would be the executor's default)
+	}
 	appr := time.Duration(approval)
 	switch {
 	case appr < 0:
@@ -141,7 +149,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	inbox := cf.inbox()
 	nc, js, err := cf.connect("call", watch)
 	if err != nil {
-		return err
+		return failed(subjects.CodeUnavailable, err)
 	}
 	defer nc.Close()
 	cctx, cancel := context.WithTimeout(denyCtx, wait)
@@ -155,12 +163,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer t.Stop()
 		select {
 		case <-t.C:
-			flag := ""
-			if tenant != policy.Local.Tenant {
-				flag = " --tenant " + tenant
-			}
-			fmt.Fprintf(stderr, "mcpstream call: waiting for the answer of call %s (if it needs approval: mcpstream approve %s%s, or mcpstream deny %s%s)\n",
-				termBlock(id), termBlock(id), flag, termBlock(id), flag)
+			args := approveArgs(id, tenant)
+			fmt.Fprintf(stderr, "mcpstream call: waiting for the answer of call %s (if it needs approval: mcpstream approve %s, or mcpstream deny %s)\n",
+				termBlock(id), args, args)
 		case <-waited:
 		}
 	}()
@@ -171,9 +176,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	<-hinted
 	switch {
 	case err != nil && errors.Is(context.Cause(denyCtx), nats.ErrPermissionViolation):
-		return fmt.Errorf("call: NATS refused it: %w (the NATS user needs to publish to %s and to subscribe to its reply inbox %s.>, "+
+		return failed(subjects.CodeForbidden, fmt.Errorf("call: NATS refused it: %w (the NATS user needs to publish to %s and to subscribe to its reply inbox %s.>, "+
 			"see --nats-inbox; if the request went out, `call --id %s` again returns its answer without running it twice)",
-			context.Cause(denyCtx), subjects.Exec(tenant), inbox, req.ID)
+			context.Cause(denyCtx), subjects.Exec(tenant), inbox, shellWord(req.ID)))
 	case errors.Is(err, executor.ErrNoExecutor):
 		// Nothing was persisted: no executor front end answered.
 		res = subjects.CallResult{ID: req.ID, Tool: req.Tool, Status: subjects.CallRefused, Error: &subjects.Error{
@@ -183,11 +188,50 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		res = subjects.CallResult{ID: req.ID, Tool: req.Tool, Status: subjects.CallFailed, Error: &subjects.Error{
 			Code: subjects.CodeTimeout, Message: fmt.Sprintf("no answer within %s; the call may still complete: "+
 				"`call --id %s` again returns its answer without running it twice (an operator can also see it with `mcpstream events --subject 'results.%s.%s'`)",
-				wait, req.ID, subjects.EncodeToken(tenant), subjects.EncodeToken(req.ID))}}
+				wait, shellWord(req.ID), subjects.EncodeToken(tenant), subjects.EncodeToken(req.ID))}}
 	case err != nil:
-		return fmt.Errorf("call: %w", err)
+		code := subjects.CodeUnavailable
+		if errors.Is(err, context.Canceled) {
+			code = subjects.CodeTimeout // given up: the call may be persisted and may still complete
+		}
+		return failed(code, fmt.Errorf("call: %w", err))
 	}
 	return printCallResult(stdout, stderr, res, cf.JSON)
+}
+
+// callFailure reports a call that failed without an answer (bad arguments, no NATS, NATS
+// refusing its subjects): with --json as {"error":{"code","message"}} on stdout and exit status
+// 1, as a refused call is; else as the command's error.
+func callFailure(stdout io.Writer, asJSON bool, code string, err error) error {
+	if !asJSON {
+		return err
+	}
+	return catalogFailure(stdout, true, &subjects.Error{Code: code, Message: err.Error()})
+}
+
+// approveArgs are the arguments of `mcpstream approve|deny` for call id of tenant, quoted for a
+// POSIX shell (as the executor's needs_approval event quotes them) and safe for a terminal: an
+// id starting with "-" after "--", so that it is not read as a flag.
+func approveArgs(id, tenant string) string {
+	var flag []string
+	if tenant != policy.Local.Tenant {
+		flag = []string{"--tenant", shellWord(tenant)}
+	}
+	if strings.HasPrefix(id, "-") {
+		return termBlock(strings.Join(append(flag, "--", shellWord(id)), " "))
+	}
+	return termBlock(strings.Join(append([]string{shellWord(id)}, flag...), " "))
+}
+
+// shellWord quotes s as one word for a POSIX shell when it needs it (as it is: shellQuote also
+// makes it one line).
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:@/", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // callWaitingHint is how long call waits for an answer before it says what it waits for.
@@ -219,7 +263,7 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 				fmt.Fprintf(stderr, "  retry after %s\n", time.Duration(e.RetryAfterMs)*time.Millisecond)
 			}
 			if e.Code == subjects.CodeOutcomeUnknown {
-				fmt.Fprintf(stderr, "  the call may have run: check before retrying (same --id %s to get this answer again)\n", res.ID)
+				fmt.Fprintf(stderr, "  the call may have run: check before retrying (same --id %s to get this answer again)\n", termBlock(shellWord(res.ID)))
 			}
 		}
 		return exitCode(1)
