@@ -13,10 +13,11 @@ import (
 type StreamOptions struct {
 	Replicas int           // 0 → 1; 3 on a cluster
 	Memory   bool          // memory storage instead of file (tests, benchmarks)
-	DedupWin time.Duration // 0 → 10 minutes: how long a call id or fingerprint de-duplicates
+	DedupWin time.Duration // 0 → DedupWindow: how long a call id or fingerprint de-duplicates
 	// How long and how much of the results and audit streams is kept: 0 → 24 hours and 7 days,
 	// no size bound. At the bound the oldest go first. Each stored result costs the server about
-	// 210 bytes of memory on top of its storage (a subject per call id).
+	// 210 bytes of memory on top of its storage (a subject per call id). JetStream refuses a
+	// results stream whose max age is shorter than its de-duplication window (DedupWin).
 	ResultsMaxAge, AuditMaxAge     time.Duration
 	ResultsMaxBytes, AuditMaxBytes int64
 }
@@ -28,7 +29,7 @@ func Streams(o StreamOptions) []jetstream.StreamConfig {
 		o.Replicas = 1
 	}
 	if o.DedupWin == 0 {
-		o.DedupWin = 10 * time.Minute
+		o.DedupWin = DedupWindow
 	}
 	if o.ResultsMaxAge == 0 {
 		o.ResultsMaxAge = 24 * time.Hour
@@ -100,6 +101,11 @@ func Streams(o StreamOptions) []jetstream.StreamConfig {
 		},
 	}
 }
+
+// DedupWindow is the default de-duplication window of the registry, calls and results streams:
+// a call id sent again within it is answered from the results stream, so results are kept at
+// least as long.
+const DedupWindow = 10 * time.Minute
 
 // Size limits of messages (the embedded server's max_payload is MaxEventBytes too).
 const (

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -13,7 +14,7 @@ import (
 // streams; a value it does not give keeps the stream's current one (the default when the stream
 // is created), see keepLimits.
 type streamsConfig struct {
-	ResultsMaxAge   string `yaml:"resultsMaxAge"`   // Go duration; default 24h
+	ResultsMaxAge   string `yaml:"resultsMaxAge"`   // Go duration of at least 10m (subjects.DedupWindow); default 24h
 	ResultsMaxBytes string `yaml:"resultsMaxBytes"` // size such as 10GiB; default unlimited
 	AuditMaxAge     string `yaml:"auditMaxAge"`     // Go duration; default 168h (7 days)
 	AuditMaxBytes   string `yaml:"auditMaxBytes"`   // size such as 50GiB; default unlimited
@@ -28,13 +29,13 @@ func (c *fileConfig) resolveStreams() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &configError{File: c.Path, Where: "streams", Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
-	age := func(field, v string, dst *time.Duration) {
+	age := func(field, v string, dst *time.Duration, least time.Duration, why string) {
 		if v == "" {
 			return
 		}
 		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Minute {
-			bad(field, "want a duration of at least 1m, such as 24h")
+		if err != nil || d < least {
+			bad(field, "want a duration of at least %s%s, such as 24h", durationText(least), why)
 			return
 		}
 		*dst = d
@@ -45,9 +46,12 @@ func (c *fileConfig) resolveStreams() error {
 		}
 	}
 	s := c.Streams
-	age("resultsMaxAge", s.ResultsMaxAge, &c.streams.ResultsMaxAge)
+	// The results stream de-duplicates call ids over subjects.DedupWindow, which JetStream
+	// refuses to be longer than its max age; and a call id sent again within that window is
+	// answered from the results stream, so its answer must still be there.
+	age("resultsMaxAge", s.ResultsMaxAge, &c.streams.ResultsMaxAge, subjects.DedupWindow, " (the call ids' de-duplication window)")
 	size("resultsMaxBytes", s.ResultsMaxBytes, &c.streams.ResultsMaxBytes)
-	age("auditMaxAge", s.AuditMaxAge, &c.streams.AuditMaxAge)
+	age("auditMaxAge", s.AuditMaxAge, &c.streams.AuditMaxAge, time.Minute, "")
 	size("auditMaxBytes", s.AuditMaxBytes, &c.streams.AuditMaxBytes)
 	return errors.Join(errs...)
 }
@@ -57,6 +61,18 @@ func (c *fileConfig) streamOptions(replicas int) subjects.StreamOptions {
 	o := c.streams
 	o.Replicas = replicas
 	return o
+}
+
+// durationText writes d as a Go duration without trailing zero units (10m, 1h30m, 90s).
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // sizeWant says what a size setting of the configuration takes.

@@ -279,7 +279,7 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "streams",
 			yaml: "servers: []\nstreams: {resultsMaxAge: 10s, resultsMaxBytes: 12 parsecs, auditMaxAge: forever, auditMaxBytes: 100KiB}\n",
 			want: []string{
-				": streams: field resultsMaxAge: want a duration of at least 1m, such as 24h",
+				": streams: field resultsMaxAge: want a duration of at least 10m (the call ids' de-duplication window), such as 24h",
 				": streams: field resultsMaxBytes: want a size of at least 1MiB, such as 10GiB",
 				": streams: field auditMaxAge: want a duration of at least 1m, such as 24h",
 				": streams: field auditMaxBytes: want a size of at least 1MiB, such as 10GiB",

@@ -653,18 +653,19 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) (map[string]time.Time, error) {
 	origins := map[string]time.Time{}
 	for _, cfg := range subjects.Streams(fc.streamOptions(max(replicas, 1))) {
+		var cur *jetstream.StreamConfig // the existing stream's, if any
 		if s, err := js.Stream(ctx, cfg.Name); err == nil {
-			cur := s.CachedInfo().Config
+			cur = &s.CachedInfo().Config
 			if replicas == 0 {
 				cfg.Replicas = cur.Replicas
 			}
-			keepLimits(&cfg, cur, fc.streams)
+			keepLimits(&cfg, *cur, fc.streams)
 		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 		}
 		s, err := js.CreateOrUpdateStream(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("ensure stream %s: %w%s", cfg.Name, err, storageHint(err, cfg))
+			return nil, fmt.Errorf("ensure stream %s: %w%s%s", cfg.Name, err, storageHint(err, cfg), existingHint(err, cfg, cur))
 		}
 		origins[cfg.Name] = s.CachedInfo().Created
 	}
@@ -701,6 +702,57 @@ func storageHint(err error, cfg jetstream.StreamConfig) string {
 	return fmt.Sprintf(" (JetStream reserves %s, with the other streams' bounds, from the server's "+
 		"file store limit: max_file_store, or 75%% of the free disk for the embedded server; lower "+
 		"streams.resultsMaxBytes or streams.auditMaxBytes, or give NATS more storage)", what)
+}
+
+// jsErrCodeStreamInvalidConfig is JetStream's answer to a stream declaration it refuses as
+// such: among others, an update of a setting it cannot change in place.
+const jsErrCodeStreamInvalidConfig jetstream.ErrorCode = 10052
+
+// existingHint explains a declaration that JetStream refused because of what the existing stream
+// (cur; nil when there was none) holds: a storage type or a retention policy it cannot change in
+// place (a stream made by hand, or by another tool, before mcpstream declared it), or a max age
+// kept from the stream (see keepLimits) shorter than the de-duplication window mcpstream
+// declares. NATS's own text names neither the value found nor what to do. "" for any other
+// error.
+func existingHint(err error, cfg jetstream.StreamConfig, cur *jetstream.StreamConfig) string {
+	var apiErr *jetstream.APIError
+	if cur == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrCodeStreamInvalidConfig {
+		return ""
+	}
+	recreate := fmt.Sprintf("JetStream cannot change it on an existing stream: save what it holds if it matters "+
+		"(nats stream backup %s DIR), delete it (nats stream rm %s) and start again to declare it", cfg.Name, cfg.Name)
+	switch {
+	case cur.Storage != cfg.Storage:
+		return fmt.Sprintf(" (the stream exists with %s storage, mcpstream declares it with %s storage; %s)",
+			strings.ToLower(cur.Storage.String()), strings.ToLower(cfg.Storage.String()), recreate)
+	case cur.Retention != cfg.Retention:
+		return fmt.Sprintf(" (the stream exists with %s retention, mcpstream declares it with %s retention; %s)",
+			retentionText(cur.Retention), retentionText(cfg.Retention), recreate)
+	case cfg.MaxAge > 0 && cfg.Duplicates > cfg.MaxAge:
+		fix := fmt.Sprintf("raise it (nats stream edit %s --max-age %s)", cfg.Name, durationText(cfg.Duplicates))
+		switch cfg.Name {
+		case subjects.ResultsStream:
+			fix = "set streams.resultsMaxAge of at least " + durationText(cfg.Duplicates)
+		case subjects.RegistryStream:
+			fix = "remove it (nats stream edit " + cfg.Name + "): the registry stream is kept unbounded, every catalog rebuilds from its whole history"
+		}
+		return fmt.Sprintf(" (the stream's max_age %s, set outside the configuration and kept, is shorter than the "+
+			"%s de-duplication window mcpstream declares: %s)", durationText(cfg.MaxAge), durationText(cfg.Duplicates), fix)
+	}
+	return ""
+}
+
+// retentionText names a retention policy as the README does.
+func retentionText(r jetstream.RetentionPolicy) string {
+	switch r {
+	case jetstream.LimitsPolicy:
+		return "limits"
+	case jetstream.InterestPolicy:
+		return "interest"
+	case jetstream.WorkQueuePolicy:
+		return "work queue"
+	}
+	return r.String()
 }
 
 // sizeText writes n bytes in the largest binary unit that divides it (20GiB, 512MiB, 1000B).
