@@ -1,6 +1,7 @@
 package natsembed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -25,8 +26,11 @@ type Config struct {
 	MaxPayload int32         // 0 → subjects.MaxEventBytes
 	MaxMemory  int64         // JetStream memory storage limit; 0 → nats-server's (75% of memory)
 	MaxStore   int64         // JetStream file storage limit; 0 → nats-server's (75% of the free disk)
-	ReadyWait  time.Duration // 0 → 10s
-	Logging    bool          // pass nats-server's log to stderr
+	ReadyWait  time.Duration // 0 → 10s; how long StartContext waits for the server (JetStream recovers its store first)
+	// Waiting, if set, is called every 10 s while the server is not ready yet, with the time
+	// waited: a large store takes a while to recover after an unclean stop.
+	Waiting func(waited time.Duration)
+	Logging bool // pass nats-server's log to stderr
 	// SyncInterval is how often JetStream fsyncs its store (0 → nats-server's 2 minutes).
 	// Every stored message is written to the file at once; what a power loss or an OS crash
 	// can take is what was written since the last fsync. SyncAlways fsyncs after every write
@@ -44,8 +48,12 @@ type Server struct {
 	tmpDir string // the temporary store Shutdown removes ("" when Config.StoreDir was given)
 }
 
-// Start starts the server and waits until it accepts connections.
-func Start(cfg Config) (*Server, error) {
+// Start is StartContext without a context.
+func Start(cfg Config) (*Server, error) { return StartContext(context.Background(), cfg) }
+
+// StartContext starts the server and waits until it accepts connections: at most
+// Config.ReadyWait, and no longer than ctx lasts (ErrNotReady wrapping ctx's error then).
+func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	for _, f := range []struct {
 		name string
 		v    int64
@@ -128,15 +136,44 @@ func Start(cfg Config) (*Server, error) {
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
-	if !ns.ReadyForConnections(wait) {
+	if err := waitReady(ctx, ns, wait, cfg.Waiting); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		if opts.DontListen || opts.Port == server.RANDOM_PORT {
-			return fail(fmt.Errorf("%w after %s", ErrNotReady, wait))
+		if ctx.Err() != nil || opts.DontListen || opts.Port == server.RANDOM_PORT {
+			return fail(err)
 		}
-		return fail(fmt.Errorf("%w after %s (is %s in use?)", ErrNotReady, wait, cfg.Listen))
+		return fail(fmt.Errorf("%w (is %s in use?)", err, cfg.Listen))
 	}
 	return &Server{ns: ns, tmpDir: tmpDir}, nil
+}
+
+// waitStep is how often waitReady looks at ctx; waitingEvery how often it calls waiting.
+var (
+	waitStep     = 250 * time.Millisecond
+	waitingEvery = 10 * time.Second
+)
+
+// waitReady waits until ns accepts connections, for at most wait and while ctx lasts, calling
+// waiting (if set) every waitingEvery.
+func waitReady(ctx context.Context, ns *server.Server, wait time.Duration, waiting func(time.Duration)) error {
+	start := time.Now()
+	next := waitingEvery
+	for {
+		waited := time.Since(start)
+		if waited >= wait {
+			return fmt.Errorf("%w after %s", ErrNotReady, wait)
+		}
+		if ns.ReadyForConnections(min(waitStep, wait-waited)) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: stopped while starting (%w)", ErrNotReady, err)
+		}
+		if waited = time.Since(start); waiting != nil && waited >= next {
+			waiting(waited)
+			next += waitingEvery
+		}
+	}
 }
 
 // probeStore checks that JetStream can keep its store under dir: the directory exists or can be

@@ -453,7 +453,7 @@ func TestEmbeddedNATSConfig(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q: %v", c.yaml, err)
 		}
-		if got := cfg.embeddedNATS(); got != c.want {
+		if got := cfg.embeddedNATS(); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%q: embedded server configuration %+v, want %+v", c.yaml, got, c.want)
 		}
 	}

@@ -113,6 +113,11 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	return given
 }
 
+// embeddedReadyWait bounds how long up waits for its embedded nats-server to accept
+// connections: JetStream recovers its store first, which after an unclean stop of a large
+// store takes a while.
+const embeddedReadyWait = 10 * time.Minute
+
 func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := hostOptions{Name: "up"}
 	fs := newFlagSet("up", "up [flags]", upHelp)
@@ -452,7 +457,16 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		ec.StoreDir = filepath.Join(dataDir, "nats")
 		ec.Listen = listen
 		ec.Logging = log.GetLevel() <= zerolog.TraceLevel // nats-server's own log, on stderr
-		srv, err := natsembed.Start(ec)
+		// JetStream recovers its store before the server listens: after an unclean stop a
+		// large store takes a while (the 10 s default made up fail, "is the port in use?",
+		// and never start on it). Waited for as long as it takes, up to embeddedReadyWait,
+		// said in the log every 10 s; a stop signal ends the wait.
+		ec.ReadyWait = embeddedReadyWait
+		ec.Waiting = func(waited time.Duration) {
+			log.Info().Str("store", ec.StoreDir).Dur("waited", waited.Round(time.Second)).
+				Msg("embedded nats-server still starting: JetStream is recovering its store")
+		}
+		srv, err := natsembed.StartContext(ctx, ec)
 		if err != nil {
 			return err
 		}
