@@ -95,7 +95,7 @@ func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 	if up {
 		fs.StringVar(&o.NATS.URL, "nats", "", "use this NATS server or cluster (comma-separated URLs) instead of the embedded one")
 		fs.StringVar(&o.NATS.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file, with --nats (env "+envNATSCreds+")")
-		fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client listener host:port (port 0 = any free port, \"none\" = in-process only)")
+		fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client listener host:port (port 0 = any free port, \"none\" = in-process only); it has no authentication: beyond loopback, up warns")
 		fs.StringVar(&o.HTTPListen, "http-listen", "127.0.0.1:8080", "HTTP listener for /healthz and /metrics (port 0 = any free port, \"\" = none)")
 	} else {
 		o.NATS.register(fs)
@@ -111,6 +111,24 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 	given := false
 	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
 	return given
+}
+
+// exposed reports whether the embedded server's listen address (host:port, or "none") is
+// reachable from other hosts: not a loopback address ("localhost" is one; an unspecified
+// address, 0.0.0.0 or [::], listens on every interface).
+func exposed(listen string) bool {
+	if listen == "none" {
+		return false
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return true
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // embeddedReadyWait bounds how long up waits for its embedded nats-server to accept
@@ -479,6 +497,11 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			natsURL = "in-process only"
 		}
 		log.Info().Str("store", ec.StoreDir).Str("durability", syncDescription(ec)).Msg("embedded nats-server started")
+		if exposed(listen) {
+			log.Warn().Str("listen", listen).Msg("the embedded nats-server has no authentication and listens beyond this host: " +
+				"anyone who reaches it can call tools and read results and audit events. Listen on 127.0.0.1, or run NATS with " +
+				"users and permissions (nats.conf, --nats)")
+		}
 		nc, err = srv.Connect(connOpts...)
 		if err != nil {
 			return err

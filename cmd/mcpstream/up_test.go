@@ -508,3 +508,15 @@ func TestDemoServerHelpControlFile(t *testing.T) {
 		}
 	}
 }
+
+// The embedded server has no authentication: up warns when it listens beyond this host.
+func TestExposedListen(t *testing.T) {
+	for listen, want := range map[string]bool{
+		"none": false, "127.0.0.1:4222": false, "127.1.2.3:4222": false, "[::1]:4222": false, "localhost:4222": false,
+		"0.0.0.0:4222": true, "[::]:4222": true, ":4222": true, "10.0.0.5:4222": true, "nats.example.com:4222": true, "garbage": true,
+	} {
+		if got := exposed(listen); got != want {
+			t.Errorf("exposed(%q) = %v, want %v", listen, got, want)
+		}
+	}
+}
