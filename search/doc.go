@@ -24,7 +24,7 @@
 // no query scans the catalog. A removal costs the removed tool's own terms: its slot and its
 // postings stay as tombstones that searches skip (document frequencies count live tools only,
 // so scores are those of a fresh index) until compaction reclaims them, with unused terms,
-// once removed slots reach a quarter of the live ones.
+// once removed slots are more than 1024 and a quarter of the live ones.
 //
 // Index is safe for concurrent use: searches share a read lock; Upsert,
 // Remove, SetVector and ResetVectors take the write lock. Query.Allow runs

@@ -326,8 +326,8 @@ func (ix *Index) lookup(t string) (uint32, bool) {
 }
 
 // removeSlot removes the tool in slot. Its postings stay, marked dead through hot[slot], until
-// compaction (when dead slots reach a quarter of the live ones): a removal costs the tool's own
-// terms, not the length of their postings lists.
+// compaction (when dead slots are more than 1024 and a quarter of the live ones): a removal
+// costs the tool's own terms, not the length of their postings lists.
 func (ix *Index) removeSlot(slot uint32) {
 	rec := &ix.docs[slot]
 	for _, id := range rec.terms {

@@ -22,13 +22,15 @@
 //	stream MCPSTREAM_RESULTS (limits, file, 24 h)
 //	  mcpstream.v1.results.<tenant>.<callID>           CallResult: the one terminal answer
 //	stream MCPSTREAM_AUDIT (limits, file, 7 d)
-//	  mcpstream.v1.audit.<tenant>.<event>              AuditEvent: request, decision, result
+//	  mcpstream.v1.audit.<tenant>.<event>              AuditEvent: request, decision, dispatch, result
 //	core request/reply (not stored)
 //	  mcpstream.v1.exec.<tenant>                       CallRequest → CallResult (persisted; the worker answers)
 //	  mcpstream.v1.approvals.<tenant>.<callID>         Approval → {"ok":true} (approve or deny)
 //	  mcpstream.v1.catalog.<tenant>.search | details | servers  catalog service (queue group)
 //	  mcpstream.v1.control.relist.<server>             RelistRequest → RelistReply (re-list now)
 //	  mcpstream.v1.dispatch.<server>                   DispatchRequest → DispatchReply (tools/call)
+//	core publish (not stored)
+//	  mcpstream.v1.heartbeat.<connector>               Heartbeat: a registrysync process is alive
 //	micro discovery (every instance answers; metadata keys in discovery.go, PolicyInfo)
 //	  $SRV.INFO.mcpstream-catalog | mcpstream-executor   role, instance and policy digest (executors:
 //	                                                     and enforcement digest)

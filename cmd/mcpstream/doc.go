@@ -8,7 +8,7 @@
 // itself from its own file with register, every role with registerRole (roles.go). up.go runs a
 // set of roles in one process (runRoles): `up` runs them all, roleCommand builds the subcommand
 // of one role. config.go loads and validates the YAML configuration; clientflags.go holds the
-// flags every client shares (--nats, --nats-creds, --principal, --roles, --json).
+// flags every client shares (--nats, --nats-creds, --nats-inbox, --principal, --roles, --json).
 //
 // # Subjects
 //
