@@ -134,7 +134,7 @@
 // by Config.EmbedTimeout; the embeddings of the last 1,024 distinct requests are kept) and the search package fuses the vector ranking with the lexical one
 // (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
 // lexical ones. Tools without a vector yet and requests whose embedding fails are served
-// lexically; after a failed request embedding the next ones wait 5 s (doubling up to a minute,
+// lexically (SearchReply.Ranking says lexical rather than hybrid); after a failed request embedding the next ones wait 5 s (doubling up to a minute,
 // or as long as a 429 or 503's Retry-After asks, up to an hour). Stats counts vectors, pending
 // tools and embedder errors.
 //
