@@ -138,7 +138,9 @@
 //     deadline (it times the call out on its own clock): a result that came in time is the
 //     answer, a protocol_error or result_too_large keeps its code, no answer is timeout. Retries
 //     with backoff: a failure before sending (unavailable) for any tool, transport failures and
-//     unknown outcomes for read-only or idempotent tools only; never before the retryAfterMs of
+//     unknown outcomes for read-only or idempotent tools only (admitted as such, and still
+//     listed as such at the retry: a tool re-listed as neither since is not sent again, the
+//     earlier attempt's answer stands); never before the retryAfterMs of
 //     the server's refusal (429), and not at all when that is over 1 s or past the deadline
 //     (the answer carries it).
 //  11. a result that is not isError (to a case-sensitive reader and to encoding/json alike),
@@ -172,7 +174,9 @@
 // process's own workers.
 //
 // If a worker dies after dispatching a side-effecting call and before storing its answer, the
-// redelivered call finds the claim and answers outcome_unknown: never a second execution.
+// redelivered call finds the claim and answers outcome_unknown: never a second execution, also
+// when its tool was re-listed read-only or idempotent since (a redelivery of any tool looks
+// for a claim: the annotations at dispatch decide).
 //
 // An answer JetStream has no room for (the server's or the account's storage is full:
 // subjects.OutOfStorage) is not handed back: its worker keeps it and stores it once there is

@@ -692,6 +692,16 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		if done, err := e.answered(ctx, c); done || err != nil {
 			return err
 		}
+	} else if c.redelivered {
+		// A claim says an earlier delivery dispatched this call as a side-effecting one (its
+		// executor died before recording the result): the tool re-listed read-only or
+		// idempotent since does not make that dispatch harmless to repeat. The claim decides,
+		// as it does for a tool that still has side effects.
+		if claimed, err := e.claimed(ctx, c); err != nil {
+			return fmt.Errorf("%w: %w", errRetry, err)
+		} else if claimed {
+			return e.answerClaimed(ctx, c)
+		}
 	}
 	ls, limited, err := e.lim.acquire(ctx, c.req.ID, e.cfg.Limits.limitsFor(c.tenant, t))
 	if err != nil {
@@ -833,6 +843,16 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			}
 			return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: subjects.CodeStale,
 				Message: c.tool.Public + " is " + string(v.State) + ": " + v.Reason + "; nothing was sent", Reason: v.Reason}}
+		}
+		if last != nil && c.tool.retrySafe() {
+			// Retried as read-only or idempotent: not once the tool is re-listed as neither
+			// (the definition it would run under may have side effects, and the earlier attempt
+			// may have run it; nor was it claimed or approved as one). What the earlier attempt
+			// did stands.
+			if cur := e.reg.lookup(c.tool.Public); cur != c.tool && (cur == nil || !cur.retrySafe() ||
+				cur.Server != c.tool.Server || cur.Name != c.tool.Name) {
+				return *last
+			}
 		}
 		c.attempt++
 		if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil {
