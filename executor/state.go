@@ -132,8 +132,18 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 		// unavailable. Refused at start instead (concurrency caps alone need no counters).
 		return nil, fmt.Errorf("%w: stream %s is not a counter stream: rate limits need nats-server 2.12 or later", ErrLimits, lcfg.Name)
 	}
+	if cfg.ClaimTTL < cfg.minClaimTTL() {
+		return nil, fmt.Errorf("%w: ClaimTTL %s is shorter than a call may stay unanswered (%s: the longest call and approval wait, every delivery's ack wait, and the calls stream's de-duplication window): a redelivery or resend could find no claim and run a side-effecting call again", ErrConfig, cfg.ClaimTTL, cfg.minClaimTTL())
+	}
 	if st.claims, err = ensureKV(ctx, js, ClaimsConfig(cfg.ClaimTTL, cfg.MemoryState, replicas)); err != nil {
 		return nil, err
+	}
+	if ks, err := st.claims.Status(ctx); err != nil {
+		return nil, fmt.Errorf("bucket %s: %w", subjects.InflightBucket, err)
+	} else if ttl := ks.TTL(); ttl > 0 && ttl < cfg.minClaimTTL() {
+		// A bucket that exists keeps its TTL (declared by hand, or by a process with another
+		// ClaimTTL): claims it forgets too soon break the at-most-once promise.
+		return nil, fmt.Errorf("%w: bucket %s keeps claims %s, shorter than a call may stay unanswered (%s): a redelivery or resend could run a side-effecting call again; remove the bucket when no call is in flight (nats kv rm %s) so that it is declared again", ErrConfig, subjects.InflightBucket, ttl, cfg.minClaimTTL(), subjects.InflightBucket)
 	}
 	if st.slots, err = ensureKV(ctx, js, SlotsConfig(cfg.SlotLease, replicas)); err != nil {
 		return nil, err
@@ -153,6 +163,14 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 func stateLost(err error) bool {
 	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) ||
 		errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, nats.ErrNoResponders)
+}
+
+// minClaimTTL is the least time a claim must be kept: as long as a call may stay unanswered
+// (its longest call and approval wait, and the ack wait of every delivery), and at least the
+// calls stream's de-duplication window, after which a resend is a new message that only its
+// claim stops.
+func (c Config) minClaimTTL() time.Duration {
+	return max(subjects.DedupWindow, c.MaxCallTimeout+c.MaxApprovalTimeout+time.Duration(c.MaxDeliver)*c.AckWait)
 }
 
 func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
