@@ -64,7 +64,8 @@ type Config struct {
 	// ClaimTTL is how long claims of side-effecting calls are kept; 0 → 24h (the results
 	// stream's retention). It must be at least as long as a call may stay unanswered
 	// (MaxCallTimeout + MaxApprovalTimeout + MaxDeliver × AckWait, and 10 minutes at least):
-	// New refuses a shorter one, and an existing claims bucket whose TTL is shorter.
+	// Run and EnsureState refuse a shorter one, and an existing claims bucket whose TTL is
+	// shorter.
 	ClaimTTL time.Duration
 	// SlotLease is the lease of a concurrency slot, renewed while the call runs; a crashed
 	// worker's slot comes back after it; 0 → 30s. It is the TTL of the slots bucket the
