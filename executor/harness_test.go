@@ -179,6 +179,9 @@ type rigOptions struct {
 	secrets []string
 	// nats configures the embedded NATS server (its limits); the zero value is natstest's.
 	nats natsembed.Config
+	// extra are more connectors, configured as given (real npm servers, say): the rig does
+	// not wait for their tools.
+	extra []registrysync.ServerConfig
 }
 
 // rig is one test's system: embedded JetStream, a real registrysync manager with the servers as
@@ -241,6 +244,7 @@ func startRig(t testing.TB, o rigOptions) *rig {
 		scs = append(scs, sc)
 		r.control[name] = control
 	}
+	scs = append(scs, o.extra...)
 	bi := o.backoffInitial
 	if bi == 0 {
 		bi = 50 * time.Millisecond

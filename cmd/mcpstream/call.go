@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -35,7 +36,8 @@ then runs tools/call with the host's credentials. ARGS_JSON is a JSON object (de
 reads it from stdin.
 
 Output:
-  text    the result's text content (or its structuredContent as JSON when it has no text)
+  text    the result's text content (or its structuredContent as JSON when it has no text, or
+          when its text is that JSON); stderr counts the blocks it leaves out (an image...)
   --json  the MCP result object as the server sent it (content, structuredContent, isError),
           or {"error": {"code": "...", "message": "...", ...}} when the call was refused or failed,
           also without an answer: bad_request (ARGS_JSON, --principal), unavailable (NATS
@@ -293,8 +295,9 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 				texts = append(texts, block.Text)
 			}
 		}
+		nonText := len(r.Content) - len(texts)
 		switch {
-		case len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) && structuredOnly(texts):
+		case len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) && structuredOnly(texts, r.StructuredContent):
 			var buf bytes.Buffer
 			if json.Indent(&buf, r.StructuredContent, "", "  ") != nil {
 				buf.Reset()
@@ -302,8 +305,17 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 			}
 			fmt.Fprintf(stdout, "%s\n", termBlock(buf.String()))
 		case len(texts) > 0:
-			// The server's text, for a terminal: no escape sequence of its own reaches it.
-			fmt.Fprintln(stdout, termBlock(strings.Join(texts, "\n")))
+			// The server's text, for a terminal: no escape sequence of its own reaches it. A
+			// text that ends a line (a file's text, say) gets no empty line after it.
+			text := termBlock(strings.Join(texts, "\n"))
+			if !strings.HasSuffix(text, "\n") {
+				text += "\n"
+			}
+			fmt.Fprint(stdout, text)
+			if nonText > 0 {
+				// (not on stdout, which may be a file the text is written to)
+				fmt.Fprintf(stderr, "(and %d non-text content block(s); use --json to see them)\n", nonText)
+			}
 		case len(r.Content) > 0:
 			fmt.Fprintf(stdout, "(%d non-text content block(s); use --json to see them)\n", len(r.Content))
 		}
@@ -316,12 +328,19 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 }
 
 // structuredOnly reports whether the text content adds nothing: no text, or a text that is the
-// structured content's JSON serialization (the MCP convention for structured results).
-func structuredOnly(texts []string) bool {
+// structured content's JSON serialization (the MCP convention for structured results), in any
+// layout. A text that is some other JSON (server-filesystem's read_text_file of a JSON file,
+// whose structuredContent is {"content": text}) is the text to print.
+func structuredOnly(texts []string, structured json.RawMessage) bool {
 	if len(texts) == 0 {
 		return true
 	}
-	return len(texts) == 1 && json.Valid([]byte(texts[0])) && strings.HasPrefix(strings.TrimSpace(texts[0]), "{")
+	if len(texts) != 1 || !strings.HasPrefix(strings.TrimSpace(texts[0]), "{") {
+		return false
+	}
+	var text, sc any
+	return json.Unmarshal([]byte(texts[0]), &text) == nil && json.Unmarshal(structured, &sc) == nil &&
+		reflect.DeepEqual(text, sc)
 }
 
 // approvalWait is --approval-timeout: a duration, or -1 (do not wait).
