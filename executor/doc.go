@@ -166,7 +166,9 @@
 // events go under the tenant token "~~": mcpstream.v1.audit.~~.<event>; the audit stream keeps it). A panic is
 // recovered (answer internal, the worker goes on). Rate limits never nak (a nak counts as a
 // delivery): they answer rate_limited. AckWait (30 s) only detects crashed workers: long calls
-// and approval waits send progress heartbeats. A call delivered MaxDeliver (5) times is answered
+// and approval waits send progress heartbeats. A worker's pull request lost on the way (one sent
+// at a reconnect to a cluster node whose JetStream has not caught up: "no responders", which
+// nats.go ignores) is noticed by its missing idle heartbeats (2 s each) and sent again within 4 s. A call delivered MaxDeliver (5) times is answered
 // without running again (outcome_unknown if claimed, else internal); the consumer delivers up to
 // five more times, so that answer is retried when storing it fails. A call handed back while it
 // waits for approval (its executor stopping) counts a delivery too: it is handed back with a

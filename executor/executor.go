@@ -243,7 +243,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		// pull requests now and then (30 s stalls until the missing heartbeats were noticed).
 		// A pull request waits per worker: the consumer takes maxWaiting.
 		for range e.cfg.Workers {
-			iter, err := st.calls.Messages(jetstream.PullMaxMessages(1))
+			iter, err := st.calls.Messages(workerPull()...)
 			if err != nil {
 				for _, w := range iters {
 					w.it.Stop()
@@ -325,6 +325,21 @@ func (e *Executor) startService() micro.Service {
 		return nil
 	}
 	return svc
+}
+
+// workerHeartbeat is the idle heartbeat of a worker's pull request. A pull request can be lost
+// without a word: one sent at a reconnect to a cluster node whose JetStream has not caught up
+// yet is answered "no responders", which nats.go ignores, still counting the request as
+// pending. The iterator asks again only once it misses two heartbeats: with nats.go's default
+// (half the 30 s pull expiry) the worker stayed idle for 30 s while the executor said it was
+// ready and connected; with this one, for 4 s at most. (Each waiting worker costs the server
+// one small status message per heartbeat.)
+const workerHeartbeat = 2 * time.Second
+
+// workerPull is the pull of each worker's iterator: one call at a time (see Run), lost pull
+// requests noticed within 2 × workerHeartbeat.
+func workerPull() []jetstream.PullMessagesOpt {
+	return []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(1), jetstream.PullHeartbeat(workerHeartbeat)}
 }
 
 // workerIter is a worker's consumer iterator: replaced when the consumer is gone (see work),
@@ -415,7 +430,7 @@ func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
 		cancel()
 		var next jetstream.MessagesContext
 		if err == nil {
-			next, err = cons.Messages(jetstream.PullMaxMessages(1))
+			next, err = cons.Messages(workerPull()...)
 		}
 		if err == nil {
 			w.mu.Lock()

@@ -1,0 +1,141 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// TestWorkersPullAgainAfterLostPull: a worker's pull request can be lost without a word — one
+// sent at a reconnect to a cluster node just restarted, its JetStream not caught up, is
+// answered "no responders", which nats.go ignores, still counting the request as pending (see
+// TestClusterNodeFailover). The iterator asked again only once it missed two idle heartbeats:
+// with the default heartbeat (half the 30 s pull expiry), every worker of the executor stayed
+// idle for 30 s while it said it was ready and connected. Here a proxy loses the workers'
+// first pull requests; a call must still be taken within a few heartbeats (workerHeartbeat),
+// far less than 30 s.
+func TestWorkersPullAgainAfterLostPull(t *testing.T) {
+	const workers = 2
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	// The executor reaches NATS through a proxy that can lose its pull requests.
+	px := startPullDropper(t, strings.TrimPrefix(r.env.URL, "nats://"))
+	nc, err := nats.Connect("nats://"+px.addr(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	// The workers' first pull requests are lost.
+	px.drop.Store(true)
+	r.startExecutor(r.managerConfig(Config{Workers: workers}), nc)
+	r.waitTool("fixture__echo")
+	waitFor(t, "the workers' pull requests, lost", func() bool { return px.dropped.Load() >= workers })
+	px.drop.Store(false)
+	lostAt := time.Now()
+
+	// The workers ask again once they miss the heartbeats of their lost requests: the call
+	// runs long before nats.go's default 2 × 15 s.
+	const bound = 12 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	res, err := r.client.CallDirect(ctx, "local", subjects.CallRequest{Tool: "fixture__echo", Arguments: []byte(`{"text":"after"}`),
+		Principal: subjects.Principal{User: "local"}})
+	if err != nil || res.Status != subjects.CallOK {
+		t.Fatalf("a call after the workers' pull requests were lost: %v %s %+v after %s (the workers did not ask again)",
+			err, res.Status, res.Error, time.Since(lostAt).Round(time.Millisecond))
+	}
+}
+
+// callsPull is the subject of the workers' pull requests.
+const callsPull = "$JS.API.CONSUMER.MSG.NEXT." + subjects.CallsStream + "." + subjects.ExecutorConsumer
+
+// pullDropper is a TCP proxy to a NATS server that, while drop is set, loses the client's pull
+// requests on the calls consumer (callsPull) and passes everything else on.
+type pullDropper struct {
+	ln      net.Listener
+	drop    atomic.Bool
+	dropped atomic.Int64
+}
+
+func startPullDropper(t *testing.T, target string) *pullDropper {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pullDropper{ln: ln}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range open {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			srv, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, client, srv)
+			mu.Unlock()
+			conns.Go(func() { io.Copy(client, srv); client.Close() })
+			conns.Go(func() { p.forward(client, srv); srv.Close() })
+		}
+	}()
+	return p
+}
+
+func (p *pullDropper) addr() string { return p.ln.Addr().String() }
+
+// forward copies the client's protocol to the server frame by frame, leaving out pull requests
+// while drop is set.
+func (p *pullDropper) forward(client, srv net.Conn) {
+	in := bufio.NewReader(client)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		frame := line
+		f := strings.Fields(string(line))
+		if len(f) > 0 && (strings.EqualFold(f[0], "PUB") || strings.EqualFold(f[0], "HPUB")) {
+			size, err := strconv.Atoi(f[len(f)-1])
+			if err != nil {
+				return
+			}
+			payload := make([]byte, size+2)
+			if _, err := io.ReadFull(in, payload); err != nil {
+				return
+			}
+			if p.drop.Load() && f[1] == callsPull {
+				p.dropped.Add(1)
+				continue
+			}
+			frame = append(line, payload...)
+		}
+		if _, err := srv.Write(frame); err != nil {
+			return
+		}
+	}
+}
