@@ -9,22 +9,25 @@
 //
 // # Consumes
 //
-// Heartbeats (subjects.HeartbeatAll, a plain subscription; only those of connectors that some
-// server's last status names are kept), and the last status of every server and then each new
-// one (subjects.RegistryAllStatus on the registry stream, an ordered consumer delivering the
-// last message per subject first).
+// Heartbeats (subjects.HeartbeatAll, a plain subscription read by the checking goroutine; only
+// those of connectors that some server's last status names are kept), and the last status of
+// every server and then each new one (subjects.RegistryAllStatus on the registry stream, an
+// ordered consumer delivering the last message per subject first).
 //
 // # Produces
 //
 // For a server whose last status names a connector with HeartbeatMs, once that connector has
 // been silent for subjects.MissedHeartbeats periods (counted from when this watchdog started,
 // last reconnected, resumed from a pause — a check over a second late: the heartbeats of the
-// pause may still wait unread in its connection — or saw the status, if later): a Status
-// unavailable, code connector_lost, naming the silent connector, published with
-// Nats-Expected-Last-Subject-Sequence set to the status it saw. Several watchdogs (one per
-// indexer replica) may race: the first declaration is stored, the others are refused by the
-// stream, and none lands over a newer status. Statuses without HeartbeatMs (removed,
-// connector_stopped, or from a process that sends none) are not watched.
+// pause may still wait unread in its connection — or saw the status, if later) and a round
+// trip to the NATS server (within 2 s) shows that the silence is not this watchdog's own (its
+// connection stalled by a partition that TCP and NATS have not noticed yet: silence then counts
+// from that failed round trip; after one that succeeds, the heartbeats that came before the
+// server's answer count): a Status unavailable, code connector_lost, naming the silent
+// connector, published with Nats-Expected-Last-Subject-Sequence set to the status it saw.
+// Several watchdogs (one per indexer replica) may race: the first declaration is stored, the
+// others are refused by the stream, and none lands over a newer status. Statuses without
+// HeartbeatMs (removed, connector_stopped, or from a process that sends none) are not watched.
 //
 // # Recovery
 //

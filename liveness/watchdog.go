@@ -90,7 +90,9 @@ func (w *Watchdog) Run(ctx context.Context) error {
 	w.mu.Lock()
 	w.beats, w.servers, w.named, w.since, w.pub = map[string]time.Time{}, map[string]*watched{}, map[string]int{}, time.Now(), pub
 	w.mu.Unlock()
-	sub, err := w.NC.Subscribe(subjects.HeartbeatAll, w.onBeat)
+	// The heartbeats are read by this goroutine, between checks (see hearing).
+	beats := make(chan *nats.Msg, beatBuffer)
+	sub, err := w.NC.ChanSubscribe(subjects.HeartbeatAll, beats)
 	if err != nil {
 		return fmt.Errorf("liveness: subscribe to heartbeats: %w", err)
 	}
@@ -107,6 +109,9 @@ func (w *Watchdog) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case m := <-beats:
+			w.onBeat(m)
+			continue
 		case <-tick.C:
 		}
 		now := time.Now()
@@ -125,8 +130,46 @@ func (w *Watchdog) Run(ctx context.Context) error {
 			w.mu.Unlock()
 			continue
 		}
-		if due := w.due(time.Now()); len(due) > 0 {
+		if len(w.due(time.Now(), false)) == 0 {
+			continue
+		}
+		if !w.hearing(beats) {
+			// This process's connection is stalled (a partition that TCP and NATS have not
+			// noticed yet): the connectors' silence may be its own. Declared now, the
+			// declarations would wait in the connection and be stored once it flows again,
+			// over the statuses of connectors that beat all along.
+			w.mu.Lock()
+			w.since = time.Now()
+			w.mu.Unlock()
+			continue
+		}
+		if due := w.due(time.Now(), true); len(due) > 0 {
 			w.declare(ctx, due)
+		}
+	}
+}
+
+// beatBuffer is how many heartbeats wait for the watchdog's goroutine at most (more are
+// dropped by the NATS client, as for a slow consumer).
+const beatBuffer = 1 << 16
+
+// rttTimeout bounds the round trip to the NATS server that precedes declarations.
+const rttTimeout = 2 * time.Second
+
+// hearing reports whether this process hears NATS: a round trip to the server within
+// rttTimeout. Every heartbeat the server sent before its answer is then in beats, and is taken
+// into account before the deadlines are checked again.
+func (w *Watchdog) hearing(beats chan *nats.Msg) bool {
+	if err := w.NC.FlushTimeout(rttTimeout); err != nil {
+		w.Log.Debug().Err(err).Msg("liveness: no round trip to NATS: no declaration")
+		return false
+	}
+	for {
+		select {
+		case m := <-beats:
+			w.onBeat(m)
+		default:
+			return true
 		}
 	}
 }
@@ -235,8 +278,8 @@ func (w *Watchdog) unname(connector string) {
 	}
 }
 
-// due returns the servers whose connector has been silent too long, marked declared.
-func (w *Watchdog) due(now time.Time) []watched {
+// due returns the servers whose connector has been silent too long, marked declared if mark.
+func (w *Watchdog) due(now time.Time, mark bool) []watched {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for c, at := range w.beats {
@@ -258,7 +301,7 @@ func (w *Watchdog) due(now time.Time) []watched {
 			last = s.seen
 		}
 		if now.Sub(last) > subjects.MissedHeartbeats*every {
-			s.declared = true
+			s.declared = s.declared || mark
 			out = append(out, *s)
 		}
 	}
