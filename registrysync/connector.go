@@ -22,6 +22,12 @@ import (
 // the re-list: at most this many Debounce periods after the first one.
 const maxDebounceFactor = 10
 
+// spuriousFree is how many re-lists in a row after a list_changed may find the list unchanged
+// before the kind's re-lists after a list_changed are delayed (relistDelay): a server that
+// keeps notifying changes it does not make would otherwise have a ListChanged event and a
+// whole copy of its list stored for every notification a little slower than the debounce.
+const spuriousFree = 2
+
 // connector keeps one configured server in sync. Its loop goroutine owns the session life cycle
 // and every list; a notifier goroutine publishes ListChanged events as soon as they arrive.
 type connector struct {
@@ -48,21 +54,24 @@ type connector struct {
 		status, code string
 		ok           bool
 	}
-	attempted    bool // first connection attempt finished
-	loaded       bool // kstate read from the stream
-	kstate       map[subjects.Kind]kindState
-	changed      map[subjects.Kind]bool   // notified, ListChanged not yet published
-	gen          map[subjects.Kind]uint64 // notifications seen, per kind
-	pubMu        sync.Mutex               // orders snapshot and ListChanged publishes (see relist)
-	skipped      map[subjects.Kind]int    // lists in a row not published: a notification came meanwhile
-	pending      map[subjects.Kind]bool   // to re-list after the debounce
-	pendingFirst time.Time
-	pendingLast  time.Time
+	attempted bool // first connection attempt finished
+	loaded    bool // kstate read from the stream
+	kstate    map[subjects.Kind]kindState
+	changed   map[subjects.Kind]bool          // notified, ListChanged not yet published
+	gen       map[subjects.Kind]uint64        // notifications seen, per kind
+	pubMu     sync.Mutex                      // orders snapshot and ListChanged publishes (see relist)
+	skipped   map[subjects.Kind]int           // lists in a row not published: a notification came meanwhile
+	spurious  map[subjects.Kind]int           // re-lists in a row after a ListChanged that found the list unchanged
+	pending   map[subjects.Kind]pendingRelist // to re-list after the debounce
 
 	changedSig chan struct{}
 	relistSig  chan struct{}
 	requests   chan *relistReq
 }
+
+// pendingRelist is a kind to re-list: when its first and its last notification since it was
+// last re-listed came.
+type pendingRelist struct{ first, last time.Time }
 
 // relistReq is one on-demand re-list, answered on reply.
 type relistReq struct {
@@ -81,7 +90,8 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 		changed:    map[subjects.Kind]bool{},
 		gen:        map[subjects.Kind]uint64{},
 		skipped:    map[subjects.Kind]int{},
-		pending:    map[subjects.Kind]bool{},
+		spurious:   map[subjects.Kind]int{},
+		pending:    map[subjects.Kind]pendingRelist{},
 		changedSig: make(chan struct{}, 1),
 		relistSig:  make(chan struct{}, 1),
 		requests:   make(chan *relistReq),
@@ -360,6 +370,17 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 	if _, err := relist(c.kinds); err != nil {
 		return err
 	}
+	// arm sets the debounce timer for the next pending re-list.
+	arm := func() {
+		due, ok := c.pendingDue(cfg.Debounce, cfg.BackoffMax)
+		if debounce != nil {
+			debounce.Stop()
+			debounce = nil
+		}
+		if ok {
+			debounce = time.NewTimer(time.Until(due))
+		}
+	}
 
 	var resync, ping <-chan time.Time
 	if cfg.ResyncEvery > 0 {
@@ -382,23 +403,16 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 		case <-s.lost:
 			return s.lostErr
 		case <-c.relistSig:
-			due, ok := c.pendingDue(cfg.Debounce)
-			if !ok {
-				continue
-			}
-			if debounce != nil {
-				debounce.Stop()
-			}
-			debounce = time.NewTimer(time.Until(due))
+			arm()
 		case <-timerC(debounce):
 			debounce = nil
-			kinds := c.takePending()
-			if len(kinds) == 0 {
-				continue
+			kinds := c.takePending(time.Now(), cfg.Debounce, cfg.BackoffMax)
+			if len(kinds) > 0 {
+				if _, err := relist(kinds); err != nil {
+					return err
+				}
 			}
-			if _, err := relist(kinds); err != nil {
-				return err
-			}
+			arm() // kinds whose re-list is delayed longer (relistDelay) still wait
 		case <-resync:
 			if _, err := relist(c.kinds); err != nil {
 				return err
@@ -507,6 +521,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		// publish: a notification arriving after the check has its ListChanged stored after this
 		// snapshot, so consumers stay stale until the re-list it schedules.
 		c.pubMu.Lock()
+		prev := c.kind(kind)
 		if c.generation(kind) != gen0 && c.skip(kind) {
 			c.pubMu.Unlock()
 			// A list_changed came while listing: this list may predate the change, and once
@@ -537,6 +552,17 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		delete(failed, kind)
 		c.mu.Lock()
 		c.skipped[kind] = 0
+		switch {
+		case prev.needsConfirm() && prev.known && prev.fp == res.fp:
+			// The server said the list changed; it did not.
+			c.spurious[kind]++
+			if c.spurious[kind] == spuriousFree {
+				c.log.Warn().Str("kind", string(kind)).Int("times", spuriousFree).
+					Msg("list_changed notifications found the list unchanged: re-lists after one are delayed more and more until it changes")
+			}
+		case !prev.known || prev.fp != res.fp:
+			c.spurious[kind] = 0
+		}
 		c.mu.Unlock()
 		if l.Redacted > 0 {
 			c.log.Warn().Str("kind", string(kind)).Int("items", l.Redacted).Msg("definitions held a configured secret value: redacted")
@@ -768,12 +794,13 @@ func (c *connector) requestRelist(kinds []subjects.Kind) {
 	}
 	now := time.Now()
 	c.mu.Lock()
-	if len(c.pending) == 0 {
-		c.pendingFirst = now
-	}
-	c.pendingLast = now
 	for _, k := range kinds {
-		c.pending[k] = true
+		p, ok := c.pending[k]
+		if !ok {
+			p.first = now
+		}
+		p.last = now
+		c.pending[k] = p
 	}
 	c.mu.Unlock()
 	select {
@@ -782,31 +809,55 @@ func (c *connector) requestRelist(kinds []subjects.Kind) {
 	}
 }
 
-// pendingDue is when the pending re-list should run: Debounce after the last notification, but
-// no later than maxDebounceFactor Debounces after the first.
-func (c *connector) pendingDue(d time.Duration) (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.pending) == 0 {
-		return time.Time{}, false
+// relistDelay is how long after a kind's first notification it is re-listed at the earliest:
+// d (the debounce), doubled for every re-list in a row past spuriousFree that found the list
+// unchanged after a list_changed, up to limit (BackoffMax; never less than d).
+func relistDelay(spurious int, d, limit time.Duration) time.Duration {
+	delay := d
+	for i := spuriousFree; i <= spurious && delay < limit; i++ {
+		delay *= 2
 	}
-	due := c.pendingLast.Add(d)
-	if limit := c.pendingFirst.Add(maxDebounceFactor * d); due.After(limit) {
-		due = limit
-	}
-	return due, true
+	return max(min(delay, limit), d)
 }
 
-func (c *connector) takePending() []subjects.Kind {
+// dueLocked is when kind's pending re-list should run: d after its last notification, but no
+// later than maxDebounceFactor d after its first, nor earlier than relistDelay after it.
+func (c *connector) dueLocked(kind subjects.Kind, p pendingRelist, d, limit time.Duration) time.Time {
+	due := p.last.Add(d)
+	if latest := p.first.Add(maxDebounceFactor * d); due.After(latest) {
+		due = latest
+	}
+	if least := p.first.Add(relistDelay(c.spurious[kind], d, limit)); least.After(due) {
+		due = least
+	}
+	return due
+}
+
+// pendingDue is when the next pending re-list should run (see dueLocked); d is the debounce,
+// limit the longest relistDelay.
+func (c *connector) pendingDue(d, limit time.Duration) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	for k, p := range c.pending {
+		if due := c.dueLocked(k, p, d, limit); next.IsZero() || due.Before(next) {
+			next = due
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// takePending returns the pending kinds due at now and forgets them.
+func (c *connector) takePending(now time.Time, d, limit time.Duration) []subjects.Kind {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var kinds []subjects.Kind
 	for _, k := range c.kinds {
-		if c.pending[k] {
+		if p, ok := c.pending[k]; ok && !c.dueLocked(k, p, d, limit).After(now) {
 			kinds = append(kinds, k)
+			delete(c.pending, k)
 		}
 	}
-	clear(c.pending)
 	return kinds
 }
 

@@ -63,6 +63,14 @@
 // such a list's failure count against the server (its status, the retry backoff): its list
 // changed under the pages (a server refusing the old list's cursor with -32602, or handing one
 // out again), and the scheduled re-list lists it whole; 3 drops in a row count, as above.
+// A kind whose re-lists after a list_changed found it unchanged twice in a row is re-listed,
+// after each further notification, no sooner than twice the debounce after it, doubled again
+// for every further such re-list up to Config.BackoffMax, until a list finds it changed: a
+// server that keeps notifying changes it does not make, each a little slower than the
+// debounce, used to have every notification stored as a ListChanged event and a whole copy of
+// its list (the stream keeps every event, and every replica replays them); now it costs the
+// stream a ListChanged and a Snapshot per BackoffMax. The ListChanged of the first
+// notification is still published at once.
 //
 // Status events are published only when (status, code) changes:
 //

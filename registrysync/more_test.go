@@ -155,27 +155,55 @@ func TestHTTPMalformedAndHung(t *testing.T) {
 }
 
 func TestPendingDue(t *testing.T) {
-	c := &connector{pending: map[subjects.Kind]bool{}, relistSig: make(chan struct{}, 1), kinds: subjects.Kinds}
-	if _, ok := c.pendingDue(time.Second); ok {
+	c := &connector{pending: map[subjects.Kind]pendingRelist{}, spurious: map[subjects.Kind]int{},
+		relistSig: make(chan struct{}, 1), kinds: subjects.Kinds}
+	if _, ok := c.pendingDue(time.Second, time.Minute); ok {
 		t.Fatal("due with nothing pending")
 	}
 	c.requestRelist([]subjects.Kind{subjects.KindTools})
-	first := c.pendingFirst
-	due, ok := c.pendingDue(time.Second)
-	if !ok || !due.Equal(c.pendingLast.Add(time.Second)) {
+	p := c.pending[subjects.KindTools]
+	due, ok := c.pendingDue(time.Second, time.Minute)
+	if !ok || !due.Equal(p.last.Add(time.Second)) {
 		t.Errorf("due = %v, want last+1s", due)
 	}
 	// A burst keeps postponing, but never past maxDebounceFactor debounces after the first.
-	c.pendingLast = first.Add(time.Hour)
-	if due, _ := c.pendingDue(time.Second); !due.Equal(first.Add(maxDebounceFactor * time.Second)) {
+	p.last = p.first.Add(time.Hour)
+	c.pending[subjects.KindTools] = p
+	if due, _ := c.pendingDue(time.Second, time.Minute); !due.Equal(p.first.Add(maxDebounceFactor * time.Second)) {
 		t.Errorf("due = %v, want first+%ds", due, maxDebounceFactor)
 	}
+	// Notifications that keep proving spurious delay the re-list, up to the limit.
+	c.spurious[subjects.KindTools] = spuriousFree + 10
+	if due, _ := c.pendingDue(time.Second, time.Minute); !due.Equal(p.first.Add(time.Minute)) {
+		t.Errorf("due = %v, want first+1m", due)
+	}
+	if got := c.takePending(p.first.Add(maxDebounceFactor*time.Second), time.Second, time.Minute); len(got) != 0 {
+		t.Errorf("taken before its delay: %v", got)
+	}
 	c.requestRelist(nil)
-	if got := c.takePending(); len(got) != len(subjects.Kinds) {
+	if got := c.takePending(p.first.Add(time.Minute), time.Second, time.Minute); len(got) != len(subjects.Kinds) {
 		t.Errorf("pending = %v", got)
 	}
-	if got := c.takePending(); len(got) != 0 {
+	if got := c.takePending(p.first.Add(time.Hour), time.Second, time.Minute); len(got) != 0 {
 		t.Errorf("pending after take = %v", got)
+	}
+}
+
+func TestRelistDelay(t *testing.T) {
+	d := 10 * time.Millisecond
+	for _, c := range []struct {
+		spurious int
+		limit    time.Duration
+		want     time.Duration
+	}{
+		{0, time.Second, d}, {spuriousFree - 1, time.Second, d},
+		{spuriousFree, time.Second, 2 * d}, {spuriousFree + 1, time.Second, 4 * d},
+		{spuriousFree + 1000, time.Second, time.Second},
+		{spuriousFree + 5, time.Millisecond, d}, // a limit under the debounce: the debounce
+	} {
+		if got := relistDelay(c.spurious, d, c.limit); got != c.want {
+			t.Errorf("relistDelay(%d, %s, %s) = %s, want %s", c.spurious, d, c.limit, got, c.want)
+		}
 	}
 }
 
