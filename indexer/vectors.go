@@ -157,7 +157,12 @@ func (c *Catalog) vectorize(ctx context.Context) {
 			c.vecProbed = false // a request's embedding was of another space: probe again
 		}
 		if !c.vecProbed {
-			err = c.probeSpace(ctx)
+			if err = c.probeSpace(ctx); err == nil && ctx.Err() == nil {
+				// On to the tools wanted, without waiting for a kick: a probe that found the
+				// model changed wants every tool again and kicks, but a kick another probe
+				// request (a search that read the old space) spent meanwhile is not there.
+				continue
+			}
 		} else {
 			n, err = c.vectorizeBatch(ctx)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -74,4 +75,58 @@ func TestHybridModelSwappedWhileRunning(t *testing.T) {
 			t.Errorf("%q in the first model's space again: %v, want %s first", q, got, want)
 		}
 	}
+}
+
+// gatedProbe is a swappingEmbedder whose probe-only requests (the vectorizer's probeSpace) wait
+// at the gate while it is armed.
+type gatedProbe struct {
+	swappingEmbedder
+	armed   atomic.Bool
+	batches atomic.Int32 // tool batches embedded by the swapped model (the test makes no search)
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (e *gatedProbe) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if len(texts) == 1 && texts[0] == probeText && e.armed.CompareAndSwap(true, false) {
+		close(e.reached)
+		<-e.release
+	}
+	if len(texts) > 1 && e.swapped.Load() {
+		e.batches.Add(1)
+	}
+	return e.swappingEmbedder.Embed(ctx, texts)
+}
+
+// A probe that finds the model changed wants every tool again and kicks the vectorizer; a
+// search that read the old space meanwhile asks for another probe and kicks it too. One kick
+// fits in the channel: the second was dropped, the vectorizer spent the remaining one on the
+// second probe (no change) and then waited for a kick that never came, every tool without a
+// vector for good (seen once as a timeout of TestHybridModelSwappedWhileRunning under load).
+// After a probe the vectorizer now goes on to the tools it wants.
+func TestProbeThenWantedToolsWithoutAnotherKick(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &gatedProbe{reached: make(chan struct{}), release: make(chan struct{})}
+	r := startReplicaConfig(t, env, Config{Embedder: emb}, nil)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+
+	emb.swapped.Store(true)
+	emb.armed.Store(true)
+	r.spaceCheck.Store(true) // as a search whose response was of another space does
+	r.vecKick <- struct{}{}
+	select {
+	case <-emb.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the vectorizer did not probe")
+	}
+	// While the probe runs: a search that read the old space asks for another probe.
+	r.spaceCheck.Store(true)
+	r.vecKick <- struct{}{}
+	close(emb.release)
+	waitFor(t, "every tool embedded again in the new space", func() bool {
+		st := r.Stats()
+		return emb.batches.Load() > 0 && st.Vectors == 3 && st.VectorsPending == 0
+	})
 }
