@@ -20,32 +20,15 @@ import (
 
 	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/subjects"
+	"github.com/mcpstream/mcpstream/testdeps"
 )
 
 // Calls through the executor to the real MCP servers from npm the tests install (pinned in
 // testdeps/package.json, `npm ci --prefix testdeps`): what the caller gets is what the server
 // sent.
 
-// npmServer returns the entry point of an installed npm MCP server, skipping the test when
-// testdeps is not installed (failing it in CI and under scripts/test, which install it).
-func npmServer(t *testing.T, pkg string) string {
-	t.Helper()
-	entry, err := filepath.Abs(filepath.Join("..", "testdeps", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	if err == nil {
-		_, err = os.Stat(entry)
-	}
-	if err == nil {
-		_, err = exec.LookPath("node")
-	}
-	if err != nil {
-		msg := "real MCP server " + pkg + " unavailable (" + err.Error() + "); run `npm ci --prefix testdeps` (Node.js 20+)"
-		if os.Getenv("CI") != "" || os.Getenv("MCPSTREAM_TEST_STRICT") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return entry
-}
+// npmServer returns the entry point of an installed npm MCP server (testdeps.NPMServer).
+func npmServer(t *testing.T, pkg string) string { return testdeps.NPMServer(t, pkg) }
 
 // npmResult is the part of a CallToolResult these tests read.
 type npmResult struct {

@@ -12,31 +12,14 @@ import (
 	"time"
 
 	"github.com/mcpstream/mcpstream/subjects"
+	"github.com/mcpstream/mcpstream/testdeps"
 )
 
 // Real MCP servers from npm, pinned in testdeps/package.json and installed by
 // `npm ci --prefix testdeps`.
 
-// npmServer returns the entry point of an installed npm MCP server, skipping the test when
-// testdeps is not installed (failing it in CI, which must have it).
-func npmServer(t *testing.T, pkg string) string {
-	t.Helper()
-	entry, err := filepath.Abs(filepath.Join("..", "testdeps", "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js"))
-	if err == nil {
-		_, err = os.Stat(entry)
-	}
-	if err == nil {
-		_, err = exec.LookPath("node")
-	}
-	if err != nil {
-		msg := "real MCP server " + pkg + " unavailable (" + err.Error() + "); run `npm ci --prefix testdeps` (Node.js 20+)"
-		if os.Getenv("CI") != "" || os.Getenv("MCPSTREAM_TEST_STRICT") != "" {
-			t.Fatal(msg) // scripts/test installed them: their absence is a failure
-		}
-		t.Skip(msg)
-	}
-	return entry
-}
+// npmServer returns the entry point of an installed npm MCP server (testdeps.NPMServer).
+func npmServer(t *testing.T, pkg string) string { return testdeps.NPMServer(t, pkg) }
 
 // server-everything over stdio speaks 2025-11-25: tools, prompts and resources are listed,
 // and the tools/list_changed it sends right after initialization leads to a ListChanged event
