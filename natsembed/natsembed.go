@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -52,7 +54,9 @@ type Server struct {
 func Start(cfg Config) (*Server, error) { return StartContext(context.Background(), cfg) }
 
 // StartContext starts the server and waits until it accepts connections: at most
-// Config.ReadyWait, and no longer than ctx lasts (ErrNotReady wrapping ctx's error then).
+// Config.ReadyWait, and no longer than ctx lasts (ErrNotReady wrapping ctx's error then). A
+// server that gives up starting (its port in use, JetStream that cannot start) is ErrNotReady at
+// once, with nats-server's reason.
 func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	for _, f := range []struct {
 		name string
@@ -128,18 +132,23 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return fail(fmt.Errorf("embedded nats-server: %w", err))
 	}
+	// nats-server reports a listener it cannot open, or JetStream it cannot start, only in its
+	// log (Fatalf), and then never gets ready: startLog keeps it, and the wait ends at once.
+	sl := &startLog{}
 	if cfg.Logging {
 		ns.ConfigureLogger()
+		sl.next = ns.Logger()
 	}
+	ns.SetLogger(sl, false, false)
 	go ns.Start()
 	wait := cfg.ReadyWait
 	if wait == 0 {
 		wait = 10 * time.Second
 	}
-	if err := waitReady(ctx, ns, wait, cfg.Waiting); err != nil {
+	if err := waitReady(ctx, ns, wait, cfg.Waiting, sl); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		if ctx.Err() != nil || opts.DontListen || opts.Port == server.RANDOM_PORT {
+		if ctx.Err() != nil || opts.DontListen || opts.Port == server.RANDOM_PORT || sl.err() != "" && !strings.Contains(sl.err(), "listening") {
 			return fail(err)
 		}
 		return fail(fmt.Errorf("%w (is %s in use?)", err, cfg.Listen))
@@ -153,9 +162,10 @@ var (
 	waitingEvery = 10 * time.Second
 )
 
-// waitReady waits until ns accepts connections, for at most wait and while ctx lasts, calling
-// waiting (if set) every waitingEvery.
-func waitReady(ctx context.Context, ns *server.Server, wait time.Duration, waiting func(time.Duration)) error {
+// waitReady waits until ns accepts connections, for at most wait, while ctx lasts and until
+// nats-server reports in sl that it failed to start, calling waiting (if set) every
+// waitingEvery.
+func waitReady(ctx context.Context, ns *server.Server, wait time.Duration, waiting func(time.Duration), sl *startLog) error {
 	start := time.Now()
 	next := waitingEvery
 	for {
@@ -163,8 +173,11 @@ func waitReady(ctx context.Context, ns *server.Server, wait time.Duration, waiti
 		if waited >= wait {
 			return fmt.Errorf("%w after %s", ErrNotReady, wait)
 		}
-		if ns.ReadyForConnections(min(waitStep, wait-waited)) {
+		if ready(ns, min(waitStep, wait-waited)) {
 			return nil
+		}
+		if msg := sl.err(); msg != "" {
+			return fmt.Errorf("%w: %s", ErrNotReady, msg)
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("%w: stopped while starting (%w)", ErrNotReady, err)
@@ -173,6 +186,67 @@ func waitReady(ctx context.Context, ns *server.Server, wait time.Duration, waiti
 			waiting(waited)
 			next += waitingEvery
 		}
+	}
+}
+
+// ready is ns.ReadyForConnections (a test makes a server look slow to start).
+var ready = (*server.Server).ReadyForConnections
+
+// startLog is the embedded server's logger: it passes the log on to next (nats-server's stderr
+// logger, with Config.Logging) and keeps the first fatal message, which nats-server logs
+// before giving up on starting (its Start returns, and the server never gets ready). A fatal
+// message is passed on as an error: the stderr logger's Fatalf would exit the process, which
+// StartContext's error lets its caller do cleanly.
+type startLog struct {
+	next  server.Logger // nil: the log is dropped
+	mu    sync.Mutex
+	fatal string
+}
+
+func (l *startLog) err() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatal
+}
+
+func (l *startLog) Fatalf(format string, v ...any) {
+	l.mu.Lock()
+	if l.fatal == "" {
+		l.fatal = fmt.Sprintf(format, v...)
+	}
+	l.mu.Unlock()
+	if l.next != nil {
+		l.next.Errorf(format, v...)
+	}
+}
+
+func (l *startLog) Noticef(format string, v ...any) {
+	if l.next != nil {
+		l.next.Noticef(format, v...)
+	}
+}
+
+func (l *startLog) Warnf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Warnf(format, v...)
+	}
+}
+
+func (l *startLog) Errorf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Errorf(format, v...)
+	}
+}
+
+func (l *startLog) Debugf(format string, v ...any) {
+	if l.next != nil {
+		l.next.Debugf(format, v...)
+	}
+}
+
+func (l *startLog) Tracef(format string, v ...any) {
+	if l.next != nil {
+		l.next.Tracef(format, v...)
 	}
 }
 

@@ -8,28 +8,32 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 )
 
-// A server that is not ready (here: its port is taken, as a store being recovered keeps it
-// from listening) is waited for while ctx lasts, with Waiting called as the wait goes on, and
-// a stop ends the wait at once. Before, Start waited a fixed ReadyWait with no way to stop it
-// and nothing said: up failed after 10 s on a large store still recovering, and never started
-// on it.
+// A server that is not ready (here: one that looks so, as while JetStream recovers a large
+// store before it listens) is waited for while ctx lasts, with Waiting called as the wait goes
+// on, and a stop ends the wait at once. Before, Start waited a fixed ReadyWait with no way to
+// stop it and nothing said: up failed after 10 s on a large store still recovering, and never
+// started on it.
 func TestStartContextWaitsAndStops(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // a port to name, then free for the server
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	defer func(d time.Duration) { waitingEvery = d }(waitingEvery)
+	addr := ln.Addr().String()
+	ln.Close()
+	defer func(d time.Duration, r func(*server.Server, time.Duration) bool) { waitingEvery, ready = d, r }(waitingEvery, ready)
 	waitingEvery = 100 * time.Millisecond
+	ready = func(_ *server.Server, d time.Duration) bool { time.Sleep(d); return false }
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var calls atomic.Int32
 	done := make(chan error, 1)
 	go func() {
-		srv, err := StartContext(ctx, Config{StoreDir: t.TempDir(), Listen: ln.Addr().String(), ReadyWait: time.Hour,
+		srv, err := StartContext(ctx, Config{StoreDir: t.TempDir(), Listen: addr, ReadyWait: time.Hour,
 			Waiting: func(time.Duration) {
 				if calls.Add(1) == 2 {
 					cancel()
@@ -56,7 +60,7 @@ func TestStartContextWaitsAndStops(t *testing.T) {
 	}
 
 	// ReadyWait still bounds the wait.
-	_, err = StartContext(context.Background(), Config{StoreDir: t.TempDir(), Listen: ln.Addr().String(), ReadyWait: 300 * time.Millisecond})
+	_, err = StartContext(context.Background(), Config{StoreDir: t.TempDir(), Listen: addr, ReadyWait: 300 * time.Millisecond})
 	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("got %v, want ErrNotReady naming the port", err)
 	}
