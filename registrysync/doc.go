@@ -70,7 +70,9 @@
 // debounce, used to have every notification stored as a ListChanged event and a whole copy of
 // its list (the stream keeps every event, and every replica replays them); now it costs the
 // stream a ListChanged and a Snapshot per BackoffMax. The ListChanged of the first
-// notification is still published at once.
+// notification is still published at once. The delay also holds the other re-lists such a
+// kind has scheduled (after a server is reclaimed, or a legacy SSE stream reopens) until a
+// list finds it changed.
 //
 // Status events are published only when (status, code) changes:
 //
