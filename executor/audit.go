@@ -254,9 +254,11 @@ func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
 		case json.Delim: // '{' or '['
 			if v == '[' && hide {
 				// A sensitive key's array goes whole, as Walk replaces it.
-				for depth := 1; depth > 0; {
+				cut := false
+				for depth := 1; depth > 0 && !cut; {
 					t, err := dec.Token()
 					if err != nil {
+						cut = true
 						break
 					}
 					if d, ok := t.(json.Delim); ok {
@@ -264,6 +266,12 @@ func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
 					}
 				}
 				str(redact.Placeholder)
+				if cut {
+					// It goes on past the bytes decoded (or is not JSON past some point): all
+					// that is left of them is the array's, an element cut in two included, and
+					// none of it is kept as text.
+					return b.Bytes(), true
+				}
 				break
 			}
 			b.WriteByte(byte(v))
