@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpstream/mcpstream/printable"
 	"math/big"
 	"runtime/debug"
 	"slices"
@@ -14,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -451,7 +451,7 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 	}
 	if at, dup := duplicateMember(trimmed); dup { // (valid JSON: it decoded)
 		return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: at,
-			Message: fmt.Sprintf("arguments name the member %s twice in one object (readers take different values of it); nothing was run", truncateString(escapeControls(at), 200))}
+			Message: fmt.Sprintf("arguments name the member %s twice in one object (readers take different values of it); nothing was run", truncateString(printable.Escape(at), 200))}
 	}
 
 	if _, huge := firstHugeNumber(trimmed); huge {
@@ -706,7 +706,7 @@ func issuesMessage(issues []issue) string {
 	for _, is := range issues[:min(len(issues), maxMessageIssues)] {
 		// (the arguments' member names are the caller's: a name of megabytes, or one holding
 		// control characters, is not echoed as it is; Error.Path keeps the exact pointer)
-		parts = append(parts, atLocation(truncateString(escapeControls(pointer(is.at)), maxIssueBytes))+truncateString(is.text, maxIssueBytes))
+		parts = append(parts, atLocation(truncateString(printable.Escape(pointer(is.at)), maxIssueBytes))+truncateString(is.text, maxIssueBytes))
 	}
 	s := strings.Join(parts, "; ")
 	if more := len(issues) - maxMessageIssues; more > 0 {
@@ -717,25 +717,6 @@ func issuesMessage(issues []issue) string {
 
 // maxIssueBytes bounds the location and the text of one issue in an invalid_arguments message.
 const maxIssueBytes = 256
-
-// escapeControls writes the control characters of s (C0, DEL, C1) as \xNN, \u00NN.
-func escapeControls(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r < 0x80 && unicode.IsControl(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case unicode.IsControl(r):
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
 
 // atLocation prefixes a failure at a JSON pointer inside the arguments: "at '/title': ", and
 // nothing for the arguments object itself ("").

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/mcpstream/mcpstream/printable"
 	"io"
 	"math"
 	"net/url"
@@ -18,7 +19,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -111,36 +111,7 @@ func (e *configError) Error() string {
 		b.WriteString("field " + e.Field + ": ")
 	}
 	b.WriteString(e.Msg)
-	return printable(b.String())
-}
-
-// printable escapes what a terminal would act on rather than show: control characters (ESC
-// sequences, NUL, CR), other unprintable runes (bidi overrides) and bytes that are not UTF-8.
-// Names, keys and values of the file make up much of a message.
-func printable(s string) string {
-	i := strings.IndexFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) })
-	if i < 0 {
-		return s
-	}
-	var b strings.Builder
-	b.WriteString(s[:i])
-	for s = s[i:]; s != ""; {
-		r, n := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && n <= 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case r < 0x80 && !unicode.IsPrint(r):
-			fmt.Fprintf(&b, `\x%02x`, r)
-		case !unicode.IsPrint(r) && r <= 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		case !unicode.IsPrint(r):
-			fmt.Fprintf(&b, `\U%08x`, r)
-		default:
-			b.WriteString(s[:n])
-		}
-		s = s[n:]
-	}
-	return b.String()
+	return printable.Escape(b.String())
 }
 
 func (e *configError) Unwrap() error { return ErrConfig }
