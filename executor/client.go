@@ -33,9 +33,19 @@ var (
 type Client struct {
 	NC *nats.Conn
 	// JS is needed by CallDirect, Submit and Await; Call uses it, when set, to find an answer
-	// whose reply was lost.
+	// whose reply was lost. Make it with jetstream.WithPublishAsyncTimeout, so that nats.go
+	// forgets the async publishes whose PubAck was lost (it keeps them pending otherwise).
 	JS jetstream.JetStream
+	// PubAckWait bounds CallDirect's wait for the calls stream's PubAck of its request (0 →
+	// DefaultPubAckWait): past it the request's outcome is unknown (a publish lost on its way
+	// to a stream leader that died), and it is published again under the same id, as after a
+	// lost connection. It does not depend on JS's own async publish timeout, which is off
+	// unless JS was made with jetstream.WithPublishAsyncTimeout.
+	PubAckWait time.Duration
 }
+
+// DefaultPubAckWait is Client.PubAckWait's default.
+const DefaultPubAckWait = 5 * time.Second
 
 // NewCallID returns a random call id ("c-" and 24 hex digits).
 func NewCallID() string {
@@ -118,7 +128,8 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 // Mcpstream-Reply-To set to a new inbox, which the worker answers once the answer is stored.
 // That saves the front end's hop and its decoding of the request. A resent id gets the stored
 // answer of the first (Duplicate set); a request JetStream refuses is refused unavailable, and
-// one whose PubAck never came (a NATS restart under it) is published again every 2 s under the
+// one whose PubAck never came (a NATS restart under it, or none within PubAckWait: a publish lost
+// with its stream leader) is published again every 2 s under the
 // same id until it is acknowledged or answered (it may be stored: it is never refused, also
 // when JetStream refuses a later publish). The results stream is also read every 2 s, so an inbox the executors do not
 // answer (outside their Config.ReplyPrefixes) delays the answer but never loses it. Unlike
@@ -150,6 +161,14 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	}
 	poll := time.NewTicker(resultPoll)
 	defer poll.Stop()
+	ackWait := c.PubAckWait
+	if ackWait <= 0 {
+		ackWait = DefaultPubAckWait
+	}
+	// No PubAck within ackWait: the publish may be lost (its stream leader died with it), and
+	// nats.go says nothing unless JS has an async publish timeout.
+	ackTimer := time.NewTimer(ackWait)
+	defer ackTimer.Stop()
 	okc, errc := fut.Ok(), fut.Err()
 	republish := false // the publish's outcome is unknown: publish again at the next poll
 	sentAgain := false // published again: a duplicate may be this call's own first publish
@@ -188,6 +207,11 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 			// caller that nothing ran. It is published again (the same Nats-Msg-Id: dropped as a
 			// duplicate if it was stored) while its answer is awaited.
 			republish = true
+		case <-ackTimer.C:
+			if okc != nil {
+				// (The late PubAck of this publish, if it comes, is not read: the republish's is.)
+				okc, errc, republish = nil, nil, true
+			}
 		case <-poll.C:
 			if res, ok := c.stored(ctx, tenant, req.ID); ok {
 				return res, nil
@@ -195,6 +219,7 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 			if republish {
 				if fut, err := c.JS.PublishMsgAsync(m); err == nil {
 					okc, errc, republish, sentAgain = fut.Ok(), fut.Err(), false, true
+					ackTimer.Reset(ackWait)
 				}
 			}
 		case <-ctx.Done():
