@@ -1,14 +1,17 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -32,6 +35,14 @@ type approvalWait struct {
 	id, tenant string
 	state      atomic.Int32
 	decided    chan subjects.Approval // the decision: sent once, by the handler that won waiting → decided
+	// settle, when set, records the call's outcome (approved, denied, expired) in its approval
+	// record, shared by every delivery of the call: it returns the record and true when another
+	// delivery's outcome was recorded first (that one is the call's). Called once, by whoever
+	// won the way out of waiting.
+	settle func(outcome string, a subjects.Approval) (approvalRecord, bool)
+	// elsewhere is the outcome another delivery of the call recorded first (see settle): set
+	// before the decision is sent on decided, or before giveUp returns.
+	elsewhere *approvalRecord
 }
 
 func newApprovalWait(c *call) *approvalWait {
@@ -75,8 +86,129 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 			return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "call " + w.id + " was already decided"}}, true
 		}
 	}
+	if w.settle != nil {
+		if rec, lost := w.settle(outcomeOf(a), a); lost {
+			// Another delivery of this call (its heartbeats were lost and JetStream delivered it
+			// again, both waiting here) recorded its outcome first: that is the call's. Told OK
+			// only when it is this very decision (the same message reached both).
+			w.elsewhere = &rec
+			w.decided <- a
+			switch {
+			case rec.Outcome == outcomeOf(a) && rec.By == truncateString(a.By, maxApprovalBy) && rec.Reason == truncateString(a.Reason, maxApprovalReason):
+				return subjects.ApprovalReply{OK: true}, true
+			case rec.Outcome == outcomeExpired:
+				return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeApprovalTimeout, Message: "call " + w.id + " no longer waits for approval: it timed out"}}, true
+			default:
+				return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "call " + w.id + " was already decided (" + rec.Outcome + ")"}}, true
+			}
+		}
+	}
 	w.decided <- a // never blocks: only the winner of the CompareAndSwap sends, once
 	return subjects.ApprovalReply{OK: true}, true
+}
+
+// The outcomes of an approval record.
+const (
+	outcomeApproved = "approved"
+	outcomeDenied   = "denied"
+	outcomeExpired  = "expired"
+)
+
+func outcomeOf(a subjects.Approval) string {
+	if a.Approve {
+		return outcomeApproved
+	}
+	return outcomeDenied
+}
+
+// approvalRecord is a call's approval wait, kept in the claims bucket (approvalKey) for every
+// delivery and request of the call: when it began, and how it ended. A call delivered again
+// (handed back by a stopping executor, or its heartbeats lost) waits only what is left of its
+// approval timeout, and two deliveries waiting at once take one outcome: the first recorded.
+type approvalRecord struct {
+	// Since is the call's first needs_approval (on the clock of the executor that held it).
+	Since time.Time `json:"since"`
+	Seq   uint64    `json:"seq,omitempty"` // the calls stream sequence of the request that began the wait
+	// Outcome is "" while the call waits, else approved, denied or expired; At when, Delivery by
+	// which delivery of request Seq, By and Reason the approval's (cut as in the answer).
+	Outcome  string    `json:"outcome,omitempty"`
+	At       time.Time `json:"at,omitzero"`
+	Delivery uint64    `json:"delivery,omitempty"`
+	By       string    `json:"by,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+// approvalKey is the claims-bucket key of a call's approval record (a claim key has two
+// tokens: this one three).
+func approvalKey(tenant, id string) string { return claimKey(tenant, id) + ".approval" }
+
+// approvalStore bounds each read or write of an approval record.
+const approvalStore = 5 * time.Second
+
+// beginApproval reads the call's approval record, or creates it (the wait begins now). ok is
+// false when the record could not be read or written (the wait is then this delivery's alone,
+// as before approval records); rev is the record's revision.
+func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalRecord, rev uint64, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, approvalStore)
+	defer cancel()
+	key := approvalKey(c.tenant, c.req.ID)
+	rec = approvalRecord{Since: time.Now().UTC(), Seq: c.seq}
+	val, _ := json.Marshal(rec)
+	rev, err := e.st.claims.Create(ctx, key, val)
+	if err == nil {
+		return rec, rev, true
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		entry, gerr := e.st.claims.Get(ctx, key)
+		var cur approvalRecord
+		if gerr == nil && json.Unmarshal(entry.Value(), &cur) == nil && !cur.Since.IsZero() {
+			return cur, entry.Revision(), true
+		}
+		err = cmp.Or(gerr, errors.New("malformed approval record"))
+	}
+	e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approval record not kept: this delivery's approval wait starts now")
+	return approvalRecord{Since: time.Now().UTC(), Seq: c.seq}, 0, false
+}
+
+// settler is approvalWait.settle for the record rec at revision rev, written by delivery
+// c.delivery of c.
+func (e *Executor) settler(c *call, rec approvalRecord, rev uint64) func(string, subjects.Approval) (approvalRecord, bool) {
+	return func(outcome string, a subjects.Approval) (approvalRecord, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), approvalStore)
+		defer cancel()
+		key := approvalKey(c.tenant, c.req.ID)
+		next := rec
+		next.Outcome, next.At, next.Delivery = outcome, time.Now().UTC(), c.delivery
+		next.By, next.Reason = truncateString(a.By, maxApprovalBy), truncateString(a.Reason, maxApprovalReason)
+		val, _ := json.Marshal(next)
+		for range 3 {
+			_, err := e.st.claims.Update(ctx, key, val, rev)
+			if err == nil {
+				return next, false
+			}
+			if !errors.Is(err, jetstream.ErrKeyExists) {
+				// Not recorded: this delivery decides alone (the claim still keeps a
+				// side-effecting call from running twice).
+				e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approval outcome not recorded")
+				return next, false
+			}
+			entry, gerr := e.st.claims.Get(ctx, key)
+			var cur approvalRecord
+			if gerr != nil || json.Unmarshal(entry.Value(), &cur) != nil {
+				e.cfg.Log.Warn().Err(gerr).Str("call", truncateString(c.req.ID, 300)).Msg("approval outcome not recorded")
+				return next, false
+			}
+			switch {
+			case cur.Outcome == "":
+				rev = entry.Revision() // (written again while waiting: not an outcome)
+			case cur.Delivery == c.delivery && cur.Seq == next.Seq && cur.Outcome == outcome:
+				return cur, false // this delivery's own write (its PubAck lost)
+			default:
+				return cur, true
+			}
+		}
+		return next, false
+	}
 }
 
 // approvalHint is the message of the needs_approval audit event: what an approver runs. The
@@ -108,8 +240,17 @@ func shellQuote(s string) string {
 // giveUp ends the wait (to approvalExpired or approvalHandedBack) unless an approval decided the
 // call first: it then returns that decision, true, and the call must take it (its approver was
 // told OK).
+//
+// A wait that expires records it (settle): when another delivery of the call recorded its
+// outcome first, giveUp returns true with w.elsewhere set.
 func (w *approvalWait) giveUp(to int32) (subjects.Approval, bool) {
 	if w.state.CompareAndSwap(approvalWaiting, to) {
+		if to == approvalExpired && w.settle != nil {
+			if rec, lost := w.settle(outcomeExpired, subjects.Approval{}); lost {
+				w.elsewhere = &rec
+				return subjects.Approval{}, true
+			}
+		}
 		return subjects.Approval{}, false
 	}
 	return <-w.decided, true // the winner sends right after its CompareAndSwap
@@ -136,7 +277,24 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 		return s
 	}
 
+	// The wait counts from the call's first needs_approval, over every delivery (see
+	// approvalRecord); an outcome recorded already is the call's.
+	rec, rev, recorded := e.beginApproval(ctx, c)
 	w := newApprovalWait(c)
+	if recorded {
+		w.settle = e.settler(c, rec, rev)
+	}
+	if rec.Outcome != "" {
+		return e.decidedElsewhere(ctx, c, rec, wait)
+	}
+	deadline := rec.Since.Add(wait)
+	if !time.Now().Before(deadline) {
+		// Its approval timeout passed while it was handed to another executor: not asked again.
+		if _, ok := w.giveUp(approvalExpired); ok {
+			return e.decidedElsewhere(ctx, c, *w.elsewhere, wait)
+		}
+		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
+	}
 	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {
 		if m.Reply != "" && !subjects.Answerable(m.Reply) {
 			return // its reply would be written to a subject of mcpstream or the server: nothing decided
@@ -156,30 +314,86 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	// answered (no longer waiting, and why) instead of leaving its sender to its timeout.
 	defer sub.Drain()
 
+	left := wait
+	if rec.Seq != c.seq || c.redelivered {
+		left = max(time.Until(deadline).Round(time.Second), time.Second) // what is left of it
+	}
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.CodeNeedsApproval, Code: subjects.CodeNeedsApproval,
-		Message: approvalHint(c, wait)}))
+		Message: approvalHint(c, left)}))
 
-	timer := time.NewTimer(wait)
+	decide := func(a subjects.Approval) *stop {
+		if w.elsewhere != nil {
+			return e.decidedElsewhere(ctx, c, *w.elsewhere, wait)
+		}
+		return e.approvalDecision(c, a)
+	}
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	select {
 	case a := <-w.decided:
-		return e.approvalDecision(c, a)
+		return decide(a)
 	case <-timer.C:
 		if a, ok := w.giveUp(approvalExpired); ok {
-			return e.approvalDecision(c, a)
+			return decide(a)
 		}
 		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
 	case <-e.stopping:
 		if a, ok := w.giveUp(approvalHandedBack); ok {
-			return e.approvalDecision(c, a)
+			return decide(a)
 		}
 		return &stop{err: errStopping}
 	case <-ctx.Done():
 		if a, ok := w.giveUp(approvalHandedBack); ok {
-			return e.approvalDecision(c, a)
+			return decide(a)
 		}
 		return &stop{err: errStopping}
 	}
+}
+
+// decidedElsewhere is the outcome of a call whose approval record holds another delivery's (or
+// request's) outcome, rec: denied and approval_timeout as that one was; approved, the answer of
+// the delivery that took the approval, waited for while it may still come (it runs the call:
+// this one never does meanwhile), then the call goes on as approved — that delivery died
+// before its answer, and the claim decides whether the call may run.
+func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRecord, wait time.Duration) *stop {
+	by := cmp.Or(rec.By, "an approver")
+	why := ""
+	if rec.Reason != "" {
+		why = ": " + rec.Reason
+	}
+	switch rec.Outcome {
+	case outcomeDenied:
+		return refused(subjects.CodeDenied, "denied by "+by+why)
+	case outcomeExpired:
+		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
+	}
+	until := rec.At.Add(requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout) + e.cfg.RelistTimeout + e.cfg.AckWait)
+	for {
+		prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
+		if err != nil {
+			return &stop{err: fmt.Errorf("%w: look up result: %w", errRetry, err)}
+		}
+		if found {
+			prev.Duplicate = true
+			if err := e.answerFor(ctx, c.seq, prev, c.replyTo, nil); err != nil {
+				return &stop{err: fmt.Errorf("%w: %w", errRetry, err)}
+			}
+			return &stop{done: true}
+		}
+		if !time.Now().Before(until) {
+			break
+		}
+		select {
+		case <-e.stopping:
+			return &stop{err: errStopping}
+		case <-ctx.Done():
+			return &stop{err: errStopping}
+		case <-time.After(min(claimWaitPoll, time.Until(until))):
+		}
+	}
+	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionApproved,
+		Message: "approved by " + by + why + " (taken by an earlier delivery of the call, which gave no answer)"}))
+	return nil
 }
 
 // approvalWaitRetryAfter is the retry-after of a call refused because too many calls wait for

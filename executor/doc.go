@@ -120,6 +120,20 @@
 //     id is claimed already (step 9: approved and dispatched before, its executor died before
 //     recording the result; or a resend while another request of the id runs) is not held for
 //     approval again: it never runs again, and is answered from its claim.
+//     The wait counts from the call's first needs_approval, over every delivery: the claims
+//     bucket keeps the call's approval record (key <tenant>.<id>.approval: when the wait began,
+//     and its outcome, approved, denied or expired, the first one recorded). A call handed back
+//     (its executor stopping) and delivered again waits what is left (its needs_approval event
+//     says how long), or is answered approval_timeout at once without asking again; on the
+//     clocks of the executors involved. Two deliveries waiting at once (heartbeats lost past
+//     AckWait: JetStream delivered the call again) both get an approval, and only the first
+//     outcome recorded counts: the other delivery takes it — denied or approval_timeout alike,
+//     approved by waiting for the answer of the delivery that took it (the call's timeout,
+//     RelistTimeout and AckWait past the decision), then going on as approved (the claim keeps a
+//     side-effecting call from running twice) — and its approver is told OK only when the
+//     approval was that very decision. A delivery that finds an outcome recorded (an executor
+//     died after the decision) takes it, without asking again. When the record cannot be read
+//     or written (logged), the delivery waits and decides alone, as if it were the only one.
 //     Freshness is checked again after approval.
 //  8. limits → rate_limited with retryAfterMs (see below).
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,

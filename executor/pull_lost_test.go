@@ -62,18 +62,27 @@ const callsPull = "$JS.API.CONSUMER.MSG.NEXT." + subjects.CallsStream + "." + su
 // pullDropper is a TCP proxy to a NATS server that, while drop is set, loses the client's pull
 // requests on the calls consumer (callsPull) and passes everything else on.
 type pullDropper struct {
+	// match, when set, picks the frames to lose instead of the pull requests: a PUB or HPUB
+	// to subject whose payload (its CRLF included) is payload.
+	match   func(subject string, payload []byte) bool
 	ln      net.Listener
 	drop    atomic.Bool
 	dropped atomic.Int64
 }
 
 func startPullDropper(t *testing.T, target string) *pullDropper {
+	return startDropper(t, target, nil)
+}
+
+// startDropper is startPullDropper losing, while drop is set, the frames match picks (nil: the
+// pull requests).
+func startDropper(t *testing.T, target string, match func(subject string, payload []byte) bool) *pullDropper {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &pullDropper{ln: ln}
+	p := &pullDropper{ln: ln, match: match}
 	var conns sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); conns.Wait() })
 	var mu sync.Mutex
@@ -128,7 +137,7 @@ func (p *pullDropper) forward(client, srv net.Conn) {
 			if _, err := io.ReadFull(in, payload); err != nil {
 				return
 			}
-			if p.drop.Load() && f[1] == callsPull {
+			if p.drop.Load() && (p.match == nil && f[1] == callsPull || p.match != nil && p.match(f[1], payload)) {
 				p.dropped.Add(1)
 				continue
 			}

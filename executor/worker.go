@@ -184,6 +184,9 @@ type call struct {
 	// seq is the request's calls stream sequence: what tells its own claim from the claim of
 	// another request of the same call id.
 	seq uint64
+	// delivery is this delivery's number (NumDelivered): what tells two deliveries of one
+	// request apart in the call's approval record.
+	delivery uint64
 	// withheld is the server's result of a call answered protocol_error because it fails the
 	// tool's outputSchema: not in the answer, kept in the audit result event.
 	withheld json.RawMessage
@@ -223,7 +226,7 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		return fmt.Errorf("%w: %w", errTerminate, err)
 	}
 	req, bad := decodeCall(m.Data())
-	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m), redelivered: md.NumDelivered > 1, seq: md.Sequence.Stream}
+	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m), redelivered: md.NumDelivered > 1, seq: md.Sequence.Stream, delivery: md.NumDelivered}
 	if bad != nil {
 		args, n, trunc := e.audit.payload(m.Data())
 		e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))

@@ -41,7 +41,9 @@ may send a subjects.Approval there); %[2]s.
 Waiting calls show in the audit stream, with their ID, as decision needs_approval:
   mcpstream events --subject 'audit.*.decision' --follow
 
-Exit status 1 when no call with that ID is waiting (already decided, timed out, or unknown).
+Exit status 1 when no call with that ID is waiting (already decided, timed out, or unknown),
+or when no answer came within --wait: the decision reached an executor and may or may not have
+been taken (see the audit stream; deciding again is safe: a call decided already answers so).
 
 Examples:
   mcpstream %[3]s c-5f2a9e0b7c1d4e3f --reason "ticket reviewed"
@@ -85,8 +87,13 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 	if perr := cf.permissionsError(wctx, name, subject); err != nil && perr != nil {
 		// Not "no call is waiting": NATS never let the decision (or its answer) through.
 		err, code = perr, subjects.CodeForbidden
-	} else if errors.Is(err, executor.ErrNoWaiter) || errors.Is(err, context.DeadlineExceeded) {
+	} else if errors.Is(err, executor.ErrNoWaiter) {
 		err, code = fmt.Errorf("%s: no call %s is waiting for approval (already decided, timed out, or another tenant's)", name, id), subjects.CodeNotFound
+	} else if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// The decision reached an executor (else NATS answers no responders at once), and its
+		// answer did not come back: the call may have taken it.
+		err, code = fmt.Errorf("%s: no answer about call %s within %s: the decision may or may not have been taken (its answer lost, or the executor slow); the audit stream says (mcpstream events --subject 'audit.%s.decision', approved or denied), or %s again",
+			name, id, wait, subjects.EncodeToken(cmp.Or(tenant, policy.Local.Tenant)), name), subjects.CodeTimeout
 	}
 	if err == nil && rep.Error != nil {
 		err, code = fmt.Errorf("%s %s: %s: %s", name, id, rep.Error.Code, rep.Error.Message), rep.Error.Code
