@@ -24,6 +24,7 @@ import (
 	"github.com/mcpstream/mcpstream/search"
 	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
+	"github.com/mcpstream/mcpstream/suggest"
 )
 
 // Catalog is one indexer replica: the Badger catalog, the search index and freshness view built
@@ -109,6 +110,7 @@ type entry struct {
 	title, line          string
 	hints                Hints
 	hash                 [16]byte // of the raw definition
+	klen                 int      // len(suggest.Key(tool)): see serverMem.sorted
 }
 
 // serverMem is one server in memory.
@@ -121,6 +123,39 @@ type serverMem struct {
 	// tools0 is kinds[tools], kept beside the map for the search hot path.
 	tools0 *kindRec
 	tools  map[string]*entry // by original name
+	// sorted holds the entries of tools ordered by bySuggestKey, for the suggestions of a
+	// details request (see Catalog.suggestions): an order that is the same on every replica
+	// whatever the order tools were added in, kept up to date by resort on every change of tools.
+	sorted []*entry
+}
+
+// bySuggestKey orders the tools of a server by the lengths of their names' keys
+// (suggest.Key), then by name: the tools whose keys are near a length are one run.
+func bySuggestKey(a, b *entry) int {
+	if a.klen != b.klen {
+		return cmp.Compare(a.klen, b.klen)
+	}
+	return strings.Compare(a.tool, b.tool)
+}
+
+// resort brings s.sorted up to date with s.tools after entries were removed from it, replaced
+// in it or added to it (added: the entries put in it since the last resort, in any order). It
+// costs O(len(s.tools) + len(added)·log len(added)). Callers hold c.mu (write).
+func (s *serverMem) resort(added []*entry) {
+	slices.SortFunc(added, bySuggestKey)
+	out := make([]*entry, 0, len(s.tools))
+	i := 0
+	for _, e := range s.sorted {
+		if s.tools[e.tool] != e {
+			continue // removed or replaced
+		}
+		for i < len(added) && bySuggestKey(added[i], e) < 0 {
+			out = append(out, added[i])
+			i++
+		}
+		out = append(out, e)
+	}
+	s.sorted = append(out, added[i:]...)
 }
 
 // Open opens (or creates) a replica's catalog and rebuilds its in-memory state from it. It
@@ -290,6 +325,7 @@ func newEntry(s *serverMem, public, server string, d toolDef, raw []byte) *entry
 		srv: s, public: public, server: server, tool: d.Name,
 		// Clones: a substring would keep the whole decoded description (or message) alive.
 		title: strings.Clone(d.Title), line: strings.Clone(oneLine(d.Description)), hints: d.Hints, hash: defHash(raw),
+		klen: len(suggest.Key(d.Name)),
 	}
 }
 
@@ -347,8 +383,15 @@ func (c *Catalog) load() error {
 	if err != nil {
 		return fmt.Errorf("%w: load: %w", ErrStore, err)
 	}
-	// Rebuild the freshness view from what the stored state says, through its public Apply.
+	// Order each server's tools for suggestions (serverMem.sorted), and rebuild the freshness
+	// view from what the stored state says, through its public Apply.
 	for _, name := range sortedKeys(c.servers) {
+		s := c.servers[name]
+		added := make([]*entry, 0, len(s.tools))
+		for _, e := range s.tools {
+			added = append(added, e)
+		}
+		s.resort(added)
 		for _, ev := range viewEvents(name, c.servers[name]) {
 			c.view.Apply(ev)
 		}
@@ -797,12 +840,17 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 		for _, pub := range restored {
 			delete(c.removed, pub)
 		}
+		added := make([]*entry, 0, len(ups))
 		for _, u := range ups {
 			u.e.srv = s
 			s.tools[u.e.tool] = u.e
 			c.byPublic[u.e.public] = u.e
 			delete(c.removed, u.e.public)
 			c.upsertDoc(u.doc)
+			added = append(added, u.e)
+		}
+		if len(gone) > 0 || len(added) > 0 {
+			s.resort(added)
 		}
 	}, nil
 }
@@ -924,6 +972,7 @@ func (c *Catalog) planStatus(st *subjects.Status) ([]write, func(), error) {
 			s := c.server(server)
 			s.rec = rec
 			c.removeEntries(s, gone, recs)
+			s.resort(nil)
 			for _, k := range subjects.Kinds {
 				s.setKind(k, nil)
 			}

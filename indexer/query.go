@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -143,11 +144,7 @@ func (vis *visibility) allow(e *entry) bool {
 	}
 	var v *staleness.Verdict
 	if sv.uniform {
-		if !sv.have {
-			sv.v = vis.c.uniformVerdict(e)
-			sv.stateOK, sv.have = vis.stateOK(*sv.v), true
-		}
-		if !sv.stateOK {
+		if !vis.uniformOK(sv, e) {
 			return false
 		}
 		v = sv.v
@@ -171,6 +168,24 @@ func (vis *visibility) allow(e *entry) bool {
 		}
 	}
 	return true
+}
+
+// uniformOK reports whether the freshness verdict that every tool of e's server shares (sv is
+// its server's, sv.uniform) passes the filter, computing it on first use.
+func (vis *visibility) uniformOK(sv *serverVerdict, e *entry) bool {
+	if !sv.have {
+		sv.v = vis.c.uniformVerdict(e)
+		sv.stateOK, sv.have = vis.stateOK(*sv.v), true
+	}
+	return sv.stateOK
+}
+
+// hidesServer reports whether vis lets none of the tools of e's server through for what they
+// all share (the server filter, the cache scope, and the freshness when it is uniform): a
+// caller may skip the server's tools without asking allow for each.
+func (vis *visibility) hidesServer(e *entry) bool {
+	sv := vis.server(e)
+	return !sv.ok || sv.uniform && !vis.uniformOK(sv, e)
 }
 
 // overview says, for the current in-memory state, whether every tool passes the freshness
@@ -548,39 +563,94 @@ func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
 	})
 }
 
-// suggestBudget bounds the tools that the suggestions of one details request compare (see
-// suggestions): a request naming tools of a server with very many stops comparing there.
+// suggestBudget bounds the tools that the suggestions of one details request compare by edit
+// distance (see suggestions): a request naming tools of a server with very many stops comparing
+// there. Only tools the caller may see count against it.
 const suggestBudget = 5_000
+
+// seenTools remembers, for one details request, which tools of the servers its names start with
+// the caller may see (by index in serverMem.sorted: 0 not asked yet, 1 visible, 2 not), so that
+// however many names a request gives, it asks visibility at most once per tool.
+type seenTools map[*serverMem][]uint8
 
 // suggestions returns the names visible through vis (a usable-only filter: the tools a call
 // would take) that a caller asking for given (a name it may not see, or that nobody lists)
 // probably meant, with their distances: tools of a server given starts with (suggest.Servers)
-// whose names are within suggest.MaxDistance edits of the rest. The answer is the same whether
-// given exists or not: it is never named itself, nor counted against budget, which counts down
-// the tools compared. Callers hold c.mu.
-func (c *Catalog) suggestions(vis *visibility, given string, budget *int) []suggest.Candidate {
+// whose names are within suggest.MaxDistance edits of the rest.
+//
+// The answer depends only on what the catalog holds, what vis lets through and the request,
+// never on the order tools were added in nor on the tools vis hides. Of a server's tools
+// (serverMem.sorted) only those whose keys have a length within suggest.MaxDistance of the
+// rest's are looked at (no other can be near enough): the rest's length first, then the
+// nearest, and in each length from the names that sort nearest the rest outward (outward).
+// Visibility is asked first, so that only the visible tools compared count against budget,
+// which counts down across the names of one request, in the request's order. A tool hidden from
+// the caller costs its visibility once per request (seen), never a comparison. The answer is
+// the same whether given exists or not: it is never named itself, nor counted against budget.
+// Callers hold c.mu.
+func (c *Catalog) suggestions(vis *visibility, seen seenTools, given string, budget *int) []suggest.Candidate {
 	var cands []suggest.Candidate
 	suggest.Servers(given, func(server, rest string) bool {
 		s := c.servers[server]
-		if s == nil {
+		if s == nil || len(s.sorted) == 0 || vis.hidesServer(s.sorted[0]) {
 			return true
 		}
+		marks := seen[s]
+		if marks == nil {
+			marks = make([]uint8, len(s.sorted))
+			seen[s] = marks
+		}
 		key := suggest.Key(rest)
-		for name, e := range s.tools {
-			if e.public == given {
-				continue
-			}
-			if *budget <= 0 {
-				return false
-			}
-			*budget--
-			if d, ok := suggest.KeyWithin(key, name, suggest.MaxDistance); ok && vis.allow(e) {
-				cands = append(cands, suggest.Candidate{Public: e.public, Dist: 1 + d})
+		lens := []int{len(key)} // then the nearest lengths
+		for d := 1; d <= suggest.MaxDistance; d++ {
+			lens = append(lens, len(key)-d, len(key)+d)
+		}
+		for _, l := range lens {
+			lo, _ := slices.BinarySearchFunc(s.sorted, l, func(e *entry, l int) int { return cmp.Compare(e.klen, l) })
+			hi, _ := slices.BinarySearchFunc(s.sorted[lo:], l+1, func(e *entry, l int) int { return cmp.Compare(e.klen, l) })
+			hi += lo
+			at, _ := slices.BinarySearchFunc(s.sorted[lo:hi], rest, func(e *entry, rest string) int { return strings.Compare(e.tool, rest) })
+			for i := range outward(lo, lo+at, hi) {
+				e := s.sorted[i]
+				if e.public == given {
+					continue
+				}
+				if marks[i] == 0 {
+					marks[i] = 2
+					if vis.allow(e) {
+						marks[i] = 1
+					}
+				}
+				if marks[i] != 1 {
+					continue
+				}
+				if *budget <= 0 {
+					return false
+				}
+				*budget--
+				if d, ok := suggest.KeyWithin(key, e.tool, suggest.MaxDistance); ok {
+					cands = append(cands, suggest.Candidate{Public: e.public, Dist: 1 + d})
+				}
 			}
 		}
 		return true
 	})
 	return cands
+}
+
+// outward yields lo ≤ i < hi by distance from at (at, at−1, at+1, at−2, …): the tools of a run of
+// serverMem.sorted from those whose names sort nearest the given one.
+func outward(lo, at, hi int) func(yield func(int) bool) {
+	return func(yield func(int) bool) {
+		for d := 0; at+d < hi || at-1-d >= lo; d++ {
+			if at+d < hi && !yield(at+d) {
+				return
+			}
+			if at-1-d >= lo && !yield(at-1-d) {
+				return
+			}
+		}
+	}
 }
 
 // searchSuggestions returns the tools that a search for given finds (as pr, so only what pr may
@@ -670,9 +740,10 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		// Only tools a call would take are suggested, as search shows them (fresh or expired):
 		// not a revoked one, nor one whose server is unavailable or whose list is changing.
 		usable := c.visibility(&filter{pr: pr, usableOnly: true})
+		seen := seenTools{}
 		for _, n := range missing {
 			if !slices.Contains(removed, n) {
-				near[n] = c.suggestions(usable, n, &budget)
+				near[n] = c.suggestions(usable, seen, n, &budget)
 			}
 		}
 		usable.release()

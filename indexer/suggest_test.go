@@ -56,7 +56,7 @@ func TestDetailsSuggests(t *testing.T) {
 	r.mu.RLock()
 	vis := r.visibility(&filter{pr: subjects.Principal{Tenant: "acme", User: "bob", Roles: []string{"ops"}}})
 	budget := 0
-	got := r.suggestions(vis, "logging__getlogs", &budget)
+	got := r.suggestions(vis, seenTools{}, "logging__getlogs", &budget)
 	vis.release()
 	r.mu.RUnlock()
 	if len(got) != 0 {
