@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,6 +288,19 @@ func (r *registry) waitApplied(ctx context.Context, seq uint64) error {
 	case <-ch:
 		return nil
 	case <-ctx.Done():
+		// Forgotten, or the waiter would stay until seq is applied: never, for a sequence
+		// past the stream's (a re-list reply is outside input), and every call that waited
+		// in vain would add one, each weighed by every advance.
+		r.mu.Lock()
+		if ws := r.waiters[seq]; ws != nil {
+			ws = slices.DeleteFunc(ws, func(w chan struct{}) bool { return w == ch })
+			if len(ws) == 0 {
+				delete(r.waiters, seq)
+			} else {
+				r.waiters[seq] = ws
+			}
+		}
+		r.mu.Unlock()
 		return ctx.Err()
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -67,7 +68,18 @@ type connector struct {
 	changedSig chan struct{}
 	relistSig  chan struct{}
 	requests   chan *relistReq
+	// relistWaiting counts the on-demand re-lists waiting for the loop or for their answer
+	// (relistNow): at most maxRelistWaiting.
+	relistWaiting atomic.Int32
 }
+
+// maxRelistWaiting bounds the on-demand re-lists of one server that wait at once (each a
+// goroutine of the relist endpoint, holding its request for up to a ListTimeout per kind). The
+// loop answers them one by one, each a full list of the server: past this many, a newcomer
+// would time out behind them anyway, and a client that floods the relist subject would
+// otherwise grow the process by a goroutine per request for minutes. The executor asks once
+// per server at a time (per process); past the bound a re-list is refused unavailable at once.
+const maxRelistWaiting = 64
 
 // pendingRelist is a kind to re-list: when its first and its last notification since it was
 // last re-listed came.
@@ -871,6 +883,11 @@ func (c *connector) relistNow(ctx context.Context, kinds []subjects.Kind) subjec
 	if c.session() == nil {
 		return unavailable("server " + c.sc.Name + " is not connected (" + c.current().Status + ")")
 	}
+	if c.relistWaiting.Add(1) > maxRelistWaiting {
+		c.relistWaiting.Add(-1)
+		return unavailable(fmt.Sprintf("%d re-lists of server %s wait already (the most that may); try again", maxRelistWaiting, c.sc.Name))
+	}
+	defer c.relistWaiting.Add(-1)
 	req := &relistReq{kinds: kinds, reply: make(chan subjects.RelistReply, 1)}
 	select {
 	case c.requests <- req:

@@ -129,7 +129,9 @@
 //	mcpstream.v1.dispatch.<server>        DispatchRequest → DispatchReply
 //
 // Both answer bad_request to malformed JSON, and not_found for a server removed while the
-// request was on its way (Manager.Remove). Neither serves a request whose reply subject is one
+// request was on its way (Manager.Remove). A server's re-lists run one at a time; at most 64
+// wait (maxRelistWaiting: a flood of relist requests must not grow the process by a goroutine
+// per request), and one more is answered unavailable at once. Neither serves a request whose reply subject is one
 // of mcpstream's own or the NATS server's "$" ones (subjects.Answerable): it is dropped, and
 // nothing runs (nor does a dispatch without a reply subject). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
 // sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, too_large,
