@@ -344,8 +344,10 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 	return req, ack.Duplicate, nil
 }
 
-// Await returns the terminal answer of call id, waiting for it until ctx ends. An id that is
-// not UTF-8 is the call sent with it (its invalid bytes U+FFFD, as Submit sends it).
+// Await returns the terminal answer of call id, waiting for it until ctx ends: it arrives on
+// the results subject, which Await subscribes to, and the results stream is read every 2 s
+// too (an answer the subscription missed is still returned). An id that is not UTF-8 is the
+// call sent with it (its invalid bytes U+FFFD, as Submit sends it).
 func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResult, error) {
 	id = wireID(id)
 	ch := make(chan *nats.Msg, 4)
@@ -363,11 +365,21 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 	} else if ok {
 		return res, nil
 	}
+	// The subscription holds a few messages: a burst on the subject past them (junk, the
+	// refused answers of resends) is dropped by the NATS client (slow consumer), and the
+	// answer may be dropped with it, or come while the connection is away. The results stream
+	// keeps it: it is read every resultPoll too, as Call and CallDirect do.
+	poll := time.NewTicker(resultPoll)
+	defer poll.Stop()
 	for {
 		select {
 		case m := <-ch:
 			var res subjects.CallResult
 			if json.Unmarshal(m.Data, &res) == nil && res.ID == id {
+				return res, nil
+			}
+		case <-poll.C:
+			if res, ok, err := getResult(ctx, stream, tenant, id); err == nil && ok {
 				return res, nil
 			}
 		case <-ctx.Done():

@@ -101,10 +101,12 @@
 // before connector_stopped is published. Watchdogs (package liveness, in every indexer replica) declare the
 // servers of a process silent for subjects.MissedHeartbeats periods unavailable
 // (connector_lost); a process still running that sees such a declaration about one of its
-// servers — live, or on the stream after a reconnection — publishes the server's current status
-// again. So it does, while it runs (not stopping), for another process's connector_stopped or
-// removed status of a server it runs (made while it was cut off, or when it answered a probe
-// too slowly), and after a removal it publishes the server's lists again too.
+// servers — live, or on the stream after a reconnection or after the NATS client dropped
+// statuses (its subscription past its pending limits: a warning says how many) — publishes the
+// server's current status again. So it does, while it runs (not stopping), for another
+// process's connector_stopped or removed status of a server it runs (made while it was cut off,
+// or when it answered a probe too slowly), and after a removal it publishes the server's lists
+// again too.
 //
 // Whether another process runs a server (before connector_stopped, and before Remove retracts a
 // server this Manager does not run) is asked on its relist subject with a kind no server lists:

@@ -19,7 +19,8 @@ import (
 // too slow; or, while it was cut off, another process stopping found nobody else answering for
 // them (connector_stopped), or `servers remove` retracted them (removed: their lists are
 // published again too). Such a status is seen live on the status subjects, or, when it was
-// stored while this process was cut off, on the stream after the reconnection.
+// stored while this process was cut off, or dropped by the NATS client (a burst of statuses
+// past the subscription's pending limits), on the stream after the reconnection or the drop.
 func (m *Manager) heartbeats(ctx context.Context) {
 	every := m.cfg.HeartbeatEvery
 	if every <= 0 || m.nc == nil {
@@ -61,6 +62,7 @@ func (m *Manager) heartbeats(ctx context.Context) {
 		}
 	})
 	reconnects := m.nc.Stats().Reconnects
+	var dropped int // statuses the NATS client dropped from sub (a slow consumer)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -75,6 +77,15 @@ func (m *Manager) heartbeats(ctx context.Context) {
 			}
 		case <-tick.C:
 			again := recheck.Swap(false)
+			if sub != nil {
+				// Past its pending limits (a burst of statuses while the handler waits), the
+				// NATS client drops what comes, a declaration too: the stream has it.
+				if d, err := sub.Dropped(); err == nil && d != dropped {
+					m.log.Warn().Int("dropped", d-dropped).Str("subject", sub.Subject).
+						Msg("statuses dropped by the NATS client (slow consumer): reading the last status of every server")
+					dropped, again = d, true
+				}
+			}
 			if r := m.nc.Stats().Reconnects; r != reconnects || again {
 				reconnects = r
 				m.reclaimDeclared(ctx)
