@@ -214,6 +214,7 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 		r.advance(seq)
 		return
 	}
+	ev.Seq = seq // a Confirmed lifts a ListChanged by its sequence
 	r.view.Apply(ev)
 	if st := ev.Status; st != nil && st.Status == subjects.StatusRemoved {
 		r.mu.Lock()

@@ -474,7 +474,7 @@ func viewEvents(name string, s *serverMem) []subjects.RegistryEvent {
 			evs = append(evs, subjects.RegistryEvent{Snapshot: sn})
 		}
 		if km.Stale {
-			evs = append(evs, subjects.RegistryEvent{ListChanged: &subjects.ListChanged{
+			evs = append(evs, subjects.RegistryEvent{Seq: km.StaleSeq, ListChanged: &subjects.ListChanged{
 				V: subjects.Version, Type: subjects.EventChanged, Server: name, Kind: k}})
 		}
 	}
@@ -521,6 +521,7 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 		return nil
 	}
 	c.applying = seq
+	ev.Seq = seq
 	ws, mem, err := c.plan(ev)
 	if err != nil {
 		return err
@@ -622,6 +623,9 @@ func (c *Catalog) plan(ev subjects.RegistryEvent) ([]write, func(), error) {
 		if s.kinds[lc.Kind] != nil {
 			km = *s.kinds[lc.Kind]
 		}
+		if !km.Stale || km.StaleSeq != 0 {
+			km.StaleSeq = max(km.StaleSeq, ev.Seq) // as the freshness view counts it
+		}
 		km.Stale = true
 		return []write{putJSON(kindKey(lc.Server, lc.Kind), km)}, func() {
 			c.server(lc.Server).setKind(lc.Kind, &km)
@@ -640,18 +644,27 @@ func (c *Catalog) plan(ev subjects.RegistryEvent) ([]write, func(), error) {
 // to the confirmation's, so that a restarted replica (whose freshness view is rebuilt from the
 // stored metadata) and a replica rebuilt by replay hold the same. As in the freshness view
 // (staleness.View.Confirm), a confirmation of another fingerprint, or not newer than the
-// listedAt held, changes nothing, and a list_changed flag stays set.
+// listedAt held, restarts nothing. A list_changed flag stays set unless the confirmation answers
+// it (staleness.Answers: the fingerprint held, and an afterSeq at least the flag's StaleSeq).
 func (c *Catalog) planConfirmed(cf *subjects.Confirmed) ([]write, func(), error) {
 	s := c.servers[cf.Server]
 	if s == nil {
 		return nil, nil, nil
 	}
 	old := s.kinds[cf.Kind]
-	if old == nil || !old.Listed || old.Fingerprint != cf.Fingerprint || !cf.ListedAt.After(old.ListedAt) {
+	if old == nil || !old.Listed || old.Fingerprint != cf.Fingerprint {
 		return nil, nil, nil
 	}
 	km := *old
-	km.ListedAt = cf.ListedAt
+	if km.Stale && staleness.Answers(cf, km.Fingerprint, km.StaleSeq) {
+		km.Stale, km.StaleSeq = false, 0
+	}
+	if cf.ListedAt.After(km.ListedAt) {
+		km.ListedAt = cf.ListedAt
+	}
+	if km.Stale == old.Stale && km.ListedAt.Equal(old.ListedAt) {
+		return nil, nil, nil
+	}
 	return []write{putJSON(kindKey(cf.Server, cf.Kind), km)}, func() {
 		c.server(cf.Server).setKind(cf.Kind, &km)
 	}, nil

@@ -76,11 +76,13 @@
 //	                  in its own way, and the catalog is rebuilt as one of another format
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
-//	                  authContext), list_changed flag, names of prompts and resources, the
-//	                  definitions left out (at most MaxRejected, and a count of the rest); a
-//	                  confirmation of that fingerprint (subjects.Confirmed: re-listed unchanged)
-//	                  moves listedAt forward, restarting the list's ttlMs (never its
-//	                  list_changed flag), so a restart or a replay gives the same freshness
+//	                  authContext), list_changed flag and the sequence of the ListChanged
+//	                  that set it, names of prompts and resources, the definitions left out
+//	                  (at most MaxRejected, and a count of the rest); a confirmation of that
+//	                  fingerprint (subjects.Confirmed: re-listed unchanged) moves listedAt
+//	                  forward, restarting the list's ttlMs, and clears the list_changed flag
+//	                  when its afterSeq is at least the flag's sequence (staleness.Answers),
+//	                  so a restart or a replay gives the same freshness
 //	t/<server><tool>  one tool: its public name and raw definition, byte-faithful (zstd-compressed
 //	                  in the value log; never re-encoded)
 //	r/<public>        a removed tool's public name → (server, tool, removal sequence), to answer

@@ -75,7 +75,7 @@ func TestNewerFormatRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(txn *badger.Txn) error {
-		if err := txn.Set(keyFormat, []byte("3")); err != nil {
+		if err := txn.Set(keyFormat, []byte(catalogFormat+"1")); err != nil { // a later format
 			return err
 		}
 		// A tool record in an encoding this version does not know, and a server record that

@@ -23,8 +23,10 @@ var (
 )
 
 // history is a deterministic random registry history over a few servers: snapshots that add,
-// change and drop tools, list_changed, status changes (including removal and return),
-// revocations and malformed messages.
+// change and drop tools, list_changed, confirmations (that answer the last list_changed, that
+// predate it, or without afterSeq; the sequences assume the history is published first on an
+// empty stream), status changes (including removal and return), revocations and malformed
+// messages.
 func history(seed uint64, n int) []any {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	servers := []string{"alpha", "beta", "gamma.io", "delta team", "epsilon", "数据"}
@@ -32,6 +34,7 @@ func history(seed uint64, n int) []any {
 	for _, s := range servers {
 		evs = append(evs, status(s, subjects.StatusReady))
 	}
+	lastFP, lastChanged := map[string]string{}, map[string]uint64{}
 	for i := range n {
 		s := servers[rng.IntN(len(servers))]
 		switch p := rng.IntN(100); {
@@ -61,8 +64,10 @@ func history(seed uint64, n int) []any {
 				sn.TTLMs = &ttl
 			}
 			evs = append(evs, sn)
+			lastFP[s] = sn.Fingerprint
 		case p < 65:
 			evs = append(evs, changed(s))
+			lastChanged[s] = uint64(len(evs))
 		case p < 80:
 			st := []string{subjects.StatusReady, subjects.StatusUnavailable, subjects.StatusConnecting, subjects.StatusRemoved}[rng.IntN(4)]
 			evs = append(evs, status(s, st))
@@ -74,6 +79,18 @@ func history(seed uint64, n int) []any {
 			} else {
 				evs = append(evs, revoke(s, nil, []string{v + "_" + nn}))
 			}
+		case p < 95:
+			cf := confirmed(s, lastFP[s], t0.Add(timeStep(i)))
+			if cf.Fingerprint == "" {
+				cf.Fingerprint = "none"
+			}
+			switch rng.IntN(3) {
+			case 0:
+				cf.AfterSeq = lastChanged[s] // answers it
+			case 1:
+				cf.AfterSeq = max(lastChanged[s], 1) - 1 // began before it
+			}
+			evs = append(evs, cf)
 		default:
 			evs = append(evs, rawEvent{subjects.RegistryStatus(s), []byte(fmt.Sprintf(`{"v":1,"type":"status","server":%d}`, i))})
 		}

@@ -41,11 +41,12 @@ var (
 
 // catalogFormat is the version of what a catalog stores of a stream. Bump it when this code
 // would store the same stream differently (2: the definitions left out of the catalog, kept per
-// server): a catalog of another format is dropped and rebuilt by replay, so that a replica
+// server; 3: the sequence of the ListChanged a list is stale for, which a Confirmed that answers
+// it lifts): a catalog of another format is dropped and rebuilt by replay, so that a replica
 // upgraded in place holds what a replica rebuilt now holds (the same digest, the same answers).
 // So is a catalog whose keyFormatSeq is not its sequence: a version that records no format
 // applied its last messages (rolled back to, then forward again), or it was never recorded.
-const catalogFormat = "2"
+const catalogFormat = "3"
 
 // lp is a length-prefixed name, so that any server name (even one holding the bytes of another
 // key's separator) is a distinct key prefix.
@@ -97,9 +98,12 @@ type kindRec struct {
 	CacheScope  string    `json:"cacheScope,omitempty"`
 	AuthContext string    `json:"authContext,omitempty"`
 	Stale       bool      `json:"stale,omitempty"`
-	Listed      bool      `json:"listed,omitempty"` // a snapshot was applied (not only list_changed)
-	Count       int       `json:"count"`
-	Names       []string  `json:"names,omitempty"` // prompts and resources (tools are t/ keys)
+	// StaleSeq is the stream sequence of the ListChanged that made the list stale (the latest
+	// applied): a Confirmed whose afterSeq is at least it lifts it (staleness.Answers).
+	StaleSeq uint64   `json:"staleSeq,omitempty"`
+	Listed   bool     `json:"listed,omitempty"` // a snapshot was applied (not only list_changed)
+	Count    int      `json:"count"`
+	Names    []string `json:"names,omitempty"` // prompts and resources (tools are t/ keys)
 	// Rejected are the list's definitions left out (registrysync's Snapshot.Rejected, then
 	// the catalog's own refusals, in item order), at most MaxRejected; RejectedMore counts
 	// the others.

@@ -45,7 +45,8 @@ type ServerConfig struct {
 type Config struct {
 	Servers []ServerConfig
 	// Debounce groups a burst of list_changed notifications into one re-list; 0 → 250ms. A
-	// kind whose notifications keep finding the list unchanged waits longer (up to BackoffMax).
+	// kind whose notifications keep finding the list unchanged waits longer (up to 10
+	// debounces, and never more than BackoffMax).
 	Debounce time.Duration
 	// MaxPages caps pagination of one list (a server handing out endless cursors); 0 → 1000.
 	MaxPages int

@@ -124,7 +124,8 @@ func TestConfirmedAfterUnchangedRelist(t *testing.T) {
 // The connector's decisions, step by step on a real stream (time moved by hand): a list with a
 // ttlMs is confirmed once confirmEvery has passed since it was published or last confirmed, and
 // not again before; a restarted connector reads the last confirmation back; a list without a
-// ttlMs (or with 0) is never confirmed; while a ListChanged waits, a snapshot goes instead.
+// ttlMs (or with 0) is never confirmed; while a ListChanged waits, an unchanged list that began
+// after it answers it with a confirmation (never a snapshot), one that began before does not.
 func TestConfirmUnchangedSteps(t *testing.T) {
 	env := natstest.Start(t)
 	ctx := context.Background()
@@ -207,17 +208,49 @@ func TestConfirmUnchangedSteps(t *testing.T) {
 		t.Errorf("a restart confirmed again within every (seq %d, then %d)", confSeq, seq)
 	}
 
-	// While a ListChanged waits for its snapshot, an unchanged list is a snapshot, not a
-	// confirmation (which would not lift it).
+	// While a ListChanged waits, an unchanged list that began before it was stored does not
+	// answer it (nothing is published: no confirmation, the ttl's was a moment ago, and no
+	// copy of the snapshot); one that began after it answers it with a confirmation that
+	// names its sequence, and still no snapshot.
 	if err := c.publishChanged(ctx, tools); err != nil {
 		t.Fatal(err)
 	}
-	age(c, time.Hour)
-	if res := publish("unchanged after list_changed", l(&ttl)); !res.published {
-		t.Error("unchanged list after a list_changed: no snapshot")
+	changedSeq := c.kind(tools).changedSeq
+	early := l(&ttl)
+	early.AfterSeq = changedSeq - 1
+	if res := publish("unchanged, listed before the list_changed", early); res.published || res.seq != first.seq {
+		t.Errorf("list that predates the list_changed: %+v, want nothing published", res)
 	}
 	if seq := lastSeq(t, env, confSubject); seq != confSeq {
-		t.Errorf("confirmed after a list_changed (seq %d, then %d)", confSeq, seq)
+		t.Errorf("a list that predates the list_changed answered it (seq %d, then %d)", confSeq, seq)
+	}
+	if st := c.kind(tools); !st.needsConfirm() {
+		t.Error("the list_changed counts as answered by a list that predates it")
+	}
+	late := l(&ttl)
+	late.AfterSeq = changedSeq
+	if res := publish("unchanged after list_changed", late); res.published || res.seq != first.seq {
+		t.Errorf("unchanged list after a list_changed: %+v, want no snapshot", res)
+	}
+	answer, err := m.lastMsg(ctx, confSubject)
+	if err != nil || answer == nil || answer.Sequence <= changedSeq {
+		t.Fatalf("no confirmation after the list_changed (%v)", err)
+	}
+	ev, err = subjects.DecodeRegistryMsg(answer.Subject, answer.Data)
+	if err != nil || ev.Confirmed.AfterSeq != changedSeq || ev.Confirmed.Fingerprint != late.fingerprint() {
+		t.Fatalf("answer %s: %v, want afterSeq %d", answer.Data, err, changedSeq)
+	}
+	if st := c.kind(tools); st.needsConfirm() {
+		t.Error("the list_changed still waits after its answer")
+	}
+	confSeq = answer.Sequence
+	// A restarted connector reads the answer back: the list_changed does not wait.
+	c = newConnector(m, sc)
+	if err := c.loadState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.kind(tools); st.needsConfirm() || st.answered != changedSeq {
+		t.Errorf("restarted connector: answered %d, changed %d: the list_changed waits", st.answered, st.changedSeq)
 	}
 
 	// Without a ttlMs, or with one of 0, never.

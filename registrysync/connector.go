@@ -24,9 +24,10 @@ import (
 const maxDebounceFactor = 10
 
 // spuriousFree is how many re-lists in a row after a list_changed may find the list unchanged
-// before the kind's re-lists after a list_changed are delayed (relistDelay): a server that
-// keeps notifying changes it does not make would otherwise have a ListChanged event and a
-// whole copy of its list stored for every notification a little slower than the debounce.
+// before the kind's re-lists after a list_changed are delayed (relistDelay), gently: each such
+// cycle stores a ListChanged and a Confirmed event (a few hundred bytes, whatever the list's
+// size; no copy of the list), and the list stays stale only until the re-list, so the delay
+// stops growing at maxDebounceFactor debounces.
 const spuriousFree = 2
 
 // connector keeps one configured server in sync. Its loop goroutine owns the session life cycle
@@ -481,6 +482,8 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		var l *listing
 		var err error
 		gen0 := c.generation(kind)
+		// The ListChanged events stored before the list begins are those it answers.
+		after := c.kind(kind).changedSeq
 		if has, _ := s.declares(kind); has {
 			l, err = c.list(ctx, s, kind)
 		} else {
@@ -543,6 +546,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			out[kind] = kindOutcome{fp: l.fingerprint(), seq: c.kind(kind).seq}
 			continue
 		}
+		l.AfterSeq = after
 		res, err := c.publishSnapshot(ctx, l, info)
 		c.pubMu.Unlock()
 		if err != nil {
@@ -570,7 +574,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			c.spurious[kind]++
 			if c.spurious[kind] == spuriousFree {
 				c.log.Warn().Str("kind", string(kind)).Int("times", spuriousFree).
-					Msg("list_changed notifications found the list unchanged: re-lists after one are delayed more and more until it changes")
+					Msg("list_changed notifications found the list unchanged: re-lists after one are delayed (up to 10 debounces) until it changes")
 			}
 		case !prev.known || prev.fp != res.fp:
 			c.spurious[kind] = 0
@@ -823,8 +827,11 @@ func (c *connector) requestRelist(kinds []subjects.Kind) {
 
 // relistDelay is how long after a kind's first notification it is re-listed at the earliest:
 // d (the debounce), doubled for every re-list in a row past spuriousFree that found the list
-// unchanged after a list_changed, up to limit (BackoffMax; never less than d).
+// unchanged after a list_changed, up to maxDebounceFactor d or limit (BackoffMax), whichever
+// is less (never less than d): the kind's list is stale (its tools refused) from the
+// notification until the re-list, and a spurious one costs the stream only two small events.
 func relistDelay(spurious int, d, limit time.Duration) time.Duration {
+	limit = min(limit, maxDebounceFactor*d)
 	delay := d
 	for i := spuriousFree; i <= spurious && delay < limit; i++ {
 		delay *= 2

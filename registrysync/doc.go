@@ -47,32 +47,40 @@
 // the stream, which keeps every event; its Nats-Msg-Id (<server token>/<kind>/<fingerprint>/
 // confirmed/<period number>) makes concurrent connectors of one server store one per period.
 // A list without a ttlMs (nothing expires) or with a ttlMs of 0 or less (expired at once) is
-// never confirmed. A confirmation never lifts a ListChanged: while one waits, the re-list
-// publishes a Snapshot as below.
+// never confirmed this way. Every Confirmed carries afterSeq, the stream sequence of the last
+// ListChanged of the kind the connector had stored before the re-list began (absent if none).
 //
 // A list_changed notification is published as a ListChanged event at once (consumers mark the
-// list stale whatever its TTL said); bursts are debounced (Config.Debounce), the kind is
-// re-listed, and a Snapshot always follows a ListChanged on the stream, even when the content
-// did not change (its Nats-Msg-Id then ends in "@<sequence of the ListChanged>"). A consumer
-// therefore treats a kind as stale from a ListChanged until a Snapshot with a higher stream
-// sequence. The same suffix is used when content A is listed again after B within the
-// de-duplication window. A list that was in flight when a notification arrived is not
-// published (it may predate the change and would look current after the ListChanged); the
-// re-list the notification scheduled publishes instead (after 3 such drops in a row, a list is
-// published anyway, so a server that never stops notifying still gets snapshots). Nor does
-// such a list's failure count against the server (its status, the retry backoff): its list
-// changed under the pages (a server refusing the old list's cursor with -32602, or handing one
-// out again), and the scheduled re-list lists it whole; 3 drops in a row count, as above.
+// list stale whatever its TTL said); bursts are debounced (Config.Debounce) and the kind is
+// re-listed. If the content changed, a Snapshot follows; if not, a Confirmed event whose
+// afterSeq is the ListChanged's sequence answers it (Nats-Msg-Id <server token>/<kind>/
+// <fingerprint>/confirmed@<that sequence>, so concurrent connectors store one), whatever the
+// list's ttlMs: consumers holding that fingerprint make the list fresh again, and no copy of the
+// snapshot is stored. A consumer therefore treats a kind as stale from a ListChanged until a
+// Snapshot with a higher stream sequence or a Confirmed that answers it (subjects.Confirmed).
+// Only a list that began after the ListChanged was stored answers it; the connector publishes
+// no further ListChanged while one waits for its answer. A list that was in flight when a
+// notification arrived is not published (it may predate the change and would look current
+// after the ListChanged); the re-list the notification scheduled publishes instead (after 3
+// such drops in a row, a list is published anyway, so a server that never stops notifying still
+// gets snapshots; unchanged, such a list answers only the ListChanged events stored before it
+// began). Nor does such a list's failure count against the server (its status, the retry
+// backoff): its list changed under the pages (a server refusing the old list's cursor with
+// -32602, or handing one out again), and the scheduled re-list lists it whole; 3 drops in a row
+// count, as above. The Snapshot's "@<sequence>" suffix is used when content A is listed again
+// after B within the de-duplication window, or a changed list overtaken by a notification is
+// published after the ListChanged.
 // A kind whose re-lists after a list_changed found it unchanged twice in a row is re-listed,
 // after each further notification, no sooner than twice the debounce after it, doubled again
-// for every further such re-list up to Config.BackoffMax, until a list finds it changed: a
-// server that keeps notifying changes it does not make, each a little slower than the
-// debounce, used to have every notification stored as a ListChanged event and a whole copy of
-// its list (the stream keeps every event, and every replica replays them); now it costs the
-// stream a ListChanged and a Snapshot per BackoffMax. The ListChanged of the first
-// notification is still published at once. The delay also holds the other re-lists such a
-// kind has scheduled (after a server is reclaimed, or a legacy SSE stream reopens) until a
-// list finds it changed.
+// for every further such re-list up to maxDebounceFactor (10) debounces (and never more than
+// Config.BackoffMax), until a list finds it changed. A server that keeps notifying changes it
+// does not make used to have a whole copy of its list stored per notification; now each costs
+// the stream a ListChanged and a Confirmed (a few hundred bytes, whatever the list's size), so
+// the delay only paces the re-lists (the server's tools/list load and those small events: at
+// most two per 2.5 s at the default debounce) while keeping the window in which its tools are
+// stale, and refused, short. The ListChanged of the first notification is still published at
+// once. The delay also holds the other re-lists such a kind has scheduled (after a server is
+// reclaimed, or a legacy SSE stream reopens) until a list finds it changed.
 //
 // Status events are published only when (status, code) changes:
 //

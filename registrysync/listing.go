@@ -42,6 +42,9 @@ type listing struct {
 	TTLMs    *int64
 	Scope    string
 	Auth     string // ServerConfig.AuthContext the list was made in
+	// AfterSeq is the stream sequence of the last ListChanged of the kind the connector had
+	// stored before the list began (0: none): the notifications the list answers.
+	AfterSeq uint64
 }
 
 // page is one decoded list result. Items keep their exact bytes.

@@ -24,7 +24,8 @@ const headerRoom = 4 << 10
 
 // kindState is what the registry stream holds for one server and kind, as far as the connector
 // knows: the last snapshot (fingerprint, sequence, emptiness, ttlMs), when it was last listed
-// (by it or a Confirmed event) and the last ListChanged event.
+// (by it or a Confirmed event), the last ListChanged event and the last one a Confirmed event
+// answered.
 type kindState struct {
 	known      bool      // a snapshot exists on the stream
 	fp         string    // its fingerprint
@@ -32,11 +33,15 @@ type kindState struct {
 	empty      bool      // it has no items
 	ttlMs      *int64    // its ttlMs
 	listedAt   time.Time // its listedAt, or that of a later Confirmed event of its fingerprint
-	changedSeq uint64    // sequence of the last ListChanged event; a snapshot must follow it
+	changedSeq uint64    // sequence of the last ListChanged event; a snapshot or an answer must follow it
+	answered   uint64    // the afterSeq of the last Confirmed event of fp after the snapshot
 }
 
-// needsConfirm reports whether a ListChanged event is not yet followed by a snapshot.
-func (st *kindState) needsConfirm() bool { return st.changedSeq > st.seq }
+// needsConfirm reports whether a ListChanged event is followed neither by a snapshot nor by a
+// Confirmed event that answers it.
+func (st *kindState) needsConfirm() bool {
+	return st.changedSeq > st.seq && st.changedSeq > st.answered
+}
 
 // encodeJSON marshals v without HTML escaping, so raw definitions keep their bytes (only
 // insignificant whitespace is removed from json.RawMessage values).
@@ -111,16 +116,19 @@ func (c *connector) loadKind(ctx context.Context, kind subjects.Kind) (kindState
 			st.ttlMs, st.listedAt = head.TTLMs, head.ListedAt
 		}
 	}
-	if st.known && confirmEvery(st.ttlMs) > 0 {
-		// A restart does not confirm again a list confirmed a moment ago.
+	if st.known {
+		// A restart does not confirm again a list confirmed a moment ago, nor answer again a
+		// ListChanged answered already.
 		msg, err = c.m.lastMsg(ctx, subjects.RegistryConfirmed(c.sc.Name, kind))
 		if err != nil {
 			return st, err
 		}
 		if msg != nil && msg.Sequence > st.seq {
-			if ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data); err == nil && ev.Confirmed.Fingerprint == st.fp &&
-				ev.Confirmed.ListedAt.After(st.listedAt) {
-				st.listedAt = ev.Confirmed.ListedAt
+			if ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data); err == nil && ev.Confirmed.Fingerprint == st.fp {
+				if ev.Confirmed.ListedAt.After(st.listedAt) {
+					st.listedAt = ev.Confirmed.ListedAt
+				}
+				st.answered = ev.Confirmed.AfterSeq
 			}
 		}
 	}
@@ -167,11 +175,14 @@ type publishResult struct {
 	published bool   // a new message was stored
 }
 
-// publishSnapshot publishes l unless the stream's current snapshot already has its fingerprint
-// and no ListChanged event waits for confirmation. The Nats-Msg-Id is server/kind/fingerprint,
-// so concurrent connectors of one server store it once; when the same content must be stored
-// again (A → B → A, or a confirmation after list_changed) the id gets "@" and the sequence of
-// the event it follows.
+// publishSnapshot publishes l unless the stream's current snapshot already has its fingerprint.
+// Then, if a ListChanged event waits for an answer and l began after it was stored
+// (l.AfterSeq), it publishes a Confirmed event that answers it (answerChanged) instead of a copy
+// of the snapshot; otherwise it may confirm the list for its TTL (confirmUnchanged). The
+// Nats-Msg-Id is server/kind/fingerprint, so concurrent connectors of one server store it once;
+// when the same content must be stored again (A → B → A, or a list overtaken by a
+// notification, published after a ListChanged it may predate) the id gets "@" and the sequence
+// of the event it follows.
 func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subjects.ServerInfo) (publishResult, error) {
 	l.Auth = c.sc.AuthContext
 	if l.Kind == subjects.KindTools {
@@ -180,8 +191,17 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	}
 	fp := l.fingerprint()
 	st := c.kind(l.Kind)
-	if st.known && st.fp == fp && !st.needsConfirm() {
-		c.confirmUnchanged(ctx, l.Kind, st)
+	if st.known && st.fp == fp && st.needsConfirm() && l.AfterSeq >= st.changedSeq {
+		if err := c.answerChanged(ctx, l.Kind, st, l.AfterSeq); err != nil {
+			return publishResult{}, err
+		}
+		return publishResult{fp: fp, seq: st.seq}, nil
+	}
+	if st.known && st.fp == fp {
+		// Unchanged. A list that began before the ListChanged that waits does not answer it
+		// (a list a notification overtook, published anyway: see relist); the re-list that
+		// notification scheduled does.
+		c.confirmUnchanged(ctx, l.Kind, st, l.AfterSeq)
 		return publishResult{fp: fp, seq: st.seq}, nil
 	}
 	snap := subjects.Snapshot{
@@ -267,42 +287,70 @@ func confirmEvery(ttlMs *int64) time.Duration {
 // confirmUnchanged publishes a Confirmed event for a re-list that found the list st holds
 // unchanged, when the list has a ttlMs and was last published or confirmed at least
 // confirmEvery ago: every consumer (indexer replicas, every executor, a replay) restarts its
-// TTL, not only the executor that asked for the re-list. The caller holds pubMu, so a
-// ListChanged the server sends meanwhile is stored after it (and a confirmation never lifts
-// one). A failed publish is logged and not retried: the list is unchanged, the next re-list
-// confirms it.
-func (c *connector) confirmUnchanged(ctx context.Context, kind subjects.Kind, st kindState) {
+// TTL, not only the executor that asked for the re-list. after is the list's AfterSeq: the
+// event carries it (a consumer may be stale for a ListChanged of another connector of the
+// server; see subjects.Confirmed). The caller holds pubMu, so a ListChanged the server sends
+// meanwhile is stored after it, with a higher sequence than after (and the confirmation does
+// not lift it). A failed publish is logged and not retried: the list is unchanged, the next
+// re-list confirms it.
+func (c *connector) confirmUnchanged(ctx context.Context, kind subjects.Kind, st kindState, after uint64) {
 	every := confirmEvery(st.ttlMs)
 	now := time.Now().UTC()
 	if every == 0 || now.Sub(st.listedAt) < every {
 		return
 	}
-	data, err := encodeJSON(subjects.Confirmed{
-		V: subjects.Version, Type: subjects.EventConfirmed, Server: c.sc.Name, Kind: kind,
-		Fingerprint: st.fp, ListedAt: now,
-	})
-	if err != nil {
-		c.log.Error().Err(err).Str("kind", string(kind)).Msg("cannot encode a confirmation")
-		return
-	}
 	// Connectors of one server that confirm within the same period store one event.
 	id := subjects.EncodeToken(c.sc.Name) + "/" + string(kind) + "/" + st.fp + "/confirmed/" +
 		strconv.FormatInt(now.UnixNano()/int64(every), 10)
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	if _, err := c.m.publish(pctx, subjects.RegistryConfirmed(c.sc.Name, kind), subjects.EventConfirmed, id, data); err != nil {
+	if err := c.publishConfirmed(ctx, kind, st, after, now, id); err != nil {
 		if ctx.Err() == nil {
 			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot publish a confirmation; the next re-list will")
 		}
 		return
 	}
 	c.log.Debug().Str("kind", string(kind)).Msg("list confirmed unchanged")
+}
+
+// answerChanged publishes the Confirmed event that answers the ListChanged events up to after
+// (st.changedSeq, at most after): a re-list that began once they were stored found the list of
+// st unchanged. Consumers holding that list make it fresh again; no copy of the snapshot is
+// stored. Its Nats-Msg-Id is <server token>/<kind>/<fingerprint>/confirmed@<after>, so that
+// connectors of one server answering the same ListChanged store one. The caller holds pubMu
+// (see confirmUnchanged). A failed publish is returned: the ListChanged still waits.
+func (c *connector) answerChanged(ctx context.Context, kind subjects.Kind, st kindState, after uint64) error {
+	id := subjects.EncodeToken(c.sc.Name) + "/" + string(kind) + "/" + st.fp + "/confirmed@" + strconv.FormatUint(after, 10)
+	if err := c.publishConfirmed(ctx, kind, st, after, time.Now().UTC(), id); err != nil {
+		return err
+	}
+	c.log.Debug().Str("kind", string(kind)).Uint64("changed", after).Msg("list_changed answered: list unchanged")
+	return nil
+}
+
+// publishConfirmed stores a Confirmed event of the list st holds, listed at now, answering the
+// ListChanged events up to after, and records it.
+func (c *connector) publishConfirmed(ctx context.Context, kind subjects.Kind, st kindState, after uint64, now time.Time, id string) error {
+	data, err := encodeJSON(subjects.Confirmed{
+		V: subjects.Version, Type: subjects.EventConfirmed, Server: c.sc.Name, Kind: kind,
+		Fingerprint: st.fp, ListedAt: now, AfterSeq: after,
+	})
+	if err != nil {
+		return fmt.Errorf("encode a confirmation: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	if _, err := c.m.publish(pctx, subjects.RegistryConfirmed(c.sc.Name, kind), subjects.EventConfirmed, id, data); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cur := c.kstate[kind]; cur.fp == st.fp && now.After(cur.listedAt) {
-		cur.listedAt = now
+	if cur := c.kstate[kind]; cur.fp == st.fp {
+		if now.After(cur.listedAt) {
+			cur.listedAt = now
+		}
+		cur.answered = max(cur.answered, after)
 		c.kstate[kind] = cur
 	}
+	return nil
 }
 
 // publish stores one registry event.

@@ -16,9 +16,13 @@
 // Precedence, strongest first: revoked, removed, unknown, unavailable, stale, expired, fresh
 // (except that every item of a kind the server never listed is unavailable, not unknown, while
 // the server is not ready: it may list it once it is). A
-// list_changed makes the whole list of that kind stale at once, whatever its TTL said; only a new
-// snapshot makes it fresh again (a re-list that confirms the same content restarts the TTL of
-// a list, but does not lift a list_changed). A confirmation is either local (Confirm, from the
+// list_changed makes the whole list of that kind stale at once, whatever its TTL said; a new
+// snapshot makes it fresh again, and so does a subjects.Confirmed event that answers it: it
+// names the fingerprint held and an afterSeq at least the stream sequence of the list_changed
+// (RegistryEvent.Seq, which the consumer sets; see Answers). Any other confirmation restarts
+// the TTL of a list but does not lift a list_changed: its re-list may predate the change, and a
+// list_changed applied without its sequence is lifted by a snapshot only. A confirmation is
+// either local (Confirm, from the
 // answer to a re-list this process asked for) or a subjects.Confirmed event on the stream
 // (registrysync publishes one when a re-list of a list with a ttlMs finds it unchanged, so
 // that every consumer's TTL restarts, and a replay restores it); both apply only to the list

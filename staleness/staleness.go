@@ -42,9 +42,12 @@ type Verdict struct {
 }
 
 type kindState struct {
-	items       map[string]struct{}
-	removed     map[string]struct{}
-	stale       bool
+	items   map[string]struct{}
+	removed map[string]struct{}
+	stale   bool
+	// staleSeq is the stream sequence of the ListChanged that made the list stale (the latest
+	// applied); 0 while stale: unknown, and only a snapshot lifts it.
+	staleSeq    uint64
 	listedAt    time.Time
 	ttl         *time.Duration
 	cacheScope  string
@@ -123,7 +126,7 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 			delete(ks.removed, n)
 		}
 		ks.items = next
-		ks.stale = false
+		ks.stale, ks.staleSeq = false, 0
 		ks.listedAt = v.notAhead(sn.ListedAt)
 		ks.ttl = nil
 		if sn.TTLMs != nil {
@@ -132,7 +135,16 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		}
 		ks.cacheScope, ks.authContext, ks.fingerprint = sn.CacheScope, sn.AuthContext, sn.Fingerprint
 	case ev.ListChanged != nil:
-		v.server(ev.ListChanged.Server).kind(ev.ListChanged.Kind).stale = true
+		ks := v.server(ev.ListChanged.Server).kind(ev.ListChanged.Kind)
+		switch {
+		case ev.Seq == 0:
+			ks.staleSeq = 0 // of an unknown sequence: only a snapshot lifts it
+		case !ks.stale:
+			ks.staleSeq = ev.Seq
+		case ks.staleSeq != 0:
+			ks.staleSeq = max(ks.staleSeq, ev.Seq)
+		}
+		ks.stale = true
 	case ev.Status != nil:
 		st := ev.Status
 		s := v.server(st.Server)
@@ -143,6 +155,7 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		s.allRev = ev.Revocation.Apply(s.revoked, s.allRev)
 	case ev.Confirmed != nil:
 		cf := ev.Confirmed
+		v.lift(cf)
 		v.confirm(cf.Server, cf.Kind, cf.Fingerprint, cf.ListedAt)
 	}
 }
@@ -163,11 +176,12 @@ func TTL(ms int64) time.Duration {
 // restarting its TTL without a new snapshot. listedAt may be on this process's clock (the
 // executor passes when it asked for the re-list: a registrysync host's clock may be behind by
 // more than the TTL). A confirmation of another fingerprint is ignored:
-// the snapshot that changed it is on its way. A confirmation does not lift a list_changed:
+// the snapshot that changed it is on its way. Confirm does not lift a list_changed:
 // it may come from a re-list made before the change (its answer and the list_changed travel
-// apart); only the snapshot the connector publishes after the list_changed does. A
-// subjects.Confirmed event on the registry stream is applied the same way (Apply), so every
-// consumer learns of a confirmation, not only the one that asked for the re-list.
+// apart). A subjects.Confirmed event on the registry stream restarts the TTL the same way
+// (Apply), so every consumer learns of a confirmation, not only the one that asked for the
+// re-list; one whose AfterSeq names the list_changed the list is stale for (or a later one)
+// also lifts it (see Answers).
 func (v *View) Confirm(server string, kind subjects.Kind, fingerprint string, listedAt time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -186,6 +200,28 @@ func (v *View) confirm(server string, kind subjects.Kind, fingerprint string, li
 		return
 	}
 	ks.listedAt = listedAt
+}
+
+// lift makes a list that a ListChanged made stale fresh again when the Confirmed cf answers it:
+// it names the fingerprint the view holds, and a ListChanged sequence (AfterSeq) at least the
+// one the list is stale for. v.mu is held.
+func (v *View) lift(cf *subjects.Confirmed) {
+	s := v.servers[cf.Server]
+	if s == nil {
+		return
+	}
+	if ks := s.kinds[cf.Kind]; ks != nil && ks.stale && Answers(cf, ks.fingerprint, ks.staleSeq) {
+		ks.stale, ks.staleSeq = false, 0
+	}
+}
+
+// Answers reports whether the Confirmed cf lifts the staleness of a list of fingerprint that the
+// ListChanged at stream sequence changedSeq made stale: cf confirms that fingerprint, and its
+// re-list began after that ListChanged was stored (AfterSeq >= changedSeq). A changedSeq of 0
+// (not known) and a Confirmed without AfterSeq never do. The catalog and this view decide
+// with it.
+func Answers(cf *subjects.Confirmed, fingerprint string, changedSeq uint64) bool {
+	return changedSeq > 0 && cf.AfterSeq >= changedSeq && fingerprint != "" && cf.Fingerprint == fingerprint
 }
 
 // notAhead is t, or this process's now when t is later: a listedAt stamped by a host whose

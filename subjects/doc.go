@@ -13,7 +13,8 @@
 //	stream MCPSTREAM_REGISTRY (limits, file, history kept; replay rebuilds every catalog)
 //	  mcpstream.v1.registry.<server>.snapshot.<kind>   Snapshot: the whole list of one kind
 //	  mcpstream.v1.registry.<server>.changed.<kind>    ListChanged: the server's list_changed notification
-//	  mcpstream.v1.registry.<server>.confirmed.<kind>  Confirmed: re-listed unchanged (restarts its ttlMs)
+//	  mcpstream.v1.registry.<server>.confirmed.<kind>  Confirmed: re-listed unchanged (restarts its ttlMs;
+//	                                                   with afterSeq, answers a ListChanged)
 //	  mcpstream.v1.registry.<server>.status            Status: connecting | ready | unavailable | removed
 //	  mcpstream.v1.registry.<server>.revoked           Revocation: tools an operator revoked
 //	stream MCPSTREAM_CALLS (work queue, file; deduplicated by call id; discard new: a full

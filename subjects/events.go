@@ -124,7 +124,9 @@ const (
 )
 
 // ListChanged records a notifications/<kind>/list_changed from a server. Consumers mark the
-// server's cached list of that kind stale at once; a new Snapshot follows after re-listing.
+// server's cached list of that kind stale at once, and remember the stream sequence of the
+// event: a new Snapshot after it, or a Confirmed whose AfterSeq is at least that sequence,
+// makes the list fresh again (see Confirmed).
 type ListChanged struct {
 	V      int       `json:"v"`
 	Type   string    `json:"type"` // "changed"
@@ -137,13 +139,23 @@ type ListChanged struct {
 // list with Fingerprint, whose snapshot is on the stream already. It restarts the list's ttlMs
 // without a new snapshot (registrysync de-duplicates those): consumers set the list's listedAt
 // to ListedAt when they hold that fingerprint and ListedAt is not older than what they hold, and
-// ignore it otherwise (another list, whose snapshot is on its way or came since). It never makes
-// a list that a ListChanged made stale fresh again: the re-list may predate the change; only
-// the snapshot that follows a ListChanged does.
+// ignore it otherwise (another list, whose snapshot is on its way or came since).
 //
-// registrysync publishes one only for a list that has a ttlMs (without one nothing expires),
-// and at most once per half that TTL (and at most once a second) per list, so that frequent
-// re-lists do not flood the registry stream, which keeps every event.
+// AfterSeq (absent: 0) is the registry stream sequence of the latest ListChanged of that
+// server and kind that was stored before the re-list began: the re-list answers that
+// notification and every earlier one. A consumer whose list a ListChanged made stale makes it
+// fresh again on a Confirmed that names the fingerprint it holds and whose AfterSeq is at least
+// the sequence of the ListChanged it holds the list stale for (the latest it applied); a lower
+// AfterSeq is a re-list that may predate the change, and changes nothing of the staleness. A
+// Confirmed without AfterSeq never lifts a ListChanged (only a later snapshot does). A consumer
+// that does not know the stream sequence of the ListChanged it applied (RegistryEvent.Seq 0)
+// never lifts it with a confirmation either.
+//
+// registrysync publishes one for an unchanged re-list that answers a ListChanged (instead of a
+// copy of the snapshot: one per ListChanged), and otherwise only for a list that has a ttlMs
+// (without one nothing expires), at most once per half that TTL (and at most once a second)
+// per list, so that frequent re-lists do not flood the registry stream, which keeps every
+// event.
 type Confirmed struct {
 	V           int       `json:"v"`
 	Type        string    `json:"type"` // "confirmed"
@@ -151,6 +163,7 @@ type Confirmed struct {
 	Kind        Kind      `json:"kind"`
 	Fingerprint string    `json:"fingerprint"` // the Snapshot's fingerprint
 	ListedAt    time.Time `json:"listedAt"`
+	AfterSeq    uint64    `json:"afterSeq,omitempty"` // the ListChanged (stream sequence) the re-list answers
 }
 
 // Status is a server's connection state. Connector is the registrysync process (an id it draws
@@ -244,6 +257,10 @@ type RegistryEvent struct {
 	Status      *Status
 	Revocation  *Revocation
 	Confirmed   *Confirmed
+	// Seq is the registry stream sequence of the message, set by the consumer that read it
+	// (DecodeRegistry and DecodeRegistryMsg leave it 0: unknown). Consumers need it for a
+	// ListChanged: a Confirmed lifts it only by naming a sequence at least its own.
+	Seq uint64
 }
 
 // DecodeRegistry decodes a registry payload and checks its version, type and server.

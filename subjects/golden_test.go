@@ -29,6 +29,9 @@ func TestGoldenPayloads(t *testing.T) {
 		"changed": ListChanged{V: Version, Type: EventChanged, Server: "ticketing", Kind: KindTools, At: at},
 		"confirmed": Confirmed{V: Version, Type: EventConfirmed, Server: "ticketing", Kind: KindTools,
 			Fingerprint: "9f86d081884c7d65", ListedAt: at},
+		// The unchanged re-list that answers the ListChanged stored at sequence 41.
+		"confirmed_after_changed": Confirmed{V: Version, Type: EventConfirmed, Server: "ticketing", Kind: KindTools,
+			Fingerprint: "9f86d081884c7d65", ListedAt: at, AfterSeq: 41},
 		"status": Status{V: Version, Type: EventStatus, Server: "ticketing", Status: StatusUnavailable,
 			Code: CodeConnectionLost, Reason: "process exited", Attempt: 2, RetryInMs: 500,
 			Connector: "Zq3Xb2mVhY7TkP0rLw9d1A", HeartbeatMs: 5000, At: at},
@@ -56,7 +59,7 @@ func TestGoldenPayloads(t *testing.T) {
 }
 
 func TestDecodeRegistry(t *testing.T) {
-	for _, name := range []string{"snapshot", "changed", "confirmed", "status", "revoked"} {
+	for _, name := range []string{"snapshot", "changed", "confirmed", "confirmed_after_changed", "status", "revoked"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name+".golden.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -88,7 +91,10 @@ func TestDecodeRegistry(t *testing.T) {
 		// A confirmation names the list it confirms, and when.
 		`{"v":1,"type":"confirmed","server":"x","kind":"tools","listedAt":"2026-11-30T12:00:00Z"}`,
 		`{"v":1,"type":"confirmed","server":"x","kind":"tools","fingerprint":"ab"}`,
-		`{"v":1,"type":"confirmed","server":"x","kind":"widgets","fingerprint":"ab","listedAt":"2026-11-30T12:00:00Z"}`}
+		`{"v":1,"type":"confirmed","server":"x","kind":"widgets","fingerprint":"ab","listedAt":"2026-11-30T12:00:00Z"}`,
+		// afterSeq is a stream sequence.
+		`{"v":1,"type":"confirmed","server":"x","kind":"tools","fingerprint":"ab","listedAt":"2026-11-30T12:00:00Z","afterSeq":-1}`,
+		`{"v":1,"type":"confirmed","server":"x","kind":"tools","fingerprint":"ab","listedAt":"2026-11-30T12:00:00Z","afterSeq":"41"}`}
 	for _, b := range bad {
 		if _, err := DecodeRegistry([]byte(b)); !errors.Is(err, ErrBadPayload) {
 			t.Errorf("DecodeRegistry(%q) error = %v, want ErrBadPayload", b, err)

@@ -573,7 +573,11 @@ func (p *eventPrinter) registrySummary(subject string, data []byte) string {
 	case ev.ListChanged != nil:
 		return fmt.Sprintf("%s changed %s (list_changed)", ev.ListChanged.Server, ev.ListChanged.Kind)
 	case ev.Confirmed != nil:
-		return fmt.Sprintf("%s confirmed %s (re-listed unchanged, ttl restarted)", ev.Confirmed.Server, ev.Confirmed.Kind)
+		cf := ev.Confirmed
+		if cf.AfterSeq > 0 {
+			return fmt.Sprintf("%s confirmed %s (re-listed unchanged after list_changed #%d, ttl restarted)", cf.Server, cf.Kind, cf.AfterSeq)
+		}
+		return fmt.Sprintf("%s confirmed %s (re-listed unchanged, ttl restarted)", cf.Server, cf.Kind)
 	case ev.Status != nil:
 		s := ev.Status
 		var b strings.Builder
