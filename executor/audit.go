@@ -398,7 +398,7 @@ func (a *auditor) emit(name string, ev subjects.AuditEvent) {
 // emitOn is emit on subject.
 func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 	ev.V = subjects.Version
-	ev.Type = "audit." + name
+	ev.Type = auditType(name)
 	if ev.At.IsZero() {
 		ev.At = time.Now().UTC()
 	}
@@ -424,6 +424,22 @@ func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 	if _, err := a.js.PublishMsgAsync(msg); err != nil {
 		a.requeue(msg, err)
 	}
+}
+
+// auditType is the Type of an audit event called name: "audit." + name, without building the
+// string for the names the executor emits on every call.
+func auditType(name string) string {
+	switch name {
+	case subjects.AuditRequest:
+		return "audit." + subjects.AuditRequest
+	case subjects.AuditDecision:
+		return "audit." + subjects.AuditDecision
+	case subjects.AuditDispatch:
+		return "audit." + subjects.AuditDispatch
+	case subjects.AuditResult:
+		return "audit." + subjects.AuditResult
+	}
+	return "audit." + name
 }
 
 // Caps of an audit event's own fields (its arguments and result have the auditor's max): a

@@ -717,11 +717,12 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	if in != nil {
 		in.setLease(ls)
 	}
+	bg := context.WithoutCancel(ctx) // what is done once the call has run is not cut short
 	defer func() {
 		if in != nil {
 			in.setLease(nil)
 		}
-		ls.release(context.WithoutCancel(ctx))
+		ls.release(bg)
 	}()
 
 	timeout := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
@@ -740,7 +741,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		}
 		if !ok {
 			ls.refund() // it does not run again
-			ls.release(context.WithoutCancel(ctx))
+			ls.release(bg)
 			// Claimed before: answered already (a resend after the de-duplication window gets
 			// that answer again), claimed by another request of this call id that still runs
 			// (its answer is this one's), or by a worker that died without answering: it may
@@ -757,7 +758,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	rep := e.dispatch(ctx, c, timeout)
 	// The concurrency slots are for dispatches: free them now, not once the answer is out (a
 	// caller's next call could find its own finished call still holding the slot).
-	ls.release(context.WithoutCancel(ctx))
+	ls.release(bg)
 	if in != nil {
 		in.setLease(nil)
 	}
@@ -813,7 +814,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	if res.Error != nil {
 		e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: res.Error.Code, Code: res.Error.Code, Message: res.Error.Message}))
 	}
-	return e.finish(context.WithoutCancel(ctx), c, res)
+	return e.finish(bg, c, res)
 }
 
 // maxRetryWait is the backoff's bound before a dispatch is retried (randomised by ±50%, as every

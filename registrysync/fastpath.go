@@ -42,16 +42,19 @@ func (f *frameWriter) Write(p []byte) (int, error) { return f.WriteCtx(context.B
 
 // WriteCtx writes p whole, giving up when ctx ends; n > 0 with an error means a partial frame.
 func (f *frameWriter) WriteCtx(ctx context.Context, p []byte) (int, error) {
-	stall := time.NewTimer(f.stall)
-	defer stall.Stop()
 	select {
-	case f.sem <- struct{}{}:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-stall.C:
-		return 0, fmt.Errorf("stdin busy for %s", f.stall)
+	case f.sem <- struct{}{}: // free: no timer to wait with (the common case, one per call)
+	default:
+		if err := f.wait(ctx); err != nil {
+			return 0, err
+		}
 	}
 	defer func() { <-f.sem }()
+	// A call whose ctx ended while it waited is not written: select picks at random among
+	// ready cases, and a frame written now would run a call its caller has given up on.
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	if f.broken != nil {
 		return 0, f.broken
 	}
@@ -69,6 +72,20 @@ func (f *frameWriter) WriteCtx(ctx context.Context, p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// wait takes the lock, giving up when ctx ends or after f.stall.
+func (f *frameWriter) wait(ctx context.Context) error {
+	stall := time.NewTimer(f.stall)
+	defer stall.Stop()
+	select {
+	case f.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stall.C:
+		return fmt.Errorf("stdin busy for %s", f.stall)
+	}
 }
 
 func (f *frameWriter) Close() error { return f.w.Close() }

@@ -102,3 +102,27 @@ func TestFastCallAnswerBeatsCancel(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameWriterEndedContextWritesNothing: a call whose context ended before its frame was
+// written is not written, even with stdin free. The old select chose at random between taking
+// the free lock and the ended context, and wrote about half such frames: a tools/call its
+// caller had given up on (answered timeout) would still run.
+func TestFrameWriterEndedContextWritesNothing(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	fw := newFrameWriter(w)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 200 {
+		if n, err := fw.WriteCtx(ctx, []byte("{}\n")); n != 0 || err == nil {
+			t.Fatalf("write %d with an ended context: %d bytes, err %v", i, n, err)
+		}
+	}
+	if n, err := fw.WriteCtx(context.Background(), []byte("{}\n")); n != 3 || err != nil {
+		t.Fatalf("write with a live context: %d bytes, err %v", n, err)
+	}
+}
