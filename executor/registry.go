@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,9 @@ type tool struct {
 	// OutputSchema is the raw outputSchema (an object or a boolean schema), nil when the tool
 	// declares none: its results are checked against it (see checkOutput).
 	OutputSchema json.RawMessage
+
+	// key is suggest.Key(Name): see registry.sorted.
+	key string
 
 	schema compiledSchema // compiled on first use
 	output compiledSchema // the outputSchema, compiled on the first result
@@ -70,10 +74,28 @@ type registry struct {
 	// names indexes the public names listed holds by their keys and their original names'
 	// (for the names a not_found answer suggests). Guarded by mu.
 	names suggest.Index
+	// sorted holds, per server, the tools of its last tools list that the table holds, ordered
+	// by bySuggestKey (for the names a not_found answer suggests): an order that is the same on
+	// every executor whatever the order they were listed in. A list replaces the slice, never
+	// changes it. Guarded by mu.
+	sorted map[string][]*tool
+}
+
+// bySuggestKey orders the tools of a server by the lengths of their names' keys, then by key,
+// then by name: the tools whose keys have one length are one run, and in it those whose keys
+// are alike are near one another.
+func bySuggestKey(a, b *tool) int {
+	if len(a.key) != len(b.key) {
+		return cmp.Compare(len(a.key), len(b.key))
+	}
+	if c := strings.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }
 
 func newRegistry(log zerolog.Logger) *registry {
-	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, listed: map[string]map[string]bool{}, gone: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
+	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, listed: map[string]map[string]bool{}, sorted: map[string][]*tool{}, gone: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
 }
 
 // lookup returns the tool of a public name, or nil. A plain name of an unknown tool still maps
@@ -85,87 +107,160 @@ func (r *registry) lookup(public string) *tool {
 	return t
 }
 
-// suggestBudget bounds the tools one not_found answer weighs (see suggestions), however it
-// finds them: a name whose key many listed names share, or that begins like a server with very
-// many tools, stops there.
+// suggestBudget bounds the tools one not_found answer weighs (see suggestions) among those the
+// caller may be offered, however it finds them: a name whose key many listed names share, or
+// that begins like a server with very many tools, stops there.
 const suggestBudget = 5_000
+
+// suggestChecks bounds how many tools one not_found answer asks may about (each at most once):
+// the work of an answer stays bounded however many tools the caller may not see lie near the
+// name. Past it the answer is cut short as when the budget is spent (still the same answer for
+// the same table, may and given); only then, with more hidden tools nearer the name than this,
+// can they change it.
+const suggestChecks = 4 * suggestBudget
 
 // suggestions returns, best first, at most suggest.Limit tools of the table that a caller who
 // gave the name given (which the table does not hold, or which the caller may not see) probably
 // meant and that may accepts: the same name but for case and separators, the same original name
 // on another server, or a tool of a server given starts with (suggest.Servers) within
-// suggest.MaxDistance edits. may decides what the caller may see; it runs outside the table's
-// lock. Every tool weighed counts against suggestBudget, except given's own: it is never
-// suggested, and the answer is the same whether it exists or not.
+// suggest.MaxDistance edits.
+//
+// The answer depends only on the table, on what may accepts and on given: never on the order
+// tools were listed in, nor on the tools may refuses. The names under a key are looked at in
+// their order (suggest.Index.Lookup), at most suggest.Limit accepted ones of each: none after
+// them could rank before them. Of a named server's tools (sorted), only those whose keys have a
+// length within suggest.MaxDistance of the rest's are looked at (no other can be near enough):
+// the rest's length first, then the nearest, and in each length from the keys that sort
+// nearest the rest's outward. may is asked first, once per tool per answer, and only the tools
+// it accepts count against suggestBudget: a tool the caller may not be offered costs that
+// question, never a comparison, and never takes the place of another (up to suggestChecks
+// questions, which bound the work). given's own tool is
+// never suggested nor counted: the answer is the same whether it exists or not.
+//
+// may runs under the table's read lock: it must not take it (mayOffer reads the view, whose
+// lock is taken after the table's elsewhere too, and the immutable policy).
 func (r *registry) suggestions(given string, may func(*tool) bool) []string {
 	if len(given) > suggest.MaxGiven {
 		return nil
 	}
-	type near struct {
-		t *tool
-		d int
-	}
-	var found []near
-	budget := suggestBudget
-	take := func(t *tool, d int) bool {
-		if t == nil || t.Public == given {
-			return true
+	var cands []suggest.Candidate
+	budget, checks := suggestBudget, suggestChecks
+	asked := map[*tool]bool{}
+	offered := func(t *tool) bool {
+		ok, seen := asked[t]
+		if !seen {
+			if checks <= 0 {
+				budget = 0 // spent: the loops stop at their next tool
+				return false
+			}
+			checks--
+			ok = may(t)
+			asked[t] = ok
 		}
-		if budget--; budget < 0 {
-			return false
-		}
-		found = append(found, near{t, d})
-		return true
+		return ok
 	}
 	r.mu.RLock()
-	self := r.tools[given]
-	for p := range r.names.Lookup(suggest.Key(given)) {
-		if !take(r.tools[p], 0) {
-			break
-		}
-	}
-	if _, name, ok := strings.Cut(given, "__"); ok && budget > 0 {
-		for p := range r.names.Lookup(suggest.Key(name)) {
-			if !take(r.tools[p], 1) { // the same name on another server
+	defer r.mu.RUnlock()
+	// near takes the first suggest.Limit tools of names (public names, sorted) that may accepts,
+	// at distance d; it reports how many it took, and false when the budget is spent.
+	near := func(names []string, d int) (int, bool) {
+		took := 0
+		for _, p := range names {
+			t := r.tools[p]
+			if t == nil || p == given {
+				continue
+			}
+			if budget <= 0 {
+				return took, false
+			}
+			if !offered(t) {
+				continue
+			}
+			budget--
+			cands = append(cands, suggest.Candidate{Public: p, Dist: d})
+			if took++; took == suggest.Limit {
 				break
 			}
 		}
+		return took, true
+	}
+	took, more := near(r.names.Lookup(suggest.Key(given)), 0)
+	if took == suggest.Limit || !more {
+		return suggest.Rank(cands) // nothing else is as near
+	}
+	if _, name, ok := strings.Cut(given, "__"); ok {
+		if _, more = near(r.names.Lookup(suggest.Key(name)), 1); !more { // the same name on another server
+			return suggest.Rank(cands)
+		}
 	}
 	suggest.Servers(given, func(server, name string) bool {
+		tools := r.sorted[server]
+		if len(tools) == 0 {
+			return true
+		}
 		key := suggest.Key(name)
-		for n := range r.listed[server] {
-			if self != nil && self.Server == server && self.Name == n {
+		for d := 0; d <= 2*suggest.MaxDistance; d++ {
+			l := len(key) + (d+1)/2*(1-d%2*2) // len(key), then −1, +1, −2, +2
+			if l < 0 {
 				continue
 			}
-			if budget--; budget < 0 {
-				return false
-			}
-			if d, ok := suggest.KeyWithin(key, n, suggest.MaxDistance); ok {
-				if t := r.tools[subjects.PublicName(server, n)]; t != nil && t.Server == server && t.Name == n && t.Public != given {
-					found = append(found, near{t, 1 + d})
+			lo, _ := slices.BinarySearchFunc(tools, l, func(t *tool, l int) int { return cmp.Compare(len(t.key), l) })
+			hi, _ := slices.BinarySearchFunc(tools[lo:], l+1, func(t *tool, l int) int { return cmp.Compare(len(t.key), l) })
+			hi += lo
+			at, _ := slices.BinarySearchFunc(tools[lo:hi], key, func(t *tool, key string) int { return strings.Compare(t.key, key) })
+			for i := range outward(lo, lo+at, hi) {
+				t := tools[i]
+				if t.Public == given || r.tools[t.Public] != t {
+					continue
+				}
+				if budget <= 0 {
+					return false
+				}
+				if !offered(t) {
+					continue
+				}
+				budget--
+				if d, ok := suggest.Within(key, t.key, suggest.MaxDistance); ok {
+					cands = append(cands, suggest.Candidate{Public: t.Public, Dist: 1 + d})
 				}
 			}
 		}
 		return true
 	})
-	r.mu.RUnlock()
-	var cands []suggest.Candidate
-	for _, f := range found {
-		if may(f.t) {
-			cands = append(cands, suggest.Candidate{Public: f.t.Public, Dist: f.d})
-		}
-	}
 	return suggest.Rank(cands)
 }
 
-// unindex removes from the suggestions' index the names of server's tools that names (its
-// last list) holds and keep (its new list, nil when it is removed) does not. Callers hold mu.
-func (r *registry) unindex(server string, names, keep map[string]bool) {
-	for n := range names {
-		if !keep[n] {
-			r.names.Remove(subjects.PublicName(server, n), n)
+// outward yields lo ≤ i < hi by distance from at (at, at−1, at+1, at−2, …): the tools of a run of
+// registry.sorted from those whose keys sort nearest the given one.
+func outward(lo, at, hi int) func(yield func(int) bool) {
+	return func(yield func(int) bool) {
+		for d := 0; at+d < hi || at-1-d >= lo; d++ {
+			if at+d < hi && !yield(at+d) {
+				return
+			}
+			if at-1-d >= lo && !yield(at-1-d) {
+				return
+			}
 		}
 	}
+}
+
+// unindex removes from the suggestions' index the names of server's tools that names (its
+// last list) holds and keep (its new list, nil when it is removed) does not, and adds those keep
+// holds and names does not, in one update. Callers hold mu.
+func (r *registry) unindex(server string, names, keep map[string]bool) {
+	var remove, add []suggest.Pair
+	for n := range names {
+		if !keep[n] {
+			remove = append(remove, suggest.Pair{Public: subjects.PublicName(server, n), Name: n})
+		}
+	}
+	for n := range keep {
+		if !names[n] {
+			add = append(add, suggest.Pair{Public: subjects.PublicName(server, n), Name: n})
+		}
+	}
+	r.names.Update(remove, add)
 }
 
 // forget records the tools of server that names (its last list) holds and keep (its new list,
@@ -221,12 +316,14 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 		r.unindex(st.Server, r.listed[st.Server], nil)
 		r.forget(st.Server, r.listed[st.Server], nil)
 		delete(r.listed, st.Server) // its tools hold no name any more, as in the catalog
+		delete(r.sorted, st.Server)
 		r.mu.Unlock()
 	}
 	if sn := ev.Snapshot; sn != nil && sn.Kind == subjects.KindTools {
 		// The definitions the catalog keeps (subjects.MaxDefinitionBytes, MaxToolNameBytes; the
 		// first usable one of a name): what search shows is what runs.
 		seen := map[string]bool{}
+		var taken []*tool
 		r.mu.Lock()
 		for _, raw := range sn.Items {
 			if len(raw) > subjects.MaxDefinitionBytes {
@@ -247,11 +344,13 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 			}
 			seen[t.Name] = true
 			r.tools[t.Public] = t
-			r.names.Add(t.Public, t.Name)
+			taken = append(taken, t)
 		}
 		r.unindex(sn.Server, r.listed[sn.Server], seen)
 		r.forget(sn.Server, r.listed[sn.Server], seen)
 		r.listed[sn.Server] = seen
+		slices.SortFunc(taken, bySuggestKey)
+		r.sorted[sn.Server] = taken
 		r.mu.Unlock()
 	}
 	r.advance(seq)
@@ -329,6 +428,7 @@ func parseTool(server, fingerprint string, raw json.RawMessage) (*tool, bool) {
 		Public:      subjects.PublicName(server, name),
 		Server:      server,
 		Name:        name,
+		key:         suggest.Key(name),
 		InputSchema: d["inputSchema"],
 		Fingerprint: fingerprint,
 	}

@@ -90,7 +90,9 @@ func TestNotFoundSuggestsOnlyCallable(t *testing.T) {
 
 // The names one not_found answer looks at are bounded, whichever way they are found: a server
 // listing more tools than the budget under one key (the same letters, other separators) does not
-// make every refusal of a name with that key weigh them all.
+// make every refusal of a name with that key weigh them all. Of the tools the caller may be
+// offered, at most the budget are weighed; one it may not be offered costs the question, once
+// per answer, and never a comparison.
 func TestSuggestionsBounded(t *testing.T) {
 	reg := newRegistry(testLogger(t))
 	names := make([]string, suggestBudget+50)
@@ -106,11 +108,41 @@ func TestSuggestionsBounded(t *testing.T) {
 	if got := len(reg.listed["many"]); got != len(names) {
 		t.Fatalf("%d tools listed, want %d", got, len(names))
 	}
-	for _, given := range []string{"other__x", "many__x", "x", "many__x_"} {
+	for _, given := range []string{"other__x", "many__x", "x", "many__x_", "many__y", "many__xx"} {
+		asked := map[*tool]int{}
+		if got := reg.suggestions(given, func(t *tool) bool { asked[t]++; return false }); len(got) != 0 {
+			t.Errorf("%s: %v suggested, none offered", given, got)
+		}
+		for tl, n := range asked {
+			if n > 1 {
+				t.Errorf("%s: asked %d times about %s", given, n, tl.Public)
+			}
+		}
+		weighed := 0
+		reg.suggestions(given, func(*tool) bool { weighed++; return true })
+		if weighed > suggestBudget {
+			t.Errorf("%s: %d tools weighed, more than the budget of %d", given, weighed, suggestBudget)
+		}
+	}
+	// Hidden tools cost a question each, never more than suggestChecks per answer.
+	hidden := make([]string, suggestChecks+100)
+	for i := range hidden {
+		var b strings.Builder
+		b.WriteString("h")
+		for bit := range 15 {
+			b.WriteByte("_-"[i>>bit&1])
+		}
+		b.WriteByte("ab"[i>>15&1])
+		hidden[i] = b.String()
+	}
+	applyTo(t, reg, toolsOf("hidden", time.Now(), nil, hidden...))
+	for _, given := range []string{"hidden__h", "hidden__ha", "h"} {
 		asked := 0
-		reg.suggestions(given, func(*tool) bool { asked++; return false })
-		if asked > suggestBudget {
-			t.Errorf("%s: %d tools weighed, more than the budget of %d", given, asked, suggestBudget)
+		if got := reg.suggestions(given, func(*tool) bool { asked++; return false }); len(got) != 0 {
+			t.Errorf("%s: %v suggested, none offered", given, got)
+		}
+		if asked > suggestChecks {
+			t.Errorf("%s: %d questions, more than suggestChecks (%d)", given, asked, suggestChecks)
 		}
 	}
 	// A re-list that drops them drops them from what a not_found answer looks at.

@@ -571,7 +571,17 @@ const suggestBudget = 5_000
 // seenTools remembers, for one details request, which tools of the servers its names start with
 // the caller may see (by index in serverMem.sorted: 0 not asked yet, 1 visible, 2 not), so that
 // however many names a request gives, it asks visibility at most once per tool.
-type seenTools map[*serverMem][]uint8
+type seenTools struct {
+	marks  map[*serverMem][]uint8
+	checks int // visibility questions left (suggestChecks at the start of a request)
+}
+
+// suggestChecks bounds the visibility questions one details request asks (each tool at most
+// once): its work stays bounded however many tools the caller may not see lie near the names.
+// Past it the suggestions stop as when the budget is spent (still the same answer for the same
+// catalog, caller and request); only then, with more hidden tools nearer the name than this, can
+// they change it.
+const suggestChecks = 4 * suggestBudget
 
 // suggestions returns the names visible through vis (a usable-only filter: the tools a call
 // would take) that a caller asking for given (a name it may not see, or that nobody lists)
@@ -585,20 +595,21 @@ type seenTools map[*serverMem][]uint8
 // nearest, and in each length from the names that sort nearest the rest outward (outward).
 // Visibility is asked first, so that only the visible tools compared count against budget,
 // which counts down across the names of one request, in the request's order. A tool hidden from
-// the caller costs its visibility once per request (seen), never a comparison. The answer is
+// the caller costs its visibility once per request (seen), never a comparison; at most
+// suggestChecks are asked per request. The answer is
 // the same whether given exists or not: it is never named itself, nor counted against budget.
 // Callers hold c.mu.
-func (c *Catalog) suggestions(vis *visibility, seen seenTools, given string, budget *int) []suggest.Candidate {
+func (c *Catalog) suggestions(vis *visibility, seen *seenTools, given string, budget *int) []suggest.Candidate {
 	var cands []suggest.Candidate
 	suggest.Servers(given, func(server, rest string) bool {
 		s := c.servers[server]
 		if s == nil || len(s.sorted) == 0 || vis.hidesServer(s.sorted[0]) {
 			return true
 		}
-		marks := seen[s]
+		marks := seen.marks[s]
 		if marks == nil {
 			marks = make([]uint8, len(s.sorted))
-			seen[s] = marks
+			seen.marks[s] = marks
 		}
 		key := suggest.Key(rest)
 		lens := []int{len(key)} // then the nearest lengths
@@ -616,6 +627,10 @@ func (c *Catalog) suggestions(vis *visibility, seen seenTools, given string, bud
 					continue
 				}
 				if marks[i] == 0 {
+					if seen.checks <= 0 {
+						return false
+					}
+					seen.checks--
 					marks[i] = 2
 					if vis.allow(e) {
 						marks[i] = 1
@@ -740,7 +755,7 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 		// Only tools a call would take are suggested, as search shows them (fresh or expired):
 		// not a revoked one, nor one whose server is unavailable or whose list is changing.
 		usable := c.visibility(&filter{pr: pr, usableOnly: true})
-		seen := seenTools{}
+		seen := &seenTools{marks: map[*serverMem][]uint8{}, checks: suggestChecks}
 		for _, n := range missing {
 			if !slices.Contains(removed, n) {
 				near[n] = c.suggestions(usable, seen, n, &budget)

@@ -8,11 +8,14 @@
 //
 // Names are compared by Key (ASCII letters and digits, lowercased; every other ASCII byte
 // dropped; other characters kept) and, within one server's tools, by an edit distance of at
-// most MaxDistance (Within). An Index maps keys to public names so that a look-up costs a few
-// map reads, whatever the size of the catalog (its owner removes the names no longer listed);
-// the edit distance only runs over the tools of the server the given name starts with. What the caller may see is the caller's filter: this
-// package knows nothing of policy, and a suggestion must never name a tool the principal may not
-// call.
+// most MaxDistance (Within). An Index maps keys to public names, sorted, so that a look-up costs
+// a map read whatever the size of the catalog (its owner removes the names no longer listed) and
+// a caller that stops early stops at the same names every time; the edit distance only runs
+// over the tools of the server the given name starts with. What the caller may see is the
+// caller's filter: this package knows nothing of policy, and a suggestion must never name a tool
+// the principal may not call. A caller bounding its work asks that filter first and counts only
+// the names it may offer, so that names hidden from the principal never change (nor hint at
+// themselves in) what it is offered.
 //
 // The package has no state of its own and no I/O; Index is not safe for concurrent use (its
 // owner guards it).

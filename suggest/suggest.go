@@ -111,47 +111,112 @@ func within[B string | []byte](a string, b B, max int) (int, bool) {
 }
 
 // Index maps the keys of public names, and of the original names they stand for, to the public
-// names. Adding and removing a name costs a few map operations, whatever the number of names
-// under one key (a server may list thousands of names that differ only in case and separators);
-// its owner removes the names no longer listed, so that what it holds is what is listed now.
+// names, in order: a look-up gives the names under a key sorted, so that a caller that stops
+// early (a budget) stops at the same names however and in whatever order they were added. Its
+// owner removes the names no longer listed, so that what it holds is what is listed now.
+//
+// The names under a key are kept as a sorted slice, replaced (never changed in place) by each
+// Update that touches the key: an update costs, per key it touches, the names under it plus the
+// sorting of those it adds. A server may list thousands of names that differ only in case and
+// separators: its owner gives a whole list's changes to one Update, not a name at a time.
 type Index struct {
-	byKey map[string]map[string]struct{}
+	byKey map[string][]string
+}
+
+// Pair is a tool's public name and its original name on its server.
+type Pair struct{ Public, Name string }
+
+// keys returns the keys p is indexed under (one or two; none for empty keys).
+func (p Pair) keys() []string {
+	a, b := Key(p.Public), Key(p.Name)
+	switch {
+	case a == "" && b == "":
+		return nil
+	case a == "" || a == b:
+		return []string{b}
+	case b == "":
+		return []string{a}
+	}
+	return []string{a, b}
+}
+
+// Update removes the pairs of remove, then adds those of add: each public name under its key
+// and the key of its original name. Adding a pair again, or removing one not held, changes
+// nothing.
+func (ix *Index) Update(remove, add []Pair) {
+	if len(remove) == 0 && len(add) == 0 {
+		return
+	}
+	if ix.byKey == nil {
+		ix.byKey = map[string][]string{}
+	}
+	type change struct {
+		drop map[string]bool
+		add  []string
+	}
+	changes := map[string]*change{}
+	at := func(k string) *change {
+		c := changes[k]
+		if c == nil {
+			c = &change{drop: map[string]bool{}}
+			changes[k] = c
+		}
+		return c
+	}
+	for _, p := range remove {
+		for _, k := range p.keys() {
+			at(k).drop[p.Public] = true
+		}
+	}
+	for _, p := range add {
+		for _, k := range p.keys() {
+			c := at(k)
+			delete(c.drop, p.Public)
+			c.add = append(c.add, p.Public)
+		}
+	}
+	for k, c := range changes { // each key on its own: the order keys are taken in is no matter
+		slices.Sort(c.add)
+		c.add = slices.Compact(c.add)
+		old := ix.byKey[k]
+		out := make([]string, 0, len(old)+len(c.add))
+		i := 0
+		for _, p := range old {
+			if c.drop[p] {
+				continue
+			}
+			for i < len(c.add) && c.add[i] < p {
+				out = append(out, c.add[i])
+				i++
+			}
+			if i < len(c.add) && c.add[i] == p {
+				i++ // held already
+			}
+			out = append(out, p)
+		}
+		out = append(out, c.add[i:]...)
+		if len(out) == 0 {
+			delete(ix.byKey, k)
+		} else {
+			ix.byKey[k] = out
+		}
+	}
 }
 
 // Add indexes public (the tool's public name) under its key and the key of name (its original
-// name on its server). Adding a pair again changes nothing.
-func (ix *Index) Add(public, name string) {
-	if ix.byKey == nil {
-		ix.byKey = map[string]map[string]struct{}{}
-	}
-	for _, k := range [2]string{Key(public), Key(name)} {
-		if k == "" {
-			continue
-		}
-		set := ix.byKey[k]
-		if set == nil {
-			set = map[string]struct{}{}
-			ix.byKey[k] = set
-		}
-		set[public] = struct{}{}
-	}
-}
+// name on its server): Update(nil, {{public, name}}), which costs the names under those keys.
+func (ix *Index) Add(public, name string) { ix.Update(nil, []Pair{{public, name}}) }
 
-// Remove undoes Add(public, name).
-func (ix *Index) Remove(public, name string) {
-	for _, k := range [2]string{Key(public), Key(name)} {
-		if set := ix.byKey[k]; set != nil {
-			delete(set, public)
-			if len(set) == 0 {
-				delete(ix.byKey, k)
-			}
-		}
-	}
-}
+// Remove undoes Add(public, name): Update({{public, name}}, nil).
+func (ix *Index) Remove(public, name string) { ix.Update([]Pair{{public, name}}, nil) }
 
-// Lookup returns the public names indexed under key, as a set (shared: do not modify). Its
-// size is not bounded: a caller with a budget stops ranging over it when the budget is spent.
-func (ix *Index) Lookup(key string) map[string]struct{} { return ix.byKey[key] }
+// Lookup returns the public names indexed under key, sorted (shared: do not modify; a later
+// Update replaces it rather than changing it, so a caller may keep ranging over it after
+// releasing its owner's lock). Its size is not bounded: a caller with a budget stops ranging
+// over it when the budget is spent, and, the order being the names', stops at the same names on
+// every replica and for every request. A caller that spends its budget only on the names it may
+// offer (asking what the caller may see first) offers the same names whatever else is indexed.
+func (ix *Index) Lookup(key string) []string { return ix.byKey[key] }
 
 // Candidate is a suggested public name and how far it is from the given name (0: the same key).
 type Candidate struct {

@@ -1,9 +1,11 @@
 package suggest
 
 import (
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -118,19 +120,91 @@ func TestKey(t *testing.T) {
 	}
 }
 
+// Lookup gives the names under a key sorted, whatever the order they were added and removed in
+// and however many there are (it used to give a Go map: a caller stopping at a budget stopped at
+// other names every time), and the names under a key are what the adds and removes leave.
+func TestIndexLookupOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var pairs []Pair
+	for i := range 3000 {
+		// Many names under one key ("x"), and pairs of names under others.
+		pairs = append(pairs, Pair{Public: fmt.Sprintf("s%d__x%s", i%3, strings.Repeat("_", i/3%7)+strings.Repeat("-", i/21)), Name: "x" + strings.Repeat("_", i/3%7) + strings.Repeat("-", i/21)})
+		pairs = append(pairs, Pair{Public: fmt.Sprintf("s%d__t%d", i%3, i/3), Name: fmt.Sprintf("t%d", i/3)})
+	}
+	var want map[string][]string
+	for round := range 4 {
+		var ix Index
+		held, dropped := map[Pair]bool{}, map[Pair]bool{}
+		order := slices.Clone(pairs)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for len(order) > 0 { // in batches of random sizes, some removed again
+			n := min(len(order), 1+rng.IntN(500))
+			batch := order[:n]
+			order = order[n:]
+			var drop []Pair
+			for _, p := range pairs { // each pair dropped (and added again later) once at most
+				if held[p] && !dropped[p] && rng.IntN(20) == 0 {
+					drop = append(drop, p)
+					dropped[p] = true
+				}
+			}
+			for _, p := range drop {
+				delete(held, p)
+				order = append(order, p) // added again later
+			}
+			for _, p := range batch {
+				held[p] = true
+			}
+			if round%2 == 0 {
+				ix.Update(drop, batch)
+			} else {
+				for _, p := range drop {
+					ix.Remove(p.Public, p.Name)
+				}
+				for _, p := range batch {
+					ix.Add(p.Public, p.Name)
+				}
+			}
+		}
+		got := map[string][]string{}
+		for k, names := range ix.byKey {
+			if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+				t.Fatalf("round %d: names under %q not sorted and distinct", round, k)
+			}
+			got[k] = names
+		}
+		if round == 0 {
+			want = got
+			if n := len(ix.Lookup("x")); n != 3000 {
+				t.Fatalf("%d names under x, want 3000", n)
+			}
+			continue
+		}
+		if !maps.EqualFunc(got, want, slices.Equal) {
+			t.Fatalf("round %d: the index differs from round 0's", round)
+		}
+	}
+	var ix Index
+	ix.Update(nil, pairs)
+	ix.Update(pairs, nil)
+	if len(ix.byKey) != 0 {
+		t.Errorf("%d keys left after removing every pair", len(ix.byKey))
+	}
+}
+
 func TestIndexAndRank(t *testing.T) {
 	var ix Index
 	ix.Add("ticketing__createIssue", "createIssue")
 	ix.Add("ticketing__createIssue", "createIssue") // again: no change
 	ix.Add("jira__create_issue", "create_issue")
-	if got := slices.Sorted(maps.Keys(ix.Lookup(Key("ticketing.createissue")))); !slices.Equal(got, []string{"ticketing__createIssue"}) {
+	if got := ix.Lookup(Key("ticketing.createissue")); !slices.Equal(got, []string{"ticketing__createIssue"}) {
 		t.Errorf("by public key: %v", got)
 	}
-	if got := slices.Sorted(maps.Keys(ix.Lookup(Key("CreateIssue")))); !slices.Equal(got, []string{"jira__create_issue", "ticketing__createIssue"}) {
+	if got := ix.Lookup(Key("CreateIssue")); !slices.Equal(got, []string{"jira__create_issue", "ticketing__createIssue"}) {
 		t.Errorf("by name key: %v", got)
 	}
 	ix.Remove("ticketing__createIssue", "createIssue")
-	if got := slices.Sorted(maps.Keys(ix.Lookup(Key("CreateIssue")))); !slices.Equal(got, []string{"jira__create_issue"}) {
+	if got := ix.Lookup(Key("CreateIssue")); !slices.Equal(got, []string{"jira__create_issue"}) {
 		t.Errorf("after Remove, by name key: %v", got)
 	}
 	if got := ix.Lookup(Key("ticketing__createIssue")); len(got) != 0 {
