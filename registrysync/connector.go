@@ -786,7 +786,7 @@ func (c *connector) notifier(ctx context.Context) {
 		for _, k := range kinds {
 			c.pubMu.Lock()
 			var err error
-			if st := c.kind(k); !st.needsConfirm() {
+			if st := c.kind(k); !st.needsConfirm() || !c.changedWaits(ctx, k, st.changedSeq) {
 				err = c.publishChanged(ctx, k)
 			}
 			c.pubMu.Unlock()
@@ -801,6 +801,23 @@ func (c *connector) notifier(ctx context.Context) {
 		}
 		c.requestRelist(kinds)
 	}
+}
+
+// changedWaits reports whether the stream shows the ListChanged at changedSeq still waiting:
+// no snapshot nor Confirmed of kind stored after it. Only then are consumers surely stale for
+// it, and a further notification need not be stored: another connector of the server (or one
+// before a restart) may have answered it, and this one's record of the answers is not the
+// stream's. A read that fails says no (the ListChanged is published).
+func (c *connector) changedWaits(ctx context.Context, kind subjects.Kind, changedSeq uint64) bool {
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	for _, subject := range []string{subjects.RegistrySnapshot(c.sc.Name, kind), subjects.RegistryConfirmed(c.sc.Name, kind)} {
+		msg, err := c.m.lastMsg(pctx, subject)
+		if err != nil || msg != nil && msg.Sequence > changedSeq {
+			return false
+		}
+	}
+	return true
 }
 
 // requestRelist schedules a debounced re-list of kinds (nil: every kind).

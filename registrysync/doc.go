@@ -56,10 +56,15 @@
 // afterSeq is the ListChanged's sequence answers it (Nats-Msg-Id <server token>/<kind>/
 // <fingerprint>/confirmed@<that sequence>, so concurrent connectors store one), whatever the
 // list's ttlMs: consumers holding that fingerprint make the list fresh again, and no copy of the
-// snapshot is stored. A consumer therefore treats a kind as stale from a ListChanged until a
-// Snapshot with a higher stream sequence or a Confirmed that answers it (subjects.Confirmed).
-// Only a list that began after the ListChanged was stored answers it; the connector publishes
-// no further ListChanged while one waits for its answer. A list that was in flight when a
+// snapshot is stored; a Confirmed answers only when the stream's last snapshot has that
+// fingerprint (another connector of the server may have stored another list since: then the
+// list is published as a Snapshot). A consumer therefore treats a kind as stale from a
+// ListChanged until a Snapshot with a higher stream sequence or a Confirmed that answers it
+// (subjects.Confirmed). Only a list that began after the ListChanged was stored answers it;
+// the connector publishes no further ListChanged while one waits for its answer, as the stream
+// shows it (no Snapshot nor Confirmed of the kind stored after it, whoever stored them). A
+// restart reads back the last Confirmed's afterSeq as answered, never past that Confirmed's
+// own sequence. A list that was in flight when a
 // notification arrived is not published (it may predate the change and would look current
 // after the ListChanged); the re-list the notification scheduled publishes instead (after 3
 // such drops in a row, a list is published anyway, so a server that never stops notifying still

@@ -128,7 +128,10 @@ func (c *connector) loadKind(ctx context.Context, kind subjects.Kind) (kindState
 				if ev.Confirmed.ListedAt.After(st.listedAt) {
 					st.listedAt = ev.Confirmed.ListedAt
 				}
-				st.answered = ev.Confirmed.AfterSeq
+				// A stored afterSeq names a ListChanged stored before the Confirmed: a larger one
+				// (from any client allowed on the subject) would mark every later ListChanged
+				// answered, and none would be answered again.
+				st.answered = min(ev.Confirmed.AfterSeq, msg.Sequence-1)
 			}
 		}
 	}
@@ -192,10 +195,20 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	fp := l.fingerprint()
 	st := c.kind(l.Kind)
 	if st.known && st.fp == fp && st.needsConfirm() && l.AfterSeq >= st.changedSeq {
-		if err := c.answerChanged(ctx, l.Kind, st, l.AfterSeq); err != nil {
+		// Consumers lift the ListChanged only for the list they hold: the stream's last
+		// snapshot, which another connector of the server (or a publish whose ack was lost)
+		// may have replaced without this one knowing. Then the list is published instead.
+		cur, err := c.streamFingerprint(ctx, l.Kind, st.seq, st.fp)
+		if err != nil {
 			return publishResult{}, err
 		}
-		return publishResult{fp: fp, seq: st.seq}, nil
+		if cur == fp {
+			if err := c.answerChanged(ctx, l.Kind, st, l.AfterSeq); err != nil {
+				return publishResult{}, err
+			}
+			return publishResult{fp: fp, seq: st.seq}, nil
+		}
+		st.known = false // publish l below, after the ListChanged ("@" its sequence)
 	}
 	if st.known && st.fp == fp {
 		// Unchanged. A list that began before the ListChanged that waits does not answer it
@@ -257,6 +270,27 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	}
 	c.recordSnapshot(l, fp, ack.Sequence, snap.ListedAt)
 	return publishResult{fp: fp, seq: ack.Sequence, published: !ack.Duplicate}, nil
+}
+
+// streamFingerprint is the fingerprint of the stream's last snapshot of kind ("" if none): that
+// fp, that of the snapshot at seq, without decoding it when it is still the last.
+func (c *connector) streamFingerprint(ctx context.Context, kind subjects.Kind, seq uint64, fp string) (string, error) {
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	last, err := c.m.lastMsg(pctx, subjects.RegistrySnapshot(c.sc.Name, kind))
+	if err != nil || last == nil {
+		return "", err
+	}
+	if last.Sequence == seq {
+		return fp, nil
+	}
+	var head struct {
+		Fingerprint string `json:"fingerprint"`
+	}
+	if err := json.Unmarshal(last.Data, &head); err != nil {
+		return "", nil
+	}
+	return head.Fingerprint, nil
 }
 
 func (c *connector) recordSnapshot(l *listing, fp string, seq uint64, listedAt time.Time) {
