@@ -76,6 +76,11 @@ type Catalog struct {
 	// tests shorten it).
 	refusedRetry time.Duration
 	badVectors   atomic.Uint64
+	// vecGen counts the changes of tools' texts (upsertDoc; guarded by mu): a sweep of the
+	// vector cache checks its stale keys again when it moved. vecWritten counts the vectors
+	// cached since the last sweep (the vectorizer's own; see maybeSweepVectors).
+	vecGen     uint64
+	vecWritten int
 
 	applying uint64 // stream sequence of the message being planned (Follow only)
 	nextOrd  int    // next serverMem.ord
@@ -111,6 +116,9 @@ type entry struct {
 	hints                Hints
 	hash                 [16]byte // of the raw definition
 	klen                 int      // len(suggest.Key(tool)): see serverMem.sorted
+	// vkey is the vector cache key of the tool's text (with Config.Embedder: see upsertDoc),
+	// which a sweep of the cache keeps.
+	vkey [32]byte
 }
 
 // serverMem is one server in memory.

@@ -90,7 +90,9 @@
 //	                  (the tools one message removes are kept, however many)
 //	v/<sha256>        with Config.Embedder: a cached vector (little-endian float32s) by the
 //	                  embedder's Name and the embedded text; derived data, not in Digest; entries
-//	                  no current tool wants are deleted at Open
+//	                  no current tool's text has are deleted at Open, and while the replica runs
+//	                  each time it has cached more vectors since than it holds tools plus 256
+//	                  (see Hybrid search)
 //	v/probe           sha256 of the embedder's Name, then its vector of a fixed probe text: the
 //	                  vectorizer embeds the text again when it starts (and when a response's
 //	                  probe vector differs, see Hybrid search), and a vector that differs
@@ -127,7 +129,14 @@
 // while the replica runs (or a load balancer over two versions) never has its vectors ranked
 // with the others'. Such a response makes the vectorizer probe again; when the model did change,
 // every attached and cached vector is dropped and every tool embedded again (searches are
-// lexical meanwhile). A batch the endpoint refuses for its
+// lexical meanwhile). The cache is swept while the replica runs too, by the vectorizer (its
+// only writer), whenever it has cached more vectors since the last sweep than there are tools,
+// plus 256: a server whose descriptions change at every listing (a timestamp in one) leaves a
+// vector per tool and listing behind, and the cache stays under about twice the tools plus 256
+// (and a batch), the sweep's cost spread over as many vectors cached. A vector a current tool's
+// text has is never deleted (the stale keys are checked again against the tools' texts under
+// the catalog's lock as they are deleted). Badger's value log, where the vectors are, is not
+// garbage-collected: the deleted vectors' space on disk is not reclaimed. A batch the endpoint refuses for its
 // texts (an embeddings_malformed answer, HTTP 400, 413 or 422: a text too long for the model,
 // say) is embedded text by text, and a tool whose text is refused alone (or answered with a
 // zero vector) goes without a vector, rather than keeping the others of its batch from theirs:

@@ -125,6 +125,10 @@ func (c *Catalog) upsertDoc(d search.Doc) {
 		return
 	}
 	key := c.vectorKey(embedText(d))
+	if e := c.byPublic[d.ID]; e != nil {
+		e.vkey = key
+	}
+	c.vecGen++
 	if r, ok := c.vecRefused[d.ID]; ok {
 		if r.key == key {
 			return // the same text, refused: asked again at its retry time
@@ -186,6 +190,7 @@ func (c *Catalog) vectorize(ctx context.Context) {
 			continue
 		case n > 0:
 			wait = time.Second
+			c.maybeSweepVectors()
 			continue // more may be waiting
 		}
 		var retry <-chan time.Time // the next refused text's retry time, if any
@@ -485,6 +490,11 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		}
 		if err := wb.Flush(); err != nil {
 			return 0, err
+		}
+		for _, i := range missing {
+			if !jobs[i].refused {
+				c.vecWritten++
+			}
 		}
 	}
 	// Attach, unless the tool changed (or left) meanwhile: then its new text is wanted instead.
@@ -795,18 +805,106 @@ func decodeVector(b []byte) []float32 {
 	return v
 }
 
-// sweepVectors deletes cached vectors no current tool wants (Open, before anything runs).
+// The vector cache is swept (sweepVectors) at Open, and while the replica runs whenever the
+// vectorizer has cached more vectors since the last sweep than there are tools, plus
+// vectorSweepSlack: tools whose texts change at every listing (a timestamp in a description)
+// leave a vector per listing behind, which would otherwise pile up on disk until a restart.
+// The cache thus holds at most about twice the tools plus vectorSweepSlack (and a batch), and a
+// sweep's cost, proportional to the cache, is spread over as many cached vectors.
+const vectorSweepSlack = 256
+
+// sweepChunk bounds the deletions of a sweep made under one read lock of c.mu.
+const sweepChunk = 1024
+
+// maybeSweepVectors sweeps the vector cache when enough vectors were cached since the last
+// sweep (see vectorSweepSlack). The vectorizer calls it: it is the cache's only writer.
+func (c *Catalog) maybeSweepVectors() {
+	c.mu.RLock()
+	tools := len(c.byPublic)
+	c.mu.RUnlock()
+	if c.vecWritten <= tools+vectorSweepSlack {
+		return
+	}
+	if err := c.sweepVectors(); err != nil {
+		// Tried again after as many vectors cached again; the cache is derived data.
+		c.log.Warn().Err(err).Msg("sweeping the vector cache failed")
+	}
+}
+
+// sweepVectors deletes the cached vectors no current tool's text has (nor a pending or refused
+// want). It runs at Open, before anything else, and in the vectorizer (maybeSweepVectors), the
+// cache's only writer, while Follow applies changes: the stale keys are collected without
+// c.mu, then deleted in chunks each under c.mu's read lock, checked again against the tools'
+// keys of that moment when any tool's text changed meanwhile (vecGen). A vector a current tool
+// needs is thus never deleted (one a tool needed again only later, its text changed back, is
+// embedded again).
 func (c *Catalog) sweepVectors() error {
 	if c.cfg.Embedder == nil {
 		return nil
 	}
-	keep := make(map[[32]byte]bool, len(c.vecWant))
+	c.vecWritten = 0
+	c.mu.RLock()
+	keep, gen := c.liveVectorKeys(), c.vecGen
+	c.mu.RUnlock()
+	var stale [][]byte
+	err := c.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = []byte(pfxVector)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if string(k) != keyProbe && !keepVector(keep, k) {
+				stale = append(stale, it.Item().KeyCopy(nil))
+			}
+		}
+		return nil
+	})
+	for err == nil && len(stale) > 0 {
+		chunk := stale[:min(len(stale), sweepChunk)]
+		stale = stale[len(chunk):]
+		err = func() error {
+			c.mu.RLock()
+			defer c.mu.RUnlock()
+			if c.vecGen != gen {
+				keep, gen = c.liveVectorKeys(), c.vecGen
+			}
+			wb := c.db.NewWriteBatch()
+			for _, k := range chunk {
+				if keepVector(keep, k) {
+					continue
+				}
+				if err := wb.Delete(k); err != nil {
+					wb.Cancel()
+					return err
+				}
+			}
+			return wb.Flush()
+		}()
+	}
+	return err
+}
+
+// liveVectorKeys is the set of the cache keys of the current tools' texts, wanted, refused or
+// attached. The caller holds c.mu.
+func (c *Catalog) liveVectorKeys() map[[32]byte]bool {
+	keep := make(map[[32]byte]bool, len(c.byPublic))
+	for _, e := range c.byPublic {
+		keep[e.vkey] = true
+	}
 	for _, w := range c.vecWant {
 		keep[w.key] = true
 	}
-	return c.deleteVectors(func(k []byte) bool {
-		return len(k) != len(pfxVector)+32 || !keep[[32]byte(k[len(pfxVector):])]
-	})
+	for _, w := range c.vecRefused {
+		keep[w.key] = true
+	}
+	return keep
+}
+
+// keepVector reports whether the cache key k (pfxVector and a sha256) is in keep.
+func keepVector(keep map[[32]byte]bool, k []byte) bool {
+	return len(k) == len(pfxVector)+32 && keep[[32]byte(k[len(pfxVector):])]
 }
 
 // deleteVectors deletes the cached vectors whose keys stale says are stale (never the probe).

@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 
 	"github.com/mcpstream/mcpstream/embeddings"
 	"github.com/mcpstream/mcpstream/natstest"
@@ -138,5 +141,78 @@ func TestHybridRefusedTextAskedAgain(t *testing.T) {
 	waitVectors(t, r.Catalog, 4)
 	if got := names(find(t, r.Catalog, "will it be sunny").Tools); !slices.Contains(got, "wiki__dump_everything") {
 		t.Errorf("hybrid search: %v, want wiki__dump_everything among them (through its vector)", got)
+	}
+}
+
+// cachedVectors counts the vector cache's entries in c's store (the probe aside).
+func cachedVectors(t *testing.T, c *Catalog) int {
+	t.Helper()
+	n := 0
+	err := c.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = []byte(pfxVector)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if string(it.Item().Key()) != keyProbe {
+				n++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("count cached vectors: %v", err)
+	}
+	return n
+}
+
+// TestHybridVectorCacheBoundedWhileRunning: a server whose descriptions change at every listing
+// (a timestamp in them) makes a new text, hence a new cached vector, per tool and listing. The
+// cache was swept only at Open, so it grew on disk without bound until a restart; it must stay
+// within twice the tools plus vectorSweepSlack (and a batch) while the replica runs, and never
+// lose the vector of a tool that still has its text: a restart embeds nothing but the probe.
+func TestHybridVectorCacheBoundedWhileRunning(t *testing.T) {
+	env := natstest.Start(t)
+	srv, requests := embeddingsServer(t, "", 0)
+	emb := &embeddings.Client{BaseURL: srv.URL + "/v1", Model: "m"}
+	dir := t.TempDir()
+	r := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
+	seq := publish(t, env.JS, append(hybridEvents(), status("clock", subjects.StatusReady))...)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+
+	const clockTools = 8
+	live := 3 + clockTools
+	bound := 2*live + vectorSweepSlack + embedBatch
+	rounds := 2*bound/clockTools + 1 // enough new texts to pass the bound twice over
+	maxSeen := 0
+	for round := range rounds {
+		items := make([]json.RawMessage, clockTools)
+		for i := range items {
+			items[i] = tool(fmt.Sprintf("tick_%d", i), fmt.Sprintf("Reports the time; listed at round %d.", round))
+		}
+		seq = publish(t, env.JS, snapshot("clock", "Clock", items...))
+		waitSeq(t, r.Catalog, seq)
+		waitVectors(t, r.Catalog, live)
+		maxSeen = max(maxSeen, cachedVectors(t, r.Catalog))
+	}
+	if maxSeen > bound {
+		t.Errorf("vector cache held up to %d entries over %d listings of %d live tools, want at most %d (2 × tools + %d + a batch of %d)",
+			maxSeen, rounds, live, bound, vectorSweepSlack, embedBatch)
+	}
+
+	// Nothing a live tool uses was removed: a restart finds every vector in the cache and asks
+	// the endpoint for the probe only.
+	r.stop(t)
+	before := requests.Load()
+	r2 := startReplicaConfig(t, env, Config{Dir: dir, Embedder: emb}, nil)
+	waitSeq(t, r2.Catalog, seq)
+	waitVectors(t, r2.Catalog, live)
+	if got := requests.Load() - before; got != 1 {
+		t.Errorf("after a restart %d embedding requests, want 1 (the probe): a live tool's vector was swept", got)
+	}
+	if n := cachedVectors(t, r2.Catalog); n > live {
+		t.Errorf("after a restart the cache holds %d vectors, want at most the %d live tools'", n, live)
 	}
 }

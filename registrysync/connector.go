@@ -72,6 +72,13 @@ type connector struct {
 	// relistWaiting counts the on-demand re-lists waiting for the loop or for their answer
 	// (relistNow): at most maxRelistWaiting.
 	relistWaiting atomic.Int32
+
+	// Claims of the server (Manager.claim), guarded by claimMu: the probe senders not checked
+	// yet, whether a claim runs, and when one last published the status.
+	claimMu    sync.Mutex
+	claimFroms map[string]struct{}
+	claiming   bool
+	claimedAt  time.Time
 }
 
 // maxRelistWaiting bounds the on-demand re-lists of one server that wait at once (each a

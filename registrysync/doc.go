@@ -130,7 +130,13 @@
 // for are named in its log ("time is up") and keep their last status until a watchdog declares
 // them lost. A process that answers the probe publishes its current status again if the last
 // one names another process with heartbeats (the one about to stop), so that watchdogs do not
-// declare the server lost once those end.
+// declare the server lost once those end. Anyone on NATS may send such probes, naming whom it
+// likes: the claims of one server run one at a time, each reading the last status once for
+// every probe that came meanwhile and publishing the status at most once, and one that
+// published is followed by the next only after HeartbeatEvery (a claim the probe of a stopping
+// process asks for is so at most a heartbeat period late, before any watchdog declares the
+// server lost). A flood of probes costs a server one goroutine and one stream read at a time,
+// and at most one status event per HeartbeatEvery; the answer to each probe is unchanged.
 //
 // # Serves
 //

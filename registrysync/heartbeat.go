@@ -180,25 +180,104 @@ func (m *Manager) reclaim(ctx context.Context, name string) (notYet bool) {
 // heartbeats end, while this process runs it. A probe of anyone else (`servers remove` being
 // refused, a client on NATS) claims nothing: two processes running the server would otherwise
 // publish a status event each for the probes answered in turn, into a stream that keeps them.
+//
+// Any NATS client may send probes, naming whom it likes: the claims of one server run one at a
+// time, on the goroutine of the probe that found none running, each round reading the last
+// status once for every probe that came meanwhile (at most maxClaimFroms distinct senders a
+// round) and publishing it at most once; a round after one that published waits until
+// HeartbeatEvery has passed since (two processes running the server, probed in turn by a
+// client naming the other, would otherwise write a status each per probe). A burst of probes
+// thus costs one goroutine, one stream read per round and at most one status per HeartbeatEvery
+// per server, and the probe that came from a stopping process is claimed at most a heartbeat
+// period late, before watchdogs declare anything (subjects.MissedHeartbeats).
 func (m *Manager) claim(server, from string) {
+	c := m.connector(server)
+	if c == nil || m.nc == nil || from == "" || len(from) > maxClaimFrom {
+		return
+	}
+	c.claimMu.Lock()
+	if c.claimFroms == nil {
+		c.claimFroms = map[string]struct{}{}
+	}
+	if len(c.claimFroms) < maxClaimFroms {
+		c.claimFroms[from] = struct{}{}
+	}
+	if c.claiming {
+		c.claimMu.Unlock()
+		return // the running claim's next round takes it
+	}
+	c.claiming = true
+	c.claimMu.Unlock()
+	idle := false
+	defer func() {
+		if !idle { // stopping, or a panic (Manager.handle recovers): the next probe claims
+			c.claimMu.Lock()
+			c.claiming = false
+			c.claimMu.Unlock()
+		}
+	}()
+	for {
+		c.claimMu.Lock()
+		froms, wait := c.claimFroms, time.Until(c.claimedAt.Add(m.cfg.HeartbeatEvery))
+		c.claimFroms = nil
+		if len(froms) == 0 {
+			// Under claimMu: a probe that comes next finds no claim running, and runs its own.
+			c.claiming, idle = false, true
+			c.claimMu.Unlock()
+			return
+		}
+		c.claimMu.Unlock()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-c.done:
+				t.Stop()
+				return
+			}
+		}
+		if m.claimRound(c, server, froms) {
+			c.claimMu.Lock()
+			c.claimedAt = time.Now()
+			c.claimMu.Unlock()
+		}
+	}
+}
+
+// maxClaimFroms bounds the distinct probe senders one claim round checks the last status
+// against (more are not claimed for: a sender that matters is the one process the status
+// names), and maxClaimFrom the length of one (connector ids are short).
+const (
+	maxClaimFroms = 64
+	maxClaimFrom  = 512
+)
+
+// claimRound reads the server's last status once and publishes c's current status again when
+// it names one of froms (see claim); it reports whether it did.
+func (m *Manager) claimRound(c *connector, server string, froms map[string]struct{}) bool {
 	m.mu.Lock()
 	running := m.running
 	m.mu.Unlock()
-	c := m.connector(server)
-	if !running || c == nil || m.nc == nil || from == "" {
-		return
+	if !running || m.connector(server) != c {
+		return false
+	}
+	if hook := m.beforeClaim.Load(); hook != nil {
+		(*hook)(server)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	last, err := m.lastMsg(ctx, subjects.RegistryStatus(server))
 	if err != nil || last == nil {
-		return
+		return false
 	}
 	ev, err := subjects.DecodeRegistryMsg(last.Subject, last.Data)
-	if err != nil || ev.Status == nil || ev.Status.Connector == m.id || ev.Status.Connector != from || ev.Status.HeartbeatMs <= 0 {
-		return // this process's own, not the prober's, or one no watchdog watches (removed: see disowned)
+	if err != nil || ev.Status == nil || ev.Status.Connector == m.id || ev.Status.HeartbeatMs <= 0 {
+		return false // this process's own, or one no watchdog watches (removed: see disowned)
 	}
-	m.republishStatus(ctx, c, "another process that ran this server leaves it to this one: status published again")
+	if _, ok := froms[ev.Status.Connector]; !ok {
+		return false // not the prober's
+	}
+	return m.republishStatus(ctx, c, "another process that ran this server leaves it to this one: status published again")
 }
 
 // republishStatus publishes c's current status again, unless Remove took c or nothing was

@@ -47,6 +47,9 @@ type Manager struct {
 	// beforeDispatch, when set, runs on a dispatch handler's goroutine before the call (a
 	// test seam: it lets a test make the handler panic).
 	beforeDispatch atomic.Pointer[func(server string)]
+	// beforeClaim, when set, runs before a claim reads the server's last status (a test seam:
+	// it lets a test count the claims that run at once).
+	beforeClaim atomic.Pointer[func(server string)]
 
 	mu      sync.Mutex
 	conns   map[string]*connector
