@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -121,10 +122,12 @@ func outcomeOf(a subjects.Approval) string {
 	return outcomeDenied
 }
 
-// approvalRecord is a call's approval wait, kept in the claims bucket (approvalKey) for every
-// delivery and request of the call: when it began, and how it ended. A call delivered again
-// (handed back by a stopping executor, or its heartbeats lost) waits only what is left of its
-// approval timeout, and two deliveries waiting at once take one outcome: the first recorded.
+// approvalRecord is a request's approval wait, kept in the claims bucket (approvalKey) for every
+// delivery of the request: when it began, and how it ended. A call delivered again (handed back
+// by a stopping executor, or its heartbeats lost) waits only what is left of its approval
+// timeout, and two deliveries waiting at once take one outcome: the first recorded. Another
+// request of the call id (a resend past the calls stream's de-duplication window, with any tool
+// and arguments) has its own record: an approval is never taken from another request's.
 type approvalRecord struct {
 	// Since is the call's first needs_approval (on the clock of the executor that held it).
 	Since time.Time `json:"since"`
@@ -138,9 +141,11 @@ type approvalRecord struct {
 	Reason   string    `json:"reason,omitempty"`
 }
 
-// approvalKey is the claims-bucket key of a call's approval record (a claim key has two
-// tokens: this one three).
-func approvalKey(tenant, id string) string { return claimKey(tenant, id) + ".approval" }
+// approvalKey is the claims-bucket key of the approval record of the request at calls stream
+// sequence seq of a call (a claim key has two tokens: this one four).
+func approvalKey(tenant, id string, seq uint64) string {
+	return claimKey(tenant, id) + ".approval." + strconv.FormatUint(seq, 10)
+}
 
 // approvalStore bounds each read or write of an approval record.
 const approvalStore = 5 * time.Second
@@ -151,7 +156,7 @@ const approvalStore = 5 * time.Second
 func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalRecord, rev uint64, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, approvalStore)
 	defer cancel()
-	key := approvalKey(c.tenant, c.req.ID)
+	key := approvalKey(c.tenant, c.req.ID, c.seq)
 	rec = approvalRecord{Since: time.Now().UTC(), Seq: c.seq}
 	val, _ := json.Marshal(rec)
 	rev, err := e.st.claims.Create(ctx, key, val)
@@ -176,7 +181,7 @@ func (e *Executor) settler(c *call, rec approvalRecord, rev uint64) func(string,
 	return func(outcome string, a subjects.Approval) (approvalRecord, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), approvalStore)
 		defer cancel()
-		key := approvalKey(c.tenant, c.req.ID)
+		key := approvalKey(c.tenant, c.req.ID, c.seq)
 		next := rec
 		next.Outcome, next.At, next.Delivery = outcome, time.Now().UTC(), c.delivery
 		next.By, next.Reason = truncateString(a.By, maxApprovalBy), truncateString(a.Reason, maxApprovalReason)
@@ -287,7 +292,9 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	if rec.Outcome != "" {
 		return e.decidedElsewhere(ctx, c, rec, wait)
 	}
-	deadline := rec.Since.Add(wait)
+	// (Since is on the clock of the executor that began the wait: one ahead of this one's never
+	// makes the wait longer than the approval timeout here.)
+	deadline := minTime(rec.Since.Add(wait), time.Now().Add(wait))
 	if !time.Now().Before(deadline) {
 		// Its approval timeout passed while it was handed to another executor: not asked again.
 		if _, ok := w.giveUp(approvalExpired); ok {
@@ -350,8 +357,8 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	}
 }
 
-// decidedElsewhere is the outcome of a call whose approval record holds another delivery's (or
-// request's) outcome, rec: denied and approval_timeout as that one was; approved, the answer of
+// decidedElsewhere is the outcome of a request whose approval record holds another delivery's
+// outcome, rec: denied and approval_timeout as that one was; approved, the answer of
 // the delivery that took the approval, waited for while it may still come (it runs the call:
 // this one never does meanwhile), then the call goes on as approved — that delivery died
 // before its answer, and the claim decides whether the call may run.
@@ -367,7 +374,8 @@ func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRe
 	case outcomeExpired:
 		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
 	}
-	until := rec.At.Add(requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout) + e.cfg.RelistTimeout + e.cfg.AckWait)
+	due := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout) + e.cfg.RelistTimeout + e.cfg.AckWait
+	until := minTime(rec.At.Add(due), time.Now().Add(due)) // (At on the deciding executor's clock)
 	for {
 		prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
 		if err != nil {

@@ -121,11 +121,14 @@
 //     recording the result; or a resend while another request of the id runs) is not held for
 //     approval again: it never runs again, and is answered from its claim.
 //     The wait counts from the call's first needs_approval, over every delivery: the claims
-//     bucket keeps the call's approval record (key <tenant>.<id>.approval: when the wait began,
-//     and its outcome, approved, denied or expired, the first one recorded). A call handed back
-//     (its executor stopping) and delivered again waits what is left (its needs_approval event
-//     says how long), or is answered approval_timeout at once without asking again; on the
-//     clocks of the executors involved. Two deliveries waiting at once (heartbeats lost past
+//     bucket keeps the request's approval record (key <tenant>.<id>.approval.<seq>, seq its
+//     calls stream sequence: when the wait began, and its outcome, approved, denied or expired,
+//     the first one recorded). Another request of the id (a resend past the de-duplication
+//     window, with any tool and arguments) has its own record: it never takes an approval
+//     given to another request. A call handed back (its executor stopping) and delivered again
+//     waits what is left (its needs_approval event says how long), or is answered
+//     approval_timeout at once without asking again; on the clocks of the executors involved,
+//     never more than approvalTimeoutMs on this one's. Two deliveries waiting at once (heartbeats lost past
 //     AckWait: JetStream delivered the call again) both get an approval, and only the first
 //     outcome recorded counts: the other delivery takes it — denied or approval_timeout alike,
 //     approved by waiting for the answer of the delivery that took it (the call's timeout,

@@ -7,6 +7,7 @@ import "strconv"
 //	stream MCPSTREAM_LIMITS (limits, memory, counter CRDTs: AllowMsgCounter)
 //	  mcpstream.v1.limits.<scope>.<key>.<window>       rate-limit window counters (Nats-Incr)
 //	KV bucket MCPSTREAM_INFLIGHT (file, 24 h)          claims of side-effecting calls: <tenant>.<callID>
+//	                                                   approval waits: <tenant>.<callID>.approval.<seq>
 //	KV bucket MCPSTREAM_SLOTS (memory, lease TTL)      concurrency slots: <scope>.<key>.<n>
 //
 // The executor declares them itself (executor.EnsureState); nothing else reads or writes them.
