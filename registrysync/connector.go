@@ -60,6 +60,7 @@ type connector struct {
 	loaded    bool // kstate read from the stream
 	kstate    map[subjects.Kind]kindState
 	changed   map[subjects.Kind]bool          // notified, ListChanged not yet published
+	unsure    map[subjects.Kind]bool          // a ListChanged publish failed: the stream may hold it (changedFromStream)
 	gen       map[subjects.Kind]uint64        // notifications seen, per kind
 	pubMu     sync.Mutex                      // orders snapshot and ListChanged publishes (see relist)
 	skipped   map[subjects.Kind]int           // lists in a row not published: a notification came meanwhile
@@ -108,6 +109,7 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 		done:       make(chan struct{}),
 		kstate:     map[subjects.Kind]kindState{},
 		changed:    map[subjects.Kind]bool{},
+		unsure:     map[subjects.Kind]bool{},
 		gen:        map[subjects.Kind]uint64{},
 		skipped:    map[subjects.Kind]int{},
 		spurious:   map[subjects.Kind]int{},
@@ -489,6 +491,9 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		var l *listing
 		var err error
 		gen0 := c.generation(kind)
+		c.pubMu.Lock()
+		c.changedFromStream(ctx, kind)
+		c.pubMu.Unlock()
 		// The ListChanged events stored before the list begins are those it answers.
 		after := c.kind(kind).changedSeq
 		if has, _ := s.declares(kind); has {
@@ -544,7 +549,8 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		// snapshot, so consumers stay stale until the re-list it schedules.
 		c.pubMu.Lock()
 		prev := c.kind(kind)
-		if c.generation(kind) != gen0 && c.skip(kind) {
+		overtaken := c.generation(kind) != gen0
+		if overtaken && c.skip(kind) {
 			c.pubMu.Unlock()
 			// A list_changed came while listing: this list may predate the change, and once
 			// stored after the ListChanged event it would look current. The re-list the
@@ -554,7 +560,18 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			continue
 		}
 		l.AfterSeq = after
+		if overtaken {
+			// Published anyway (maxSkips lists in a row were dropped), but it may predate the
+			// notification that came during it, whose ListChanged may not be on the stream: the
+			// notifier stores none while an earlier one waits. Unchanged, it answers no
+			// ListChanged (the earlier one stands for the notification); changed, its snapshot
+			// lifts every ListChanged, so one is stored again after it (forcedChanged).
+			l.AfterSeq = 0
+		}
 		res, err := c.publishSnapshot(ctx, l, info)
+		if err == nil && overtaken {
+			c.forcedChanged(ctx, kind)
+		}
 		c.pubMu.Unlock()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -745,6 +762,25 @@ func (c *connector) session() *session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sess
+}
+
+// forcedChanged follows a list published although a notification came during it (see relist):
+// unless a ListChanged still waits for an answer, it stores one for that notification, so that
+// consumers hold the list stale until a re-list that began after it (the one the notification
+// scheduled). The caller holds pubMu. If the publish fails the notifier tries again.
+func (c *connector) forcedChanged(ctx context.Context, kind subjects.Kind) {
+	if st := c.kind(kind); st.needsConfirm() {
+		return
+	}
+	if err := c.publishChanged(ctx, kind); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Error().Err(err).Str("kind", string(kind)).Msg("cannot publish list_changed after a list it overtook; retrying")
+		c.noteChanged(kind)
+		return
+	}
+	c.log.Debug().Str("kind", string(kind)).Msg("list_changed again after a list it overtook")
 }
 
 // noteChanged is called from a transport goroutine for a list_changed notification. It never

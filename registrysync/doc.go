@@ -52,7 +52,12 @@
 //
 // A list_changed notification is published as a ListChanged event at once (consumers mark the
 // list stale whatever its TTL said); bursts are debounced (Config.Debounce) and the kind is
-// re-listed. If the content changed, a Snapshot follows; if not, a Confirmed event whose
+// re-listed. Its Nats-Msg-Id is <server token>/<kind>/changed/<connector id>/<number>, new for
+// every event: a publish that fails (a timeout, a PubAck lost after the stream stored it) is
+// made once more under the same id, so the stream stores it once and the connector learns its
+// sequence (a duplicate's PubAck carries it); if that fails too, the kind's next re-list first
+// reads the stream's last ListChanged back. Either way the re-list answers the ListChanged
+// consumers hold the list stale for, not only those whose PubAck came. If the content changed, a Snapshot follows; if not, a Confirmed event whose
 // afterSeq is the ListChanged's sequence answers it (Nats-Msg-Id <server token>/<kind>/
 // <fingerprint>/confirmed@<that sequence>, so concurrent connectors store one), whatever the
 // list's ttlMs: consumers holding that fingerprint make the list fresh again, and no copy of the
@@ -68,8 +73,10 @@
 // notification arrived is not published (it may predate the change and would look current
 // after the ListChanged); the re-list the notification scheduled publishes instead (after 3
 // such drops in a row, a list is published anyway, so a server that never stops notifying still
-// gets snapshots; unchanged, such a list answers only the ListChanged events stored before it
-// began). Nor does such a list's failure count against the server (its status, the retry
+// gets snapshots; it may predate the notification that came during it, whose ListChanged the
+// connector may not have stored (one waited already): unchanged, such a list answers no
+// ListChanged, and changed, its snapshot is followed at once by a ListChanged, so consumers hold
+// the list stale until a re-list that began after that notification). Nor does such a list's failure count against the server (its status, the retry
 // backoff): its list changed under the pages (a server refusing the old list's cursor with
 // -32602, or handing one out again), and the scheduled re-list lists it whole; 3 drops in a row
 // count, as above. The Snapshot's "@<sequence>" suffix is used when content A is listed again

@@ -43,6 +43,8 @@ type Manager struct {
 	nc  *nats.Conn
 	cfg Config
 	log zerolog.Logger
+	// changedN numbers the ListChanged events this process publishes (their Nats-Msg-Id).
+	changedN atomic.Uint64
 
 	// beforeDispatch, when set, runs on a dispatch handler's goroutine before the call (a
 	// test seam: it lets a test make the handler panic).

@@ -402,7 +402,16 @@ func (m *Manager) publish(ctx context.Context, subject, event, msgID string, dat
 	return ack, nil
 }
 
-// publishChanged stores a ListChanged event and remembers that a snapshot must follow it.
+// publishChanged stores a ListChanged event and remembers its sequence: a snapshot or an answer
+// must follow it. The caller holds pubMu. Its Nats-Msg-Id is <server token>/<kind>/changed/
+// <connector id>/<number>, a new one for every event (connectors of one server never share
+// one): a publish that fails (a timeout, a PubAck lost after the stream stored the event) is
+// made once more under the same id, and the stream stores the event at most once and answers
+// with its sequence (a duplicate's PubAck carries the first one's). Without that sequence the
+// connector's re-lists would answer only the ListChanged events before it, and consumers would
+// hold the list stale, its tools refused, until the next notification or a real change. If
+// the second publish fails as well, the kind's next re-list first reads the stream's last
+// ListChanged (changedFromStream).
 func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) error {
 	data, err := encodeJSON(subjects.ListChanged{
 		V: subjects.Version, Type: subjects.EventChanged, Server: c.sc.Name, Kind: kind, At: time.Now().UTC(),
@@ -410,20 +419,59 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	ack, err := c.m.publish(pctx, subjects.RegistryChanged(c.sc.Name, kind), subjects.EventChanged, "", data)
-	if err != nil {
-		return err
+	subject := subjects.RegistryChanged(c.sc.Name, kind)
+	id := subjects.EncodeToken(c.sc.Name) + "/" + string(kind) + "/changed/" + c.m.id + "/" +
+		strconv.FormatUint(c.m.changedN.Add(1), 10)
+	var ack *jetstream.PubAck
+	for try := 0; try < 2; try++ {
+		pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		ack, err = c.m.publish(pctx, subject, subjects.EventChanged, id, data)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		c.unsure[kind] = true
+		return err
+	}
 	st := c.kstate[kind]
 	if ack.Sequence > st.changedSeq {
 		st.changedSeq = ack.Sequence
 	}
 	c.kstate[kind] = st
-	c.mu.Unlock()
 	return nil
+}
+
+// changedFromStream reads the stream's last ListChanged of kind when a publish of one failed
+// (it may be stored all the same) and records its sequence, so that the re-list about to begin
+// answers it; the caller holds pubMu. Any connector's counts: consumers hold the list stale for
+// the latest. A read that fails leaves the kind unsure (the next re-list reads again).
+func (c *connector) changedFromStream(ctx context.Context, kind subjects.Kind) {
+	c.mu.Lock()
+	unsure := c.unsure[kind]
+	c.mu.Unlock()
+	if !unsure {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	msg, err := c.m.lastMsg(pctx, subjects.RegistryChanged(c.sc.Name, kind))
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot read the last list_changed back after a failed publish")
+		}
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.unsure, kind)
+	if st := c.kstate[kind]; msg != nil && msg.Sequence > st.changedSeq {
+		st.changedSeq = msg.Sequence
+		c.kstate[kind] = st
+	}
 }
 
 // publishStatus stores a status event.
