@@ -98,6 +98,12 @@ type Catalog struct {
 	noFastPath bool
 	following  atomic.Bool
 	closeOnce  sync.Once
+	// storeMu is held (read) by every write to the store, and (write) by each step of a value
+	// log GC pass (see gcValueLog), by DropAll and by Close; gcClosed (guarded by it) refuses
+	// GC passes after Close.
+	storeMu      sync.RWMutex
+	gcClosed     bool
+	vlogRewrites atomic.Uint64
 	// served counts the catalog service's requests per endpoint (fixed keys, set at Open).
 	served map[string]*endpointCounters
 }
@@ -226,6 +232,11 @@ func (c *Catalog) reset() {
 func (c *Catalog) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
+		// A GC step in flight ends first (Follow has returned: its pass stops after the file
+		// it is rewriting); none starts after.
+		c.storeMu.Lock()
+		c.gcClosed = true
+		c.storeMu.Unlock()
 		if e := c.db.Close(); e != nil {
 			err = fmt.Errorf("%w: close: %w", ErrStore, e)
 		}
@@ -262,7 +273,7 @@ func (c *Catalog) Stats() Stats {
 		Seq: c.Seq(), StreamLast: c.streamLast.Load(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
 		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
 		Vectors: vectors, VectorsPending: pending, EmbedErrors: c.embedErrors.Load(), BadVectors: c.badVectors.Load(),
-		Endpoints: endpoints,
+		Endpoints: endpoints, ValueLogBytes: vlogBytes(c.cfg.Dir), ValueLogRewrites: c.vlogRewrites.Load(),
 	}
 }
 
@@ -522,7 +533,7 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 	if err != nil {
 		c.badEvents.Add(1)
 		c.log.Warn().Uint64("seq", seq).Str("subject", subject).Err(err).Msg("skipping malformed registry message")
-		if err := commit(c.db, first, seq); err != nil {
+		if err := c.commit(first, seq); err != nil {
 			return err
 		}
 		c.seq.Store(seq)
@@ -535,7 +546,7 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 		return err
 	}
 	ws, mem = c.forgetRemoved(ws, mem)
-	if err := commit(c.db, append(ws, first...), seq); err != nil {
+	if err := c.commit(append(ws, first...), seq); err != nil {
 		return err
 	}
 	c.mu.Lock()

@@ -97,6 +97,10 @@ type Config struct {
 	Embedder Embedder
 	// EmbedTimeout bounds the embedding of one search request; 0 → 2s.
 	EmbedTimeout time.Duration
+	// GCInterval is the period of the value log's garbage collection while Follow runs (on
+	// disk: the space of overwritten and deleted definitions and vectors is reclaimed; see the
+	// package doc); 0 → DefaultGCInterval (5 minutes), < 0: never.
+	GCInterval time.Duration
 }
 
 // DefaultMaxRemoved is the default of Config.MaxRemoved.
@@ -121,6 +125,13 @@ type Stats struct {
 	VectorsPending int    // tools waiting for one
 	EmbedErrors    uint64 // failed embedder calls since Open (tools in batches, and requests)
 	BadVectors     uint64 // vectors the index refused (zero, non-finite, another dimension)
+
+	// ValueLogBytes is the size of the Badger value log files now (0 in memory); the active
+	// file counts at its preallocated size (twice the 64 MiB of a file).
+	ValueLogBytes int64
+	// ValueLogRewrites counts the value log files the garbage collection rewrote since Open
+	// (their live values moved to the active file, the file then deleted).
+	ValueLogRewrites uint64
 
 	// Endpoints counts the catalog service's requests by endpoint: search, details, servers.
 	Endpoints map[string]EndpointStats

@@ -110,6 +110,27 @@
 // at Open; schemas are read from Badger only for full answers. Replicas that applied the same
 // stream prefix hold identical Badger content (Digest).
 //
+// # Disk use
+//
+// Tool records and vectors live in Badger's value log: append-only files of 64 MiB (the last,
+// active one preallocated at twice that), which an overwrite or a delete never shrinks;
+// compactions of the LSM tree reclaim the space of the keys only. While Follow runs, a value log
+// garbage collection pass runs every Config.GCInterval (DefaultGCInterval, 5 minutes; not in
+// memory, where there is no value log): Badger's RunValueLogGC(0.5), repeated until it finds
+// nothing more or has rewritten 16 files (one per call). A file is rewritten (its live values
+// appended to the active file, then the file deleted) when at least half of it is garbage by the
+// discard statistics, which Badger's compactions produce: garbage still in a memtable, or only
+// in level 0 (with 8 MB memtables, about the last 200,000 writes of the replica), is not known
+// yet, and the active file is never rewritten. A replica's value log thus stays within about
+// twice its live definitions and vectors, plus those recent writes and the active file,
+// whatever the churn (definitions re-listed with changes, servers removed, vectors swept). The
+// replica's writes (applying messages, caching vectors), the drop of a catalog being rebuilt
+// and Close wait while a file is rewritten (Badger v4.9.6 races a rewrite with concurrent
+// commits), queries do not; Follow's end stops a pass after the file it is rewriting. Each pass
+// logs what it rewrote and reclaimed (debug, info when it rewrote a file). Stats.ValueLogBytes and
+// Stats.ValueLogRewrites show them. A file an iterator still reads when it is rewritten is
+// deleted once no iterator reads it.
+//
 // Badger runs with small knobs (8 MB memtables, small caches, tool records in the value log). A
 // replica of 100k tools holds about 160 MB of live heap, under half of it the search index, and
 // about 85 MB of file-backed RSS (the binary, and the value log's pages, mapped by Badger); with
@@ -135,8 +156,8 @@
 // vector per tool and listing behind, and the cache stays under about twice the tools plus 256
 // (and a batch), the sweep's cost spread over as many vectors cached. A vector a current tool's
 // text has is never deleted (the stale keys are checked again against the tools' texts under
-// the catalog's lock as they are deleted). Badger's value log, where the vectors are, is not
-// garbage-collected: the deleted vectors' space on disk is not reclaimed. A batch the endpoint refuses for its
+// the catalog's lock as they are deleted). The deleted vectors' space in the value log is
+// reclaimed by its garbage collection (see Disk use). A batch the endpoint refuses for its
 // texts (an embeddings_malformed answer, HTTP 400, 413 or 422: a text too long for the model,
 // say) is embedded text by text, and a tool whose text is refused alone (or answered with a
 // zero vector) goes without a vector, rather than keeping the others of its batch from theirs:

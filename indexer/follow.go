@@ -41,6 +41,12 @@ func (c *Catalog) Follow(ctx context.Context, js jetstream.JetStream) error {
 		go func() { defer close(done); c.vectorize(vctx) }()
 		defer func() { cancel(); <-done }()
 	}
+	if every := c.cfg.gcInterval(); !c.cfg.InMemory && every > 0 {
+		gctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); c.gcLoop(gctx, every) }()
+		defer func() { cancel(); <-done }()
+	}
 	// Options, not fields set afterwards: the constructor starts the first interval at the
 	// default 500 ms.
 	bo := backoff.NewExponentialBackOff(backoff.WithInitialInterval(100*time.Millisecond),
@@ -285,7 +291,10 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 		c.log.Warn().Str("why", why).Uint64("seq", seq).Uint64("stream_first", info.State.FirstSeq).
 			Uint64("stream_last", info.State.LastSeq).Msg("dropping the catalog to rebuild it by replay")
 		c.ready.Store(false)
-		if err := c.db.DropAll(); err != nil {
+		c.storeMu.Lock() // no value log GC step rewrites a file DropAll deletes
+		err := c.db.DropAll()
+		c.storeMu.Unlock()
+		if err != nil {
 			return fmt.Errorf("%w: drop: %w", ErrStore, err)
 		}
 		c.mu.Lock()
@@ -294,19 +303,19 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 		stored, seq, format = "", 0, ""
 	}
 	if format != catalogFormat {
-		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyFormat, []byte(catalogFormat)) }); err != nil {
+		if err := c.update(func(txn *badger.Txn) error { return txn.Set(keyFormat, []byte(catalogFormat)) }); err != nil {
 			return fmt.Errorf("%w: write format: %w", ErrStore, err)
 		}
 	}
 	if stored != origin {
-		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyStream, []byte(origin)) }); err != nil {
+		if err := c.update(func(txn *badger.Txn) error { return txn.Set(keyStream, []byte(origin)) }); err != nil {
 			return fmt.Errorf("%w: write origin: %w", ErrStore, err)
 		}
 	}
 	if seq > 0 && first == 0 {
 		// A catalog built before the first sequence was recorded: the stream's events before
 		// its first are gone already; a later trim is noticed.
-		if err := c.db.Update(func(txn *badger.Txn) error { return txn.Set(keyFirst, seqValue(info.State.FirstSeq)) }); err != nil {
+		if err := c.update(func(txn *badger.Txn) error { return txn.Set(keyFirst, seqValue(info.State.FirstSeq)) }); err != nil {
 			return fmt.Errorf("%w: write first sequence: %w", ErrStore, err)
 		}
 	}

@@ -200,7 +200,7 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 	o := badger.DefaultOptions(cfg.Dir).
 		WithInMemory(cfg.InMemory).
 		WithLogger(badgerLog{log}).
-		WithMemTableSize(8 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
@@ -241,6 +241,10 @@ const MaxToolNameBytes = subjects.MaxToolNameBytes
 
 // valueLogFileSize is the size of a value log file (a variable: tests make several small ones).
 var valueLogFileSize int64 = 64 << 20
+
+// memTableSize is the size of a memtable (a variable: tests flush and compact small ones, which
+// a value log garbage collection needs: see gcValueLog).
+var memTableSize int64 = 8 << 20
 
 // valueThreshold: on disk, every tool record goes to the value log (an append-only file): the
 // LSM tree keeps only keys, small records and value pointers, so memtables, transactions and

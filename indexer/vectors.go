@@ -277,9 +277,12 @@ func (c *Catalog) probeSpace(ctx context.Context) error {
 		}
 	}
 	if old == nil || !sameDirection(old, vecs[0]) {
-		if err := c.db.Update(func(txn *badger.Txn) error {
+		unlock := c.writing()
+		err := c.db.Update(func(txn *badger.Txn) error {
 			return txn.Set([]byte(keyProbe), append(name[:], encodeVector(vecs[0])...))
-		}); err != nil {
+		})
+		unlock()
+		if err != nil {
 			return err
 		}
 	}
@@ -467,6 +470,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		unlock := c.writing()
 		wb := c.db.NewWriteBatch()
 		for j, i := range missing {
 			if refused[j] == nil && !usableVector(vecs[j]) {
@@ -485,10 +489,13 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 			jobs[i].vec = vecs[j]
 			if err := wb.Set(append([]byte(pfxVector), jobs[i].want.key[:]...), encodeVector(vecs[j])); err != nil {
 				wb.Cancel()
+				unlock()
 				return 0, err
 			}
 		}
-		if err := wb.Flush(); err != nil {
+		err = wb.Flush()
+		unlock()
+		if err != nil {
 			return 0, err
 		}
 		for _, i := range missing {
@@ -870,6 +877,7 @@ func (c *Catalog) sweepVectors() error {
 			if c.vecGen != gen {
 				keep, gen = c.liveVectorKeys(), c.vecGen
 			}
+			defer c.writing()()
 			wb := c.db.NewWriteBatch()
 			for _, k := range chunk {
 				if keepVector(keep, k) {
@@ -927,6 +935,7 @@ func (c *Catalog) deleteVectors(isStale func(key []byte) bool) error {
 	if err != nil || len(stale) == 0 {
 		return err
 	}
+	defer c.writing()()
 	wb := c.db.NewWriteBatch()
 	for _, k := range stale {
 		if err := wb.Delete(k); err != nil {

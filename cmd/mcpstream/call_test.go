@@ -178,6 +178,8 @@ func TestCallCommand(t *testing.T) {
 		regexp.MustCompile(`(?m)^mcpstream_catalog_ready\{replica="0"\} 1$`),
 		regexp.MustCompile(`(?m)^mcpstream_catalog_stream_sequence\{replica="0"\} ([1-9][0-9]*)$`),
 		regexp.MustCompile(`(?m)^mcpstream_catalog_lag\{replica="0"\} [0-9]+$`),
+		regexp.MustCompile(`(?m)^mcpstream_catalog_value_log_bytes\{replica="0"\} [1-9][0-9.e+]*$`),
+		regexp.MustCompile(`(?m)^mcpstream_catalog_value_log_gc_rewrites_total\{replica="0"\} [0-9]+$`),
 		regexp.MustCompile(`(?m)^mcpstream_executor_registry_sequence ([1-9][0-9]*)$`),
 		regexp.MustCompile(`(?m)^mcpstream_executor_registry_lag [0-9]+$`),
 		regexp.MustCompile(`(?m)^mcpstream_server_status\{server="kb",status="ready"\} 1$`),

@@ -108,6 +108,8 @@ var (
 	catVectorsPending = desc("mcpstream_catalog_vectors_pending", "Tools waiting for an embedding.", "replica")
 	catEmbedErrors    = desc("mcpstream_catalog_embed_errors_total", "Failed embeddings endpoint calls.", "replica")
 	catBadVectors     = desc("mcpstream_catalog_bad_vectors_total", "Embeddings the index refused (zero, non-finite, another dimension).", "replica")
+	catVlogBytes      = desc("mcpstream_catalog_value_log_bytes", "Size of the replica's Badger value log files (the active one at its preallocated size); 0 in memory.", "replica")
+	catVlogRewrites   = desc("mcpstream_catalog_value_log_gc_rewrites_total", "Value log files the garbage collection rewrote (and deleted) since the replica opened.", "replica")
 	catRequests       = desc("mcpstream_catalog_requests_total", "Catalog service requests answered, by endpoint (search, details, servers).", "replica", "endpoint")
 	catErrors         = desc("mcpstream_catalog_request_errors_total", "Catalog service requests answered with an error code, by endpoint.", "replica", "endpoint")
 	catSeconds        = desc("mcpstream_catalog_request_seconds_total", "Total time from taking a request to its reply being ready to send, by endpoint (divide by requests_total).", "replica", "endpoint")
@@ -131,6 +133,8 @@ func catalogMetrics(cat *indexer.Catalog, replica string) collectFunc {
 		gauge(ch, catVectorsPending, float64(st.VectorsPending), replica)
 		counter(ch, catEmbedErrors, float64(st.EmbedErrors), replica)
 		counter(ch, catBadVectors, float64(st.BadVectors), replica)
+		gauge(ch, catVlogBytes, float64(st.ValueLogBytes), replica)
+		counter(ch, catVlogRewrites, float64(st.ValueLogRewrites), replica)
 		for name, ep := range st.Endpoints {
 			counter(ch, catRequests, float64(ep.Requests), replica, name)
 			counter(ch, catErrors, float64(ep.Errors), replica, name)
