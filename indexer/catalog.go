@@ -100,7 +100,8 @@ type Catalog struct {
 	closeOnce  sync.Once
 	// storeMu is held (read) by every write to the store, and (write) by each step of a value
 	// log GC pass (see gcValueLog), by DropAll and by Close; gcClosed (guarded by it) refuses
-	// GC passes after Close.
+	// GC passes after Close. Lock order: storeMu before mu, and never taken while holding mu
+	// (a query would otherwise wait for a GC step, behind a writer waiting for mu).
 	storeMu      sync.RWMutex
 	gcClosed     bool
 	vlogRewrites atomic.Uint64

@@ -872,12 +872,15 @@ func (c *Catalog) sweepVectors() error {
 		chunk := stale[:min(len(stale), sweepChunk)]
 		stale = stale[len(chunk):]
 		err = func() error {
+			// storeMu before c.mu, never while holding it: a value log GC step holds storeMu
+			// for a whole file's rewrite, and a sweep waiting for it under c.mu's read lock
+			// would hold up Follow's next c.mu.Lock, and every query queued behind that.
+			defer c.writing()()
 			c.mu.RLock()
 			defer c.mu.RUnlock()
 			if c.vecGen != gen {
 				keep, gen = c.liveVectorKeys(), c.vecGen
 			}
-			defer c.writing()()
 			wb := c.db.NewWriteBatch()
 			for _, k := range chunk {
 				if keepVector(keep, k) {
