@@ -129,9 +129,10 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 // That saves the front end's hop and its decoding of the request. A resent id gets the stored
 // answer of the first (Duplicate set); a request JetStream refuses is refused unavailable, and
 // one whose PubAck never came (a NATS restart under it, or none within PubAckWait: a publish lost
-// with its stream leader) is published again every 2 s under the
-// same id until it is acknowledged or answered (it may be stored: it is never refused, also
-// when JetStream refuses a later publish). The results stream is also read every 2 s, so an inbox the executors do not
+// with its stream leader) is published again under the same id at the next 2 s poll, and so
+// again after each publish that gets no PubAck (an error, or none within PubAckWait), until
+// one is acknowledged or the call answered (it may be stored: it is never refused, also when
+// JetStream refuses a later publish). The results stream is also read every 2 s, so an inbox the executors do not
 // answer (outside their Config.ReplyPrefixes) delays the answer but never loses it. Unlike
 // Call, a call made while no executor runs waits (it is persisted and runs when one starts):
 // give ctx a deadline.

@@ -199,16 +199,12 @@ func (r *registry) suggestions(given string, may func(*tool) bool) []string {
 			return true
 		}
 		key := suggest.Key(name)
-		for d := 0; d <= 2*suggest.MaxDistance; d++ {
-			l := len(key) + (d+1)/2*(1-d%2*2) // len(key), then −1, +1, −2, +2
-			if l < 0 {
-				continue
-			}
+		for l := range suggest.Lengths(len(key)) {
 			lo, _ := slices.BinarySearchFunc(tools, l, func(t *tool, l int) int { return cmp.Compare(len(t.key), l) })
 			hi, _ := slices.BinarySearchFunc(tools[lo:], l+1, func(t *tool, l int) int { return cmp.Compare(len(t.key), l) })
 			hi += lo
 			at, _ := slices.BinarySearchFunc(tools[lo:hi], key, func(t *tool, key string) int { return strings.Compare(t.key, key) })
-			for i := range outward(lo, lo+at, hi) {
+			for i := range suggest.Outward(lo, lo+at, hi) {
 				t := tools[i]
 				if t.Public == given || r.tools[t.Public] != t {
 					continue
@@ -228,21 +224,6 @@ func (r *registry) suggestions(given string, may func(*tool) bool) []string {
 		return true
 	})
 	return suggest.Rank(cands)
-}
-
-// outward yields lo ≤ i < hi by distance from at (at, at−1, at+1, at−2, …): the tools of a run of
-// registry.sorted from those whose keys sort nearest the given one.
-func outward(lo, at, hi int) func(yield func(int) bool) {
-	return func(yield func(int) bool) {
-		for d := 0; at+d < hi || at-1-d >= lo; d++ {
-			if at+d < hi && !yield(at+d) {
-				return
-			}
-			if at-1-d >= lo && !yield(at-1-d) {
-				return
-			}
-		}
-	}
 }
 
 // unindex removes from the suggestions' index the names of server's tools that names (its

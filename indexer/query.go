@@ -592,7 +592,7 @@ const suggestChecks = 4 * suggestBudget
 // never on the order tools were added in nor on the tools vis hides. Of a server's tools
 // (serverMem.sorted) only those whose keys have a length within suggest.MaxDistance of the
 // rest's are looked at (no other can be near enough): the rest's length first, then the
-// nearest, and in each length from the names that sort nearest the rest outward (outward).
+// nearest, and in each length from the names that sort nearest the rest outward (suggest.Outward).
 // Visibility is asked first, so that only the visible tools compared count against budget,
 // which counts down across the names of one request, in the request's order. A tool hidden from
 // the caller costs its visibility once per request (seen), never a comparison; at most
@@ -612,16 +612,12 @@ func (c *Catalog) suggestions(vis *visibility, seen *seenTools, given string, bu
 			seen.marks[s] = marks
 		}
 		key := suggest.Key(rest)
-		lens := []int{len(key)} // then the nearest lengths
-		for d := 1; d <= suggest.MaxDistance; d++ {
-			lens = append(lens, len(key)-d, len(key)+d)
-		}
-		for _, l := range lens {
+		for l := range suggest.Lengths(len(key)) {
 			lo, _ := slices.BinarySearchFunc(s.sorted, l, func(e *entry, l int) int { return cmp.Compare(e.klen, l) })
 			hi, _ := slices.BinarySearchFunc(s.sorted[lo:], l+1, func(e *entry, l int) int { return cmp.Compare(e.klen, l) })
 			hi += lo
 			at, _ := slices.BinarySearchFunc(s.sorted[lo:hi], rest, func(e *entry, rest string) int { return strings.Compare(e.tool, rest) })
-			for i := range outward(lo, lo+at, hi) {
+			for i := range suggest.Outward(lo, lo+at, hi) {
 				e := s.sorted[i]
 				if e.public == given {
 					continue
@@ -651,21 +647,6 @@ func (c *Catalog) suggestions(vis *visibility, seen *seenTools, given string, bu
 		return true
 	})
 	return cands
-}
-
-// outward yields lo ≤ i < hi by distance from at (at, at−1, at+1, at−2, …): the tools of a run of
-// serverMem.sorted from those whose names sort nearest the given one.
-func outward(lo, at, hi int) func(yield func(int) bool) {
-	return func(yield func(int) bool) {
-		for d := 0; at+d < hi || at-1-d >= lo; d++ {
-			if at+d < hi && !yield(at+d) {
-				return
-			}
-			if at-1-d >= lo && !yield(at-1-d) {
-				return
-			}
-		}
-	}
 }
 
 // searchSuggestions returns the tools that a search for given finds (as pr, so only what pr may

@@ -853,21 +853,7 @@ func (c *Catalog) sweepVectors() error {
 	c.mu.RLock()
 	keep, gen := c.liveVectorKeys(), c.vecGen
 	c.mu.RUnlock()
-	var stale [][]byte
-	err := c.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = []byte(pfxVector)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().Key()
-			if string(k) != keyProbe && !keepVector(keep, k) {
-				stale = append(stale, it.Item().KeyCopy(nil))
-			}
-		}
-		return nil
-	})
+	stale, err := c.vectorKeys(func(k []byte) bool { return !keepVector(keep, k) })
 	for err == nil && len(stale) > 0 {
 		chunk := stale[:min(len(stale), sweepChunk)]
 		stale = stale[len(chunk):]
@@ -920,21 +906,7 @@ func keepVector(keep map[[32]byte]bool, k []byte) bool {
 
 // deleteVectors deletes the cached vectors whose keys stale says are stale (never the probe).
 func (c *Catalog) deleteVectors(isStale func(key []byte) bool) error {
-	var stale [][]byte
-	err := c.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = []byte(pfxVector)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
-			if string(k) != keyProbe && isStale(k) {
-				stale = append(stale, k)
-			}
-		}
-		return nil
-	})
+	stale, err := c.vectorKeys(isStale)
 	if err != nil || len(stale) == 0 {
 		return err
 	}
@@ -947,4 +919,25 @@ func (c *Catalog) deleteVectors(isStale func(key []byte) bool) error {
 		}
 	}
 	return wb.Flush()
+}
+
+// vectorKeys returns (copies of) the keys of the cached vectors that stale says are stale,
+// never the probe's.
+func (c *Catalog) vectorKeys(stale func(key []byte) bool) ([][]byte, error) {
+	var keys [][]byte
+	err := c.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = []byte(pfxVector)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if string(k) != keyProbe && stale(k) {
+				keys = append(keys, it.Item().KeyCopy(nil))
+			}
+		}
+		return nil
+	})
+	return keys, err
 }

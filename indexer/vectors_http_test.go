@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/mcpstream/mcpstream/embeddings"
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -147,24 +145,11 @@ func TestHybridRefusedTextAskedAgain(t *testing.T) {
 // cachedVectors counts the vector cache's entries in c's store (the probe aside).
 func cachedVectors(t *testing.T, c *Catalog) int {
 	t.Helper()
-	n := 0
-	err := c.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = []byte(pfxVector)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if string(it.Item().Key()) != keyProbe {
-				n++
-			}
-		}
-		return nil
-	})
+	keys, err := c.vectorKeys(func([]byte) bool { return true })
 	if err != nil {
 		t.Fatalf("count cached vectors: %v", err)
 	}
-	return n
+	return len(keys)
 }
 
 // TestHybridVectorCacheBoundedWhileRunning: a server whose descriptions change at every listing

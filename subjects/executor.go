@@ -17,7 +17,9 @@ const (
 	// LimitsAll is the subject filter of LimitsStream.
 	LimitsAll = Root + ".limits.>"
 	// InflightBucket is the KV bucket of claims: a side-effecting call is claimed here before it
-	// is dispatched, so a redelivered request is never dispatched twice.
+	// is dispatched, so a redelivered request is never dispatched twice. It also keeps the
+	// approval record of each request held for approval (when its wait began, how it ended),
+	// shared by every delivery of the request.
 	InflightBucket = "MCPSTREAM_INFLIGHT"
 	// SlotsBucket is the KV bucket of concurrency slots (leases with a TTL).
 	SlotsBucket = "MCPSTREAM_SLOTS"

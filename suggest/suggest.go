@@ -1,6 +1,7 @@
 package suggest
 
 import (
+	"iter"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -217,6 +218,40 @@ func (ix *Index) Remove(public, name string) { ix.Update([]Pair{{public, name}},
 // every replica and for every request. A caller that spends its budget only on the names it may
 // offer (asking what the caller may see first) offers the same names whatever else is indexed.
 func (ix *Index) Lookup(key string) []string { return ix.byKey[key] }
+
+// Lengths yields the key lengths a key of length n can be within MaxDistance edits of, nearest
+// first: n, n−1, n+1, n−2, n+2, … (none below 0). A caller that looks at a server's tools by
+// length (its keys sorted by length, then key) stops at the same tools on every replica.
+func Lengths(n int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		if !yield(n) {
+			return
+		}
+		for d := 1; d <= MaxDistance; d++ {
+			if n-d >= 0 && !yield(n-d) {
+				return
+			}
+			if !yield(n + d) {
+				return
+			}
+		}
+	}
+}
+
+// Outward yields lo ≤ i < hi by distance from at (at, at−1, at+1, at−2, …): the entries of a
+// sorted run from those that sort nearest a given one (at, where it would be inserted).
+func Outward(lo, at, hi int) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		for d := 0; at+d < hi || at-1-d >= lo; d++ {
+			if at+d < hi && !yield(at+d) {
+				return
+			}
+			if at-1-d >= lo && !yield(at-1-d) {
+				return
+			}
+		}
+	}
+}
 
 // Candidate is a suggested public name and how far it is from the given name (0: the same key).
 type Candidate struct {

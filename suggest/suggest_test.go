@@ -252,3 +252,23 @@ func TestServers(t *testing.T) {
 		t.Errorf("leading and trailing separators: got %q", got)
 	}
 }
+
+// Lengths and Outward give the order in which the executor and the indexer look at a server's
+// tools (one helper for both: their suggestions agree).
+func TestLengthsAndOutward(t *testing.T) {
+	if got := slices.Collect(Lengths(5)); !slices.Equal(got, []int{5, 4, 6, 3, 7}) {
+		t.Errorf("Lengths(5) = %v", got)
+	}
+	if got := slices.Collect(Lengths(1)); !slices.Equal(got, []int{1, 0, 2, 3}) {
+		t.Errorf("Lengths(1) = %v", got)
+	}
+	if got := slices.Collect(Outward(2, 4, 7)); !slices.Equal(got, []int{4, 3, 5, 2, 6}) {
+		t.Errorf("Outward(2, 4, 7) = %v", got)
+	}
+	if got := slices.Collect(Outward(0, 3, 3)); !slices.Equal(got, []int{2, 1, 0}) {
+		t.Errorf("Outward(0, 3, 3) = %v", got)
+	}
+	for range Outward(0, 0, 0) {
+		t.Error("Outward of an empty run yielded")
+	}
+}
