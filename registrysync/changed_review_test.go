@@ -29,6 +29,9 @@ type ackDropProxy struct {
 	subject string
 	n       int
 	dropped atomic.Int32
+	// reads is how many stream reads naming subject, made once n PubAcks were dropped, also
+	// lose their answer (the read times out, as when NATS is unreachable a while).
+	reads   int
 	mu      sync.Mutex
 	conns   []net.Conn
 	replies map[string]bool // the reply subjects of those publishes: true once answered
@@ -98,6 +101,11 @@ func (p *ackDropProxy) frames(dst io.Writer, src io.Reader, toServer bool) {
 			withReply := op == "PUB" && len(fields) == 4 || op == "HPUB" && len(fields) == 5
 			p.mu.Lock()
 			if toServer && withReply && string(fields[1]) == p.subject && len(p.replies) < p.n {
+				p.replies[string(fields[2])] = false
+			}
+			if toServer && withReply && p.reads > 0 && int(p.dropped.Load()) >= p.n &&
+				bytes.HasPrefix(fields[1], []byte("$JS.API.STREAM.MSG.GET.")) && bytes.Contains(payload, []byte(p.subject)) {
+				p.reads--
 				p.replies[string(fields[2])] = false
 			}
 			drop := false

@@ -60,7 +60,6 @@ type connector struct {
 	loaded    bool // kstate read from the stream
 	kstate    map[subjects.Kind]kindState
 	changed   map[subjects.Kind]bool          // notified, ListChanged not yet published
-	unsure    map[subjects.Kind]bool          // a ListChanged publish failed: the stream may hold it (changedFromStream)
 	gen       map[subjects.Kind]uint64        // notifications seen, per kind
 	pubMu     sync.Mutex                      // orders snapshot and ListChanged publishes (see relist)
 	skipped   map[subjects.Kind]int           // lists in a row not published: a notification came meanwhile
@@ -109,7 +108,6 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 		done:       make(chan struct{}),
 		kstate:     map[subjects.Kind]kindState{},
 		changed:    map[subjects.Kind]bool{},
-		unsure:     map[subjects.Kind]bool{},
 		gen:        map[subjects.Kind]uint64{},
 		skipped:    map[subjects.Kind]int{},
 		spurious:   map[subjects.Kind]int{},
@@ -492,8 +490,20 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		var err error
 		gen0 := c.generation(kind)
 		c.pubMu.Lock()
-		c.changedFromStream(ctx, kind)
+		rerr := c.changedFromStream(ctx, kind)
 		c.pubMu.Unlock()
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// NATS trouble: without the stream's last ListChanged the list might answer none
+			// of those consumers hold it stale for. The retry timer lists the kind again.
+			c.log.Error().Err(rerr).Str("kind", string(kind)).Msg("cannot read the last list_changed; will retry")
+			err := &codedError{code: subjects.CodeUnavailable, msg: rerr.Error(), nats: true}
+			failed[kind] = err
+			out[kind] = kindOutcome{err: err}
+			continue
+		}
 		// The ListChanged events stored before the list begins are those it answers.
 		after := c.kind(kind).changedSeq
 		if has, _ := s.declares(kind); has {

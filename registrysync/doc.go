@@ -48,16 +48,19 @@
 // confirmed/<period number>) makes concurrent connectors of one server store one per period.
 // A list without a ttlMs (nothing expires) or with a ttlMs of 0 or less (expired at once) is
 // never confirmed this way. Every Confirmed carries afterSeq, the stream sequence of the last
-// ListChanged of the kind the connector had stored before the re-list began (absent if none).
+// ListChanged of the kind on the stream (whoever stored it) when the re-list began (absent if
+// none).
 //
 // A list_changed notification is published as a ListChanged event at once (consumers mark the
 // list stale whatever its TTL said); bursts are debounced (Config.Debounce) and the kind is
 // re-listed. Its Nats-Msg-Id is <server token>/<kind>/changed/<connector id>/<number>, new for
 // every event: a publish that fails (a timeout, a PubAck lost after the stream stored it) is
 // made once more under the same id, so the stream stores it once and the connector learns its
-// sequence (a duplicate's PubAck carries it); if that fails too, the kind's next re-list first
-// reads the stream's last ListChanged back. Either way the re-list answers the ListChanged
-// consumers hold the list stale for, not only those whose PubAck came. If the content changed, a Snapshot follows; if not, a Confirmed event whose
+// sequence (a duplicate's PubAck carries it). Every re-list of a kind first reads the stream's
+// last ListChanged of it (a read that fails fails the kind, as a failed publish does: it is
+// listed again after the retry backoff), so it answers the ListChanged consumers hold the list
+// stale for: its own whose PubAcks were lost, or one that another process running the server
+// stored and never answered (it ended before its re-list). If the content changed, a Snapshot follows; if not, a Confirmed event whose
 // afterSeq is the ListChanged's sequence answers it (Nats-Msg-Id <server token>/<kind>/
 // <fingerprint>/confirmed@<that sequence>, so concurrent connectors store one), whatever the
 // list's ttlMs: consumers holding that fingerprint make the list fresh again, and no copy of the

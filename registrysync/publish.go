@@ -410,8 +410,8 @@ func (m *Manager) publish(ctx context.Context, subject, event, msgID string, dat
 // with its sequence (a duplicate's PubAck carries the first one's). Without that sequence the
 // connector's re-lists would answer only the ListChanged events before it, and consumers would
 // hold the list stale, its tools refused, until the next notification or a real change. If
-// the second publish fails as well, the kind's next re-list first reads the stream's last
-// ListChanged (changedFromStream).
+// the second publish fails as well, the kind's re-list learns it all the same: every list
+// first reads the stream's last ListChanged (changedFromStream).
 func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) error {
 	data, err := encodeJSON(subjects.ListChanged{
 		V: subjects.Version, Type: subjects.EventChanged, Server: c.sc.Name, Kind: kind, At: time.Now().UTC(),
@@ -431,12 +431,11 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 			break
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err != nil {
-		c.unsure[kind] = true
 		return err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	st := c.kstate[kind]
 	if ack.Sequence > st.changedSeq {
 		st.changedSeq = ack.Sequence
@@ -445,33 +444,26 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 	return nil
 }
 
-// changedFromStream reads the stream's last ListChanged of kind when a publish of one failed
-// (it may be stored all the same) and records its sequence, so that the re-list about to begin
-// answers it; the caller holds pubMu. Any connector's counts: consumers hold the list stale for
-// the latest. A read that fails leaves the kind unsure (the next re-list reads again).
-func (c *connector) changedFromStream(ctx context.Context, kind subjects.Kind) {
-	c.mu.Lock()
-	unsure := c.unsure[kind]
-	c.mu.Unlock()
-	if !unsure {
-		return
-	}
+// changedFromStream reads the stream's last ListChanged of kind before a list begins and records
+// its sequence, so that the list answers it; the caller holds pubMu. Any connector's counts:
+// consumers hold the list stale for the latest, which another process running the server may
+// have stored and never answered (it ended before its re-list), or this connector's own whose
+// PubAcks were lost (publishChanged). A read that fails is returned: the kind is listed again
+// later (the retry timer), not answered with less than the stream holds.
+func (c *connector) changedFromStream(ctx context.Context, kind subjects.Kind) error {
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	msg, err := c.m.lastMsg(pctx, subjects.RegistryChanged(c.sc.Name, kind))
 	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot read the last list_changed back after a failed publish")
-		}
-		return
+		return fmt.Errorf("read last list_changed: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.unsure, kind)
 	if st := c.kstate[kind]; msg != nil && msg.Sequence > st.changedSeq {
 		st.changedSeq = msg.Sequence
 		c.kstate[kind] = st
 	}
+	return nil
 }
 
 // publishStatus stores a status event.
