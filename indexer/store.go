@@ -48,6 +48,10 @@ var (
 // applied its last messages (rolled back to, then forward again), or it was never recorded.
 const catalogFormat = "3"
 
+// CatalogFormat is the catalog format this build stores (see catalogFormat): a replica's
+// directory recording another is rebuilt by replay.
+const CatalogFormat = catalogFormat
+
 // lp is a length-prefixed name, so that any server name (even one holding the bytes of another
 // key's separator) is a distinct key prefix.
 func lp(dst []byte, s string) []byte {
