@@ -35,33 +35,9 @@ func TestApprovalDeadlineKeptAcrossHandBack(t *testing.T) {
 	// The approval timeout is shorter than the hand-back's delay: it has passed when the call is
 	// delivered again.
 	fast := Config{ApprovalTimeout: handBackDelay / 2}
-	front := fast
-	front.NoWorkers = true
-	r.startExecutor(front, r.env.NC)
-
-	a, err := New(r.env.Connect(t), r.managerConfig(Config{ApprovalTimeout: fast.ApprovalTimeout, Workers: 1, FrontEnd: new(bool), Log: testLogger(t)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, astop := context.WithCancel(context.Background())
-	adone := make(chan error, 1)
-	go func() { adone <- a.Run(actx) }()
-	defer func() { astop(); <-adone; adone <- nil }()
-	waitFor(t, "executor A ready", a.Ready)
-	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
-
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	id := NewCallID()
-	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "fixture__wipe"}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(id) > 0 })
-	astop() // hands the waiting call back
-	if err := <-adone; err != nil {
-		t.Errorf("executor A: %v", err)
-	}
-	adone <- nil
+	id := handBackWaitingCall(t, r, ctx, fast.ApprovalTimeout)
 
 	r.startExecutor(r.managerConfig(Config{ApprovalTimeout: fast.ApprovalTimeout, FrontEnd: new(bool)}), r.env.Connect(t))
 	res, err := r.client.Await(ctx, "local", id)
@@ -149,4 +125,39 @@ func TestApprovalTwoDeliveriesRunOnce(t *testing.T) {
 		t.Errorf("%d tickets, want 1", n)
 	}
 	r.waitCallsSettled(ctx)
+}
+
+// handBackWaitingCall starts a front end and an executor A with approval timeout timeout,
+// submits a call of fixture__wipe (approval-gated), waits until A holds it in needs_approval,
+// then stops A, which hands the waiting call back to the work queue. It returns the call's id.
+func handBackWaitingCall(t *testing.T, r *rig, ctx context.Context, timeout time.Duration) string {
+	t.Helper()
+	r.startExecutor(Config{ApprovalTimeout: timeout, NoWorkers: true}, r.env.NC)
+	a, err := New(r.env.Connect(t), r.managerConfig(Config{ApprovalTimeout: timeout, Workers: 1, FrontEnd: new(bool), Log: testLogger(t)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, astop := context.WithCancel(context.Background())
+	adone := make(chan error, 1)
+	go func() { adone <- a.Run(actx) }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			astop()
+			<-adone
+		}
+	}()
+	waitFor(t, "executor A ready", a.Ready)
+	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
+	id := NewCallID()
+	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "fixture__wipe"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(id) > 0 })
+	astop() // hands the waiting call back
+	stopped = true
+	if err := <-adone; err != nil {
+		t.Errorf("executor A: %v", err)
+	}
+	return id
 }

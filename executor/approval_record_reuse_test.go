@@ -95,32 +95,9 @@ func TestApprovalRecordNotTakenByAnotherRequest(t *testing.T) {
 func TestApprovalDeadlineFromAClockAhead(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
 	timeout := 2 * handBackDelay
-	front := Config{ApprovalTimeout: timeout, NoWorkers: true}
-	r.startExecutor(front, r.env.NC)
-
-	a, err := New(r.env.Connect(t), r.managerConfig(Config{ApprovalTimeout: timeout, Workers: 1, FrontEnd: new(bool), Log: testLogger(t)}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, astop := context.WithCancel(context.Background())
-	adone := make(chan error, 1)
-	go func() { adone <- a.Run(actx) }()
-	defer func() { astop(); <-adone; adone <- nil }()
-	waitFor(t, "executor A ready", a.Ready)
-	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
-
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	id := NewCallID()
-	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "fixture__wipe"}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(id) > 0 })
-	astop() // hands the waiting call back
-	if err := <-adone; err != nil {
-		t.Errorf("executor A: %v", err)
-	}
-	adone <- nil
+	id := handBackWaitingCall(t, r, ctx, timeout)
 
 	// The record as executor A wrote it with its clock an hour ahead.
 	kv, err := r.env.JS.KeyValue(ctx, subjects.InflightBucket)
