@@ -44,5 +44,6 @@
 // With --http-listen: GET /healthz answers 200 once every role of the process is ready, 503
 // before (from the moment the listener is open: while NATS starts and the streams are declared
 // too) and while stopping; GET /metrics serves Prometheus metrics (metrics.go: each role's
-// counters read from its Stats at scrape time). Roles may add routes (roleEnv.HTTP).
+// counters read from its Stats at scrape time, and the slow consumers of the process's NATS
+// connection, which natsconn.go also logs, rate-limited). Roles may add routes (roleEnv.HTTP).
 package main

@@ -391,30 +391,8 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	var nc *nats.Conn
 	var natsURL string
 	reconnected := make(chan struct{}, 1)
-	connOpts := []nats.Option{
-		nats.Name("mcpstream " + o.Name),
-		nats.PingInterval(natsPingInterval),
-		nats.MaxPingsOutstanding(natsMaxPingsOut),
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			ev := log.Warn().Err(err)
-			if sub != nil {
-				ev = ev.Str("subject", sub.Subject)
-			}
-			ev.Msg("nats async error")
-		}),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn().Err(err).Msg("nats disconnected")
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) {
-			log.Info().Str("url", redactURL(c.ConnectedUrl())).Msg("nats reconnected")
-			select { // the streams are checked again at once (see watchStreams)
-			case reconnected <- struct{}{}:
-			default:
-			}
-		}),
-	}
+	natsErrs := newNATSErrors(log, o.NATS.inbox())
+	connOpts := hostNATSOptions(log, o.Name, reconnected, natsErrs)
 	if o.Name == "up" {
 		// One `up` per data directory, with or without --nats: its indexer is always replica 0
 		// of DATA/indexer, and a second one would find that catalog locked only after its
@@ -443,7 +421,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		reg.MustRegister(collectFunc(func(ch chan<- prometheus.Metric) {
 			connected, _ := h.natsState()
 			gauge(ch, natsConnected, boolValue(connected))
-		}))
+		}), collectFunc(natsErrs.collect))
 		mux.Handle("GET /metrics", metrics)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() {
