@@ -364,6 +364,11 @@ func (m *Manager) handleRelist(req micro.Request) {
 			return
 		}
 	}
+	if r.V != 0 && r.V != subjects.Version { // no "v" is version 1
+		m.respondJSON(req, subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+			Code: subjects.CodeBadRequest, Message: fmt.Sprintf("unsupported version %d (want %d)", r.V, subjects.Version)}})
+		return
+	}
 	m.handle(req, &subjects.Error{Code: subjects.CodeInternal, Message: "internal error"}, func() {
 		m.respondJSON(req, m.Relist(context.Background(), server, r))
 		if r.Kind == probeKind {
@@ -390,6 +395,10 @@ func (m *Manager) handleDispatch(req micro.Request) {
 	var r subjects.DispatchRequest
 	if err := subjects.Decode(req.Data(), &r); err != nil {
 		m.respondJSON(req, dispatchErr(subjects.CodeBadRequest, "malformed DispatchRequest: "+truncate(err.Error(), 200), ""))
+		return
+	}
+	if r.V != 0 && r.V != subjects.Version { // no "v" is version 1; another is not run
+		m.respondJSON(req, dispatchErr(subjects.CodeBadRequest, fmt.Sprintf("unsupported version %d (want %d); nothing was sent", r.V, subjects.Version), ""))
 		return
 	}
 	select {

@@ -159,7 +159,8 @@
 //	mcpstream.v1.control.relist.<server>  RelistRequest → RelistReply
 //	mcpstream.v1.dispatch.<server>        DispatchRequest → DispatchReply
 //
-// Both answer bad_request to malformed JSON, and not_found for a server removed while the
+// Both answer bad_request to malformed JSON and to a request of another version than 1 (no "v"
+// is version 1; nothing runs), and not_found for a server removed while the
 // request was on its way (Manager.Remove). A server's re-lists run one at a time; at most 64
 // wait (maxRelistWaiting: a flood of relist requests must not grow the process by a goroutine
 // per request), and one more is answered unavailable at once. Neither serves a request whose reply subject is one

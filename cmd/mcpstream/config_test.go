@@ -430,7 +430,7 @@ func TestDocumentedConfigs(t *testing.T) {
 			t.Errorf("%s: streams section gives %+v", name, o)
 		}
 	}
-	if e := rc.embeddedNATS(); e.SyncInterval != time.Second || e.MaxStore != 50<<30 || e.SyncAlways {
+	if e := rc.embeddedNATS(); e.SyncInterval != time.Second || e.MaxStore != 50<<30 || e.MaxMemory != 1<<30 || e.SyncAlways {
 		t.Errorf("README.md: embeddedNats section gives %+v", e)
 	}
 }
