@@ -65,6 +65,8 @@ type connector struct {
 	skipped   map[subjects.Kind]int           // lists in a row not published: a notification came meanwhile
 	spurious  map[subjects.Kind]int           // re-lists in a row after a ListChanged that found the list unchanged
 	pending   map[subjects.Kind]pendingRelist // to re-list after the debounce
+	// held are the kinds with a notification held back (heldback.go); under pubMu.
+	held map[subjects.Kind]*heldBack
 
 	changedSig chan struct{}
 	relistSig  chan struct{}
@@ -115,6 +117,7 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 		changedSig: make(chan struct{}, 1),
 		relistSig:  make(chan struct{}, 1),
 		requests:   make(chan *relistReq),
+		held:       map[subjects.Kind]*heldBack{},
 	}
 	want := map[string]bool{}
 	for _, k := range sc.Kinds {
@@ -512,6 +515,9 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			// Not (or no longer) offered: an empty list, published only to retract an earlier one.
 			l = &listing{Kind: kind, Items: []json.RawMessage{}, Auth: c.sc.AuthContext}
 			if st := c.kind(kind); !st.known || st.empty {
+				c.pubMu.Lock()
+				c.release(kind, gen0) // nothing to list: no answer to wait for
+				c.pubMu.Unlock()
 				delete(failed, kind)
 				out[kind] = kindOutcome{fp: l.fingerprint(), seq: st.seq}
 				continue
@@ -579,8 +585,12 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			l.AfterSeq = 0
 		}
 		res, err := c.publishSnapshot(ctx, l, info)
-		if err == nil && overtaken {
+		switch {
+		case err == nil && overtaken:
 			c.forcedChanged(ctx, kind)
+		case err == nil:
+			// A list that began after the notifications held back answers them.
+			c.release(kind, gen0)
 		}
 		c.pubMu.Unlock()
 		if err != nil {
@@ -819,8 +829,15 @@ func (c *connector) lists(kind subjects.Kind) bool {
 }
 
 // notifier publishes a ListChanged event for every notification at once (consumers mark the
-// list stale), then asks the loop to re-list after the debounce.
+// list stale), then asks the loop to re-list after the debounce. A notification that comes
+// while a ListChanged of this connector waits for its answer is held back (none stored for it),
+// until an answer it did not give shows up (answered).
 func (c *connector) notifier(ctx context.Context) {
+	defer func() {
+		c.pubMu.Lock()
+		c.releaseAll()
+		c.pubMu.Unlock()
+	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -829,18 +846,42 @@ func (c *connector) notifier(ctx context.Context) {
 		}
 		c.mu.Lock()
 		var kinds []subjects.Kind
+		gens := map[subjects.Kind]uint64{}
 		for _, k := range c.kinds {
 			if c.changed[k] {
 				kinds = append(kinds, k)
+				gens[k] = c.gen[k]
 			}
 		}
 		clear(c.changed)
 		c.mu.Unlock()
+		// Answers first: a notification handled in this round must not be held back for a
+		// ListChanged that an answer seen live (not stored yet) lifted.
+		for _, k := range c.kinds {
+			c.pubMu.Lock()
+			err := c.answered(ctx, k)
+			c.pubMu.Unlock()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c.log.Error().Err(err).Str("kind", string(k)).Msg("cannot publish list_changed after another connector's answer")
+			}
+		}
 		for _, k := range kinds {
 			c.pubMu.Lock()
 			var err error
-			if st := c.kind(k); !st.needsConfirm() || !c.changedWaits(ctx, k, st.changedSeq) {
+			stored := false
+			st := c.kind(k)
+			if st.needsConfirm() {
+				c.watch(k, st.changedSeq) // before the stream is read: an answer after the read is seen
+			}
+			if !st.needsConfirm() || !c.changedWaits(ctx, k, st.changedSeq) {
 				err = c.publishChanged(ctx, k)
+				stored = err == nil
+			}
+			if !stored {
+				c.holdBack(k, gens[k], st.changedSeq)
 			}
 			c.pubMu.Unlock()
 			if err != nil {
@@ -849,10 +890,17 @@ func (c *connector) notifier(ctx context.Context) {
 				}
 				c.log.Error().Err(err).Str("kind", string(k)).Msg("cannot publish list_changed")
 			} else {
-				c.log.Debug().Str("kind", string(k)).Msg("list_changed")
+				c.log.Debug().Str("kind", string(k)).Bool("stored", stored).Msg("list_changed")
 			}
 		}
-		c.requestRelist(kinds)
+		if len(kinds) > 0 {
+			c.requestRelist(kinds)
+		}
+		if hook := c.m.afterNotified.Load(); hook != nil {
+			for _, k := range kinds {
+				(*hook)(c.sc.Name, k)
+			}
+		}
 	}
 }
 

@@ -70,7 +70,21 @@
 // ListChanged until a Snapshot with a higher stream sequence or a Confirmed that answers it
 // (subjects.Confirmed). Only a list that began after the ListChanged was stored answers it;
 // the connector publishes no further ListChanged while one waits for its answer, as the stream
-// shows it (no Snapshot nor Confirmed of the kind stored after it, whoever stored them). A
+// shows it (no Snapshot nor Confirmed of the kind stored after it, whoever stored them). Such a
+// notification held back (or one whose ListChanged could not be stored) is not forgotten when
+// another connector of the server (another process: a hand-over, a stdio child of its own)
+// answers the waiting ListChanged with a list that began before that notification, its
+// session not having seen the change: while it holds one back, the connector watches the
+// kind's snapshot and confirmed subjects (core NATS), and the first answer it sees there (a
+// Snapshot, or a Confirmed whose afterSeq reaches its waiting ListChanged) makes it store a
+// ListChanged at once and re-list the kind (a re-list already scheduled is not postponed):
+// consumers are fresh only between that answer and the ListChanged, a NATS round trip. One per
+// answer seen: the ListChanged ends the watch, and so does a list of the connector's own that
+// began after the notification, once published; a flood of notifications stores no more. What
+// remains: an answer the watch misses (dropped by the NATS client, a slow consumer; sent while
+// the connection was down; in a cluster, stored before the watch's interest reached the
+// server it was sent to) leaves consumers fresh until the connector's own re-list, the
+// debounce after the notification. A
 // restart reads back the last Confirmed's afterSeq as answered, never past that Confirmed's
 // own sequence. A list that was in flight when a
 // notification arrived is not published (it may predate the change and would look current

@@ -52,6 +52,10 @@ type Manager struct {
 	// beforeClaim, when set, runs before a claim reads the server's last status (a test seam:
 	// it lets a test count the claims that run at once).
 	beforeClaim atomic.Pointer[func(server string)]
+	// afterNotified, when set, runs on a connector's notifier once it has handled a
+	// notification of kind (stored its ListChanged, or not: one waited already): a test seam,
+	// it lets a test order another connector's answer after that.
+	afterNotified atomic.Pointer[func(server string, kind subjects.Kind)]
 
 	mu      sync.Mutex
 	conns   map[string]*connector

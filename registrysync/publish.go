@@ -420,6 +420,7 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 		return err
 	}
 	subject := subjects.RegistryChanged(c.sc.Name, kind)
+	gen := c.generation(kind) // the notifications this ListChanged stands for
 	id := subjects.EncodeToken(c.sc.Name) + "/" + string(kind) + "/changed/" + c.m.id + "/" +
 		strconv.FormatUint(c.m.changedN.Add(1), 10)
 	var ack *jetstream.PubAck
@@ -434,6 +435,7 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 	if err != nil {
 		return err
 	}
+	c.release(kind, gen)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.kstate[kind]

@@ -1,0 +1,129 @@
+package registrysync
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// heldBack is a kind with a notification held back: the connector saw it but stored no
+// ListChanged after it, counting on one of its own that waits for an answer (or its publish
+// failed). Consumers are stale for that waiting ListChanged only until any answer to it: another
+// connector of the server may answer it with a list that began before the held-back
+// notification (its session had not seen the change). So while a notification is held back,
+// the connector watches the kind's snapshot and Confirmed subjects, and an answer it sees there
+// makes it store a ListChanged at once (answered).
+type heldBack struct {
+	gen   uint64 // generation of the latest notification held back
+	after uint64 // the ListChanged that waited: a Confirmed with an afterSeq below it lifts nothing (read by the watch)
+	subs  []*nats.Subscription
+	// seen: the watch saw an answer (set on the NATS client's goroutine; an answer seen by a
+	// watch since ended counts for nothing).
+	seen atomic.Bool
+}
+
+// watch makes sure kind is watched for answers to the ListChanged at changedSeq; the caller
+// holds pubMu and is about to read the stream (changedWaits): an answer stored after that read
+// reaches the watch. Without a NATS connection (tests) nothing is watched: the connector's own
+// re-list answers.
+func (c *connector) watch(kind subjects.Kind, changedSeq uint64) *heldBack {
+	if h := c.held[kind]; h != nil {
+		return h // its after is at most changedSeq: the connector's ListChanged only grow
+	}
+	h := &heldBack{after: changedSeq}
+	c.held[kind] = h
+	if c.m.nc == nil {
+		return h
+	}
+	for _, subject := range []string{subjects.RegistrySnapshot(c.sc.Name, kind), subjects.RegistryConfirmed(c.sc.Name, kind)} {
+		sub, err := c.m.nc.Subscribe(subject, func(msg *nats.Msg) { c.sawAnswer(h, msg) })
+		if err != nil {
+			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot watch for answers to list_changed; the re-list will answer")
+			continue
+		}
+		h.subs = append(h.subs, sub)
+	}
+	return h
+}
+
+// sawAnswer runs on the NATS client's goroutine for a message on a watched subject: a snapshot
+// (whoever stored it, it lifts every ListChanged before it), or a Confirmed whose afterSeq
+// reaches the ListChanged that waited. The notifier stores a ListChanged for the notification
+// held back. Whether the stream already holds the answer does not matter (subscribers get a
+// message a moment before the stream stores it): the answer is on its way.
+func (c *connector) sawAnswer(h *heldBack, msg *nats.Msg) {
+	sub, err := subjects.ParseRegistry(msg.Subject)
+	if err != nil {
+		return
+	}
+	if sub.Event == "confirmed" {
+		ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data)
+		if err != nil || ev.Confirmed == nil || ev.Confirmed.AfterSeq < h.after {
+			return
+		}
+	}
+	h.seen.Store(true)
+	select {
+	case c.changedSig <- struct{}{}:
+	default:
+	}
+}
+
+// holdBack records that the notifications of kind up to gen have no ListChanged stored after
+// them; the caller holds pubMu and called watch.
+func (c *connector) holdBack(kind subjects.Kind, gen uint64, changedSeq uint64) {
+	h := c.watch(kind, changedSeq)
+	h.gen = max(h.gen, gen)
+}
+
+// release forgets the notifications of kind held back up to gen: a ListChanged stored after
+// them, or a list that began after them published, stands for them. The caller holds pubMu.
+func (c *connector) release(kind subjects.Kind, gen uint64) {
+	h := c.held[kind]
+	if h == nil || h.gen > gen {
+		return
+	}
+	delete(c.held, kind)
+	for _, sub := range h.subs {
+		_ = sub.Unsubscribe()
+	}
+}
+
+// releaseAll ends every watch (the connector stops). The caller holds pubMu.
+func (c *connector) releaseAll() {
+	for kind, h := range c.held {
+		delete(c.held, kind)
+		for _, sub := range h.subs {
+			_ = sub.Unsubscribe()
+		}
+	}
+}
+
+// answered stores a ListChanged for the notifications of kind held back, once another
+// connector's answer lifted the one that waited; then the kind is re-listed (a re-list already
+// scheduled is not postponed). Only the first answer seen after a notification was held back
+// stores one: the ListChanged releases it. The caller holds pubMu.
+func (c *connector) answered(ctx context.Context, kind subjects.Kind) error {
+	if h := c.held[kind]; h == nil || h.gen == 0 || !h.seen.Load() {
+		return nil
+	}
+	if err := c.publishChanged(ctx, kind); err != nil {
+		return err
+	}
+	c.log.Debug().Str("kind", string(kind)).Msg("list_changed again: another connector answered the one a notification was held back for")
+	c.mu.Lock()
+	if _, ok := c.pending[kind]; !ok {
+		now := time.Now()
+		c.pending[kind] = pendingRelist{first: now, last: now}
+	}
+	c.mu.Unlock()
+	select {
+	case c.relistSig <- struct{}{}:
+	default:
+	}
+	return nil
+}
