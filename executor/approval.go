@@ -290,6 +290,7 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 		w.settle = e.settler(c, rec, rev)
 	}
 	if rec.Outcome != "" {
+		e.decided(c, true)
 		return e.decidedElsewhere(ctx, c, rec, wait)
 	}
 	// (Since is on the clock of the executor that began the wait: one ahead of this one's never
@@ -298,6 +299,7 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	if !time.Now().Before(deadline) {
 		// Its approval timeout passed while it was handed to another executor: not asked again.
 		if _, ok := w.giveUp(approvalExpired); ok {
+			e.decided(c, true)
 			return e.decidedElsewhere(ctx, c, *w.elsewhere, wait)
 		}
 		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
@@ -330,8 +332,10 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 
 	decide := func(a subjects.Approval) *stop {
 		if w.elsewhere != nil {
+			e.decided(c, true)
 			return e.decidedElsewhere(ctx, c, *w.elsewhere, wait)
 		}
+		e.decided(c, false)
 		return e.approvalDecision(c, a)
 	}
 	timer := time.NewTimer(time.Until(deadline))
@@ -354,6 +358,13 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 			return decide(a)
 		}
 		return &stop{err: errStopping}
+	}
+}
+
+// decided calls the approvalDecided hook, if set (tests).
+func (e *Executor) decided(c *call, elsewhere bool) {
+	if f := e.cfg.hooks.approvalDecided; f != nil {
+		f(c.req.ID, c.delivery, elsewhere)
 	}
 }
 

@@ -62,7 +62,19 @@ func TestApprovalDeadlineKeptAcrossHandBack(t *testing.T) {
 func TestApprovalTwoDeliveriesRunOnce(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
 	hold := holdCreateIssue(t, r)
-	base := Config{AckWait: time.Second, Approve: []string{"ticketing__createIssue"}, Dispatcher: hold, Relister: r.mgr}
+	// How each delivery of the call goes on once its approval wait is decided: with its own
+	// decision, or with the outcome another delivery recorded.
+	type decision struct {
+		delivery  uint64
+		elsewhere bool
+	}
+	decisions := make(chan decision, 4)
+	base := Config{AckWait: time.Second, Approve: []string{"ticketing__createIssue"}, Dispatcher: hold, Relister: r.mgr,
+		hooks: testHooks{approvalDecided: func(id string, delivery uint64, elsewhere bool) {
+			if id == "twice" {
+				decisions <- decision{delivery, elsewhere}
+			}
+		}}}
 	front := base
 	front.NoWorkers = true
 	r.startExecutor(front, r.env.NC)
@@ -100,6 +112,25 @@ func TestApprovalTwoDeliveriesRunOnce(t *testing.T) {
 	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: req.ID, Approve: true, By: "ops"}); err != nil || !rep.OK {
 		t.Fatalf("approve: %+v %v", rep, err)
 	}
+	// Both deliveries got the approval: one goes on with its own decision (and runs the call),
+	// the other with the outcome recorded (it waits for that one's answer; going on as approved
+	// of its own, it found the claim and stored outcome_unknown at once).
+	var own, elsewhere []uint64
+	for range 2 {
+		select {
+		case d := <-decisions:
+			if d.elsewhere {
+				elsewhere = append(elsewhere, d.delivery)
+			} else {
+				own = append(own, d.delivery)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the deliveries did not both decide (own %v, elsewhere %v)", own, elsewhere)
+		}
+	}
+	if len(own) != 1 || len(elsewhere) != 1 {
+		t.Fatalf("deliveries deciding on their own: %v, taking the recorded outcome: %v; want one each", own, elsewhere)
+	}
 	select {
 	case <-hold.held:
 	case <-ctx.Done():
@@ -109,9 +140,6 @@ func TestApprovalTwoDeliveriesRunOnce(t *testing.T) {
 	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: req.ID, Approve: true, By: "ops"}); err == nil && rep.OK {
 		t.Errorf("a second approval of a call approved already was told OK")
 	}
-	// What the other delivery does now (it stored outcome_unknown at once) is done well within
-	// this.
-	time.Sleep(500 * time.Millisecond)
 	hold.letGo()
 
 	res, err := r.client.Await(ctx, "local", req.ID)

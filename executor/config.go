@@ -99,6 +99,22 @@ type Config struct {
 	Log zerolog.Logger
 	// Name tells processes apart in logs and claims; "" → the host name and pid.
 	Name string
+
+	// hooks are called at moments tests wait for; none in production.
+	hooks testHooks
+}
+
+// testHooks are the calls of Config.hooks, each nil when not set.
+type testHooks struct {
+	// approvalDecided: a delivery of call id has the decision its approval wait goes on with:
+	// elsewhere when that is the outcome another delivery of the call recorded
+	// (decidedElsewhere), else this delivery's own.
+	approvalDecided func(id string, delivery uint64, elsewhere bool)
+	// slotBusy: approved call id found a concurrency cap full and waits for a slot
+	// (slotsWhenFree).
+	slotBusy func(id string)
+	// rateClock is the limiter's clock instead of time.Now (which rate window a call counts in).
+	rateClock func() time.Time
 }
 
 // Limits are the executor's rate limits and concurrency caps (the configuration's limits section).

@@ -109,7 +109,13 @@
 //     A validation cut off by its wall-clock backstop keeps its share of those 8 MiB until it
 //     ends (it still references the decoded value), or for a minute at most (see schema.go).
 //  7. approval, for tools annotated destructiveHint: true (policy.Config.ApproveDestructive), policy
-//     rules' approve patterns and Config.Approve: past Config.MaxApprovalWaits calls waiting in this
+//     rules' approve patterns and Config.Approve. First the call's rates of step 8 are taken →
+//     rate_limited with retryAfterMs, nobody asked: an approver was told OK for calls then
+//     refused rate_limited, the decision thrown away. A call that then does not run (denied,
+//     approval_timeout, refused or handed back after) gives its counts back; one that may not
+//     wait (approvalTimeoutMs -1) takes none. A call delivered again takes its rates after approval, in step 8: its first
+//     delivery gave them back, or may still wait (see below), and a refusal stored now would be
+//     the answer of a call that delivery may still run. Past Config.MaxApprovalWaits calls waiting in this
 //     process (a wait holds a worker) → rate_limited; else an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
@@ -138,7 +144,11 @@
 //     died after the decision) takes it, without asking again. When the record cannot be read
 //     or written (logged), the delivery waits and decides alone, as if it were the only one.
 //     Freshness is checked again after approval.
-//  8. limits → rate_limited with retryAfterMs (see below).
+//  8. limits → rate_limited with retryAfterMs (see below). A call approved in step 7 took its
+//     rates then and takes only its concurrency slots here: a full cap is waited for (polled every
+//     250 ms, up to the call's timeout; then rate_limited), not refused at once, as its approver
+//     was told OK; its dispatch has what is left of the timeout; the executor stopping meanwhile
+//     hands the call back.
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
 //     (duplicate: true); without one → outcome_unknown, once the claim's holder is past its
@@ -216,7 +226,9 @@
 // whole calls still inside the sliding window, as if spread evenly) must stay within the limit,
 // else the call subtracts its 1 and is refused with the time until the estimate allows it. A
 // give-back stored before its increment's sequence (a new stream: a NATS restart emptied it) or
-// leaving the counter below 0 is undone. A dispatched call counts whatever its answer. A
+// leaving the counter below 0 is undone. A dispatched call counts whatever its answer. A call
+// that needs approval counts in the window in which it was asked about (step 7), not the one it
+// is dispatched in: approvals come at a human's pace. A
 // Rate{PerSecond, Burst} allows Burst calls per Burst/PerSecond seconds, sliding, which averages
 // PerSecond (up to 2×Burst within one window's span across a window boundary). Concurrency caps are
 // leases in the KV bucket MCPSTREAM_SLOTS: keys scope.key.0 … n−1, read from a

@@ -188,6 +188,9 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 	}
 	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
+	if e.cfg.hooks.rateClock != nil {
+		e.lim.now = e.cfg.hooks.rateClock
+	}
 	e.lim.restore = func(ctx context.Context) error {
 		if _, err := ensureState(ctx, e.js, e.cfg, false); err != nil {
 			e.cfg.Log.Error().Err(err).Msg("limits state gone (NATS restarted?); declaring it again failed")

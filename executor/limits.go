@@ -234,12 +234,46 @@ func (l *limiter) restoreState(ctx context.Context) bool {
 	return true
 }
 
+// acquireRates is the first half of acquire: it counts the call against every rate of lim and
+// returns its increments (given back with giveBack if the call does not run after all), or a
+// refusal or error, having given back every count itself. A call that needs approval takes its
+// rates before it is asked about (see admit), its slots once approved (acquireSlots).
+func (l *limiter) acquireRates(ctx context.Context, lim []scopeLimit) ([]increment, *subjects.Error, error) {
+	counted, refusal, err := l.checkRates(ctx, lim)
+	if err != nil && stateLost(err) && l.restoreState(ctx) {
+		counted, refusal, err = l.checkRates(ctx, lim)
+	}
+	return counted, refusal, err
+}
+
+// acquireSlots is the second half of acquire, for a call whose rates counted already: it takes
+// every concurrency slot of lim and returns the lease, which holds counted (for refund). A
+// refusal or error holds no slot and gives nothing back: counted stays the caller's.
+func (l *limiter) acquireSlots(ctx context.Context, callID string, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
+	ls, refusal, err := l.takeSlots(ctx, callID, lim, counted)
+	if err != nil && stateLost(err) && l.restoreState(ctx) {
+		ls, refusal, err = l.takeSlots(ctx, callID, lim, counted)
+	}
+	return ls, refusal, err
+}
+
 // take is acquire without the restore.
 func (l *limiter) take(ctx context.Context, callID string, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	counted, refusal, err := l.checkRates(ctx, lim)
 	if refusal != nil || err != nil {
 		return nil, refusal, err // checkRates gave its counts back
 	}
+	ls, refusal, err := l.takeSlots(ctx, callID, lim, counted)
+	if ls == nil {
+		l.giveBack(counted)
+	}
+	return ls, refusal, err
+}
+
+// takeSlots takes every concurrency slot of lim for a call that counted counted against the
+// rates: the lease, holding counted, or a refusal or error with no slot held (counted is not
+// given back).
+func (l *limiter) takeSlots(ctx context.Context, callID string, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
 	ls := &lease{l: l, counted: counted}
 	for _, s := range lim {
 		if s.rate.Concurrency <= 0 {
@@ -248,7 +282,6 @@ func (l *limiter) take(ctx context.Context, callID string, lim []scopeLimit) (*l
 		sl, ok, err := l.takeSlot(ctx, s, callID)
 		if err != nil || !ok {
 			ls.release(context.WithoutCancel(ctx))
-			ls.refund()
 			if err != nil {
 				return nil, nil, err
 			}

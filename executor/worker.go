@@ -193,6 +193,21 @@ type call struct {
 	// unchecked says why a result was passed on without checking it against the outputSchema
 	// (for the audit result event).
 	unchecked string
+	// ratesTaken: the call counted against its rates before it was asked to be approved
+	// (admit); counted is what it added, given back if it does not run (giveBackRates) until
+	// its lease holds it (execute).
+	ratesTaken bool
+	counted    []increment
+	// slotWaited is how long the approved call waited for a concurrency slot (slotsWhenFree):
+	// its dispatch has that much less of its timeout.
+	slotWaited time.Duration
+}
+
+// giveBackRates gives back the rate counts c took before its approval and holds still: it does
+// not run (refused, denied, timed out, handed back, or answered from another request).
+func (e *Executor) giveBackRates(c *call) {
+	e.lim.giveBack(c.counted)
+	c.counted = nil
 }
 
 func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
@@ -256,6 +271,7 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	}
 
 	if rerr := e.admit(ctx, c); rerr != nil {
+		e.giveBackRates(c)
 		if errors.Is(rerr.err, errStopping) {
 			return errStopping
 		}
@@ -317,8 +333,9 @@ func refused(code, msg string) *stop {
 }
 
 // admit runs the checks before dispatch, in order: principal, resolve, policy, freshness (then
-// the policy again on the definition it leaves), arguments, approval (then freshness again),
-// limits are taken in execute. The principal and the policy come first: a principal the policy
+// the policy again on the definition it leaves), arguments, rates and approval (then freshness
+// again); limits are taken in execute, only the concurrency slots for a call that took its rates
+// before approval. The principal and the policy come first: a principal the policy
 // does not know, or one that may not call the tool, learns nothing of its state and makes no
 // re-list of its server.
 func (e *Executor) admit(ctx context.Context, c *call) *stop {
@@ -389,6 +406,13 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	// dispatched before (its executor died before recording the result), or a resend while
 	// another request of its id runs. It never runs again whatever an approver decides: it is
 	// answered from its claim (the holder's answer, or outcome_unknown).
+	//
+	// The rates are taken before anyone is asked: an approver was told OK for calls then
+	// refused rate_limited (a human's decision thrown away, the caller to retry and an approver
+	// to approve again). A call that then does not run gives its counts back (see process). A
+	// call delivered again takes them after approval, in execute: its first delivery gave them
+	// back when it handed the call back, or may still wait (heartbeats lost), and a refusal
+	// stored now would be the answer of a call that delivery may still run.
 	if d.NeedsApproval || e.configuredApproval(t) {
 		if done, err := e.answered(ctx, c); done || err != nil {
 			return &stop{err: err, done: done}
@@ -400,6 +424,16 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 				return &stop{err: err}
 			}
 			return &stop{done: true}
+		}
+		if !c.redelivered && c.req.ApprovalTimeoutMs >= 0 { // (-1: refused needs_approval at once)
+			counted, limited, err := e.lim.acquireRates(ctx, e.cfg.Limits.limitsFor(c.tenant, t))
+			if err != nil {
+				return refused(subjects.CodeUnavailable, "limits cannot be checked: "+err.Error())
+			}
+			if limited != nil {
+				return &stop{status: subjects.CallRefused, e: limited}
+			}
+			c.ratesTaken, c.counted = true, counted
 		}
 		if s := e.approval(ctx, c); s != nil {
 			return s
@@ -688,6 +722,7 @@ func (e *Executor) lastDelivery(ctx context.Context, c *call, n uint64) error {
 // execute takes the limits, claims a side-effecting call, dispatches it and answers.
 func (e *Executor) execute(ctx context.Context, c *call) error {
 	t := c.tool
+	defer e.giveBackRates(c) // (counts the lease holds are no longer c's)
 	if !t.retrySafe() {
 		// A resend after the calls stream's de-duplication window of a call answered without
 		// being dispatched (refused, say) has no claim to find: it gets that answer, it does not
@@ -706,7 +741,20 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			return e.answerClaimed(ctx, c)
 		}
 	}
-	ls, limited, err := e.lim.acquire(ctx, c.req.ID, e.cfg.Limits.limitsFor(c.tenant, t))
+	var ls *lease
+	var limited *subjects.Error
+	var err error
+	if c.ratesTaken {
+		ls, limited, err = e.slotsWhenFree(ctx, c, e.cfg.Limits.limitsFor(c.tenant, t))
+		if errors.Is(err, errStopping) {
+			return err
+		}
+	} else {
+		ls, limited, err = e.lim.acquire(ctx, c.req.ID, e.cfg.Limits.limitsFor(c.tenant, t))
+	}
+	if ls != nil {
+		c.counted = nil // the lease's now (refunded when the call does not run)
+	}
 	if err != nil {
 		return e.refuse(ctx, c, subjects.CallRefused, &subjects.Error{Code: subjects.CodeUnavailable, Message: "limits cannot be checked: " + err.Error()})
 	}
@@ -725,7 +773,9 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		ls.release(bg)
 	}()
 
-	timeout := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
+	// (what an approved call waited for a concurrency slot is taken from its timeout: the
+	// caller's wait for the answer allows the timeout once past the approval)
+	timeout := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout) - c.slotWaited
 	if !t.retrySafe() {
 		ok, err := e.claim(ctx, c, timeout)
 		if err != nil {
@@ -815,6 +865,33 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: res.Error.Code, Code: res.Error.Code, Message: res.Error.Message}))
 	}
 	return e.finish(bg, c, res)
+}
+
+// slotsWhenFree takes the concurrency slots of an approved call, whose rates it took before it
+// was asked about: a busy cap is waited for (every concurrencyRetryAfter, up to the call's
+// timeout) rather than refused at once, as its approver was told OK. Past the timeout the
+// refusal is the cap's (rate_limited); the executor stopping hands the call back (errStopping).
+// The dispatch then has what is left of the timeout (c.slotWaited).
+func (e *Executor) slotsWhenFree(ctx context.Context, c *call, lim []scopeLimit) (*lease, *subjects.Error, error) {
+	start := time.Now()
+	until := start.Add(requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout))
+	defer func() { c.slotWaited = time.Since(start) }()
+	for {
+		ls, limited, err := e.lim.acquireSlots(ctx, c.req.ID, lim, c.counted)
+		if err != nil || limited == nil || !time.Now().Add(concurrencyRetryAfter).Before(until) {
+			return ls, limited, err
+		}
+		if f := e.cfg.hooks.slotBusy; f != nil {
+			f(c.req.ID)
+		}
+		select {
+		case <-e.stopping:
+			return nil, nil, errStopping
+		case <-ctx.Done():
+			return nil, nil, errStopping
+		case <-time.After(concurrencyRetryAfter):
+		}
+	}
 }
 
 // maxRetryWait is the backoff's bound before a dispatch is retried (randomised by ±50%, as every

@@ -1,0 +1,141 @@
+package executor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// oneRateWindow is a rate of one call per 10 minutes, and a limiter clock stopped in the middle
+// of its current window: every call of a test counts in that one window, whatever the wall
+// clock does meanwhile.
+func oneRateWindow() (Rate, func() time.Time) {
+	rate := Rate{PerSecond: 1.0 / 600, Burst: 1}
+	_, w := rate.window()
+	at := time.Unix(0, time.Now().UnixNano()/int64(w)*int64(w)+int64(w)/2)
+	return rate, func() time.Time { return at }
+}
+
+// approvalCall calls tool with id in the background and waits until the call is held in
+// needs_approval; its answer comes on the channel.
+func (r *rig) approvalCall(ctx context.Context, id, tool string) <-chan subjects.CallResult {
+	r.t.Helper()
+	done := make(chan subjects.CallResult, 1)
+	go func() {
+		res, err := r.client.Call(ctx, "local", subjects.CallRequest{ID: id, Tool: tool})
+		if err != nil {
+			r.t.Errorf("call %s: %v", id, err)
+		}
+		done <- res
+	}()
+	waitFor(r.t, "needs_approval of "+id, func() bool { return r.approvalWaits(id) > 0 })
+	return done
+}
+
+// TestApprovedCallNotRateLimited: the limits were checked after approval, so an approver was
+// told OK for a call then refused rate_limited (another call had taken the rate meanwhile):
+// the human's decision was thrown away, and the caller had to retry and an approver to approve
+// again. A call that needs approval takes its rates before anyone is asked: once approved it
+// runs, and a call the limits refuse is refused at once, without asking anyone.
+func TestApprovedCallNotRateLimited(t *testing.T) {
+	rate, clock := oneRateWindow()
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(r.managerConfig(Config{Limits: Limits{Tenant: rate}, hooks: testHooks{rateClock: clock}}), r.env.NC)
+	r.waitTool("fixture__wipe")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+
+	done := r.approvalCall(ctx, "gated", "fixture__wipe")
+	// The tenant's one call of the window is the one waiting for approval.
+	if res := r.call("local", "fixture__echo", `{"text":"meanwhile"}`); res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeRateLimited {
+		t.Errorf("a call while the tenant's one call of the window waits for approval: %s %+v, want refused rate_limited", res.Status, res.Error)
+	}
+	rep, err := r.client.Decide(ctx, subjects.Approval{ID: "gated", Approve: true, By: "ops"})
+	if err != nil || !rep.OK {
+		t.Fatalf("approve: %+v %v", rep, err)
+	}
+	if res := <-done; res.Status != subjects.CallOK {
+		t.Errorf("the call its approver was told OK for: %s %+v, want ok", res.Status, res.Error)
+	}
+
+	// The window is used up: a call needing approval is refused now, and nobody is asked.
+	res := r.call("local", "fixture__wipe", `{}`, func(req *subjects.CallRequest) { req.ID, req.ApprovalTimeoutMs = "over", 3000 })
+	if res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeRateLimited || res.Error.RetryAfterMs <= 0 {
+		t.Errorf("a call needing approval past the rate: %s %+v, want refused rate_limited with retryAfterMs", res.Status, res.Error)
+	}
+	if n := r.approvalWaits("over"); n != 0 {
+		t.Errorf("a call the rate refuses was held for approval %d times, want never", n)
+	}
+}
+
+// A call that took its rates before its approval wait and does not run gives them back: denied,
+// or timed out. One refused needs_approval at once (approvalTimeoutMs -1) takes none.
+func TestApprovalNotRunGivesRatesBack(t *testing.T) {
+	rate, clock := oneRateWindow()
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(r.managerConfig(Config{Limits: Limits{Tools: map[string]Rate{"fixture__wipe": rate}}, hooks: testHooks{rateClock: clock}}), r.env.NC)
+	r.waitTool("fixture__wipe")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+
+	done := r.approvalCall(ctx, "denied", "fixture__wipe")
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: "denied", Approve: false}); err != nil || !rep.OK {
+		t.Fatalf("deny: %+v %v", rep, err)
+	}
+	if res := <-done; res.Error == nil || res.Error.Code != subjects.CodeDenied {
+		t.Fatalf("denied call: %s %+v", res.Status, res.Error)
+	}
+	if res := r.call("local", "fixture__wipe", `{}`, func(req *subjects.CallRequest) { req.ApprovalTimeoutMs = 100 }); res.Error == nil || res.Error.Code != subjects.CodeApprovalTimeout {
+		t.Fatalf("call not approved in time: %s %+v, want approval_timeout", res.Status, res.Error)
+	}
+	if res := r.call("local", "fixture__wipe", `{}`, func(req *subjects.CallRequest) { req.ApprovalTimeoutMs = -1 }); res.Error == nil || res.Error.Code != subjects.CodeNeedsApproval {
+		t.Fatalf("call that may not wait: %s %+v, want needs_approval", res.Status, res.Error)
+	}
+
+	// The window's one call is still there.
+	done = r.approvalCall(ctx, "approved", "fixture__wipe")
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: "approved", Approve: true}); err != nil || !rep.OK {
+		t.Fatalf("approve: %+v %v", rep, err)
+	}
+	if res := <-done; res.Status != subjects.CallOK {
+		t.Errorf("the window's one call, after three that did not run: %s %+v, want ok", res.Status, res.Error)
+	}
+}
+
+// An approved call whose concurrency cap is full waits for a slot (at most its timeout) instead
+// of being refused rate_limited at once: its approver was told OK.
+func TestApprovedCallWaitsForSlot(t *testing.T) {
+	limits := Limits{Tools: map[string]Rate{"fixture__wipe": {Concurrency: 1}}}
+	busy := make(chan string, 8)
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(r.managerConfig(Config{Limits: limits, hooks: testHooks{slotBusy: func(id string) { busy <- id }}}), r.env.NC)
+	r.waitTool("fixture__wipe")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	other := newTestLimiter(t, r.env, Config{Limits: limits})
+	held, refusal, err := other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "fixture__wipe", Rate{Concurrency: 1}}})
+	if err != nil || refusal != nil {
+		t.Fatalf("hold the slot: %v %+v", err, refusal)
+	}
+
+	done := r.approvalCall(ctx, "capped", "fixture__wipe")
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: "capped", Approve: true}); err != nil || !rep.OK {
+		t.Fatalf("approve: %+v %v", rep, err)
+	}
+	select {
+	case id := <-busy:
+		if id != "capped" {
+			t.Fatalf("waiting for a slot: %q", id)
+		}
+	case res := <-done:
+		t.Fatalf("the approved call was answered while its cap was full: %s %+v, want it to wait for the slot", res.Status, res.Error)
+	case <-ctx.Done():
+		t.Fatal("the approved call neither waited for a slot nor was answered")
+	}
+	held.release(ctx)
+	if res := <-done; res.Status != subjects.CallOK {
+		t.Errorf("the approved call once the slot was free: %s %+v, want ok", res.Status, res.Error)
+	}
+}
