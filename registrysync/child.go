@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -88,7 +89,12 @@ type child struct {
 	mu         sync.Mutex
 	stderrLast string   // last non-empty stderr line, redacted and truncated
 	stderrTail []string // the last stderrTold lines that tell (see telling), as stderrLast
-	noisy      bool     // plain text seen on stdout
+	// stderrRecent holds the last stderr lines, whatever they say (stack frames too), as
+	// stderrLast: at most stderrRecentLines of them and stderrRecentBytes in all (the last
+	// line is kept whatever its length), for the warning about the child's failure.
+	stderrRecent    []string
+	stderrRecentLen int
+	noisy           bool // plain text seen on stdout
 
 	stopOnce sync.Once
 }
@@ -447,6 +453,13 @@ const (
 	stderrToldBytes = 200
 )
 
+// stderrRecentLines and stderrRecentBytes bound the tail of a child's stderr that the warning
+// about its failure carries (every line, stack frames included, each cut as it is logged).
+const (
+	stderrRecentLines = 20
+	stderrRecentBytes = 4 << 10
+)
+
 // telling reports whether a stderr line may say why a server ended: not a stack frame (an
 // indented line, as node, Python, Java and Go write them) nor node's version trailer
 // ("Node.js v20.11.1", the last line of every uncaught error).
@@ -485,6 +498,13 @@ func (c *child) drainStderr(red redactor, log zerolog.Logger) {
 				}
 				c.stderrTail = append(c.stderrTail, truncate(msg, stderrToldBytes))
 			}
+			c.stderrRecent = append(c.stderrRecent, msg)
+			c.stderrRecentLen += len(msg)
+			for len(c.stderrRecent) > 1 && (len(c.stderrRecent) > stderrRecentLines || c.stderrRecentLen > stderrRecentBytes) {
+				c.stderrRecentLen -= len(c.stderrRecent[0])
+				c.stderrRecent[0] = ""
+				c.stderrRecent = c.stderrRecent[1:]
+			}
 			c.mu.Unlock()
 			log.Debug().Str("stderr", msg).Msg("stdio server")
 		}
@@ -508,16 +528,55 @@ func (c *child) exitReason() string {
 	if c.waitErr != nil {
 		msg += ": " + c.waitErr.Error()
 	}
-	c.mu.Lock()
-	tail := strings.Join(c.stderrTail, " | ")
-	if tail == "" {
-		tail = c.stderrLast
-	}
-	c.mu.Unlock()
-	if tail != "" {
+	if tail := c.toldStderr(); tail != "" {
 		msg += " (stderr: " + tail + ")"
 	}
 	return msg
+}
+
+// toldStderr is the last stderr lines that tell (see telling; the last line if none does),
+// joined by " | ", or "" if the child wrote nothing on stderr.
+func (c *child) toldStderr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.stderrTail) == 0 {
+		return c.stderrLast
+	}
+	return strings.Join(c.stderrTail, " | ")
+}
+
+// recentStderr is a copy of the last stderr lines (see child.stderrRecent).
+func (c *child) recentStderr() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.stderrRecent)
+}
+
+// stderrError is a stdio session's failure with what its child last wrote on stderr: the
+// lines that tell, which its text quotes after err's (told, "" when err's text quotes them
+// already: an exit reason), and the last lines, which the connector's warning carries.
+type stderrError struct {
+	err    error
+	told   string
+	recent []string
+}
+
+func (e *stderrError) Error() string {
+	if e.told == "" {
+		return e.err.Error()
+	}
+	return e.err.Error() + " (stderr: " + e.told + ")"
+}
+
+func (e *stderrError) Unwrap() error { return e.err }
+
+// stderrOf returns the stderr tail err carries (a stdio child's failure), or nil.
+func stderrOf(err error) []string {
+	var se *stderrError
+	if errors.As(err, &se) {
+		return se.recent
+	}
+	return nil
 }
 
 // stop ends the child: close its stdin, wait, SIGTERM its process group, wait, SIGKILL. It

@@ -246,8 +246,12 @@ func (c *connector) loop(ctx context.Context) {
 			wait := bo.NextBackOff()
 			code, reason := subjects.CodeConnectFailed, err.Error()
 			var coded *codedError
+			var se *stderrError
 			if errors.As(err, &coded) {
 				code, reason = coded.code, coded.msg // the handshake's answer was malformed
+				if errors.As(err, &se) && se.told != "" {
+					reason += " (stderr: " + se.told + ")"
+				}
 			}
 			st := c.newStatus(subjects.StatusUnavailable, code, reason)
 			st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
@@ -255,6 +259,7 @@ func (c *connector) loop(ctx context.Context) {
 			if attempt == 1 || attempt%10 == 0 {
 				ev = c.log.Warn()
 			}
+			ev = c.stderrTail(ev, err)
 			ev.Str("reason", st.Reason).Int("attempt", attempt).Dur("retryIn", wait).Msg("connect failed")
 			c.setStatus(ctx, st)
 			c.settle()
@@ -279,11 +284,21 @@ func (c *connector) loop(ctx context.Context) {
 		wait := bo.NextBackOff()
 		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectionLost, err.Error())
 		st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
-		c.log.Warn().Str("reason", st.Reason).Dur("retryIn", wait).Msg("connection lost")
+		c.stderrTail(c.log.Warn(), err).Str("reason", st.Reason).Dur("retryIn", wait).Msg("connection lost")
 		c.setStatus(ctx, st)
 		c.settle()
 		sleepCtx(ctx, wait)
 	}
+}
+
+// stderrTail adds to ev the last stderr lines of the stdio child whose failure err is, if it
+// is one (see stderrError): redacted, control characters replaced, at most stderrRecentLines
+// lines of 300 bytes and about stderrRecentBytes in all.
+func (c *connector) stderrTail(ev *zerolog.Event, err error) *zerolog.Event {
+	if tail := stderrOf(err); len(tail) > 0 {
+		ev = ev.Strs("stderr", tail)
+	}
+	return ev
 }
 
 // maxSkips bounds how many lists in a row are dropped because a notification came meanwhile.

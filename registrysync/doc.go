@@ -246,7 +246,13 @@
 // that tell why, joined by " | " (stack frames, indented lines, and node's "Node.js v20..."
 // trailer are passed over: of an uncaught node error, its message; the last line if none
 // tells); the connector waits up to 250 ms for them after a broken pipe or a closed stdout,
-// which a crash shows first. A child that closes its stdout but runs on can answer nothing:
+// which a crash shows first. A session of a child that runs on fails (a handshake that timed
+// out or was answered badly, a lost connection) with those lines quoted after its reason
+// ("... (stderr: ...)"). The warnings "connect failed" (first attempt and every tenth) and
+// "connection lost" of a stdio server also carry, in their stderr field, the child's last
+// stderr lines whatever they say (stack frames too): at most 20 lines and 4 KiB (the last line
+// kept whatever its size), each redacted, cut to 300 bytes and with control characters and
+// bytes that are not UTF-8 replaced, as the debug lines are. A child that closes its stdout but runs on can answer nothing:
 // its session is lost at once (connection_lost, "the server closed its stdout") and the child
 // stopped (stdin closed, SIGTERM to its process group after 2 s, SIGKILL after 3 s more). A stdout line that is broken JSON (cut short, or holding a NaN as Python's
 // json.dumps writes) fails the tools/call it answers at once with protocol_error ("not valid

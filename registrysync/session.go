@@ -545,15 +545,26 @@ func (s *session) markLost(err error) {
 	})
 }
 
-// childLoss is why a stdio session failed: err, or how the child ended if it did within
-// exitWait. A crash shows first as a broken stdin or a closed stdout, which say nothing of the
-// cause; the exit status and the last stderr lines do ("exit status 1 (stderr: API_KEY is not
-// set)"), and a crash-looping server's status should say them.
+// childLoss is why a stdio session failed: how the child ended if it did within exitWait, or
+// else err with the last stderr lines that tell, as a *stderrError that also holds the child's
+// last stderr lines for the connector's warning. A crash shows first as a broken stdin or a
+// closed stdout, which say nothing of the cause; the exit status and the last stderr lines do
+// ("exit status 1 (stderr: API_KEY is not set)"), and a crash-looping server's status should
+// say them; so do they of a server that runs on but does not answer ("initialize: context
+// deadline exceeded (stderr: Error: UPSTREAM_URL is not set)").
 func (s *session) childLoss(err error) error {
-	if s.child == nil || errors.Is(err, errSessionClosed) || !waitChan(s.child.exited, exitWait) {
+	var se *stderrError
+	if s.child == nil || errors.Is(err, errSessionClosed) || errors.As(err, &se) {
 		return err
 	}
-	return errors.New(s.child.exitReason())
+	if waitChan(s.child.exited, exitWait) {
+		return &stderrError{err: errors.New(s.child.exitReason()), recent: s.child.recentStderr()}
+	}
+	recent := s.child.recentStderr()
+	if len(recent) == 0 {
+		return err
+	}
+	return &stderrError{err: err, told: s.child.toldStderr(), recent: recent}
 }
 
 func (s *session) isLost() bool {
