@@ -151,10 +151,20 @@
 //     hands the call back.
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
-//     (duplicate: true); without one → outcome_unknown, once the claim's holder is past its
-//     deadline when the claim is another request's (a resend after the de-duplication window
-//     while the first still runs waits for the first's answer, also when it is delivered again;
-//     the claim names the calls stream sequence of the request that made it). A claim JetStream
+//     (duplicate: true); without one → outcome_unknown once the claim's holder can no longer
+//     answer: past its deadline (the call's timeout plus AckWait past the claim), or known gone.
+//     Until then the request waits for the holder's answer (its message kept in progress by the
+//     heartbeats, so the wait costs no deliveries): a resend after the de-duplication window
+//     while the first still runs, also when it is delivered again, and a redelivery of the
+//     holder's own request while its first delivery may still run (its heartbeats lost past
+//     AckWait). The claim names the calls stream sequence of the request that made it and the
+//     id of its process's discovery service: a holder is known gone when its delivery ended
+//     without storing an answer (storing it failed, a panic: it marks the claim "left"), when
+//     that service has no responders ($SRV.PING.mcpstream-executor.<id>: its process exited or
+//     its connection closed), or, in its own process, when no worker there runs that request
+//     any more. A
+//     holder that cannot be asked (a ping timing out: a paused process, a stalled connection;
+//     a claim of an earlier version) is waited for until its deadline. A claim JetStream
 //     refuses to store (no room: its storage full, a bound on the bucket) → unavailable at once,
 //     naming the bucket: the call is not run without one, nor delivered again to ask again.
 //  10. dispatch tools/call with a timeout (timeoutMs capped at MaxCallTimeout) → timeout; result
@@ -205,7 +215,13 @@
 // If a worker dies after dispatching a side-effecting call and before storing its answer, the
 // redelivered call finds the claim and answers outcome_unknown: never a second execution, also
 // when its tool was re-listed read-only or idempotent since (a redelivery of any tool looks
-// for a claim: the annotations at dispatch decide).
+// for a claim: the annotations at dispatch decide). At once when the holder is known gone (its
+// process exited or its connection closed, or its delivery ended without an answer: see step
+// 9); a call delivered again while its first delivery may still run (heartbeats lost past
+// AckWait, the holder still reachable or not answering its ping) waits for that delivery's
+// answer until the claim's deadline, kept in progress meanwhile (no delivery is spent):
+// storing outcome_unknown first would make it the call's one answer, and the first delivery's
+// result would never be stored.
 //
 // An answer JetStream has no room for (the server's or the account's storage is full:
 // subjects.OutOfStorage) is not handed back: its worker keeps it and stores it once there is

@@ -56,6 +56,10 @@ type Executor struct {
 	serving  atomic.Int64 // when the workers started (UnixNano): the start of ReconnectGrace
 	ready    atomic.Bool
 	stopping chan struct{} // closed when Run begins to stop
+	// instance is the id of this process's discovery service (micro assigns it, unique), once it
+	// runs: what a claim names as its holder, so that a request finding the claim can tell a
+	// holder that is gone (see holderGone).
+	instance atomic.Pointer[string]
 	execSem  chan struct{}
 	// execWaiting counts each tenant's share of execSem.
 	execWaiting tenantCounts
@@ -261,6 +265,10 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 	}
 	svc := e.startService()
+	if svc != nil {
+		id := svc.Info().ID
+		e.instance.Store(&id)
+	}
 	// Ready means served: a subscription reaches the server asynchronously, and a caller told
 	// "ready" must not get no responders. (A failing flush is not fatal: the subscription is
 	// registered once the connection is back.)
@@ -474,10 +482,16 @@ func (e *Executor) waitAsync(d time.Duration) error {
 // inflight is a call message being handled: kept alive by heartbeats.
 type inflight struct {
 	m          jetstream.Msg
+	seq        uint64 // the message's calls stream sequence (0 if unknown)
 	start      time.Time
 	mu         sync.Mutex
 	lease      *lease
 	dispatched atomic.Bool // tools/call was sent (or may have been): its outcome may be unknown
+	// claiming: this delivery claims, or claimed, its call (see claim): it holds the claim
+	// until it ends. held is the claim it made (under mu): marked Left if it ends without an
+	// answer stored (see leaveClaim).
+	claiming atomic.Bool
+	held     *heldClaim
 }
 
 type flight struct {
@@ -487,6 +501,9 @@ type flight struct {
 
 func (f *flight) add(m jetstream.Msg) *inflight {
 	in := &inflight{m: m, start: time.Now()}
+	if md, err := m.Metadata(); err == nil {
+		in.seq = md.Sequence.Stream
+	}
 	f.mu.Lock()
 	f.items[in] = struct{}{}
 	f.mu.Unlock()
@@ -497,6 +514,19 @@ func (f *flight) remove(in *inflight) {
 	f.mu.Lock()
 	delete(f.items, in)
 	f.mu.Unlock()
+}
+
+// holding reports whether a worker of this process handles a delivery of the calls stream
+// message seq that claimed its call (see claim), other than except.
+func (f *flight) holding(seq uint64, except *inflight) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for in := range f.items {
+		if in != except && in.seq == seq && in.claiming.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 func (in *inflight) setLease(l *lease) {

@@ -64,7 +64,10 @@ const callsPull = "$JS.API.CONSUMER.MSG.NEXT." + subjects.CallsStream + "." + su
 type pullDropper struct {
 	// match, when set, picks the frames to lose instead of the pull requests: a PUB or HPUB
 	// to subject whose payload (its CRLF included) is payload.
-	match   func(subject string, payload []byte) bool
+	match func(subject string, payload []byte) bool
+	// rename, when set, sends a PUB or HPUB frame to another subject while drop is set: to the
+	// one it returns, when it returns true (the frame is not lost).
+	rename  func(subject string) (string, bool)
 	ln      net.Listener
 	drop    atomic.Bool
 	dropped atomic.Int64
@@ -140,6 +143,12 @@ func (p *pullDropper) forward(client, srv net.Conn) {
 			if p.drop.Load() && (p.match == nil && f[1] == callsPull || p.match != nil && p.match(f[1], payload)) {
 				p.dropped.Add(1)
 				continue
+			}
+			if p.rename != nil && p.drop.Load() {
+				if to, ok := p.rename(f[1]); ok {
+					f[1] = to
+					line = []byte(strings.Join(f, " ") + "\r\n")
+				}
 			}
 			frame = append(line, payload...)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/redact"
@@ -95,6 +96,9 @@ func (e *Executor) handle(m jetstream.Msg) {
 	defer e.flight.remove(in)
 	ctx := context.WithValue(context.Background(), inflightKey{}, in)
 	err := e.recoverer(e.process)(ctx, m)
+	if err != nil {
+		e.leaveClaim(in)
+	}
 	e.settle(m, err)
 }
 
@@ -710,9 +714,10 @@ func (e *Executor) lastDelivery(ctx context.Context, c *call, n uint64) error {
 	if claimed, err := e.claimed(ctx, c); err != nil {
 		return fmt.Errorf("%w: %w", errRetry, err)
 	} else if claimed {
-		// Claimed by this request (dispatched, its executor stopped before recording the
-		// result: outcome_unknown), or by another request of the call id that may still run
-		// (this is a resend delivered again while it waited): its answer, waited for.
+		// Claimed by this request (dispatched; an earlier delivery that may still run, or
+		// whose executor stopped before recording the result: outcome_unknown), or by another
+		// request of the call id that may still run (this is a resend delivered again while it
+		// waited): its answer, waited for while its holder may still give it.
 		return e.answerClaimed(ctx, c)
 	}
 	return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal,
@@ -1036,9 +1041,27 @@ func claimKey(tenant, id string) string { return kvToken(tenant) + "." + kvToken
 // until when its answer may come. It reports false when the call was claimed before.
 func (e *Executor) claim(ctx context.Context, c *call, timeout time.Duration) (bool, error) {
 	now := time.Now().UTC()
-	val, _ := json.Marshal(claimValue{Tool: c.tool.Public, Server: c.tool.Server, By: e.cfg.Name, At: now,
-		Until: now.Add(timeout + e.cfg.AckWait), Seq: c.seq})
-	_, err := e.st.claims.Create(ctx, claimKey(c.tenant, c.req.ID), val)
+	cv := claimValue{Tool: c.tool.Public, Server: c.tool.Server, By: e.cfg.Name, At: now,
+		Until: now.Add(timeout + e.cfg.AckWait), Seq: c.seq}
+	if id := e.instance.Load(); id != nil {
+		cv.Instance = *id
+	}
+	val, _ := json.Marshal(cv)
+	in, _ := ctx.Value(inflightKey{}).(*inflight)
+	if in != nil {
+		in.claiming.Store(true) // (before the claim exists: see holderGone)
+	}
+	key := claimKey(c.tenant, c.req.ID)
+	rev, err := e.st.claims.Create(ctx, key, val)
+	if in != nil {
+		if err != nil {
+			in.claiming.Store(false) // not this delivery's claim
+		} else {
+			in.mu.Lock()
+			in.held = &heldClaim{key: key, rev: rev, val: cv}
+			in.mu.Unlock()
+		}
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return false, nil
 	}
@@ -1077,20 +1100,66 @@ type claimValue struct {
 	// AckWait (for storing the answer) past At.
 	Until time.Time `json:"until"`
 	// Seq is the calls stream sequence of the request that claimed: a delivery of that request
-	// again finds its own claim (its worker died); any other is a resend of the call id.
+	// again finds its own claim (its worker died, or its progress heartbeats were lost while it
+	// still runs); any other is a resend of the call id.
 	Seq uint64 `json:"seq,omitempty"`
+	// Instance is the id of the holder's discovery service ($SRV.PING.mcpstream-executor.<id>),
+	// "" when it had none: what tells a holder that is gone (see holderGone).
+	Instance string `json:"instance,omitempty"`
+	// Left says the holder's delivery ended without storing an answer (see leaveClaim): it
+	// gives none.
+	Left bool `json:"left,omitempty"`
+}
+
+// heldClaim is the claim a delivery made: its key, revision and value.
+type heldClaim struct {
+	key string
+	rev uint64
+	val claimValue
+}
+
+// leaveClaimTimeout bounds the update of leaveClaim.
+const leaveClaimTimeout = 2 * time.Second
+
+// leaveClaim marks the claim in's delivery made, if any, Left: the delivery ends without its
+// answer stored (storing it failed, a panic, handed back while stopping), so a delivery of the
+// call waiting for it (see claimedAnswer) stops waiting — its process may live on and answer
+// pings. Best effort: not marked, the waiter waits until the claim's Until.
+func (e *Executor) leaveClaim(in *inflight) {
+	in.mu.Lock()
+	h := in.held
+	in.mu.Unlock()
+	if h == nil {
+		return
+	}
+	h.val.Left = true
+	val, _ := json.Marshal(h.val)
+	ctx, cancel := context.WithTimeout(context.Background(), leaveClaimTimeout)
+	defer cancel()
+	if _, err := e.st.claims.Update(ctx, h.key, val, h.rev); err != nil {
+		e.cfg.Log.Debug().Err(err).Str("claim", h.key).Msg("claim not marked left")
+	}
 }
 
 // claimWaitPoll is how often a request waiting for the answer of its call's claim holder looks
 // for it.
 const claimWaitPoll = 250 * time.Millisecond
 
-// claimedAnswer returns the answer of c's call id, claimed before. A request that finds its own
-// claim (same calls stream sequence) was delivered again: without an answer now, its earlier
-// attempt's worker died. A claim of another request of the same call id (a resend once the
-// calls stream's de-duplication window is past) may still run: its answer is waited for until
-// the claim's Until — also when the resend itself is delivered again (its executor stopped
-// while it waited, say).
+// holderCheckEvery is how often a request waiting for the answer of its call's claim holder
+// asks whether the holder is gone; holderPingTimeout bounds each question.
+const (
+	holderCheckEvery  = time.Second
+	holderPingTimeout = time.Second
+)
+
+// claimedAnswer returns the answer of c's call id, claimed before, waiting for it while the
+// claim's holder may still give it: until the claim's Until, unless the holder is gone
+// (holderGone). That holder is another request of the same call id (a resend once the calls
+// stream's de-duplication window is past, while the first still runs), or an earlier delivery
+// of c's own request (same calls stream sequence): its worker died, or its progress heartbeats
+// were lost past AckWait (a network stall, a paused process) while it still runs — the first
+// answer stored is the call's only one, so outcome_unknown stored now would replace its result.
+// Also when c itself is a resend delivered again (its executor stopped while it waited).
 func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallResult, bool, error) {
 	prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
 	if err != nil || found {
@@ -1102,10 +1171,17 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 	} else if json.Unmarshal(entry.Value(), &cl) != nil {
 		return prev, false, nil
 	}
-	if cl.Seq == c.seq || cl.Seq == 0 && c.redelivered {
-		return prev, false, nil // its own claim (a claim without Seq: told by the delivery count)
+	if cl.Seq == 0 && c.redelivered {
+		return prev, false, nil // its own claim, of an earlier version: not waited for
 	}
+	var check time.Time // when to ask next whether the holder is gone
 	for time.Now().Before(cl.Until) {
+		if !time.Now().Before(check) {
+			if e.holderGone(ctx, c, cl) {
+				break
+			}
+			check = time.Now().Add(holderCheckEvery)
+		}
 		select {
 		case <-e.stopping:
 			return prev, false, errStopping
@@ -1115,7 +1191,37 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 			return prev, found, err
 		}
 	}
-	return prev, false, nil
+	// A last look: the holder may have stored its answer just before it went.
+	return e.lookupResult(ctx, c.tenant, c.req.ID)
+}
+
+// holderGone reports whether the holder of claim cl can no longer answer: its delivery ended
+// without an answer (the claim is marked Left), it was this process and no worker here handles
+// its delivery any more, or its process's discovery service has no responders (the process
+// exited, or its connection closed: a crashed executor's claim is answered outcome_unknown at
+// once, not at its Until). A holder that cannot be asked (a claim without Instance or Seq, a
+// ping that times out: a paused process, a stalled connection, a NATS user without permission
+// to publish the ping) may still answer.
+func (e *Executor) holderGone(ctx context.Context, c *call, cl claimValue) bool {
+	if entry, err := e.st.claims.Get(ctx, claimKey(c.tenant, c.req.ID)); err == nil {
+		var now claimValue
+		if json.Unmarshal(entry.Value(), &now) == nil && now.Left {
+			return true
+		}
+	}
+	if cl.Instance == "" || cl.Seq == 0 {
+		return false
+	}
+	if own := e.instance.Load(); own != nil && *own == cl.Instance {
+		in, _ := ctx.Value(inflightKey{}).(*inflight)
+		return !e.flight.holding(cl.Seq, in)
+	}
+	subj, err := micro.ControlSubject(micro.PingVerb, subjects.ExecutorService, cl.Instance)
+	if err != nil {
+		return false
+	}
+	_, err = e.nc.Request(subj, nil, holderPingTimeout)
+	return errors.Is(err, nats.ErrNoResponders)
 }
 
 func (e *Executor) claimed(ctx context.Context, c *call) (bool, error) {
