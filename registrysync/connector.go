@@ -67,6 +67,9 @@ type connector struct {
 	pending   map[subjects.Kind]pendingRelist // to re-list after the debounce
 	// held are the kinds with a notification held back (heldback.go); under pubMu.
 	held map[subjects.Kind]*heldBack
+	// released is, per kind, the latest generation a stored ListChanged or a published list
+	// stands for (release); under pubMu.
+	released map[subjects.Kind]uint64
 
 	changedSig chan struct{}
 	relistSig  chan struct{}
@@ -118,6 +121,7 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 		relistSig:  make(chan struct{}, 1),
 		requests:   make(chan *relistReq),
 		held:       map[subjects.Kind]*heldBack{},
+		released:   map[subjects.Kind]uint64{},
 	}
 	want := map[string]bool{}
 	for _, k := range sc.Kinds {

@@ -80,7 +80,9 @@
 // ListChanged at once and re-list the kind (a re-list already scheduled is not postponed):
 // consumers are fresh only between that answer and the ListChanged, a NATS round trip. One per
 // answer seen: the ListChanged ends the watch, and so does a list of the connector's own that
-// began after the notification, once published; a flood of notifications stores no more. What
+// began after the notification, once published, and a notification that came before such a
+// ListChanged or list is not held back (an answer to it began after the notification); a
+// flood of notifications stores no more. What
 // remains: an answer the watch misses (dropped by the NATS client, a slow consumer; sent while
 // the connection was down; in a cluster, stored before the watch's interest reached the
 // server it was sent to) leaves consumers fresh until the connector's own re-list, the

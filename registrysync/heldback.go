@@ -74,8 +74,16 @@ func (c *connector) sawAnswer(h *heldBack, msg *nats.Msg) {
 }
 
 // holdBack records that the notifications of kind up to gen have no ListChanged stored after
-// them; the caller holds pubMu and called watch.
+// them; the caller holds pubMu and called watch. Notifications that a ListChanged or a list
+// already stands for (released: say, the one answered stored in the same round of the
+// notifier, or one forcedChanged stored before the notifier got to them) are not held back:
+// an answer to that ListChanged began after them, and held back they would make the connector
+// store another ListChanged for it.
 func (c *connector) holdBack(kind subjects.Kind, gen uint64, changedSeq uint64) {
+	if gen <= c.released[kind] {
+		c.release(kind, gen) // ends the watch the caller started, unless later ones are held
+		return
+	}
 	h := c.watch(kind, changedSeq)
 	h.gen = max(h.gen, gen)
 }
@@ -83,6 +91,7 @@ func (c *connector) holdBack(kind subjects.Kind, gen uint64, changedSeq uint64) 
 // release forgets the notifications of kind held back up to gen: a ListChanged stored after
 // them, or a list that began after them published, stands for them. The caller holds pubMu.
 func (c *connector) release(kind subjects.Kind, gen uint64) {
+	c.released[kind] = max(c.released[kind], gen)
 	h := c.held[kind]
 	if h == nil || h.gen > gen {
 		return
