@@ -139,6 +139,10 @@ type approvalRecord struct {
 	Delivery uint64    `json:"delivery,omitempty"`
 	By       string    `json:"by,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
+	// HandedBack: approved, and handed back by a delivery that never dispatched it (its
+	// executor stopped while it waited for a concurrency slot, see handBackApproved): the next
+	// delivery goes on as approved at once.
+	HandedBack bool `json:"handedBack,omitempty"`
 }
 
 // approvalKey is the claims-bucket key of the approval record of the request at calls stream
@@ -265,16 +269,23 @@ func (w *approvalWait) giveUp(to int32) (subjects.Approval, bool) {
 // subjects.Approvals(tenant, id),
 // the timeout passes, or the executor stops (the call is then handed to another worker). It
 // returns nil when approved. An approver is told OK only if the call takes its decision.
-func (e *Executor) approval(ctx context.Context, c *call) *stop {
+func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 	if c.req.ApprovalTimeoutMs < 0 {
 		return refused(subjects.CodeNeedsApproval, c.tool.Public+" needs approval and the request asked not to wait (approvalTimeoutMs -1)")
 	}
 	wait := requestWait(c.req.ApprovalTimeoutMs, e.cfg.ApprovalTimeout, e.cfg.MaxApprovalTimeout)
 	// A waiting call holds its worker, and workers serve every tenant: past MaxApprovalWaits,
-	// one tenant's pending approvals would stop everyone's calls for up to an hour.
+	// one tenant's pending approvals would stop everyone's calls for up to an hour. An approved
+	// call keeps its place until it has its concurrency slots (it may wait for them: see
+	// slotsWhenFree); any other outcome gives it back now.
 	select {
 	case e.approvalWaits <- struct{}{}:
-		defer func() { <-e.approvalWaits }()
+		c.waitPlace = true
+		defer func() {
+			if s != nil {
+				e.endWait(c)
+			}
+		}()
 	default:
 		s := refused(subjects.CodeRateLimited, fmt.Sprintf("%s needs approval, and %d calls already wait for approval on this executor (its limit, so that calls needing none are served); nothing was run: try again later",
 			c.tool.Public, cap(e.approvalWaits)))
@@ -361,6 +372,15 @@ func (e *Executor) approval(ctx context.Context, c *call) *stop {
 	}
 }
 
+// endWait gives back c's place among the calls waiting in this process (MaxApprovalWaits), if
+// it holds one; once only.
+func (e *Executor) endWait(c *call) {
+	if c.waitPlace {
+		c.waitPlace = false
+		<-e.approvalWaits
+	}
+}
+
 // decided calls the approvalDecided hook, if set (tests).
 func (e *Executor) decided(c *call, elsewhere bool) {
 	if f := e.cfg.hooks.approvalDecided; f != nil {
@@ -384,6 +404,13 @@ func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRe
 		return refused(subjects.CodeDenied, "denied by "+by+why)
 	case outcomeExpired:
 		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
+	}
+	if rec.HandedBack {
+		// No answer comes: the delivery that went on with the approval handed the call back
+		// before dispatching it.
+		e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionApproved,
+			Message: "approved by " + by + why + " (taken by an earlier delivery of the call, which handed it back before running it)"}))
+		return nil
 	}
 	due := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout) + e.cfg.RelistTimeout + e.cfg.AckWait
 	until := minTime(rec.At.Add(due), time.Now().Add(due)) // (At on the deciding executor's clock)
@@ -413,6 +440,33 @@ func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRe
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionApproved,
 		Message: "approved by " + by + why + " (taken by an earlier delivery of the call, which gave no answer)"}))
 	return nil
+}
+
+// handBackApproved marks the approval record of c, approved, as handed back (HandedBack): this
+// delivery went on as approved and hands the call back before dispatching it (its executor
+// stops while it waits for a concurrency slot). The next delivery then goes on at once; without
+// the mark it waited, in decidedElsewhere, for an answer this one never gives (the call's
+// timeout, RelistTimeout and AckWait: past its caller's wait). Not marked (logged), it waits.
+func (e *Executor) handBackApproved(c *call) {
+	ctx, cancel := context.WithTimeout(context.Background(), approvalStore)
+	defer cancel()
+	key := approvalKey(c.tenant, c.req.ID, c.seq)
+	entry, err := e.st.claims.Get(ctx, key)
+	var rec approvalRecord
+	if err == nil {
+		err = json.Unmarshal(entry.Value(), &rec)
+	}
+	if err == nil && rec.Outcome != outcomeApproved {
+		return // (no record of the approval: this delivery decided alone, nobody waits on it)
+	}
+	if err == nil {
+		rec.HandedBack = true
+		val, _ := json.Marshal(rec)
+		_, err = e.st.claims.Update(ctx, key, val, entry.Revision())
+	}
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approved call handed back unmarked: its next delivery waits for an answer first")
+	}
 }
 
 // approvalWaitRetryAfter is the retry-after of a call refused because too many calls wait for

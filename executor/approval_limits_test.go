@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +139,192 @@ func TestApprovedCallWaitsForSlot(t *testing.T) {
 	held.release(ctx)
 	if res := <-done; res.Status != subjects.CallOK {
 		t.Errorf("the approved call once the slot was free: %s %+v, want ok", res.Status, res.Error)
+	}
+}
+
+// An approved call waiting for a concurrency slot holds its worker as a call waiting for
+// approval does: it counts against MaxApprovalWaits. It gave its place back once approved, so
+// approved calls waiting for a full cap (each up to its timeout) and new calls waiting for
+// approval together took every worker, and calls needing none were not served. Now a call
+// needing approval past the bound is refused rate_limited, nobody asked, and a call needing
+// none is served.
+func TestSlotWaitCountsAsApprovalWait(t *testing.T) {
+	limits := Limits{Tools: map[string]Rate{"fixture__wipe": {Concurrency: 1}}}
+	busy := make(chan string, 64)
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	ex := r.startExecutor(r.managerConfig(Config{Workers: 2, Limits: limits, hooks: testHooks{slotBusy: func(id string) {
+		select {
+		case busy <- id:
+		default:
+		}
+	}}}), r.env.NC)
+	r.waitTool("fixture__wipe")
+	if got := cap(ex.approvalWaits); got != 1 {
+		t.Fatalf("MaxApprovalWaits of 2 workers = %d, want 1", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	other := newTestLimiter(t, r.env, Config{Limits: limits})
+	held, refusal, err := other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "fixture__wipe", Rate{Concurrency: 1}}})
+	if err != nil || refusal != nil {
+		t.Fatalf("hold the slot: %v %+v", err, refusal)
+	}
+
+	done := r.approvalCall(ctx, "capped", "fixture__wipe")
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: "capped", Approve: true}); err != nil || !rep.OK {
+		t.Fatalf("approve: %+v %v", rep, err)
+	}
+	select {
+	case <-busy:
+	case <-ctx.Done():
+		t.Fatal("the approved call did not wait for its slot")
+	}
+
+	res := r.call("local", "fixture__wipe", `{}`, func(req *subjects.CallRequest) { req.ID, req.ApprovalTimeoutMs = "second", 2000 })
+	if res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeRateLimited {
+		t.Errorf("a call needing approval while the one place is held by a call waiting for its slot: %s %+v, want refused rate_limited", res.Status, res.Error)
+	}
+	if n := r.approvalWaits("second"); n != 0 {
+		t.Errorf("the call past MaxApprovalWaits was held for approval %d times, want never", n)
+	}
+	if res := r.call("local", "fixture__echo", `{"text":"served"}`); res.Status != subjects.CallOK {
+		t.Errorf("a call needing no approval: %s %+v, want ok", res.Status, res.Error)
+	}
+
+	held.release(ctx)
+	if res := <-done; res.Status != subjects.CallOK {
+		t.Errorf("the approved call once the slot was free: %s %+v, want ok", res.Status, res.Error)
+	}
+	// Its place is given back once it has its slot.
+	done = r.approvalCall(ctx, "third", "fixture__wipe")
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: "third", Approve: false}); err != nil || !rep.OK {
+		t.Fatalf("deny: %+v %v", rep, err)
+	}
+	<-done
+}
+
+// An approved call whose slot comes only once its timeout is used up (its worker stalled, the
+// slot reads slow) is refused rate_limited, nothing sent: it was claimed and dispatched with
+// no time left (a negative timeout), its outcome timeout — a side-effecting call that may
+// have run, where nothing had.
+func TestSlotPastTimeoutNotDispatched(t *testing.T) {
+	const timeout = time.Second
+	limits := Limits{Tools: map[string]Rate{"fixture__wipe": {Concurrency: 1}}}
+	var held *lease
+	var once sync.Once
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(r.managerConfig(Config{Limits: limits, hooks: testHooks{slotBusy: func(id string) {
+		once.Do(func() {
+			time.Sleep(timeout) // the worker stalls for the call's whole timeout (not a synchronisation)
+			held.release(context.Background())
+		})
+	}}}), r.env.NC)
+	r.waitTool("fixture__wipe")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	other := newTestLimiter(t, r.env, Config{Limits: limits})
+	var refusal *subjects.Error
+	var err error
+	held, refusal, err = other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "fixture__wipe", Rate{Concurrency: 1}}})
+	if err != nil || refusal != nil {
+		t.Fatalf("hold the slot: %v %+v", err, refusal)
+	}
+
+	done := make(chan subjects.CallResult, 1)
+	go func() {
+		res, err := r.client.Call(ctx, "local", subjects.CallRequest{ID: "late", Tool: "fixture__wipe", TimeoutMs: timeout.Milliseconds()})
+		if err != nil {
+			t.Errorf("call: %v", err)
+		}
+		done <- res
+	}()
+	waitFor(t, "needs_approval of late", func() bool { return r.approvalWaits("late") > 0 })
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: "late", Approve: true}); err != nil || !rep.OK {
+		t.Fatalf("approve: %+v %v", rep, err)
+	}
+	res := <-done
+	if res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeRateLimited {
+		t.Errorf("an approved call whose slot came past its timeout: %s %+v, want refused rate_limited", res.Status, res.Error)
+	}
+	for _, ev := range r.auditEvents("local", "late") {
+		if ev.Decision == "dispatch" {
+			t.Errorf("dispatched with no time left: %+v", ev)
+		}
+	}
+}
+
+// An approved call waiting for a concurrency slot when its executor stops is handed back, and
+// the approval record says so: the next delivery goes on as approved at once. It found the
+// record approved by the delivery that handed it back and waited, as for a delivery that died
+// before its answer, the call's timeout, RelistTimeout and AckWait for an answer that never
+// came — past what its caller waits for.
+func TestApprovedSlotWaitHandedBack(t *testing.T) {
+	limits := Limits{Tools: map[string]Rate{"fixture__wipe": {Concurrency: 1}}}
+	busy := make(chan string, 64)
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(Config{NoWorkers: true}, r.env.NC)
+	a, err := New(r.env.Connect(t), r.managerConfig(Config{Workers: 1, FrontEnd: new(bool), Limits: limits, Log: testLogger(t),
+		hooks: testHooks{slotBusy: func(id string) {
+			select {
+			case busy <- id:
+			default:
+			}
+		}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, astop := context.WithCancel(context.Background())
+	adone := make(chan error, 1)
+	go func() { adone <- a.Run(actx) }()
+	defer func() { astop(); <-adone }()
+	waitFor(t, "executor A ready", a.Ready)
+	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	other := newTestLimiter(t, r.env, Config{Limits: limits})
+	held, refusal, err := other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "fixture__wipe", Rate{Concurrency: 1}}})
+	if err != nil || refusal != nil {
+		t.Fatalf("hold the slot: %v %+v", err, refusal)
+	}
+
+	id := NewCallID()
+	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "fixture__wipe", TimeoutMs: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(id) > 0 })
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: id, Approve: true, By: "ops"}); err != nil || !rep.OK {
+		t.Fatalf("approve: %+v %v", rep, err)
+	}
+	select {
+	case <-busy:
+	case <-ctx.Done():
+		t.Fatal("the approved call did not wait for its slot")
+	}
+	astop() // hands the call back
+	if err := <-adone; err != nil {
+		t.Errorf("executor A: %v", err)
+	}
+	adone <- nil
+	held.release(ctx)
+
+	r.startExecutor(r.managerConfig(Config{AckWait: time.Second, FrontEnd: new(bool), Limits: limits}), r.env.Connect(t))
+	res, err := r.client.Await(ctx, "local", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != subjects.CallOK {
+		t.Errorf("the approved call handed back: %s %+v, want ok", res.Status, res.Error)
+	}
+	took := false
+	for _, ev := range r.auditEvents("local", id) {
+		if ev.Decision == subjects.DecisionApproved && strings.Contains(ev.Message, "handed it back") {
+			took = true
+		}
+	}
+	if !took {
+		t.Errorf("the next delivery did not go on at once with the approval handed back: %+v", r.auditEvents("local", id))
+	}
+	if n := r.approvalWaits(id); n != 1 {
+		t.Errorf("held for approval %d times, want once", n)
 	}
 }

@@ -44,9 +44,9 @@ type Config struct {
 	ApprovalTimeout time.Duration
 	// MaxApprovalTimeout caps a request's approvalTimeoutMs; 0 → 1 hour.
 	MaxApprovalTimeout time.Duration
-	// MaxApprovalWaits caps the calls of this process waiting for approval at once: each holds
-	// a worker while it waits (up to MaxApprovalTimeout), and workers are shared by every
-	// tenant. A call that needs approval past it is refused rate_limited. 0 → Workers/2 (at
+	// MaxApprovalWaits caps the calls of this process waiting for approval at once, or, approved,
+	// for a concurrency slot: each holds a worker while it waits (up to MaxApprovalTimeout, then
+	// its timeout), and workers are shared by every tenant. A call that needs approval past it is refused rate_limited. 0 → Workers/2 (at
 	// least 1), so that at least half the workers serve calls that need none.
 	MaxApprovalWaits int
 	// AckWait is the consumer's ack wait: how long after a crashed worker a call is redelivered.

@@ -116,7 +116,8 @@
 //     wait (approvalTimeoutMs -1) takes none. A call delivered again takes its rates after approval, in step 8: its first
 //     delivery gave them back, or may still wait (see below), and a refusal stored now would be
 //     the answer of a call that delivery may still run. Past Config.MaxApprovalWaits calls waiting in this
-//     process (a wait holds a worker) → rate_limited; else an audit.decision needs_approval event, then a wait
+//     process (a wait holds a worker; an approved call waiting for a concurrency slot, step 8,
+//     still counts) → rate_limited; else an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
 //     must hold "approve" (true or false): one without it is answered bad_request and decides
@@ -146,9 +147,10 @@
 //     Freshness is checked again after approval.
 //  8. limits → rate_limited with retryAfterMs (see below). A call approved in step 7 took its
 //     rates then and takes only its concurrency slots here: a full cap is waited for (polled every
-//     250 ms, up to the call's timeout; then rate_limited), not refused at once, as its approver
-//     was told OK; its dispatch has what is left of the timeout; the executor stopping meanwhile
-//     hands the call back.
+//     250 ms, up to the call's timeout; then rate_limited, also when the slot comes with none of
+//     the timeout left), not refused at once, as its approver was told OK; its dispatch has what
+//     is left of the timeout; the executor stopping meanwhile hands the call back, its approval
+//     record marked so that the next delivery goes on as approved at once (no answer to wait for).
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
 //     (duplicate: true); without one → outcome_unknown once the claim's holder can no longer

@@ -205,6 +205,10 @@ type call struct {
 	// slotWaited is how long the approved call waited for a concurrency slot (slotsWhenFree):
 	// its dispatch has that much less of its timeout.
 	slotWaited time.Duration
+	// waitPlace: the call holds a place among the calls waiting in this process
+	// (Config.MaxApprovalWaits), from its approval wait until it has its concurrency slots;
+	// given back with endWait.
+	waitPlace bool
 }
 
 // giveBackRates gives back the rate counts c took before its approval and holds still: it does
@@ -246,6 +250,8 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	}
 	req, bad := decodeCall(m.Data())
 	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m), redelivered: md.NumDelivered > 1, seq: md.Sequence.Stream, delivery: md.NumDelivered}
+	defer e.giveBackRates(c) // (whatever ends the call, a panic included: each only once)
+	defer e.endWait(c)
 	if bad != nil {
 		args, n, trunc := e.audit.payload(m.Data())
 		e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))
@@ -276,6 +282,7 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 
 	if rerr := e.admit(ctx, c); rerr != nil {
 		e.giveBackRates(c)
+		e.endWait(c)
 		if errors.Is(rerr.err, errStopping) {
 			return errStopping
 		}
@@ -757,6 +764,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	} else {
 		ls, limited, err = e.lim.acquire(ctx, c.req.ID, e.cfg.Limits.limitsFor(c.tenant, t))
 	}
+	e.endWait(c) // no longer waiting: it has its slots, or will not run
 	if ls != nil {
 		c.counted = nil // the lease's now (refunded when the call does not run)
 	}
@@ -875,27 +883,42 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 // slotsWhenFree takes the concurrency slots of an approved call, whose rates it took before it
 // was asked about: a busy cap is waited for (every concurrencyRetryAfter, up to the call's
 // timeout) rather than refused at once, as its approver was told OK. Past the timeout the
-// refusal is the cap's (rate_limited); the executor stopping hands the call back (errStopping).
-// The dispatch then has what is left of the timeout (c.slotWaited).
+// refusal is the cap's (rate_limited), as when the slot comes with none of the timeout left; the
+// executor stopping hands the call back (errStopping), its approval record marked so that the
+// next delivery goes on as approved at once (handBackApproved). The dispatch then has what is
+// left of the timeout (c.slotWaited).
 func (e *Executor) slotsWhenFree(ctx context.Context, c *call, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	start := time.Now()
-	until := start.Add(requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout))
-	defer func() { c.slotWaited = time.Since(start) }()
+	timeout := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
+	until := start.Add(timeout)
 	for {
 		ls, limited, err := e.lim.acquireSlots(ctx, c.req.ID, lim, c.counted)
-		if err != nil || limited == nil || !time.Now().Add(concurrencyRetryAfter).Before(until) {
-			return ls, limited, err
+		if ls != nil {
+			c.slotWaited = time.Since(start)
+			if c.slotWaited >= timeout {
+				// The slot came with none of the timeout left (the poll or the slot reads ran
+				// late): not claimed and dispatched with no time (a timeout, a side effect's
+				// outcome unknown), refused as if no slot had come.
+				ls.release(context.WithoutCancel(ctx))
+				return nil, &subjects.Error{Code: subjects.CodeRateLimited, RetryAfterMs: concurrencyRetryAfter.Milliseconds(),
+					Message: fmt.Sprintf("no concurrency slot for %s within its timeout (%s)", c.tool.Public, timeout)}, nil
+			}
+			return ls, nil, nil
+		}
+		if err != nil || !time.Now().Add(concurrencyRetryAfter).Before(until) {
+			return nil, limited, err
 		}
 		if f := e.cfg.hooks.slotBusy; f != nil {
 			f(c.req.ID)
 		}
 		select {
 		case <-e.stopping:
-			return nil, nil, errStopping
 		case <-ctx.Done():
-			return nil, nil, errStopping
 		case <-time.After(concurrencyRetryAfter):
+			continue
 		}
+		e.handBackApproved(c) // (its next delivery goes on as approved at once)
+		return nil, nil, errStopping
 	}
 }
 
