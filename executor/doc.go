@@ -163,7 +163,8 @@
 //     id of its process's discovery service: a holder is known gone when its delivery ended
 //     without storing an answer (storing it failed, a panic: it marks the claim "left"), when
 //     that service has no responders ($SRV.PING.mcpstream-executor.<id>: its process exited or
-//     its connection closed), or, in its own process, when no worker there runs that request
+//     its connection closed; a stopping executor keeps it until its calls end or StopGrace
+//     cuts them), or, in its own process, when no worker there runs that request
 //     any more. A
 //     holder that cannot be asked (a ping timing out: a paused process, a stalled connection;
 //     a claim of an earlier version) is waited for until its deadline. A claim JetStream

@@ -266,8 +266,17 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	svc := e.startService()
 	if svc != nil {
+		// Claims name the instance only once it answers its own ping: a NATS user that may
+		// not subscribe to $SRV.> gets a service that never answers, and a holder whose pings
+		// get no responders is taken for gone (holderGone).
 		id := svc.Info().ID
-		e.instance.Store(&id)
+		if subj, err := micro.ControlSubject(micro.PingVerb, subjects.ExecutorService, id); err == nil {
+			if _, err := e.nc.Request(subj, nil, holderPingTimeout); err == nil {
+				e.instance.Store(&id)
+			} else {
+				e.cfg.Log.Warn().Err(err).Str("subject", subj).Msg("executor discovery service does not answer its ping: claims will not name this process, and calls waiting on its claims wait for their deadline")
+			}
+		}
 	}
 	// Ready means served: a subscription reaches the server asynchronously, and a caller told
 	// "ready" must not get no responders. (A failing flush is not fatal: the subscription is
@@ -282,11 +291,6 @@ func (e *Executor) Run(ctx context.Context) error {
 	<-ctx.Done()
 	e.ready.Store(false)
 	close(e.stopping)
-	if svc != nil {
-		if err := svc.Stop(); err != nil {
-			e.cfg.Log.Debug().Err(err).Msg("stop executor discovery service")
-		}
-	}
 	if execSub != nil {
 		execSub.Unsubscribe()
 	}
@@ -306,6 +310,15 @@ func (e *Executor) Run(ctx context.Context) error {
 		} else {
 			// No call was cut: the consumer's drain did not finish (NATS away, say).
 			e.cfg.Log.Warn().Dur("grace", e.cfg.StopGrace).Msg("stopping before the calls consumer drained (no call in flight)")
+		}
+	}
+	// The discovery service is stopped once the calls are done (or cut at StopGrace): until
+	// then its instance answers the pings of requests waiting for a claim one of them holds
+	// (see holderGone), which would take a stopped service for a holder gone and answer
+	// outcome_unknown while the call still runs.
+	if svc != nil {
+		if err := svc.Stop(); err != nil {
+			e.cfg.Log.Debug().Err(err).Msg("stop executor discovery service")
 		}
 	}
 	if err := e.waitAsync(5 * time.Second); err != nil {

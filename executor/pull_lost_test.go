@@ -67,7 +67,10 @@ type pullDropper struct {
 	match func(subject string, payload []byte) bool
 	// rename, when set, sends a PUB or HPUB frame to another subject while drop is set: to the
 	// one it returns, when it returns true (the frame is not lost).
-	rename  func(subject string) (string, bool)
+	rename func(subject string) (string, bool)
+	// dropSub, when set, loses the client's SUB frames to the subjects it picks while drop is
+	// set (a NATS user that may not subscribe to them, as far as the client can tell).
+	dropSub func(subject string) bool
 	ln      net.Listener
 	drop    atomic.Bool
 	dropped atomic.Int64
@@ -131,6 +134,10 @@ func (p *pullDropper) forward(client, srv net.Conn) {
 		}
 		frame := line
 		f := strings.Fields(string(line))
+		if len(f) > 1 && strings.EqualFold(f[0], "SUB") && p.dropSub != nil && p.drop.Load() && p.dropSub(f[1]) {
+			p.dropped.Add(1)
+			continue
+		}
 		if len(f) > 0 && (strings.EqualFold(f[0], "PUB") || strings.EqualFold(f[0], "HPUB")) {
 			size, err := strconv.Atoi(f[len(f)-1])
 			if err != nil {

@@ -210,3 +210,100 @@ func TestRedeliveryAfterHolderLeft(t *testing.T) {
 		t.Errorf("%d tickets, want 1", n)
 	}
 }
+
+// TestResendWhileHolderStops: the executor running a side-effecting call is told to stop; it
+// lets the call finish (StopGrace) and stores its answer. A resend of the call id once the
+// calls stream's de-duplication window is past, taken meanwhile by another executor, waits for
+// that answer. The stopping executor stopped its discovery service first: the resend's ping
+// found no responders, took the holder for gone and stored outcome_unknown, and the call's real
+// result (it ran, once) was refused.
+func TestResendWhileHolderStops(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
+	hold := holdCreateIssue(t, r)
+
+	ca := Config{Dispatcher: hold, Relister: r.mgr, Workers: 1, FrontEnd: new(bool), StopGrace: waitLimit}
+	ca.Log = testLogger(t).With().Str("role", "executor A").Logger()
+	a, err := New(r.env.Connect(t), ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, stopA := context.WithCancel(context.Background())
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Run(actx) }()
+	t.Cleanup(func() {
+		stopA()
+		hold.letGo()
+		select {
+		case <-aDone:
+		case <-time.After(waitLimit):
+			t.Errorf("executor A did not stop")
+		}
+	})
+	waitFor(t, "executor A ready with the tool", func() bool { return a.Ready() && a.reg.lookup("ticketing__createIssue") != nil })
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	r.shortenDedup(ctx, time.Second, subjects.CallsStream)
+	req := subjects.CallRequest{ID: "holder-stops", Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Once","body":"b","priority":"low"}`)}
+	r.submitHeld(ctx, hold, req)
+
+	cb := Config{Dispatcher: hold, Relister: r.mgr, Workers: 1, FrontEnd: new(bool)}
+	b := r.startExecutor(cb, r.env.Connect(t))
+	r.waitTool("ticketing__createIssue")
+
+	stopA() // A stops: its worker still runs the call, within StopGrace
+	waitFor(t, "executor A stopping", func() bool { return !a.Ready() })
+	waitFor(t, "the resend past the de-duplication window", func() bool {
+		_, dup, err := r.client.Submit(ctx, "local", req)
+		return err == nil && !dup
+	})
+	waitFor(t, "the resend taken by executor B", func() bool { return b.Stats().Handled >= 1 })
+	// What the resend does now (it stored outcome_unknown at once) is done well within this.
+	wctx, wcancel := context.WithTimeout(ctx, time.Second)
+	early, err := r.client.Await(wctx, "local", req.ID)
+	wcancel()
+	if err == nil {
+		t.Errorf("answered %s %+v while the holder still runs", early.Status, early.Error)
+	}
+	hold.letGo()
+
+	res, err := r.client.Await(ctx, "local", req.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != subjects.CallOK {
+		t.Errorf("the call's answer is %s %+v, want the first request's ok", res.Status, res.Error)
+	}
+	if n := r.ticketCount(); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
+// TestClaimsNameOnlyAPingableInstance: an executor whose discovery service never answers (its
+// NATS user may not subscribe to $SRV.>: micro keeps the service, only reporting the error)
+// would name in its claims an instance whose pings get no responders while it lives, and a
+// request waiting on such a claim would take the holder for gone (outcome_unknown while the
+// call runs). Claims name the instance only once it answers its own ping.
+func TestClaimsNameOnlyAPingableInstance(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
+	px := startDropper(t, strings.TrimPrefix(r.env.URL, "nats://"), func(string, []byte) bool { return false })
+	px.dropSub = func(subject string) bool { return strings.HasPrefix(subject, "$SRV.") }
+	px.drop.Store(true)
+	nc, err := nats.Connect("nats://" + px.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	deaf := r.startExecutor(Config{Dispatcher: r.mgr, Relister: r.mgr}, nc)
+	heard := r.startExecutor(Config{Dispatcher: r.mgr, Relister: r.mgr, FrontEnd: new(bool)}, r.env.Connect(t))
+	waitFor(t, "both executors ready", func() bool { return deaf.Ready() && heard.Ready() })
+	if px.dropped.Load() == 0 {
+		t.Fatal("the proxy lost no $SRV subscription: the test does not test")
+	}
+	if id := deaf.instance.Load(); id != nil {
+		t.Errorf("an executor whose service does not answer names instance %q in its claims", *id)
+	}
+	if heard.instance.Load() == nil {
+		t.Error("an executor whose service answers names no instance in its claims")
+	}
+}
