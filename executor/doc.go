@@ -139,8 +139,10 @@
 //     AckWait: JetStream delivered the call again) both get an approval, and only the first
 //     outcome recorded counts: the other delivery takes it — denied or approval_timeout alike,
 //     approved by waiting for the answer of the delivery that took it (the call's timeout,
-//     RelistTimeout and AckWait past the decision), then going on as approved (the claim keeps a
-//     side-effecting call from running twice) — and its approver is told OK only when the
+//     RelistTimeout and AckWait past the decision; once the call is claimed, the claim's
+//     answer as in step 9, so a holder that left its claim or is gone is not waited for), then
+//     going on as approved (the claim keeps a side-effecting call from running twice) — and its
+//     approver is told OK only when the
 //     approval was that very decision. A delivery that finds an outcome recorded (an executor
 //     died after the decision) takes it, without asking again. When the record cannot be read
 //     or written (logged), the delivery waits and decides alone, as if it were the only one.
@@ -151,6 +153,8 @@
 //     the timeout left), not refused at once, as its approver was told OK; its dispatch has what
 //     is left of the timeout; the executor stopping meanwhile hands the call back, its approval
 //     record marked so that the next delivery goes on as approved at once (no answer to wait for).
+//     A call delivered again that goes on approved (an earlier delivery took the approval) takes
+//     its rates here (rate_limited at once), then waits for its slots as its first delivery did.
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
 //     (duplicate: true); without one → outcome_unknown once the claim's holder can no longer

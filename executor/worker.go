@@ -202,6 +202,9 @@ type call struct {
 	// its lease holds it (execute).
 	ratesTaken bool
 	counted    []increment
+	// approved: the call needed approval and goes on approved (its own decision, or one an
+	// earlier delivery took): a busy concurrency cap is waited for (slotsWhenFree).
+	approved bool
 	// slotWaited is how long the approved call waited for a concurrency slot (slotsWhenFree):
 	// its dispatch has that much less of its timeout.
 	slotWaited time.Duration
@@ -449,6 +452,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		if s := e.approval(ctx, c); s != nil {
 			return s
 		}
+		c.approved = true
 		nv, nt, s := e.fresh(ctx, t)
 		if s != nil {
 			return s
@@ -756,13 +760,25 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 	var ls *lease
 	var limited *subjects.Error
 	var err error
-	if c.ratesTaken {
-		ls, limited, err = e.slotsWhenFree(ctx, c, e.cfg.Limits.limitsFor(c.tenant, t))
+	lim := e.cfg.Limits.limitsFor(c.tenant, t)
+	if c.approved && !c.ratesTaken {
+		// Approved, delivered again (an earlier delivery took the approval and handed the call
+		// back, or died before dispatching it): its rates now, then its slots waited for as
+		// its first delivery waited — refused at once, its approver's OK was thrown away.
+		var counted []increment
+		if counted, limited, err = e.lim.acquireRates(ctx, lim); err == nil && limited == nil {
+			c.ratesTaken, c.counted = true, counted
+		}
+	}
+	switch {
+	case err != nil || limited != nil:
+	case c.ratesTaken:
+		ls, limited, err = e.slotsWhenFree(ctx, c, lim)
 		if errors.Is(err, errStopping) {
 			return err
 		}
-	} else {
-		ls, limited, err = e.lim.acquire(ctx, c.req.ID, e.cfg.Limits.limitsFor(c.tenant, t))
+	default:
+		ls, limited, err = e.lim.acquire(ctx, c.req.ID, lim)
 	}
 	e.endWait(c) // no longer waiting: it has its slots, or will not run
 	if ls != nil {
