@@ -116,11 +116,21 @@ type base struct {
 	// meta is the _meta of the last tools/list mcp-go sent: on 2026-07-28 the protocol version,
 	// client identity and capabilities it declares on every request (fastCall reuses it).
 	meta atomic.Pointer[json.RawMessage]
+	// retries numbers the server/discover requests sent again (discover.go).
+	retries atomic.Uint64
 }
 
 func (t *base) Start(ctx context.Context) error { return t.inner.Start(ctx) }
 
 func (t *base) SendRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	if req.Method == string(mcp.MethodServerDiscover) {
+		return t.discover(ctx, req) // (discover.go)
+	}
+	return t.send(ctx, req)
+}
+
+// send forwards one request.
+func (t *base) send(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	if fields, ok := req.Params.(map[string]json.RawMessage); ok && req.Method == string(mcp.MethodToolsList) {
 		if m, ok := fields["_meta"]; ok && len(m) > 0 {
 			m = append(json.RawMessage(nil), m...)

@@ -213,7 +213,11 @@
 // # Notifications per protocol and transport
 //
 // The client first probes server/discover (2026-07-28) and falls back to initialize, unless
-// ServerConfig.ProtocolVersion pins a version. On 2026-07-28 nothing is pushed until the client
+// ServerConfig.ProtocolVersion pins a version. A discover result whose supportedVersions does not
+// list the version asked for (a legacy server answering every unknown method with an empty
+// result) is read as the -32022 such a server would send, so mcp-go asks again at a version it
+// listed or initializes; a -32022 that lists the version asked for is asked again once, rather
+// than falling back to a handshake a 2026-07-28 server refuses (discover.go). On 2026-07-28 nothing is pushed until the client
 // opts in: the connector keeps a subscriptions/listen stream open for the list_changed kinds the
 // server declares, waits for its acknowledgement before the first list, and re-lists everything
 // whenever the stream has to be reopened. On legacy stdio and SSE notifications arrive by

@@ -23,11 +23,39 @@ func NPMServer(t testing.TB, pkg string) string {
 		_, err = exec.LookPath("node")
 	}
 	if err != nil {
-		msg := "real MCP server " + pkg + " unavailable (" + err.Error() + "); run `npm ci --prefix testdeps` (Node.js 20+)"
-		if os.Getenv("CI") != "" || os.Getenv("MCPSTREAM_TEST_STRICT") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		missing(t, "real MCP server "+pkg+" unavailable ("+err.Error()+"); run `npm ci --prefix testdeps` (Node.js 20+)")
 	}
 	return entry
+}
+
+// Conformance returns the node binary (22, pinned: the npm package node) and the entry point of
+// the official MCP conformance suite (@modelcontextprotocol/conformance, which needs Node.js 22),
+// to run as `node CLI client --command ... --scenario ...`. When either is missing it fails the
+// test or skips it as NPMServer does.
+func Conformance(t testing.TB) (node, cli string) {
+	t.Helper()
+	_, self, _, ok := runtime.Caller(0)
+	modules := filepath.Join(filepath.Dir(self), "node_modules")
+	node = filepath.Join(modules, ".bin", "node")
+	cli = filepath.Join(modules, "@modelcontextprotocol", "conformance", "dist", "index.js")
+	var err error
+	if !ok {
+		err = os.ErrNotExist
+	} else if _, err = os.Stat(cli); err == nil {
+		_, err = exec.LookPath(node)
+	}
+	if err != nil {
+		missing(t, "MCP conformance suite unavailable ("+err.Error()+"); run `npm ci --prefix testdeps`")
+	}
+	return node, cli
+}
+
+// missing fails the test in CI and under scripts/test (CI or MCPSTREAM_TEST_STRICT set: they
+// install testdeps, so an absence is a failure) and skips it elsewhere.
+func missing(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") != "" || os.Getenv("MCPSTREAM_TEST_STRICT") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }

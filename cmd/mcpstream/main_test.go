@@ -18,6 +18,10 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 const envTestMain = "MCPSTREAM_TEST_MAIN"
 
 func TestMain(m *testing.M) {
+	// The client under test of an MCP conformance scenario (conformance_test.go).
+	if call, ok := os.LookupEnv(envConformanceClient); ok {
+		os.Exit(conformanceClient(os.Args[1:], call))
+	}
 	// A child started by a test acts as mcpstream, never as the test suite: by the environment
 	// variable, or — since registrysync gives stdio children a minimal environment — by its first
 	// argument, which `go test` never makes a non-flag. Without this a demo server child would run

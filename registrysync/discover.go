@@ -1,0 +1,98 @@
+package registrysync
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// mcp-go's client opens a connection with server/discover at 2026-07-28, and falls back to the
+// initialize handshake (2025-11-25 and before) when that fails. Two of its decisions are wrong
+// for real servers, and are corrected here, on the answer to server/discover, whatever the
+// transport:
+//
+//   - It takes any result for a modern server, whatever the result says. A legacy server that
+//     answers every method it does not know with an empty result (the conformance suite's mock
+//     servers do; so do lax hand-written ones) was then sent 2026-07-28 requests and never
+//     initialized. A result whose supportedVersions does not list the version asked for is
+//     turned into the error such a server would send (-32022, unsupported protocol version,
+//     listing the versions it named): mcp-go then asks again at a version the server listed, if
+//     it knows one, or falls back to initialize — for a server that listed none, the legacy
+//     server it is.
+//   - A server that refuses the version asked for (-32022) while listing it as supported (a
+//     deployment whose replicas are being upgraded, say) made mcp-go fall back to initialize,
+//     which a 2026-07-28 server refuses: the connection failed once, after sending a legacy
+//     handshake without MCP-Protocol-Version or _meta. It is asked again once, with a new id,
+//     at the same version, as SEP-2575 has a client retry at a version the server listed.
+
+// discover sends a server/discover request (see above).
+func (t *base) discover(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	requested := metaProtocolVersion(req.Params)
+	resp, err := t.send(ctx, req)
+	if err != nil || resp == nil || requested == "" {
+		return resp, err
+	}
+	if resp.Error != nil && resp.Error.Code == mcp.UNSUPPORTED_PROTOCOL_VERSION &&
+		slices.Contains(unsupportedVersionData(resp.Error).Supported, requested) {
+		again := req
+		again.ID = mcp.NewRequestId("mcpstream-discover-" + strconv.FormatUint(t.retries.Add(1), 10))
+		resp, err = t.send(ctx, again)
+		if err != nil || resp == nil {
+			return resp, err
+		}
+		resp.ID = req.ID
+	}
+	if resp.Error != nil {
+		return resp, nil
+	}
+	var result struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	_ = json.Unmarshal(resp.Result, &result) // (not an object: mcp-go fails to decode it)
+	if slices.Contains(result.SupportedVersions, requested) {
+		return resp, nil
+	}
+	supported := result.SupportedVersions
+	if len(supported) > 8 {
+		supported = supported[:8]
+	}
+	return &transport.JSONRPCResponse{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      resp.ID,
+		Error: &mcp.JSONRPCErrorDetails{
+			Code:    mcp.UNSUPPORTED_PROTOCOL_VERSION,
+			Message: fmt.Sprintf("server/discover answered without listing protocol version %s in supportedVersions", requested),
+			Data:    mcp.UnsupportedProtocolVersionData{Supported: supported, Requested: requested},
+		},
+	}, nil
+}
+
+// metaProtocolVersion is the protocol version in a request's _meta, "" if none.
+func metaProtocolVersion(params any) string {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return ""
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	var v string
+	if json.Unmarshal(b, &p) != nil || json.Unmarshal(p.Meta[mcp.MetaKeyProtocolVersion], &v) != nil {
+		return ""
+	}
+	return v
+}
+
+// unsupportedVersionData is the data of a -32022 error (zero if malformed).
+func unsupportedVersionData(e *mcp.JSONRPCErrorDetails) mcp.UnsupportedProtocolVersionData {
+	var d mcp.UnsupportedProtocolVersionData
+	if b, err := json.Marshal(e.Data); err == nil {
+		_ = json.Unmarshal(b, &d)
+	}
+	return d
+}

@@ -1,0 +1,145 @@
+package registrysync
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// negotiationServer is a streamable HTTP MCP server for the edges of version negotiation, shaped
+// like the conformance suite's client scenarios (initialize, sse-retry, request-metadata). It
+// records the method and MCP-Protocol-Version header of every POST.
+//
+//	legacy-lax     a 2025-11-25 server that answers any method it does not know, server/discover
+//	               included, with an empty result
+//	reject-first   a 2026-07-28 server that refuses the first request it gets with -32022,
+//	               listing 2026-07-28 (the version asked for) as supported
+type negotiationServer struct {
+	mode string
+	mu   sync.Mutex
+	seen []string // "method header" of each POST
+}
+
+func (s *negotiationServer) posts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.seen)
+}
+
+func (s *negotiationServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	header := r.Header.Get("MCP-Protocol-Version")
+	s.mu.Lock()
+	first := len(s.seen) == 0
+	s.seen = append(s.seen, req.Method+" "+header)
+	s.mu.Unlock()
+	if req.ID == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	answer := func(status int, member string, v any) {
+		out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, member: v})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(out)
+	}
+	tools := []any{map[string]any{"name": "t", "inputSchema": map[string]any{"type": "object"}}}
+	switch s.mode {
+	case "legacy-lax":
+		switch req.Method {
+		case "initialize":
+			answer(200, "result", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "lax", "version": "1"}})
+		case "tools/list":
+			answer(200, "result", map[string]any{"tools": tools})
+		default:
+			answer(200, "result", map[string]any{})
+		}
+	case "reject-first":
+		if first {
+			answer(400, "error", map[string]any{"code": -32022, "message": "Unsupported protocol version",
+				"data": map[string]any{"supported": []string{"2026-07-28"}, "requested": header}})
+			return
+		}
+		switch req.Method {
+		case "server/discover":
+			answer(200, "result", map[string]any{"supportedVersions": []string{"2026-07-28"}, "capabilities": map[string]any{"tools": map[string]any{}},
+				"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+				"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "strict", "version": "1"}}})
+		case "tools/list":
+			answer(200, "result", map[string]any{"tools": tools, "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+		default:
+			answer(200, "result", map[string]any{"resultType": "complete"})
+		}
+	}
+}
+
+// TestDiscoverNegotiationEdges: the version the connector settles on is one the server said it
+// supports. A legacy server that answers server/discover with an empty result (no
+// supportedVersions) is legacy: it gets the initialize handshake, not 2026-07-28 requests (mcp-go
+// took any discover result for a modern server, and never initialized: the conformance suite's
+// initialize scenario recorded nothing). A modern server that refuses the version it lists as
+// supported is asked again with it, and never gets a legacy initialize (mcp-go fell back to one,
+// without MCP-Protocol-Version or _meta, and the connection failed once: the request-metadata
+// scenario).
+func TestDiscoverNegotiationEdges(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode, protocol string
+		wantInit       bool
+	}{
+		{"legacy-lax", mcp.LATEST_LEGACY_PROTOCOL_VERSION, true},
+		{"reject-first", mcp.ProtocolVersion20260728, false},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			srv := &negotiationServer{mode: tc.mode}
+			ts := httptest.NewServer(srv)
+			t.Cleanup(ts.Close)
+			h := run(t, nil, fastConfig(ServerConfig{Name: "neg", Transport: TransportHTTP, URL: ts.URL, Kinds: []string{"tools"}}))
+			rec := record(t, h.env, subjects.RegistryServer("neg"))
+			snap := rec.wait(0, "tools snapshot", isSnapshot(subjects.KindTools, nil)).ev.Snapshot
+			if snap.Info == nil || snap.Info.Protocol != tc.protocol {
+				t.Errorf("serverInfo = %+v, want protocol %s", snap.Info, tc.protocol)
+			}
+			for _, e := range rec.all() {
+				if st := e.ev.Status; st != nil && st.Status != subjects.StatusReady && st.Status != subjects.StatusConnecting {
+					t.Errorf("status %s %s: %s, want connecting and ready only (no failed connection)", e.ev.Status.Status, e.ev.Status.Code, e.ev.Status.Reason)
+				}
+			}
+			posts := srv.posts()
+			initialized := slices.ContainsFunc(posts, func(p string) bool { return strings.HasPrefix(p, "initialize ") })
+			if initialized != tc.wantInit {
+				t.Errorf("initialize sent = %v, want %v; POSTs: %q", initialized, tc.wantInit, posts)
+			}
+			if !tc.wantInit {
+				for _, p := range posts {
+					if !strings.HasSuffix(p, " "+tc.protocol) {
+						t.Errorf("POST %q: want MCP-Protocol-Version %s on every request; POSTs: %q", p, tc.protocol, posts)
+					}
+				}
+			}
+		})
+	}
+}
