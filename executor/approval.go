@@ -430,13 +430,8 @@ func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRe
 		// again, and the claim tells whether its holder's answer may still come (see
 		// claimedAnswer) — a holder that left its claim or is gone gives none, and waiting on
 		// here took the whole due time for it.
-		if claimed, err := e.claimed(ctx, c); err != nil {
-			return &stop{err: fmt.Errorf("%w: %w", errRetry, err)}
-		} else if claimed {
-			if err := e.answerClaimed(ctx, c); err != nil {
-				return &stop{err: err}
-			}
-			return &stop{done: true}
+		if s := e.fromClaim(ctx, c); s != nil {
+			return s
 		}
 		if !time.Now().Before(until) {
 			break

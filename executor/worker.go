@@ -431,13 +431,8 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		if done, err := e.answered(ctx, c); done || err != nil {
 			return &stop{err: err, done: done}
 		}
-		if claimed, err := e.claimed(ctx, c); err != nil {
-			return &stop{err: fmt.Errorf("%w: %w", errRetry, err)}
-		} else if claimed {
-			if err := e.answerClaimed(ctx, c); err != nil {
-				return &stop{err: err}
-			}
-			return &stop{done: true}
+		if s := e.fromClaim(ctx, c); s != nil {
+			return s
 		}
 		if !c.redelivered && c.req.ApprovalTimeoutMs >= 0 { // (-1: refused needs_approval at once)
 			counted, limited, err := e.lim.acquireRates(ctx, e.cfg.Limits.limitsFor(c.tenant, t))
@@ -1270,6 +1265,23 @@ func (e *Executor) holderGone(ctx context.Context, c *call, cl claimValue) bool 
 	}
 	_, err = e.nc.Request(subj, nil, holderPingTimeout)
 	return errors.Is(err, nats.ErrNoResponders)
+}
+
+// fromClaim answers c from its call's claim when there is one (answerClaimed: the holder's
+// answer, waited for while it may come, or outcome_unknown), and returns how c ends; nil when
+// the call is not claimed.
+func (e *Executor) fromClaim(ctx context.Context, c *call) *stop {
+	claimed, err := e.claimed(ctx, c)
+	switch {
+	case err != nil:
+		return &stop{err: fmt.Errorf("%w: %w", errRetry, err)}
+	case !claimed:
+		return nil
+	}
+	if err := e.answerClaimed(ctx, c); err != nil {
+		return &stop{err: err}
+	}
+	return &stop{done: true}
 }
 
 func (e *Executor) claimed(ctx context.Context, c *call) (bool, error) {
