@@ -182,7 +182,13 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 		case ack := <-okc:
 			okc, errc = nil, nil
 			if ack.Duplicate {
-				if idTaken(ctx, c.JS, tenant, req.ID, ack.Sequence) {
+				// (Bounded as the results reads are: a read lost with its stream leader does
+				// not hold the call until its deadline; unread, the id is taken for this
+				// call's own.)
+				ictx, icancel := context.WithTimeout(ctx, 2*resultReadWait)
+				taken := idTaken(ictx, c.JS, tenant, req.ID, ack.Sequence)
+				icancel()
+				if taken {
 					return idTakenRefusal(tenant, req), nil
 				}
 				// A resend: the first request's worker answers the first caller. (Or, published
@@ -243,15 +249,30 @@ func publishRefused(err error) bool {
 	return errors.As(err, &apiErr) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders)
 }
 
+// resultReadWait bounds each read of the results stream while a client waits for an answer
+// (one poll's worth). A JetStream API request that reaches a stream leader as it dies (a
+// cluster node shut down) is never answered, and nobody says "no responders": made with the
+// caller's context, such a read held the wait until the caller's deadline — CallDirect's
+// loop did not even take the answer that came to its inbox meanwhile. Bounded, a lost read
+// costs one poll, and the next one asks the new leader.
+const resultReadWait = resultPoll
+
 // stored is the answer of call id stored on the results stream, if it is there (and the stream
-// could be read).
+// could be read within resultReadWait).
 func (c Client) stored(ctx context.Context, tenant, id string) (subjects.CallResult, bool) {
+	res, ok, err := c.readStored(ctx, tenant, id)
+	return res, err == nil && ok
+}
+
+// readStored reads the answer of call id from the results stream, within resultReadWait.
+func (c Client) readStored(ctx context.Context, tenant, id string) (subjects.CallResult, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, resultReadWait)
+	defer cancel()
 	stream, err := c.JS.Stream(ctx, subjects.ResultsStream)
 	if err != nil {
-		return subjects.CallResult{}, false
+		return subjects.CallResult{}, false, fmt.Errorf("results stream: %w", err)
 	}
-	res, ok, err := getResult(ctx, stream, tenant, id)
-	return res, err == nil && ok
+	return getResult(ctx, stream, tenant, id)
 }
 
 // notPersistedCode is the code of a call request the calls stream did not store: too_large when
@@ -357,15 +378,13 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 		return subjects.CallResult{}, err
 	}
 	defer sub.Unsubscribe()
-	stream, err := c.JS.Stream(ctx, subjects.ResultsStream)
-	if err != nil {
-		return subjects.CallResult{}, fmt.Errorf("results stream: %w", err)
-	}
-	if res, ok, err := getResult(ctx, stream, tenant, id); err != nil {
+	if res, ok, err := c.readStored(ctx, tenant, id); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return subjects.CallResult{}, err
 	} else if ok {
 		return res, nil
 	}
+	// (A read that got no answer within resultReadWait — lost with a stream leader that died
+	// under it — is not the caller's error: the polls below read again.)
 	// The subscription holds a few messages: a burst on the subject past them (junk, the
 	// refused answers of resends) is dropped by the NATS client (slow consumer), and the
 	// answer may be dropped with it, or come while the connection is away. The results stream
@@ -380,7 +399,7 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 				return res, nil
 			}
 		case <-poll.C:
-			if res, ok, err := getResult(ctx, stream, tenant, id); err == nil && ok {
+			if res, ok := c.stored(ctx, tenant, id); ok {
 				return res, nil
 			}
 		case <-ctx.Done():

@@ -3,7 +3,14 @@
 // ran twice). Explained in session 18: CallDirect's publish was lost with the dying stream
 // leader, and without an async publish timeout nats.go never reported it, so the call was never
 // stored; CallDirect now publishes again past Client.PubAckWait (TestCallDirectLostPublish).
-// The test prints the audit trail and stored result of any unanswered call.
+// Session 19: in ~1 of 4 runs no caller got an answer during the outage. The workers' result
+// look-ups sent to the dying leader were lost (5 s, then a nak), and so could the clients' own
+// 2 s reads of the results stream be (sent as the leader died, or while the stream had none);
+// those were made with the caller's whole context, so one lost read held CallDirect's wait
+// loop (Call's and Await's polls too) until the caller's 30 s deadline, the answer that came
+// to its inbox seconds later unread. Each read gets resultReadWait now
+// (TestCallDirectResultReadLost). The test prints the audit trail and stored result of any
+// unanswered call, and what each caller waits for when the calls during the outage stall.
 
 package executor
 
@@ -309,7 +316,9 @@ func TestClusterNodeFailover(t *testing.T) {
 		mu       sync.Mutex
 		outcomes []callOutcome
 		wg       sync.WaitGroup
+		current  [callers]*callOutcome // each caller's call in flight (took: its start, since the test began)
 	)
+	testStart := time.Now()
 	for c := range callers {
 		nc := cl.connect(cl.url(1+c%2)+","+cl.url(2-c%2), false)
 		js, err := jetstream.New(nc)
@@ -329,6 +338,9 @@ func TestClusterNodeFailover(t *testing.T) {
 				direct := i%4 >= 2
 				ctx, cancel := context.WithTimeout(context.Background(), callerWait)
 				begin := time.Now()
+				mu.Lock()
+				current[c] = &callOutcome{id: req.ID, tool: tool, direct: direct, took: begin.Sub(testStart)}
+				mu.Unlock()
 				var res subjects.CallResult
 				var err error
 				if direct {
@@ -339,6 +351,7 @@ func TestClusterNodeFailover(t *testing.T) {
 				cancel()
 				mu.Lock()
 				outcomes = append(outcomes, callOutcome{id: req.ID, tool: tool, direct: direct, res: res, err: err, took: time.Since(begin)})
+				current[c] = nil
 				mu.Unlock()
 				time.Sleep(20 * time.Millisecond) // a stream of calls, not a flood
 			}
@@ -382,7 +395,52 @@ func TestClusterNodeFailover(t *testing.T) {
 	}
 	// Calls keep flowing on the surviving nodes.
 	before := answered()
-	waitFor(t, "calls answered during the outage", func() bool { return answered() >= before+2*callers })
+	for deadline := time.Now().Add(waitLimit); answered() < before+2*callers; time.Sleep(10 * time.Millisecond) {
+		if time.Now().Before(deadline) {
+			continue
+		}
+		// What each caller still waits for: its call, that call's audit trail and stored result.
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		mu.Lock()
+		stuck := current
+		mu.Unlock()
+		for c, o := range stuck {
+			if o == nil {
+				t.Logf("caller %d: no call in flight", c)
+				continue
+			}
+			t.Logf("caller %d waits for %s (%s, direct %v) since %s", c, o.id, o.tool, o.direct, testStart.Add(o.took).Format("15:04:05.000"))
+			auditTrail(t, ctx, adminJS, o.id)
+		}
+		cl.mu.Lock()
+		for i, s := range cl.servers { // who leads what on the surviving nodes
+			if s == nil {
+				continue
+			}
+			var l []string
+			if s.JetStreamIsLeader() {
+				l = append(l, "meta")
+			}
+			for _, st := range []string{subjects.CallsStream, subjects.ResultsStream, "KV_" + subjects.InflightBucket} {
+				if s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, st) {
+					l = append(l, st)
+				}
+			}
+			if s.JetStreamIsConsumerLeader(server.DEFAULT_GLOBAL_ACCOUNT, subjects.CallsStream, subjects.ExecutorConsumer) {
+				l = append(l, "consumer "+subjects.ExecutorConsumer)
+			}
+			t.Logf("n%d leads %v", i, l)
+		}
+		cl.mu.Unlock()
+		if ci, err := adminJS.Consumer(ctx, subjects.CallsStream, subjects.ExecutorConsumer); err == nil {
+			i := ci.CachedInfo()
+			t.Logf("consumer: pending %d, ack pending %d, redelivered %d, waiting %d, leader %+v", i.NumPending, i.NumAckPending, i.NumRedelivered, i.NumWaiting, i.Cluster)
+		} else {
+			t.Logf("consumer: %v", err)
+		}
+		cancel()
+		t.Fatalf("timed out waiting for calls answered during the outage")
+	}
 	if d := time.Since(outage); d < 3*time.Second {
 		time.Sleep(3*time.Second - d) // an outage that outlasts a few calls' timeouts
 	}

@@ -266,7 +266,10 @@
 //
 // Client.Call is a request/reply on mcpstream.v1.exec.<tenant>: it fails fast (ErrNoExecutor)
 // when no front end runs; with Client.JS it also reads the results stream every 2 s, so an
-// answer sent while its connection was away (a NATS restart) still arrives. Client.CallDirect persists the request straight on the calls stream
+// answer sent while its connection was away (a NATS restart) still arrives. Each such read (of
+// Call, CallDirect and Await) gets 2 s, not the caller's whole wait: a JetStream API request
+// that reaches a stream leader as it dies (a cluster node shut down) is never answered, and one
+// read lost so held the wait until the caller's deadline. Client.CallDirect persists the request straight on the calls stream
 // with Mcpstream-Reply-To set to an inbox of a per-connection answer mux, skipping the front
 // end's hop (for in-process callers such as a gateway); a request made while no executor runs
 // waits in the stream. Submit and Await are the fire-and-forget pair. Stats counts what a
