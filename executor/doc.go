@@ -86,7 +86,11 @@
 //     connector stopped or fell silent waits for it (awaitReconnect: calls queued across a
 //     restart); ttlMs run out → re-list, then decide again (unavailable if the re-list fails;
 //     one that finds the list unchanged restarts its TTL from when the executor asked, on its
-//     own clock, whatever the clock of registrysync's host says).
+//     own clock, whatever the clock of registrysync's host says). The call then runs even if
+//     the TTL ran out again (a ttlMs of 0: re-listed before every call; concurrent calls of
+//     one server share one re-list) when the list held is the one the re-list published (or a
+//     later snapshot) or confirmed (its fingerprint); a list of another fingerprint is
+//     unavailable, whatever its listedAt.
 //  6. arguments against the raw inputSchema (santhosh-tekuri/jsonschema: 2020-12 by default,
 //     older drafts by $schema; $ref, $defs, oneOf, anyOf) → invalid_arguments with the JSON
 //     pointer of the first failure in Error.Path and up to 5 failures in the message, sorted by

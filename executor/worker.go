@@ -648,12 +648,15 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
 	}
 	v := e.reg.view.Tool(t.Server, t.Name)
 	if v.State == staleness.Expired {
-		// The list held now came from this re-list (a new snapshot, or later), or this re-list
-		// confirmed it (listed at or after it was asked for): it is as fresh as it gets for
-		// this call, though its TTL may have run out again since — at once for a ttlMs of 0
-		// ("always stale": mcp-go servers send it by default), which a TTL counted from the
-		// confirmation never outlives.
-		if rep.Sequence > 0 || rep.Fingerprint != "" && !v.ListedAt.Before(rep.ListedAt) {
+		// The list held now came from this re-list (a new snapshot, or a later one in the
+		// stream), or it is the list this re-list confirmed (its fingerprint, confirmed at or
+		// after it was asked for): it is as fresh as it gets for this call, though its TTL may
+		// have run out again since — at once for a ttlMs of 0 ("always stale": mcp-go servers
+		// send it by default), which a TTL counted from the confirmation never outlives. A list
+		// of another fingerprint is not lifted, whatever its listedAt says: a snapshot stamped
+		// by a host whose clock is ahead counts as listed when it arrived (staleness.notAhead),
+		// after the re-list was asked, though the re-list found the server listing another.
+		if rep.Sequence > 0 || rep.Fingerprint != "" && v.Fingerprint == rep.Fingerprint && !v.ListedAt.Before(rep.ListedAt) {
 			v.State, v.Reason = staleness.Fresh, ""
 			return v
 		}

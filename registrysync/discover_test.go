@@ -23,6 +23,8 @@ import (
 //	               included, with an empty result
 //	reject-first   a 2026-07-28 server that refuses the first request it gets with -32022,
 //	               listing 2026-07-28 (the version asked for) as supported
+//	reject-always  refuses every server/discover with -32022 listing 2026-07-28 (the version
+//	               asked for), and answers initialize as a 2025-11-25 server
 type negotiationServer struct {
 	mode string
 	mu   sync.Mutex
@@ -76,6 +78,19 @@ func (s *negotiationServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			answer(200, "result", map[string]any{})
 		}
+	case "reject-always":
+		switch req.Method {
+		case "server/discover":
+			answer(400, "error", map[string]any{"code": -32022, "message": "Unsupported protocol version",
+				"data": map[string]any{"supported": []string{"2026-07-28"}, "requested": header}})
+		case "initialize":
+			answer(200, "result", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "contrary", "version": "1"}})
+		case "tools/list":
+			answer(200, "result", map[string]any{"tools": tools})
+		default:
+			answer(200, "result", map[string]any{})
+		}
 	case "reject-first":
 		if first {
 			answer(400, "error", map[string]any{"code": -32022, "message": "Unsupported protocol version",
@@ -108,9 +123,12 @@ func TestDiscoverNegotiationEdges(t *testing.T) {
 	for _, tc := range []struct {
 		mode, protocol string
 		wantInit       bool
+		discovers      int // server/discover POSTs of the first connection, 0: not checked
 	}{
-		{"legacy-lax", mcp.LATEST_LEGACY_PROTOCOL_VERSION, true},
-		{"reject-first", mcp.ProtocolVersion20260728, false},
+		{"legacy-lax", mcp.LATEST_LEGACY_PROTOCOL_VERSION, true, 0},
+		{"reject-first", mcp.ProtocolVersion20260728, false, 0},
+		// Asked again once, not in a loop: then the initialize fallback.
+		{"reject-always", mcp.LATEST_LEGACY_PROTOCOL_VERSION, true, 2},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
@@ -132,6 +150,17 @@ func TestDiscoverNegotiationEdges(t *testing.T) {
 			initialized := slices.ContainsFunc(posts, func(p string) bool { return strings.HasPrefix(p, "initialize ") })
 			if initialized != tc.wantInit {
 				t.Errorf("initialize sent = %v, want %v; POSTs: %q", initialized, tc.wantInit, posts)
+			}
+			if tc.discovers > 0 {
+				n := 0
+				for _, p := range posts {
+					if strings.HasPrefix(p, "server/discover ") {
+						n++
+					}
+				}
+				if n != tc.discovers {
+					t.Errorf("%d server/discover POSTs, want %d; POSTs: %q", n, tc.discovers, posts)
+				}
 			}
 			if !tc.wantInit {
 				for _, p := range posts {

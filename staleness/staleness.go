@@ -39,6 +39,9 @@ type Verdict struct {
 	// CacheScope and AuthContext of the list ("" / "public" = shareable).
 	CacheScope  string
 	AuthContext string
+	// Fingerprint of that list ("" if none): a re-list confirmed the list held only when it
+	// names this fingerprint.
+	Fingerprint string
 }
 
 type kindState struct {
@@ -251,7 +254,7 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 	ks := s.kinds[kind]
 	var out Verdict
 	if ks != nil {
-		out = Verdict{ListedAt: ks.listedAt, CacheScope: ks.cacheScope, AuthContext: ks.authContext}
+		out = Verdict{ListedAt: ks.listedAt, CacheScope: ks.cacheScope, AuthContext: ks.authContext, Fingerprint: ks.fingerprint}
 	}
 	if s.allRev {
 		out.State, out.Reason = Revoked, "every tool of "+server+" is revoked"
