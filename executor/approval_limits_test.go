@@ -259,53 +259,9 @@ func TestSlotPastTimeoutNotDispatched(t *testing.T) {
 // before its answer, the call's timeout, RelistTimeout and AckWait for an answer that never
 // came — past what its caller waits for.
 func TestApprovedSlotWaitHandedBack(t *testing.T) {
-	limits := Limits{Tools: map[string]Rate{"fixture__wipe": {Concurrency: 1}}}
-	busy := make(chan string, 64)
-	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	r.startExecutor(Config{NoWorkers: true}, r.env.NC)
-	a, err := New(r.env.Connect(t), r.managerConfig(Config{Workers: 1, FrontEnd: new(bool), Limits: limits, Log: testLogger(t),
-		hooks: testHooks{slotBusy: func(id string) {
-			select {
-			case busy <- id:
-			default:
-			}
-		}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, astop := context.WithCancel(context.Background())
-	adone := make(chan error, 1)
-	go func() { adone <- a.Run(actx) }()
-	defer func() { astop(); <-adone }()
-	waitFor(t, "executor A ready", a.Ready)
-	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	other := newTestLimiter(t, r.env, Config{Limits: limits})
-	held, refusal, err := other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "fixture__wipe", Rate{Concurrency: 1}}})
-	if err != nil || refusal != nil {
-		t.Fatalf("hold the slot: %v %+v", err, refusal)
-	}
-
-	id := NewCallID()
-	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "fixture__wipe", TimeoutMs: 2000}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(id) > 0 })
-	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: id, Approve: true, By: "ops"}); err != nil || !rep.OK {
-		t.Fatalf("approve: %+v %v", rep, err)
-	}
-	select {
-	case <-busy:
-	case <-ctx.Done():
-		t.Fatal("the approved call did not wait for its slot")
-	}
-	astop() // hands the call back
-	if err := <-adone; err != nil {
-		t.Errorf("executor A: %v", err)
-	}
-	adone <- nil
-	held.release(ctx)
+	h := slotWaitHandedBack(t, 2000)
+	r, id, ctx, limits := h.r, h.id, h.ctx, h.limits
+	h.held.release(ctx)
 
 	r.startExecutor(r.managerConfig(Config{AckWait: time.Second, FrontEnd: new(bool), Limits: limits}), r.env.Connect(t))
 	res, err := r.client.Await(ctx, "local", id)
@@ -327,4 +283,79 @@ func TestApprovedSlotWaitHandedBack(t *testing.T) {
 	if n := r.approvalWaits(id); n != 1 {
 		t.Errorf("held for approval %d times, want once", n)
 	}
+}
+
+// handedBack is an approved call to fixture__wipe (concurrency 1) that waited on executor A for
+// the slot another holder keeps (held), and that A handed back when it stopped
+// (slotWaitHandedBack). busy gets the ids the slotBusy hook reports; hook is that hook, for the
+// executor that takes the call next.
+type handedBack struct {
+	r      *rig
+	id     string
+	ctx    context.Context
+	limits Limits
+	held   *lease
+	busy   chan string
+	hook   testHooks
+}
+
+// slotWaitHandedBack sets up a handedBack call whose timeout is timeoutMs.
+func slotWaitHandedBack(t *testing.T, timeoutMs int64) handedBack {
+	t.Helper()
+	h := handedBack{limits: Limits{Tools: map[string]Rate{"fixture__wipe": {Concurrency: 1}}}, busy: make(chan string, 64)}
+	busy := h.busy
+	h.hook = testHooks{slotBusy: func(id string) {
+		select {
+		case busy <- id:
+		default:
+		}
+	}}
+	h.r = startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r := h.r
+	r.startExecutor(Config{NoWorkers: true}, r.env.NC)
+	a, err := New(r.env.Connect(t), r.managerConfig(Config{Workers: 1, FrontEnd: new(bool), Limits: h.limits, Log: testLogger(t), hooks: h.hook}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, astop := context.WithCancel(context.Background())
+	adone := make(chan error, 1)
+	go func() { adone <- a.Run(actx) }()
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			astop()
+			<-adone
+		}
+	})
+	waitFor(t, "executor A ready", a.Ready)
+	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	h.ctx = ctx
+	other := newTestLimiter(t, r.env, Config{Limits: h.limits})
+	held, refusal, err := other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "fixture__wipe", Rate{Concurrency: 1}}})
+	if err != nil || refusal != nil {
+		t.Fatalf("hold the slot: %v %+v", err, refusal)
+	}
+	h.held = held
+
+	h.id = NewCallID()
+	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: h.id, Tool: "fixture__wipe", TimeoutMs: timeoutMs}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(h.id) > 0 })
+	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: h.id, Approve: true, By: "ops"}); err != nil || !rep.OK {
+		t.Fatalf("approve: %+v %v", rep, err)
+	}
+	select {
+	case <-busy:
+	case <-ctx.Done():
+		t.Fatal("the approved call did not wait for its slot")
+	}
+	astop() // hands the call back; the slot stays busy
+	stopped = true
+	if err := <-adone; err != nil {
+		t.Errorf("executor A: %v", err)
+	}
+	return h
 }

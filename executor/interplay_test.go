@@ -19,52 +19,8 @@ import (
 // took its limits at once, so it was refused rate_limited: its approver's OK thrown away, as
 // when the limits were checked after approval. It waits for the slot, as the first delivery did.
 func TestApprovedHandedBackWaitsForSlot(t *testing.T) {
-	limits := Limits{Tools: map[string]Rate{"fixture__wipe": {Concurrency: 1}}}
-	busy := make(chan string, 64)
-	hook := testHooks{slotBusy: func(id string) {
-		select {
-		case busy <- id:
-		default:
-		}
-	}}
-	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	r.startExecutor(Config{NoWorkers: true}, r.env.NC)
-	a, err := New(r.env.Connect(t), r.managerConfig(Config{Workers: 1, FrontEnd: new(bool), Limits: limits, Log: testLogger(t), hooks: hook}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	actx, astop := context.WithCancel(context.Background())
-	adone := make(chan error, 1)
-	go func() { adone <- a.Run(actx) }()
-	defer func() { astop(); <-adone }()
-	waitFor(t, "executor A ready", a.Ready)
-	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	other := newTestLimiter(t, r.env, Config{Limits: limits})
-	held, refusal, err := other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "fixture__wipe", Rate{Concurrency: 1}}})
-	if err != nil || refusal != nil {
-		t.Fatalf("hold the slot: %v %+v", err, refusal)
-	}
-
-	id := NewCallID()
-	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "fixture__wipe", TimeoutMs: 5000}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(id) > 0 })
-	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: id, Approve: true, By: "ops"}); err != nil || !rep.OK {
-		t.Fatalf("approve: %+v %v", rep, err)
-	}
-	select {
-	case <-busy:
-	case <-ctx.Done():
-		t.Fatal("the approved call did not wait for its slot")
-	}
-	astop() // hands the call back; the slot stays busy
-	if err := <-adone; err != nil {
-		t.Errorf("executor A: %v", err)
-	}
-	adone <- nil
+	h := slotWaitHandedBack(t, 5000)
+	r, id, ctx, limits, hook, busy, held := h.r, h.id, h.ctx, h.limits, h.hook, h.busy, h.held
 
 	r.startExecutor(r.managerConfig(Config{AckWait: time.Second, FrontEnd: new(bool), Limits: limits, hooks: hook}), r.env.Connect(t))
 	answered := make(chan subjects.CallResult, 1)
