@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +65,67 @@ func TestRepliesLargerThanAMessage(t *testing.T) {
 	}
 	if st := r.Stats().Endpoints["details"]; st.Errors == 0 {
 		t.Errorf("details endpoint errors %d, want the too_large reply counted", st.Errors)
+	}
+}
+
+// TestTooLargeReplyReadsOnlyWhatCouldBeSent: a details request naming many large definitions,
+// or a full search at a high k, is answered too_large (TestRepliesLargerThanAMessage); the
+// replica read, decompressed and parsed every definition named, built the whole reply and
+// encoded it before finding it too large: about 100 MB allocated for one request of 2 KB here
+// (100 definitions of 250 KiB; and as much again for each worker doing the same at once). It
+// stops reading once what it read already could not be sent, still saying too_large.
+func TestTooLargeReplyReadsOnlyWhatCouldBeSent(t *testing.T) {
+	env := natstest.Start(t)
+	var evs []any
+	var names []string
+	for s := range 4 {
+		var items []json.RawMessage
+		for i := range 25 {
+			items = append(items, bigTool(fmt.Sprintf("big%d", i), 250<<10))
+			names = append(names, fmt.Sprintf("huge%d__big%d", s, i))
+		}
+		evs = append(evs, status(fmt.Sprintf("huge%d", s), subjects.StatusReady), snapshot(fmt.Sprintf("huge%d", s), "huge schemas", items...))
+	}
+	seq := publish(t, env.JS, evs...)
+	nc := env.Connect(t)
+	r := startReplica(t, env, "", nil, nc)
+	waitSeq(t, r.Catalog, seq)
+	cl := Client{NC: env.Connect(t), Timeout: 60 * time.Second}
+	ctx := context.Background()
+	waitFor(t, "service up", func() bool {
+		_, err := cl.Servers(ctx, "local", subjects.ServersRequest{V: 1})
+		return err == nil
+	})
+	// Allocated by the process (the replica, and the NATS server carrying a small request
+	// and a small reply) while one request is answered; the least of three.
+	allocated := func(ask func() (*subjects.Error, int, error)) uint64 {
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			apiErr, tools, err := ask()
+			runtime.ReadMemStats(&after)
+			if err != nil || apiErr == nil || apiErr.Code != subjects.CodeTooLarge || tools != 0 {
+				t.Fatalf("err %v, reply error %+v, %d tools: want a too_large reply", err, apiErr, tools)
+			}
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
+		return least
+	}
+	bound := uint64(3 * nc.MaxPayload())
+	details := allocated(func() (*subjects.Error, int, error) {
+		rep, err := cl.Details(ctx, "local", subjects.DetailsRequest{V: 1, Names: names})
+		return rep.Error, len(rep.Tools), err
+	})
+	search := allocated(func() (*subjects.Error, int, error) {
+		rep, err := cl.Search(ctx, "local", subjects.SearchRequest{V: 1, Query: "select:" + strings.Join(names, ","), K: MaxK, Detail: subjects.DetailFull})
+		return rep.Error, len(rep.Tools), err
+	})
+	t.Logf("allocated while answering too_large: details %d MB, full search %d MB (bound %d MB)", details>>20, search>>20, bound>>20)
+	for what, n := range map[string]uint64{"details": details, "full search": search} {
+		if n > bound {
+			t.Errorf("a too_large %s allocated %d MB, more than 3 replies could hold (%d MB)", what, n>>20, bound>>20)
+		}
 	}
 }
 

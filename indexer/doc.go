@@ -31,7 +31,8 @@
 //
 // Errors are replies with a JSON "error" holding a stable code (subjects.Code…); the micro error
 // headers carry the same code. A reply larger than the connection's max_payload (details of many
-// large definitions, a full search at a high k) is answered too_large rather than not at all.
+// large definitions, a full search at a high k) is answered too_large rather than not at all;
+// the definitions of such an answer are read only until what was read could not be sent.
 //
 // Servers come in pages, sorted by name: at most ServersRequest.Limit (DefaultServers, at most
 // MaxServers; out of range: bad_request with path /limit) after ServersRequest.After (over

@@ -472,10 +472,14 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 	}
 	unlock()
 	if detail == subjects.DetailFull {
-		if err := c.fillFull(reply.Tools, ranked); err != nil {
+		apiErr, err := c.fillFull(reply.Tools, ranked)
+		if err != nil {
+			apiErr = apiError(subjects.CodeInternal, "%v", err)
+		}
+		if apiErr != nil {
 			reply.Tools = []subjects.ToolInfo{}
 			reply.Ranking = ""
-			reply.Error = apiError(subjects.CodeInternal, "%v", err)
+			reply.Error = apiErr
 		}
 	}
 	return reply
@@ -538,11 +542,25 @@ func stateName(s staleness.State) string {
 // answer was built from (under c.mu): a stored definition that differs was written since (a
 // message is stored before the in-memory state applies it), maybe in a list the principal may
 // not see, so it is not given; the tool is answered as it was listed, without it.
-func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
+//
+// What it adds counts against the room of a reply (replyRoom, 0: no bound): once the JSON the
+// answer will take surely exceeds it (a definition or schema encodes to at least its bytes that
+// are not whitespace, a description to at least its own), it stops reading and returns a
+// too_large error, the reply the service would give after encoding the whole answer: a details
+// request naming many large definitions, or a full search at a high k, reads, decompresses and
+// parses no more than a reply could hold, rather than every definition it names.
+func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) (*subjects.Error, error) {
 	if len(tools) == 0 {
-		return nil
+		return nil, nil
 	}
-	return c.db.View(func(txn *badger.Txn) error {
+	room := c.replyRoom.Load()
+	var least int64 // what the filled parts will surely take, encoded
+	tooLarge := func() *subjects.Error {
+		return apiError(subjects.CodeTooLarge, "reply of more than %d bytes exceeds the %d bytes a NATS message may hold: ask for fewer names, a lower k, a lower detail or a lower limit",
+			least, room)
+	}
+	var apiErr *subjects.Error
+	err := c.db.View(func(txn *badger.Txn) error {
 		for i := range tools {
 			ti := &tools[i]
 			raw, err := readTool(txn, ti.Server, ti.Tool)
@@ -555,12 +573,35 @@ func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) error {
 			if defHash(raw) != hashes[i] {
 				continue // changed since the answer was built
 			}
+			if least += encodedAtLeast(raw); room > 0 && least > room {
+				apiErr = tooLarge()
+				return nil
+			}
 			d := parseDef(raw)
 			ti.Description = d.Description
 			ti.InputSchema, ti.OutputSchema, ti.Annotations, ti.Definition = d.InputSchema, d.OutputSchema, d.Annotations, raw
+			least += int64(len(d.Description)) + encodedAtLeast(d.InputSchema) + encodedAtLeast(d.OutputSchema) + encodedAtLeast(d.Annotations)
+			if room > 0 && least > room {
+				apiErr = tooLarge()
+				return nil
+			}
 		}
 		return nil
 	})
+	return apiErr, err
+}
+
+// encodedAtLeast is a lower bound of the bytes a JSON value takes in a reply: encoding/json
+// compacts it (drops the whitespace between tokens) and may escape more, never less.
+func encodedAtLeast(raw json.RawMessage) int64 {
+	n := int64(len(raw))
+	for _, b := range raw {
+		switch b {
+		case ' ', '\t', '\n', '\r':
+			n--
+		}
+	}
+	return n
 }
 
 // suggestBudget bounds the tools that the suggestions of one details request compare by edit
@@ -752,9 +793,13 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 			near[n] = append(near[n], c.searchSuggestions(ctx, req.Principal, n)...)
 		}
 	}
-	if err := c.fillFull(reply.Tools, hashes); err != nil {
+	apiErr, err := c.fillFull(reply.Tools, hashes)
+	if err != nil {
+		apiErr = apiError(subjects.CodeInternal, "%v", err)
+	}
+	if apiErr != nil {
 		reply.Tools = []subjects.ToolInfo{}
-		reply.Error = apiError(subjects.CodeInternal, "%v", err)
+		reply.Error = apiErr
 		return reply
 	}
 	if len(missing) > 0 {

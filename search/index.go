@@ -471,8 +471,14 @@ func (ix *Index) serverFor(name, desc string) uint32 {
 		}
 		ix.srvByName[name] = s
 		ix.servers[s] = serverRec{name: name}
+		// The terms its tools index in their server field (analyze: the first maxFieldTokens),
+		// no more: a term no tool holds is dropped by compaction (compactTerms).
 		seen := map[uint32]bool{}
+		n := 0
 		tokenize(name, maxFieldBytes, func(t string, _ bool) {
+			if n++; n > maxFieldTokens {
+				return
+			}
 			if id := ix.intern(t); !seen[id] {
 				seen[id] = true
 				ix.servers[s].nameTerms = append(ix.servers[s].nameTerms, id)
