@@ -375,7 +375,9 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	t := e.reg.lookup(c.req.Tool)
 	if t == nil {
 		if server, name, ok := subjects.SplitPlain(c.req.Tool); ok && e.cfg.Policy.Decide(rp, policy.Tool{Server: server, Name: name}).Allowed {
-			if v := e.reg.view.Tool(server, name); v.State == staleness.Unavailable {
+			// (Only of a list rp may see: one private to another context is not there for it,
+			// as its kept tools are not.)
+			if v := e.reg.view.Tool(server, name); v.State == staleness.Unavailable && e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
 				s := refused(subjects.CodeUnavailable, c.req.Tool+" is unavailable: "+v.Reason)
 				s.e.Reason = v.Reason
 				return s
