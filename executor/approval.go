@@ -1,11 +1,13 @@
 package executor
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -179,6 +181,89 @@ func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalReco
 	return approvalRecord{Since: time.Now().UTC(), Seq: c.seq}, 0, false
 }
 
+// earlierRequestWaits reports whether an earlier request of c's call id (a lower calls stream
+// sequence: one published before the calls stream's de-duplication window let this one in),
+// for another call — another tool, other arguments or another principal — waits for approval:
+// its approval record holds no outcome, its wait may not have ended yet (MaxApprovalTimeout
+// since it began), and it is still on the calls stream. Both would wait on the id's approvals
+// subject, and the approval given to one decide both. A resend of the same call may wait too
+// (one decision for both is the one they need; the claim runs it once), and a request whose own
+// record exists began its wait before (a delivery again): it was asked then.
+func (e *Executor) earlierRequestWaits(ctx context.Context, c *call) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, approvalStore)
+	defer cancel()
+	prefix := claimKey(c.tenant, c.req.ID) + ".approval."
+	keys, err := e.st.claims.ListKeysFiltered(ctx, prefix+"*")
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	own := false
+	var earlier []string
+	for k := range keys.Keys() {
+		switch seq, err := strconv.ParseUint(strings.TrimPrefix(k, prefix), 10, 64); {
+		case err != nil:
+		case seq == c.seq:
+			own = true
+		case seq < c.seq:
+			earlier = append(earlier, k)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // (the listing was cut short)
+	}
+	if own || len(earlier) == 0 {
+		return false, nil
+	}
+	calls, err := e.js.Stream(ctx, subjects.CallsStream)
+	if err != nil {
+		return false, err
+	}
+	for _, k := range earlier {
+		entry, err := e.st.claims.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		var rec approvalRecord
+		if json.Unmarshal(entry.Value(), &rec) != nil || rec.Outcome != "" || time.Since(rec.Since) >= e.cfg.MaxApprovalTimeout {
+			continue
+		}
+		m, err := calls.GetMsg(ctx, rec.Seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue // answered and acknowledged: it no longer waits
+		}
+		if err != nil {
+			return false, err
+		}
+		var other subjects.CallRequest
+		if m.Subject != subjects.Calls(c.tenant) || subjects.Decode(m.Data, &other) != nil || !sameCall(c.tenant, other, c.req) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// sameCall reports whether two requests of a call id of tenant ask for the same call: the same
+// tool, with the same arguments (as JSON, whitespace aside), for the same principal.
+func sameCall(tenant string, a, b subjects.CallRequest) bool {
+	compact := func(raw json.RawMessage) []byte {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) != nil {
+			return nil
+		}
+		return buf.Bytes()
+	}
+	aa, ba := compact(a.Arguments), compact(b.Arguments)
+	return a.Tool == b.Tool && (len(a.Arguments) == 0 && len(b.Arguments) == 0 || aa != nil && bytes.Equal(aa, ba)) &&
+		cmp.Or(a.Principal.Tenant, tenant) == cmp.Or(b.Principal.Tenant, tenant) && a.Principal.User == b.Principal.User &&
+		slices.Equal(a.Principal.Roles, b.Principal.Roles)
+}
+
 // settler is approvalWait.settle for the record rec at revision rev, written by delivery
 // c.delivery of c.
 func (e *Executor) settler(c *call, rec approvalRecord, rev uint64) func(string, subjects.Approval) (approvalRecord, bool) {
@@ -291,6 +376,16 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 			c.tool.Public, cap(e.approvalWaits)))
 		s.e.RetryAfterMs = approvalWaitRetryAfter.Milliseconds()
 		return s
+	}
+
+	// Approvals name a call id, not a request: another request of the id waiting too would
+	// take the approval given to this one (or this one the other's), whatever its tool and
+	// arguments. The earlier request waits; a later one for another call is refused while it
+	// does.
+	if waits, err := e.earlierRequestWaits(ctx, c); err != nil {
+		return &stop{err: fmt.Errorf("%w: look up approval records: %w", errRetry, err)}
+	} else if waits {
+		return refused(subjects.CodeBadRequest, fmt.Sprintf("call id %q already waits for approval as another call (another tool, other arguments or another principal): an approval of the id would decide both; use a new call id", c.req.ID))
 	}
 
 	// The wait counts from the call's first needs_approval, over every delivery (see

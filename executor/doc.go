@@ -136,8 +136,12 @@
 //     calls stream sequence: when the wait began, and its outcome, approved, denied or expired,
 //     the first one recorded). Another request of the id (a resend past the de-duplication
 //     window, with any tool and arguments) has its own record: it never takes an approval
-//     given to another request. A call handed back (its executor stopping) and delivered again
-//     waits what is left (its needs_approval event says how long), or is answered
+//     given to another request. Nor, for another call (another tool, other arguments or
+//     another principal), does it wait while an earlier request of the id waits (approvals
+//     name the id, so one would decide both): it is refused bad_request, until the earlier
+//     one's record holds an outcome or MaxApprovalTimeout has passed since it began
+//     (earlierRequestWaits); a resend of the same call waits for the same decision. A call
+//     handed back (its executor stopping) and delivered again waits what is left (its needs_approval event says how long), or is answered
 //     approval_timeout at once without asking again; on the clocks of the executors involved,
 //     never more than approvalTimeoutMs on this one's. Two deliveries waiting at once (heartbeats lost past
 //     AckWait: JetStream delivered the call again) both get an approval, and only the first
