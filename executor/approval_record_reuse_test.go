@@ -93,6 +93,7 @@ func TestApprovalRecordNotTakenByAnotherRequest(t *testing.T) {
 // hour more than its approval timeout (past MaxApprovalTimeout, holding a worker), and its
 // needs_approval said so. What is left is never more than the approval timeout on this clock.
 func TestApprovalDeadlineFromAClockAhead(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
 	timeout := 2 * handBackDelay
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

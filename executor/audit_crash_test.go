@@ -32,6 +32,9 @@ func TestAuditResultAfterCrash(t *testing.T) {
 	t.Cleanup(ncA.Close)
 	a := r.managerConfig(fast)
 	a.FrontEnd = new(bool)
+	// A's stop at cleanup cannot drain its consumer through the cut: it gives up after
+	// StopGrace (10 s by default), which this test does not look at.
+	a.StopGrace = time.Second
 	r.startExecutor(a, ncA)
 	r.waitTool("ticketing__createIssue")
 	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: "audit-crash", Tool: "ticketing__createIssue",

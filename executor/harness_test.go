@@ -31,6 +31,14 @@ import (
 // never because the machine is slow.
 const waitLimit = 30 * time.Second
 
+// parallel: most tests run one at a time (the package's default). The few marked t.Parallel
+// spend seconds waiting (AckWait, hand-back delays, 2 s polls) on a rig of their own: NATS
+// server, stdio children, proxies and temp dirs. They run after the others, two at a time
+// with go test's default -parallel on 2 cores. Not parallel: tests that count the process's
+// goroutines (TestClientLeavesNothingBehind), restart a NATS server on its old port
+// (restartServer, the failover cluster: another test could take the port meanwhile), call
+// t.Setenv, or are CPU-bound.
+
 // childEnv makes the test binary an MCP server over stdio (the child of a real registrysync
 // connector):
 //
@@ -217,7 +225,11 @@ func serverConfig(t testing.TB, dir, name string) (registrysync.ServerConfig, st
 	if name == "fixture" {
 		mode = "fixture"
 	}
-	env := map[string]string{childEnv: mode, "MCPSTREAM_TEST_CONTROL": control}
+	// A -race child sleeps atexit_sleep_ms (1 s by default) before it exits once its stdin
+	// closes: every rig's manager stop took that second. The races a child reports while it
+	// runs are reported as before; it no longer lingers for late ones at exit.
+	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
+	env := map[string]string{childEnv: mode, "MCPSTREAM_TEST_CONTROL": control, "GORACE": gorace}
 	if p := os.Getenv("MCPSTREAM_TEST_CHILD_CPUPROFILE"); p != "" {
 		env["MCPSTREAM_TEST_CHILD_CPUPROFILE"] = p
 	}
@@ -231,7 +243,7 @@ func serverConfig(t testing.TB, dir, name string) (registrysync.ServerConfig, st
 
 func startRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
-	env := natstest.StartWith(t, o.nats)
+	env := startNATS(t, o.nats)
 	r := &rig{t: t, env: env, control: map[string]string{}, dir: t.TempDir()}
 	if o.servers == nil {
 		o.servers = []string{"ticketing"}

@@ -53,6 +53,7 @@ func TestApprovedHandedBackWaitsForSlot(t *testing.T) {
 // timeout, RelistTimeout and AckWait (here past the test's limit), though the claim said that no
 // answer comes. It answers from the claim: outcome_unknown, the call not run again.
 func TestDecidedElsewhereNoticesLeftClaim(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	const tool = "ticketing__createIssue"
 	limits := Limits{Tools: map[string]Rate{tool: {Concurrency: 1}}}
 	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})

@@ -17,6 +17,7 @@ import (
 // against a bucket TTL of 1 s. A running call's slot expired after 1 s and the concurrency cap
 // let a second call run beside it. The slots are renewed within the bucket's TTL.
 func TestSlotLeaseOfExistingBucket(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

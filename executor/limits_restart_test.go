@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/natsembed"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -31,7 +31,7 @@ func settledTotal(t *testing.T, l *limiter, s scopeLimit, from time.Time, want i
 // increment: the counter went below the calls it held (below 0 when it held none), and every
 // unit below let one more call through in that window.
 func TestGiveBackAfterNATSRestart(t *testing.T) {
-	env := natstest.Start(t)
+	env := startNATS(t, natsembed.Config{})
 	l := newTestLimiter(t, env, Config{})
 	l.restore = func(ctx context.Context) error {
 		_, err := ensureState(ctx, env.JS, Config{}.withDefaults(), false)

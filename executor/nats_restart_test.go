@@ -18,7 +18,20 @@ func (r *rig) restartNATS() {
 	restartServer(r.t, r.env)
 }
 
+// startNATS is natstest.StartWith, and shuts down at cleanup whichever server env.Server is
+// then (restartServer replaces it), at the point of the cleanups where the first one was
+// started: after everything started later (executors, managers) has stopped. A restarted
+// server's own cleanup would run first, and each executor then stopped against no server: its
+// consumers never drained, and it waited out StopGrace (10 s).
+func startNATS(t testing.TB, cfg natsembed.Config) *natstest.Env {
+	t.Helper()
+	env := natstest.StartWith(t, cfg)
+	t.Cleanup(func() { env.Server.Shutdown() })
+	return env
+}
+
 // restartServer restarts env's server on the same port with its store (memory storage is lost).
+// env must come from startNATS, whose cleanup shuts the new server down.
 func restartServer(t testing.TB, env *natstest.Env) {
 	t.Helper()
 	env.Server.Shutdown()
@@ -28,7 +41,6 @@ func restartServer(t testing.TB, env *natstest.Env) {
 		var srv *natsembed.Server
 		if srv, err = natsembed.Start(natsembed.Config{StoreDir: env.Dir, Listen: listen}); err == nil {
 			env.Server = srv
-			t.Cleanup(srv.Shutdown)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

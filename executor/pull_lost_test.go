@@ -26,6 +26,7 @@ import (
 // first pull requests; a call must still be taken within a few heartbeats (workerHeartbeat),
 // far less than 30 s.
 func TestWorkersPullAgainAfterLostPull(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	const workers = 2
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
 	// The executor reaches NATS through a proxy that can lose its pull requests.

@@ -161,6 +161,7 @@ func TestRedeliveryOfDeadHolderLongCall(t *testing.T) {
 // redelivery, on another executor, answers outcome_unknown at once rather than waiting for the
 // holder's deadline (the call's timeout, here past the test's limit).
 func TestRedeliveryAfterHolderLeft(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
 	hold := holdCreateIssue(t, r)
 	base := Config{AckWait: time.Second, Dispatcher: hold, Relister: r.mgr, CallTimeout: 2 * waitLimit}

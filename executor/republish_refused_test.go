@@ -137,6 +137,7 @@ func startPlainNATS(t *testing.T) string {
 // the first publish is stored and runs. CallDirect answered refused / unavailable — nothing ran —
 // while the side-effecting call ran and its stored answer is ok.
 func TestCallDirectRepublishRefused(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	r := startRig(t, rigOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

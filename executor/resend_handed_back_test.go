@@ -16,6 +16,7 @@ import (
 // (its worker died) and stored outcome_unknown at once. The first request's real result was
 // then dropped: the call ran, and every caller was told its outcome was unknown.
 func TestResendHandedBackWhileFirstRuns(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
 	hold := holdCreateIssue(t, r)
 	cfg := Config{Dispatcher: hold, Relister: r.mgr, Workers: 1}

@@ -55,6 +55,7 @@ func lossyResultsJS(t *testing.T, r *rig, nc *nats.Conn) (jetstream.JetStream, *
 // inbox seconds later, sat unread, and the caller waited its whole 30 s. Each read is bounded
 // now: a lost one costs one poll, and the answer is taken when it comes.
 func TestCallDirectResultReadLost(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	r := startRig(t, rigOptions{servers: []string{"fixture"}})
 	nc := r.env.Connect(t)
 	js, lost := lossyResultsJS(t, r, nc)

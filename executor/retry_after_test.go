@@ -104,6 +104,7 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 // taken for a server asking for more than a worker waits, and the call was answered after a
 // random number of attempts, with no retryAfterMs at all.
 func TestRetryBackoffJitterIsNotRetryAfter(t *testing.T) {
+	t.Parallel()        // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	const attempts = 14 // the backoff reaches 1 s at the 9th wait (50 ms × 1.5^n)
 	disp := &busyDispatcher{busy: 100}
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Dispatcher: disp, RetryMax: attempts}})

@@ -41,6 +41,7 @@ func (g gated) Dispatch(ctx context.Context, _ string, req subjects.DispatchRequ
 // never answered at all. A worker keeps an answer it could not store for lack of room and
 // stores it once there is room: each call ran once, and its caller gets its result.
 func TestAnswerKeptWhileStoreFull(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	n := &counter{}
 	g := gated{n: n, started: make(chan string, 4), release: make(chan struct{})}
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, nats: natsembed.Config{MaxStore: 4 << 20}, exec: Config{Dispatcher: g}})
