@@ -62,13 +62,18 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 	fs.StringVar(&reason, "reason", "", "why (recorded in the audit stream)")
 	fs.StringVar(&by, "by", os.Getenv("USER"), "who decides (recorded in the audit stream)")
 	fs.StringVar(&tenant, "tenant", policy.Local.Tenant, "the tenant of the call (call ids are unique per tenant)")
-	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the executor's answer")
+	fs.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the executor's answer (more than 0)")
 	rest, err := parseFlags(fs, args, stdout, stderr)
 	if err != nil {
 		return err
 	}
 	if len(rest) != 1 || rest[0] == "" {
 		usageError(fs, stderr, "want one call ID", rest)
+		return exitCode(2)
+	}
+	if wait <= 0 {
+		// (With a deadline already past nothing would be sent.)
+		usageError(fs, stderr, fmt.Sprintf("--wait %s: want more than 0, such as 10s", wait), nil)
 		return exitCode(2)
 	}
 	id := rest[0]

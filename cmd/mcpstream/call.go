@@ -46,9 +46,10 @@ Output:
 Exit status: 0 when the tool ran and answered; 1 when the call was refused or failed (the error
 code and message go to stderr, or stdout with --json), and 1 too when the tool reported a failure
 (isError: true; its result is printed). A --id already used gets the earlier answer, never a
-second execution: use it to retry safely. When NATS refuses this user the call's subjects (publish
-to mcpstream.v1.exec.<tenant>, subscribe to the reply inbox: see --nats-inbox), call fails at once
-with the server's permissions violation.
+second execution: use it to retry safely. Ctrl-C stops the wait, not the call: once sent it
+runs, or waits for its approval (deny it to refuse it), and call --id gets its answer. When NATS
+refuses this user the call's subjects (publish to mcpstream.v1.exec.<tenant>, subscribe to the
+reply inbox: see --nats-inbox), call fails at once with the server's permissions violation.
 
 Error codes: bad_request, too_large, not_found, stale, unavailable, unknown_principal, forbidden,
 denied, approval_timeout, needs_approval (--approval-timeout -1), invalid_arguments (with the JSON
@@ -113,6 +114,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	arguments := bytes.TrimSpace([]byte(rawArgs))
 	if !json.Valid(arguments) || len(arguments) == 0 || arguments[0] != '{' {
 		return failed(subjects.CodeBadRequest, fmt.Errorf("call: ARGS_JSON must be a JSON object, e.g. '{\"query\":\"x\"}' (got %.60q)", rawArgs))
+	}
+	if timeout < 0 {
+		return failed(subjects.CodeBadRequest, fmt.Errorf("call: --timeout %s: must not be negative (0 = the executor's default, 60s)", timeout))
 	}
 	pr, err := cf.principal()
 	if err != nil {
@@ -191,6 +195,13 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			Code: subjects.CodeTimeout, Message: fmt.Sprintf("no answer within %s; the call may still complete: "+
 				"`call --id %s` again returns its answer without running it twice (an operator can also see it with `mcpstream events --subject 'results.%s.%s'`)",
 				wait, shellWord(req.ID), subjects.EncodeToken(tenant), subjects.EncodeToken(req.ID))}}
+	case err != nil && ctx.Err() != nil:
+		// Interrupted (Ctrl-C): the request may be stored, and then the call runs (once
+		// approved, for one waiting for approval) whether or not this process waits for it.
+		args := approveArgs(id, tenant)
+		return failed(subjects.CodeTimeout, fmt.Errorf("call: interrupted before its answer; call %s may still run (once sent, it is stored, and waits for its approval or runs): "+
+			"`call --id %s` again returns its answer without running it twice, and `mcpstream deny %s` refuses it while it waits for approval",
+			termBlock(id), shellWord(req.ID), args))
 	case err != nil:
 		code := subjects.CodeUnavailable
 		if errors.Is(err, context.Canceled) {

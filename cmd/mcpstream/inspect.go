@@ -51,6 +51,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		usageError(fs, stderr, "want one tool NAME (server__tool)", rest)
 		return exitCode(2)
 	}
+	if !catalogTimeoutOK(fs, stderr, *timeout) {
+		return exitCode(2)
+	}
 	cs, err := openCatalog(ctx, &cf, "inspect", *timeout, subjects.CatalogDetails)
 	if err != nil {
 		return requestFailure(stdout, cf.JSON, err)

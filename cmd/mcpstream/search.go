@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -82,6 +83,9 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	query := strings.TrimSpace(strings.Join(rest, " "))
 	if query == "" {
 		usageError(fs, stderr, "want a QUERY", nil)
+		return exitCode(2)
+	}
+	if !catalogTimeoutOK(fs, stderr, *timeout) {
 		return exitCode(2)
 	}
 	cs, err := openCatalog(ctx, &cf, "search", *timeout, subjects.CatalogSearch)
@@ -206,6 +210,17 @@ func catalogFailure(stdout io.Writer, asJSON bool, e *subjects.Error) error {
 		msg += " (" + e.Reason + ")"
 	}
 	return errors.New(msg)
+}
+
+// catalogTimeoutOK reports whether --timeout (a catalog request's bound; 0 = indexer.Client's
+// default) can be waited, after printing the usage error when it cannot: a negative one
+// would send the request with its deadline already past.
+func catalogTimeoutOK(fs *flag.FlagSet, stderr io.Writer, timeout time.Duration) bool {
+	if timeout >= 0 {
+		return true
+	}
+	usageError(fs, stderr, fmt.Sprintf("--timeout %s: must not be negative (0 = the default, 5s)", timeout), nil)
+	return false
 }
 
 // badRequestError is an error in the command's own arguments (a malformed --principal, say).

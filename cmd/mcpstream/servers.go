@@ -150,6 +150,9 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		usageError(fs, stderr, fmt.Sprintf("--limit %d out of range 0..%d", *limit, indexer.MaxServers), nil)
 		return exitCode(2)
 	}
+	if !catalogTimeoutOK(fs, stderr, *timeout) {
+		return exitCode(2)
+	}
 	if *catalog {
 		return runServersCatalog(ctx, &cf, *limit, *after, *timeout, stdout, stderr)
 	}

@@ -90,7 +90,7 @@ func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 	fs.StringVar(&o.ConfigPath, "config", "", "configuration file (YAML: servers, policy, limits, search, streams, embeddedNats (up only); see README Configuration); default: the bundled demo servers")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format on stderr: text or json")
-	fs.IntVar(&o.StreamReplicas, "stream-replicas", 0, "JetStream replicas of mcpstream's streams when created or updated (3 on a 3-node cluster); 0 = keep existing, 1 for new")
+	fs.IntVar(&o.StreamReplicas, "stream-replicas", 0, "JetStream replicas of mcpstream's streams when created or updated (3 on a 3-node cluster); 0 = keep existing, 1 for new; at most 1 with up's embedded server")
 	fs.DurationVar(&o.StopTimeout, "stop-timeout", 15*time.Second, "how long roles may take to stop after Ctrl-C")
 	if up {
 		fs.StringVar(&o.NATS.URL, "nats", "", "use this NATS server or cluster (comma-separated URLs) instead of the embedded one")
@@ -347,6 +347,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	}
 	if o.StreamReplicas < 0 {
 		return fmt.Errorf("--stream-replicas %d: want 0 (keep existing) or a replica count", o.StreamReplicas)
+	}
+	if o.Embedded && o.StreamReplicas > 1 {
+		return fmt.Errorf("--stream-replicas %d: the embedded NATS server is a single node, which keeps 1 replica: drop the flag, or run a cluster and give its URLs with --nats", o.StreamReplicas)
 	}
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {
