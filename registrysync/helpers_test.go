@@ -253,7 +253,9 @@ func stdioServer(t *testing.T, name, mode string, env ...string) ServerConfig {
 	sc := ServerConfig{
 		Name: name, Transport: TransportStdio, Command: exe,
 		Args: []string{"-test.run=^$"},
-		Env:  map[string]string{childEnv: mode},
+		// A -race child sleeps atexit_sleep_ms (1 s by default) before it exits: every stop
+		// of a test's connector waited for it. Races it reports while it runs still show.
+		Env: map[string]string{childEnv: mode, "GORACE": strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")},
 	}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")

@@ -45,5 +45,8 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Setenv(envTestMain, "1") // inherited by the children the tests start
+	// A -race child sleeps atexit_sleep_ms (1 s by default) before it exits: every test that
+	// stops one waited for it. Races it reports while it runs still show.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	os.Exit(m.Run())
 }
