@@ -33,14 +33,17 @@ var (
 type Client struct {
 	NC *nats.Conn
 	// JS is needed by CallDirect, Submit and Await; Call uses it, when set, to find an answer
-	// whose reply was lost. Make it with jetstream.WithPublishAsyncTimeout, so that nats.go
-	// forgets the async publishes whose PubAck was lost (it keeps them pending otherwise).
+	// whose reply was lost and to publish again on the calls stream a request nobody answered
+	// (see Call). Make it with jetstream.WithPublishAsyncTimeout, so that nats.go forgets the
+	// async publishes whose PubAck was lost (it keeps them pending otherwise).
 	JS jetstream.JetStream
 	// PubAckWait bounds CallDirect's wait for the calls stream's PubAck of its request (0 →
 	// DefaultPubAckWait): past it the request's outcome is unknown (a publish lost on its way
 	// to a stream leader that died), and it is published again under the same id, as after a
 	// lost connection. It does not depend on JS's own async publish timeout, which is off
-	// unless JS was made with jetstream.WithPublishAsyncTimeout.
+	// unless JS was made with jetstream.WithPublishAsyncTimeout. With JS, it is also how long
+	// Call waits for an answer before it publishes its request on the calls stream itself (a
+	// request to the front end lost on its way), and then for that publish's PubAck.
 	PubAckWait time.Duration
 }
 
@@ -60,58 +63,33 @@ func NewCallID() string {
 // that are not UTF-8 are sent as U+FFFD (as JSON carries them: the executor answers that id;
 // CallDirect and Submit do the same). The error is for
 // transport failures only (ErrNoExecutor, ctx's deadline): a refusal is a CallResult with Error
-// set. With JS the results stream is also read every 2 s while waiting, and once more when ctx
-// ends first: an answer whose reply was lost (a reconnect) is still returned. Give ctx a
-// deadline: the executor persists the call and does not answer a caller that stopped waiting.
+// set. Give ctx a deadline: the executor persists the call and does not answer a caller that
+// stopped waiting.
+//
+// With JS, Call also reads the results stream every 2 s while waiting, and once more when ctx
+// ends first: an answer whose reply was lost (a reconnect) is still returned. And the request to
+// the front end is a core NATS message, which can be lost on its way (a cluster node dying with
+// it in its buffers): nothing is stored then and nobody answers. So a Call that has neither an
+// answer nor a stored result within PubAckWait publishes the same request straight on
+// subjects.Calls(tenant), as CallDirect does (the same Nats-Msg-Id, Mcpstream-Reply-To its
+// inbox): stored once, it runs once. A PubAck (a Duplicate one too: the request is stored)
+// ends the resends; none, and it is published again after twice the wait (at most
+// maxResendWait). An answer obtained after such a resend is not marked Duplicate (the
+// duplicate may be this call's own first request), and a front end's refusal that says it
+// stored nothing (unavailable, rate_limited) is not taken then: the resend may be stored, and
+// its answer comes. ErrNoExecutor is returned only before any resend. Without JS there is no
+// resend: a lost request waits for ctx's deadline.
 func (c Client) Call(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
 	req, data, res := prepare(tenant, req)
 	if res != nil {
 		return *res, nil
 	}
-	rctx, polled := ctx, make(chan subjects.CallResult, 1)
 	if c.JS != nil {
-		// The worker sends the answer to this request's inbox once: one sent while this
-		// connection was away (a NATS restart under a call waiting for approval, say) is lost
-		// to the inbox. The results stream keeps it: it is read every resultPoll, as CallDirect
-		// does, so such an answer still arrives, not only at ctx's end.
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			poll := time.NewTicker(resultPoll)
-			defer poll.Stop()
-			for {
-				select {
-				case <-rctx.Done():
-					return
-				case <-poll.C:
-				}
-				if res, ok := c.stored(rctx, tenant, req.ID); ok {
-					polled <- res
-					cancel()
-					return
-				}
-			}
-		}()
+		return c.callResending(ctx, tenant, req, data)
 	}
-	m, err := c.NC.RequestWithContext(rctx, subjects.Exec(tenant), data)
+	m, err := c.NC.RequestWithContext(ctx, subjects.Exec(tenant), data)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return subjects.CallResult{}, fmt.Errorf("%w on %s", ErrNoExecutor, subjects.Exec(tenant))
-	}
-	if err != nil {
-		select {
-		case res := <-polled:
-			return res, nil
-		default:
-		}
-	}
-	if err != nil && c.JS != nil && ctx.Err() != nil {
-		// The answer may be stored with its reply lost (a reconnect): look once more.
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		if res, ok := c.stored(lctx, tenant, req.ID); ok {
-			return res, nil
-		}
 	}
 	if err != nil {
 		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)
@@ -121,6 +99,118 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 		return subjects.CallResult{}, fmt.Errorf("call %s: malformed answer: %w", req.Tool, err)
 	}
 	return out, nil
+}
+
+// maxResendWait bounds the backoff of Call's resends of a request nobody answered.
+const maxResendWait = 30 * time.Second
+
+// callResending is Call with JS: the request goes to the front end on an inbox of the
+// connection's answer mux, which every resend (straight on the calls stream) shares.
+func (c Client) callResending(ctx context.Context, tenant string, req subjects.CallRequest, data []byte) (subjects.CallResult, error) {
+	inbox, answers, done, err := answerMuxFor(c.NC).wait()
+	if err != nil {
+		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): subscribe to the answer: %w", req.Tool, req.ID, err)
+	}
+	defer done()
+	if err := c.NC.PublishRequest(subjects.Exec(tenant), inbox, data); err != nil {
+		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)
+	}
+	m := &nats.Msg{Subject: subjects.Calls(tenant), Data: data, Header: nats.Header{}}
+	m.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID(tenant, req.ID))
+	m.Header.Set(subjects.HeaderReplyTo, inbox)
+	wait := c.PubAckWait
+	if wait <= 0 {
+		wait = DefaultPubAckWait
+	}
+	// The worker sends the answer to the inbox once: one sent while this connection was away
+	// (a NATS restart under a call waiting for approval, say) is lost to the inbox. The results
+	// stream keeps it: it is read every resultPoll, as CallDirect does.
+	poll := time.NewTicker(resultPoll)
+	defer poll.Stop()
+	resend := time.NewTimer(wait)
+	defer resend.Stop()
+	var okc <-chan *jetstream.PubAck
+	var errc <-chan error
+	sentAgain := false // published on the calls stream: a duplicate may be this call's own request
+	mine := func(res subjects.CallResult) subjects.CallResult {
+		if sentAgain {
+			res.Duplicate = false
+		}
+		return res
+	}
+	for {
+		select {
+		case am := <-answers:
+			if len(am.Data) == 0 && am.Header.Get("Status") == "503" {
+				// No front end took the request. (After a resend, the stored request waits for
+				// an executor: it is no longer the caller's to send elsewhere.)
+				if !sentAgain {
+					return subjects.CallResult{}, fmt.Errorf("%w on %s", ErrNoExecutor, subjects.Exec(tenant))
+				}
+				continue
+			}
+			out, err := decodeResult(am.Data)
+			if err != nil {
+				if !sentAgain {
+					return subjects.CallResult{}, fmt.Errorf("call %s: malformed answer: %w", req.Tool, err)
+				}
+				continue
+			}
+			if out.ID != "" && out.ID != req.ID {
+				continue // junk: not this call's answer
+			}
+			if sentAgain && out.Status == subjects.CallRefused && out.Error != nil &&
+				(out.Error.Code == subjects.CodeUnavailable || out.Error.Code == subjects.CodeRateLimited) {
+				// The front end stored nothing of its request (or did not take it), but the
+				// resend may be stored and run: its answer comes to the inbox and the results
+				// stream. (A refusal the worker stored is found by the next poll.)
+				continue
+			}
+			return mine(out), nil
+		case ack := <-okc:
+			okc, errc = nil, nil
+			resend.Stop() // stored: no more resends, the answer comes
+			if ack.Duplicate {
+				// (Bounded as CallDirect's check is: unread, the id is taken for this call's own.)
+				ictx, icancel := context.WithTimeout(ctx, 2*resultReadWait)
+				taken := idTaken(ictx, c.JS, tenant, req.ID, ack.Sequence)
+				icancel()
+				if taken {
+					return idTakenRefusal(tenant, req), nil
+				}
+			}
+		case <-errc:
+			// No PubAck (refused, the connection dropped, a timeout): nothing known to be
+			// stored; the resend timer publishes again.
+			okc, errc = nil, nil
+		case <-resend.C:
+			// Neither an answer nor a PubAck within the wait: the request (or the last resend)
+			// may be lost. (A late PubAck of an earlier publish is not read: this one's is.)
+			okc, errc = nil, nil
+			if fut, err := c.JS.PublishMsgAsync(m); err == nil {
+				okc, errc, sentAgain = fut.Ok(), fut.Err(), true
+			}
+			wait = min(2*wait, maxResendWait)
+			resend.Reset(wait)
+		case <-poll.C:
+			if res, ok := c.stored(ctx, tenant, req.ID); ok {
+				return mine(res), nil
+			}
+			if c.NC.IsClosed() {
+				// (As a request/reply ends when its connection is closed: no answer can come.)
+				return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, nats.ErrConnectionClosed)
+			}
+		case <-ctx.Done():
+			// The answer may be stored with its reply lost (a reconnect): look once more.
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			res, ok := c.stored(lctx, tenant, req.ID)
+			cancel()
+			if ok {
+				return mine(res), nil
+			}
+			return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, ctx.Err())
+		}
+	}
 }
 
 // CallDirect is Call without the front end, for callers with a JetStream context (JS): the
@@ -433,7 +523,7 @@ func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.Appro
 	return rep, nil
 }
 
-// answerMux routes the answers of CallDirect on one connection: one wildcard subscription
+// answerMux routes the answers of CallDirect and Call (with JS) on one connection: one wildcard subscription
 // (<inbox>.*) for every call, like nats.go's request/reply, rather than a subscription per call
 // (each one a SUB and an UNSUB the server must process).
 type answerMux struct {

@@ -274,7 +274,14 @@
 //
 // Client.Call is a request/reply on mcpstream.v1.exec.<tenant>: it fails fast (ErrNoExecutor)
 // when no front end runs; with Client.JS it also reads the results stream every 2 s, so an
-// answer sent while its connection was away (a NATS restart) still arrives. Each such read (of
+// answer sent while its connection was away (a NATS restart) still arrives, and a request with
+// neither an answer nor a stored result within Client.PubAckWait (5 s) — a core NATS message
+// lost on its way, with a cluster node that died, say: nothing stored, nobody to answer — is
+// published straight on the calls stream under the same Nats-Msg-Id with Mcpstream-Reply-To its
+// inbox (one inbox of the answer mux for every publish), again with backoff until a PubAck (a
+// Duplicate one too) says it is stored; it runs once, and the first answer for its id is taken
+// (one obtained after such a resend is never marked Duplicate: it may be its own first
+// request's). Without JS a lost request waits for the caller's deadline. Each such read (of
 // Call, CallDirect and Await) gets 2 s, not the caller's whole wait: a JetStream API request
 // that reaches a stream leader as it dies (a cluster node shut down) is never answered, and one
 // read lost so held the wait until the caller's deadline. Client.CallDirect persists the request straight on the calls stream

@@ -176,7 +176,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}()
 	// With JS the answer is also read from the results stream: one sent while this connection
-	// was away (NATS restarted under a call waiting for approval) still arrives.
+	// was away (NATS restarted under a call waiting for approval) still arrives; and a request
+	// lost on its way to the front end (nothing stored, nobody answers) is published again
+	// straight on the calls stream after 5 s (executor.Client.Call).
 	res, err := executor.Client{NC: nc, JS: js}.Call(cctx, tenant, req)
 	close(waited)
 	<-hinted
