@@ -181,71 +181,112 @@ func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalReco
 	return approvalRecord{Since: time.Now().UTC(), Seq: c.seq}, 0, false
 }
 
-// earlierRequestWaits reports whether an earlier request of c's call id (a lower calls stream
-// sequence: one published before the calls stream's de-duplication window let this one in),
-// for another call — another tool, other arguments or another principal — waits for approval:
-// its approval record holds no outcome, its wait may not have ended yet (MaxApprovalTimeout
-// since it began), and it is still on the calls stream. Both would wait on the id's approvals
-// subject, and the approval given to one decide both. A resend of the same call may wait too
-// (one decision for both is the one they need; the claim runs it once), and a request whose own
-// record exists began its wait before (a delivery again): it was asked then.
-func (e *Executor) earlierRequestWaits(ctx context.Context, c *call) (bool, error) {
+// approvalGateKey is the claims-bucket key of the call id's approval gate: the calls stream
+// sequence of the request of the id whose approval wait holds the id's approvals subject.
+func approvalGateKey(tenant, id string) string {
+	return claimKey(tenant, id) + ".approval.gate"
+}
+
+// approvalConflict reports whether another request of c's call id (a resend past the calls
+// stream's de-duplication window), for another call — another tool, other arguments or another
+// principal — waits for approval. Both would wait on the id's approvals subject, and the approval
+// given to one decide both. The request that takes the id's gate (approvalGateKey, created
+// atomically) is the one that waits; another finds it there and is told of a conflict while the
+// gate's holder still waits: its approval record holds no outcome, its wait may not have ended
+// yet (MaxApprovalTimeout since it began), and it is still on the calls stream. A gate whose
+// holder no longer waits is taken over (by its revision: of two requests, one). A resend of the
+// same call may wait too (one decision for both is the one they need; the claim runs it once),
+// and the holder itself delivered again goes on.
+//
+// Deciding by one key, not by listing the requests' records and each looking for earlier ones:
+// two requests taken at once each looked before the other had written its record, and both
+// waited.
+func (e *Executor) approvalConflict(ctx context.Context, c *call) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, approvalStore)
 	defer cancel()
-	prefix := claimKey(c.tenant, c.req.ID) + ".approval."
-	keys, err := e.st.claims.ListKeysFiltered(ctx, prefix+"*")
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return false, nil
-	}
-	if err != nil {
+	key := approvalGateKey(c.tenant, c.req.ID)
+	val := []byte(strconv.FormatUint(c.seq, 10))
+	// (A bucket that refuses the gate, full, refuses it again at once: the wait goes on
+	// without it, as it does without an approval record, rather than the call going back to
+	// the queue again and again.)
+	unkept := func(err error) (bool, error) {
+		if subjects.StoreRefused(err) {
+			e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approval gate not kept: another request of the call id may wait at once")
+			return false, nil
+		}
 		return false, err
 	}
-	own := false
-	var earlier []string
-	for k := range keys.Keys() {
-		switch seq, err := strconv.ParseUint(strings.TrimPrefix(k, prefix), 10, 64); {
-		case err != nil:
-		case seq == c.seq:
-			own = true
-		case seq < c.seq:
-			earlier = append(earlier, k)
+	for range 5 {
+		_, err := e.st.claims.Create(ctx, key, val)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return unkept(err)
+		}
+		entry, err := e.st.claims.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // (gone meanwhile: its TTL)
+		}
+		if err != nil {
+			return false, err
+		}
+		holder, perr := strconv.ParseUint(string(entry.Value()), 10, 64)
+		if perr == nil && holder == c.seq {
+			return false, nil // this request's: a delivery again
+		}
+		if perr == nil {
+			waits, same, err := e.requestWaits(ctx, c, holder)
+			if err != nil {
+				return false, err
+			}
+			if waits {
+				return !same, nil
+			}
+		}
+		// Its holder no longer waits: this request takes the gate, unless another did first.
+		_, err = e.st.claims.Update(ctx, key, val, entry.Revision())
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return unkept(err)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return false, err // (the listing was cut short)
-	}
-	if own || len(earlier) == 0 {
-		return false, nil
+	return false, errors.New("the call id's approval gate kept changing")
+}
+
+// requestWaits reports whether the request at calls stream sequence seq of c's call id may
+// still wait for approval, and whether it asks for the same call as c.
+func (e *Executor) requestWaits(ctx context.Context, c *call, seq uint64) (waits, same bool, err error) {
+	entry, err := e.st.claims.Get(ctx, approvalKey(c.tenant, c.req.ID, seq))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		// (Its record is written right after the gate: it may be about to begin its wait.)
+	case err != nil:
+		return false, false, err
+	default:
+		var rec approvalRecord
+		if json.Unmarshal(entry.Value(), &rec) == nil && (rec.Outcome != "" || time.Since(rec.Since) >= e.cfg.MaxApprovalTimeout) {
+			return false, false, nil
+		}
 	}
 	calls, err := e.js.Stream(ctx, subjects.CallsStream)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	for _, k := range earlier {
-		entry, err := e.st.claims.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return false, err
-		}
-		var rec approvalRecord
-		if json.Unmarshal(entry.Value(), &rec) != nil || rec.Outcome != "" || time.Since(rec.Since) >= e.cfg.MaxApprovalTimeout {
-			continue
-		}
-		m, err := calls.GetMsg(ctx, rec.Seq)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue // answered and acknowledged: it no longer waits
-		}
-		if err != nil {
-			return false, err
-		}
-		var other subjects.CallRequest
-		if m.Subject != subjects.Calls(c.tenant) || subjects.Decode(m.Data, &other) != nil || !sameCall(c.tenant, other, c.req) {
-			return true, nil
-		}
+	m, err := calls.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, false, nil // answered and acknowledged: it no longer waits
 	}
-	return false, nil
+	if err != nil {
+		return false, false, err
+	}
+	var other subjects.CallRequest
+	if m.Subject != subjects.Calls(c.tenant) || subjects.Decode(m.Data, &other) != nil || other.ID != c.req.ID {
+		return false, false, nil // not a request of this id
+	}
+	return true, sameCall(c.tenant, other, c.req), nil
 }
 
 // sameCall reports whether two requests of a call id of tenant ask for the same call: the same
@@ -380,12 +421,19 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 
 	// Approvals name a call id, not a request: another request of the id waiting too would
 	// take the approval given to this one (or this one the other's), whatever its tool and
-	// arguments. The earlier request waits; a later one for another call is refused while it
-	// does.
-	if waits, err := e.earlierRequestWaits(ctx, c); err != nil {
+	// arguments. The request that took the id's gate waits; another one for another call is
+	// refused while it does.
+	if f := e.cfg.hooks.approvalCheck; f != nil {
+		f(c.req.ID, c.seq)
+	}
+	if waits, err := e.approvalConflict(ctx, c); err != nil {
 		return &stop{err: fmt.Errorf("%w: look up approval records: %w", errRetry, err)}
 	} else if waits {
-		return refused(subjects.CodeBadRequest, fmt.Sprintf("call id %q already waits for approval as another call (another tool, other arguments or another principal): an approval of the id would decide both; use a new call id", c.req.ID))
+		// Not the id's answer: stored, it would be the earlier request's too (its caller reads
+		// the id's results subject), and the answer of that request, approved and run, lost.
+		s := refused(subjects.CodeBadRequest, fmt.Sprintf("call id %q already waits for approval as another call (another tool, other arguments or another principal): an approval of the id would decide both; use a new call id", c.req.ID))
+		s.replyOnly = true
+		return s
 	}
 
 	// The wait counts from the call's first needs_approval, over every delivery (see

@@ -115,6 +115,9 @@ type testHooks struct {
 	slotBusy func(id string)
 	// rateClock is the limiter's clock instead of time.Now (which rate window a call counts in).
 	rateClock func() time.Time
+	// approvalCheck: the request at calls stream sequence seq of call id is about to look
+	// whether another request of the id waits for approval (see approvalConflict).
+	approvalCheck func(id string, seq uint64)
 }
 
 // Limits are the executor's rate limits and concurrency caps (the configuration's limits section).

@@ -78,7 +78,8 @@
 //     tool learns nothing of its state and makes no re-list of its server.
 //  4. policy on the definition held: a tool only a cacheScope private list of another
 //     authorization context holds → not_found (invisible, as in the catalog); Decide →
-//     forbidden. Asked again of what step 5 leaves (a re-list).
+//     forbidden. Asked again of what step 5 leaves (a re-list), and after approval: a list
+//     that became such meanwhile is not_found, also where step 5 would refuse it.
 //  5. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
 //     reason; a removed tool's definition is kept while the view remembers it, then it is
 //     not_found, as the view says unknown); server not ready → unavailable (with the reason), except in the executor's
@@ -137,10 +138,14 @@
 //     the first one recorded). Another request of the id (a resend past the de-duplication
 //     window, with any tool and arguments) has its own record: it never takes an approval
 //     given to another request. Nor, for another call (another tool, other arguments or
-//     another principal), does it wait while an earlier request of the id waits (approvals
-//     name the id, so one would decide both): it is refused bad_request, until the earlier
-//     one's record holds an outcome or MaxApprovalTimeout has passed since it began
-//     (earlierRequestWaits); a resend of the same call waits for the same decision. A call
+//     another principal), does it wait while another request of the id waits (approvals
+//     name the id, so one would decide both): the request whose wait holds the id's gate
+//     (key <tenant>.<id>.approval.gate, taken atomically: of two at once, one) waits, and
+//     the other is refused bad_request, until the holder's record holds an outcome, or
+//     MaxApprovalTimeout has passed since it began, or it left the calls stream
+//     (approvalConflict); a resend of the same call waits for the same decision. That
+//     refusal is not the id's answer: it goes to the refused request's reply subject only,
+//     never to the results stream, whose one answer of the id stays the waiting request's. A call
 //     handed back (its executor stopping) and delivered again waits what is left (its needs_approval event says how long), or is answered
 //     approval_timeout at once without asking again; on the clocks of the executors involved,
 //     never more than approvalTimeoutMs on this one's. Two deliveries waiting at once (heartbeats lost past

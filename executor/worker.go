@@ -292,6 +292,9 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		if rerr.err != nil || rerr.done {
 			return rerr.err
 		}
+		if rerr.replyOnly {
+			return e.refuseReplyOnly(c, rerr.status, rerr.e)
+		}
 		return e.refuse(ctx, c, rerr.status, rerr.e)
 	}
 	return e.execute(ctx, c)
@@ -340,6 +343,9 @@ type stop struct {
 	e      *subjects.Error
 	err    error
 	done   bool // answered already (see answered): nothing more to do
+	// replyOnly: the refusal is not the call id's answer (another request of the id may still
+	// give that): sent to this request's caller only, never stored (see refuseReplyOnly).
+	replyOnly bool
 }
 
 func refused(code, msg string) *stop {
@@ -404,7 +410,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		}
 	}
 	if s != nil {
-		return s
+		return e.hidden(rp, t, v, s)
 	}
 	c.tool = t
 	d, s := e.authorize(rp, t, v, "")
@@ -452,7 +458,7 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		c.approved = true
 		nv, nt, s := e.fresh(ctx, t)
 		if s != nil {
-			return s
+			return e.hidden(rp, nt, nv, s)
 		}
 		if nt != t {
 			// Re-listed while waiting, with another definition: the policy, the cache scope and
@@ -512,6 +518,16 @@ func (e *Executor) authorize(rp subjects.Principal, t *tool, v staleness.Verdict
 		return d, refused(subjects.CodeForbidden, fmt.Sprintf("%s may not call %s%s (%s)", rp.User, t.Public, when, d.Why))
 	}
 	return d, nil
+}
+
+// hidden is s, a refusal of t by its freshness (stale, unavailable), unless its list as v says
+// it stands now is one rp may not see (re-listed private to another context since authorize
+// looked): not_found then, as authorize answers, not the list's state and its server's reason.
+func (e *Executor) hidden(rp subjects.Principal, t *tool, v staleness.Verdict, s *stop) *stop {
+	if s.e != nil && !e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
+		return e.notFound(rp, t.Public)
+	}
+	return s
 }
 
 func (e *Executor) configuredApproval(t *tool) bool {
@@ -686,6 +702,24 @@ func (e *Executor) refuse(ctx context.Context, c *call, status string, err *subj
 	res := refusal(c.tenant, c.req, status, err)
 	res.StartedAt = c.started
 	return e.finish(ctx, c, res)
+}
+
+// refuseReplyOnly answers c's caller (its reply subject, if any) with a refusal that is not
+// the answer of c's call id: it is not stored on the results stream, which keeps one answer per
+// id, nor published on the results subject, whose readers wait for that one answer — that of
+// another request of the id that may still run (see approvalConflict). The audit stream
+// records it as any refusal.
+func (e *Executor) refuseReplyOnly(c *call, status string, err *subjects.Error) error {
+	err.Message = e.audit.redact.String(err.Message)
+	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: err.Code, Code: err.Code, Message: err.Message}))
+	res := refusal(c.tenant, c.req, status, err)
+	res.StartedAt = c.started
+	e.stats.answered.Add(1)
+	e.stats.nanos.Add(int64(time.Since(c.started)))
+	e.stats.refused.Add(1)
+	e.reply(c.replyTo, res)
+	e.audit.emit(subjects.AuditResult, c.audit(subjects.AuditEvent{Decision: res.Status, Code: err.Code, Message: err.Message}))
+	return nil
 }
 
 // finish publishes the terminal answer and its audit event.
