@@ -120,7 +120,8 @@
 //	             Protocol holds the negotiated version. A ready status with a Code means a
 //	             prompts or resources list failed while the tools are current.
 //	unavailable  connect_failed (malformed_response when the handshake's answer is not
-//	             JSON), connection_lost, or a failed tools list (list_failed,
+//	             JSON; a handshake an HTTP server refuses with a 4xx says its status, and
+//	             a 429 its Retry-After), connection_lost, or a failed tools list (list_failed,
 //	             malformed_response, too_many_pages, snapshot_too_large); Attempt and
 //	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
 //	             the values of headers, env variables and URL query parameters named like
@@ -309,7 +310,10 @@
 // starts the process itself), a lost SSE stream, a failed list whose liveness probe also fails,
 // or a periodic probe that fails (Config.PingEvery: ping on legacy, server/discover on
 // 2026-07-28) closes the session and reconnects with exponential backoff (Config.BackoffInitial
-// to BackoffMax) until the context ends; stdio servers get a new process. A server that answers
+// to BackoffMax) until the context ends; stdio servers get a new process. Closing a legacy
+// streamable HTTP session sends its DELETE without waiting for the answer (mcp-go waits up to
+// 5 s: a hung server held the connection_lost status, the reconnection, Remove and a stopping
+// Manager that long). A server that answers
 // badly (malformed JSON, endless cursors) keeps its session and is re-listed with backoff. Each
 // connector runs on its own goroutines; panics in its loop and in mcp-go callbacks are
 // recovered and reported (a panicking loop publishes unavailable with code internal and

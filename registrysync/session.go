@@ -303,6 +303,8 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	defer s.cancelOnMalformed(icancel)()
 	ictx, tcancel := context.WithTimeout(ictx, cfg.ConnectTimeout)
 	defer tcancel()
+	// The HTTP status of a handshake the server refuses (handshakeRefused).
+	ictx, hcp := withCapture(ictx)
 	stop := context.AfterFunc(s.lctx, tcancel) // a child that dies ends the handshake at once
 	defer stop()
 	res, err := s.cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
@@ -318,6 +320,10 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %s", mal.Error()))
 		case errors.Is(err, errResponseTooLarge) || errors.Is(err, errBadBatch):
 			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %v", innerError(err)))
+		case errors.Is(err, transport.ErrLegacySSEServer):
+			if st, ra := hcp.httpStatus(); st != 0 {
+				return fail(handshakeRefused(st, ra, time.Now()))
+			}
 		}
 		return fail(fmt.Errorf("initialize: %w", err))
 	}
@@ -353,6 +359,24 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		return fail(s.lostErr)
 	}
 	return s, nil
+}
+
+// handshakeRefused is the failure of an initialize POST the server answered with status, a 4xx
+// other than 401, in place of mcp-go's "server returned 4xx for initialize POST, likely a legacy
+// SSE server", which lost the status: a 403 (a credential the server or a gateway does not
+// take) or a 429 (load shed, with its Retry-After) sent the operator after the wrong fix. Only
+// a 400, 404 or 405, which the URL of a legacy HTTP+SSE server may answer a POST with, suggests
+// that transport.
+func handshakeRefused(status int, retryAfter string, now time.Time) error {
+	msg := fmt.Sprintf("initialize: the server refused the handshake with HTTP %d (%s)", status, http.StatusText(status))
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed:
+		msg += ": check the URL (a legacy HTTP+SSE server's takes transport: sse)"
+	}
+	if ms := retryAfterMs(retryAfter, now); ms > 0 {
+		msg += fmt.Sprintf("; Retry-After %s", time.Duration(ms)*time.Millisecond)
+	}
+	return errors.New(msg)
 }
 
 // Re-lists for a reopened legacy GET stream are spaced from reopenWaitMin, doubling up to
@@ -594,7 +618,19 @@ func (s *session) close(drain time.Duration) {
 		}
 		s.markLost(errSessionClosed)
 		s.cancel()
-		_ = s.cl.Close()
+		if _, ok := s.cl.GetTransport().(*httpWrap); ok {
+			// mcp-go's Close ends a legacy streamable HTTP session with a DELETE and waits up
+			// to 5 s (its own constant) for the answer: a hung server, the one a failed probe
+			// closes the session of, held the connection_lost status, the reconnection, Remove
+			// and a stopping Manager that long. The DELETE is a courtesy: it goes out on its
+			// own (bounded by those 5 s), and its connection is closed once it is answered.
+			go func() {
+				_ = s.cl.Close()
+				s.hc.CloseIdleConnections()
+			}()
+		} else {
+			_ = s.cl.Close()
+		}
 		if s.child != nil {
 			s.child.stop()
 		}
