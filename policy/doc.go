@@ -14,7 +14,9 @@
 // run of characters, including none). A deny in any matching rule wins over every allow. A rule's
 // users are user names: one of a tenant is tenants: [T], users: [U] ("T/U" there is refused).
 // Names and patterns are UTF-8 text, as the names they are compared with always are (they come
-// as JSON): a configuration string that is not (YAML's !!binary) is refused.
+// as JSON): a configuration string that is not (YAML's !!binary) is refused. A pattern with the
+// exact shape of an encoded public name (subjects.LooksEncoded), copied from search output, is
+// accepted (an original name may have it) but listed by Warnings, which the roles log at load.
 //
 // Digest is a stable hash of the effective policy (its normalized principals and rules, not the
 // configuration's text): processes that must enforce the same policy advertise it, so that one

@@ -58,6 +58,7 @@ type capture struct {
 	mu     sync.Mutex
 	sent   bool
 	id     mcp.RequestId // of the last request sent
+	method string        // of the last request sent
 	result []byte
 	rpcErr *mcp.JSONRPCErrorDetails
 	err    error
@@ -103,6 +104,13 @@ func (cp *capture) httpStatus() (int, string) {
 	return cp.status, cp.retryAfter
 }
 
+// lastMethod is the method of the last request sent with this slot ("" if none was sent).
+func (cp *capture) lastMethod() string {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.method
+}
+
 // requestID is the JSON-RPC id of the last request sent with this slot.
 func (cp *capture) requestID() mcp.RequestId {
 	cp.mu.Lock()
@@ -142,6 +150,7 @@ func (t *base) send(ctx context.Context, req transport.JSONRPCRequest) (*transpo
 		cp.mu.Lock()
 		cp.sent = true
 		cp.id = req.ID
+		cp.method = req.Method
 		cp.result, cp.rpcErr, cp.err = nil, nil, nil
 		cp.status, cp.retryAfter = 0, ""
 		cp.mu.Unlock()

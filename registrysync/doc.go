@@ -121,7 +121,9 @@
 //	             prompts or resources list failed while the tools are current.
 //	unavailable  connect_failed (malformed_response when the handshake's answer is not
 //	             JSON; a handshake an HTTP server refuses with a 4xx says its status, and
-//	             a 429 its Retry-After), connection_lost, or a failed tools list (list_failed,
+//	             a 429 its Retry-After; one that timed out says which request,
+//	             server/discover or initialize, went unanswered within ConnectTimeout),
+//	             connection_lost, or a failed tools list (list_failed,
 //	             malformed_response, too_many_pages, snapshot_too_large); Attempt and
 //	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
 //	             the values of headers, env variables and URL query parameters named like

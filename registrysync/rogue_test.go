@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"slices"
@@ -22,6 +23,8 @@ import (
 //	crash       writes why on stderr and exits 7 at once (a server missing its configuration)
 //	echoargs    writes its command line on stderr and exits 2 (a usage error)
 //	longstderr  writes one 100 KiB stderr line that starts with what went wrong, then exits 3
+//	silent      reads stdin to its end and never answers (nor writes on stderr): a process that
+//	            is not an MCP stdio server, or one stuck before it serves
 //	garbageinit answers initialize with JSON cut short
 //	hugecursor  answers tools/list with one tool and a new 100 KiB nextCursor every page
 //	tinyitems   answers tools/list with one page of a million empty objects
@@ -43,6 +46,9 @@ func serveRogueChild(mode string) int {
 	case "longstderr":
 		fmt.Fprintln(os.Stderr, "rogue: fatal: config file /etc/rogue.toml is unreadable "+strings.Repeat("x", 100<<10)+" end")
 		return 3
+	case "silent":
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return 0
 	}
 	out := bufio.NewWriter(os.Stdout)
 	write := func(s string) {

@@ -303,10 +303,12 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	defer s.cancelOnMalformed(icancel)()
 	ictx, tcancel := context.WithTimeout(ictx, cfg.ConnectTimeout)
 	defer tcancel()
-	// The HTTP status of a handshake the server refuses (handshakeRefused).
-	ictx, hcp := withCapture(ictx)
 	stop := context.AfterFunc(s.lctx, tcancel) // a child that dies ends the handshake at once
 	defer stop()
+	// The slot tells the HTTP status of a handshake the server refuses (handshakeRefused), and
+	// which handshake request went unanswered: mcp-go sends server/discover, then initialize if
+	// the server is not a 2026-07-28 one, and sends nothing once ictx ends (handshakeTimeout).
+	ictx, hcp := withCapture(ictx)
 	res, err := s.cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: pinned,
 		ClientInfo:      mcp.Implementation{Name: clientName, Version: clientVersion},
@@ -324,6 +326,8 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			if st, ra := hcp.httpStatus(); st != 0 {
 				return fail(handshakeRefused(st, ra, time.Now()))
 			}
+		case errors.Is(ictx.Err(), context.DeadlineExceeded):
+			return fail(s.handshakeTimeout(hcp.lastMethod(), cfg.ConnectTimeout))
 		}
 		return fail(fmt.Errorf("initialize: %w", err))
 	}
@@ -574,8 +578,9 @@ func (s *session) markLost(err error) {
 // last stderr lines for the connector's warning. A crash shows first as a broken stdin or a
 // closed stdout, which say nothing of the cause; the exit status and the last stderr lines do
 // ("exit status 1 (stderr: API_KEY is not set)"), and a crash-looping server's status should
-// say them; so do they of a server that runs on but does not answer ("initialize: context
-// deadline exceeded (stderr: Error: UPSTREAM_URL is not set)").
+// say them; so do they of a server that runs on but does not answer ("the server did not
+// answer initialize (the MCP handshake) within 20s; ... (stderr: Error: UPSTREAM_URL is not
+// set)", see handshakeTimeout).
 func (s *session) childLoss(err error) error {
 	var se *stderrError
 	if s.child == nil || errors.Is(err, errSessionClosed) || errors.As(err, &se) {
@@ -589,6 +594,27 @@ func (s *session) childLoss(err error) error {
 		return err
 	}
 	return &stderrError{err: err, told: s.child.toldStderr(), recent: recent}
+}
+
+// handshakeTimeout is the failure of a handshake whose request method (server/discover or
+// initialize) the server did not answer within timeout: mcp-go's "transport error: context
+// deadline exceeded" said neither that the server never answered nor what to check. A stdio
+// server's process still runs (one that ended fails the handshake at once, see childLoss):
+// what it last wrote on stderr, if anything, is quoted.
+func (s *session) handshakeTimeout(method string, timeout time.Duration) error {
+	if method == "" {
+		method = "initialize"
+	}
+	msg := fmt.Sprintf("the server did not answer %s (the MCP handshake) within %s", method, timeout)
+	if s.child == nil {
+		return errors.New(msg + ": check that its URL is its MCP endpoint and that the server is not overloaded")
+	}
+	msg += "; its process is running: check that the command starts an MCP server on stdin/stdout and that its arguments and environment are complete"
+	recent := s.child.recentStderr()
+	if len(recent) == 0 {
+		return errors.New(msg + " (it wrote nothing on stderr)")
+	}
+	return &stderrError{err: errors.New(msg), told: s.child.toldStderr(), recent: recent}
 }
 
 func (s *session) isLost() bool {

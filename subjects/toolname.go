@@ -68,6 +68,21 @@ func sanitize(s string, max int) string {
 	return strings.TrimRight(b.String(), "_")
 }
 
+// encodedShape is the shape of an encoded public name (see PublicName): a sanitized server,
+// "___", a sanitized tool, "_" and 10 lowercase hex digits.
+var encodedShape = regexp.MustCompile(`^((?:[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*)?)___(?:[A-Za-z0-9-]+(?:_[A-Za-z0-9-]+)*)?_[0-9a-f]{10}$`)
+
+// LooksEncoded reports whether name has the exact shape of an encoded public name (one that
+// PublicName had to encode: a pair too long or with other characters), whose server and tool are
+// not the original ones. Plain public names never have it; an original name may.
+func LooksEncoded(name string) bool {
+	if len(name) > MaxPublicName {
+		return false
+	}
+	m := encodedShape.FindStringSubmatch(name)
+	return m != nil && len(m[1]) <= 20
+}
+
 // SplitPlain splits a plain public name at its first "__". It reports false for encoded names,
 // whose way back is only in the catalog.
 func SplitPlain(name string) (server, tool string, ok bool) {

@@ -381,6 +381,10 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("%s: policy: %w", cfg.Path, err)
 	}
+	// Kept, as a pattern may be meant as written, but likely a rule that matches nothing.
+	for _, w := range policy.Warnings(cfg.Policy) {
+		log.Warn().Str("config", cfg.Path).Str("rule", w.Rule).Str("pattern", w.Pattern).Msg("policy: " + w.String())
+	}
 
 	// Listeners first: a port in use is a clear error before anything starts.
 	var httpLn net.Listener
