@@ -74,9 +74,12 @@ func NewCallID() string {
 // subjects.Calls(tenant), as CallDirect does (the same Nats-Msg-Id, Mcpstream-Reply-To its
 // inbox): stored once, it runs once. A PubAck (a Duplicate one too: the request is stored)
 // ends the resends; none, and it is published again after twice the wait (at most
-// maxResendWait). An answer obtained after such a resend is not marked Duplicate (the
-// duplicate may be this call's own first request), and a front end's refusal that says it
-// stored nothing (unavailable, rate_limited) is not taken then: the resend may be stored, and
+// maxResendWait). An answer obtained after such a resend is marked Duplicate only when the
+// resend's PubAck said Duplicate with no earlier resend lost (else the duplicate may be this
+// call's own resend), and a front end's answer that is not the call's — a refusal that says it
+// stored nothing (unavailable, rate_limited), a timeout (no PubAck, no answer within its bound,
+// the front end stopping) — is not taken then unless the results stream holds it (the
+// worker's answer, stored before it is sent) or cannot be read: the resend may be stored, and
 // its answer comes. ErrNoExecutor is returned only before any resend. Without JS there is no
 // resend: a lost request waits for ctx's deadline.
 func (c Client) Call(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
@@ -124,16 +127,33 @@ func (c Client) callResending(ctx context.Context, tenant string, req subjects.C
 	}
 	// The worker sends the answer to the inbox once: one sent while this connection was away
 	// (a NATS restart under a call waiting for approval, say) is lost to the inbox. The results
-	// stream keeps it: it is read every resultPoll, as CallDirect does.
+	// stream keeps it: it is read every resultPoll, as CallDirect does. Each read (up to
+	// resultReadWait: every one, for a NATS user without the JetStream API) and the check of a
+	// duplicate PubAck run on a goroutine of their own, ended with the call: an answer that
+	// comes meanwhile is taken at once.
 	poll := time.NewTicker(resultPoll)
 	defer poll.Stop()
+	bctx, bcancel := context.WithCancel(ctx)
+	defer bcancel()
+	type found struct {
+		res subjects.CallResult
+		ok  bool
+	}
+	polled, reading := make(chan found, 1), false
+	takenc := make(chan bool, 1)
 	resend := time.NewTimer(wait)
 	defer resend.Stop()
 	var okc <-chan *jetstream.PubAck
 	var errc <-chan error
 	sentAgain := false // published on the calls stream: a duplicate may be this call's own request
+	// othersStored: a resend's PubAck said Duplicate, and no earlier resend may be stored (none
+	// went without a PubAck or a refusal): no resend of this call stored the request, so what
+	// the front end says of a duplicate holds (it knows whether the stored request is its own
+	// publish of this request). Otherwise a duplicate after a resend may be of this call's own
+	// resend, stored before the front end's publish.
+	othersStored, lostResend := false, false
 	mine := func(res subjects.CallResult) subjects.CallResult {
-		if sentAgain {
+		if sentAgain && !othersStored {
 			res.Duplicate = false
 		}
 		return res
@@ -159,33 +179,49 @@ func (c Client) callResending(ctx context.Context, tenant string, req subjects.C
 			if out.ID != "" && out.ID != req.ID {
 				continue // junk: not this call's answer
 			}
-			if sentAgain && out.Status == subjects.CallRefused && out.Error != nil &&
-				(out.Error.Code == subjects.CodeUnavailable || out.Error.Code == subjects.CodeRateLimited) {
-				// The front end stored nothing of its request (or did not take it), but the
-				// resend may be stored and run: its answer comes to the inbox and the results
-				// stream. (A refusal the worker stored is found by the next poll.)
-				continue
+			if sentAgain && frontEndMaybe(out) {
+				// The front end's refusal says it stored nothing of its request (or did not
+				// take it), and its timeout that it got no PubAck, gave up waiting or stopped,
+				// but the resend (published until a PubAck) may be stored and run: its answer
+				// comes to the inbox and the results stream. The worker's own answer with these
+				// codes is the call's, stored before it is sent: it is there. (Unread — a NATS
+				// user without the JetStream API — the answer is taken, as before any resend:
+				// passed over, the worker's would be lost, and the call wait until its deadline.)
+				res, ok, err := c.readStored(ctx, tenant, req.ID)
+				switch {
+				case err == nil && ok:
+					return mine(res), nil
+				case err == nil:
+					continue
+				}
 			}
 			return mine(out), nil
 		case ack := <-okc:
 			okc, errc = nil, nil
 			resend.Stop() // stored: no more resends, the answer comes
+			othersStored = ack.Duplicate && !lostResend
 			if ack.Duplicate {
 				// (Bounded as CallDirect's check is: unread, the id is taken for this call's own.)
-				ictx, icancel := context.WithTimeout(ctx, 2*resultReadWait)
-				taken := idTaken(ictx, c.JS, tenant, req.ID, ack.Sequence)
-				icancel()
-				if taken {
-					return idTakenRefusal(tenant, req), nil
-				}
+				seq := ack.Sequence
+				go func() {
+					ictx, icancel := context.WithTimeout(bctx, 2*resultReadWait)
+					defer icancel()
+					takenc <- idTaken(ictx, c.JS, tenant, req.ID, seq)
+				}()
 			}
-		case <-errc:
+		case taken := <-takenc:
+			if taken {
+				return idTakenRefusal(tenant, req), nil
+			}
+		case err := <-errc:
 			// No PubAck (refused, the connection dropped, a timeout): nothing known to be
 			// stored; the resend timer publishes again.
 			okc, errc = nil, nil
+			lostResend = lostResend || !publishRefused(err)
 		case <-resend.C:
 			// Neither an answer nor a PubAck within the wait: the request (or the last resend)
 			// may be lost. (A late PubAck of an earlier publish is not read: this one's is.)
+			lostResend = lostResend || okc != nil
 			okc, errc = nil, nil
 			if fut, err := c.JS.PublishMsgAsync(m); err == nil {
 				okc, errc, sentAgain = fut.Ok(), fut.Err(), true
@@ -193,12 +229,22 @@ func (c Client) callResending(ctx context.Context, tenant string, req subjects.C
 			wait = min(2*wait, maxResendWait)
 			resend.Reset(wait)
 		case <-poll.C:
-			if res, ok := c.stored(ctx, tenant, req.ID); ok {
-				return mine(res), nil
-			}
 			if c.NC.IsClosed() {
-				// (As a request/reply ends when its connection is closed: no answer can come.)
+				// (As a request/reply ends when its connection is closed: no answer can come,
+				// and the results stream cannot be read.)
 				return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, nats.ErrConnectionClosed)
+			}
+			if !reading {
+				reading = true
+				go func() {
+					res, ok := c.stored(bctx, tenant, req.ID)
+					polled <- found{res, ok}
+				}()
+			}
+		case f := <-polled:
+			reading = false
+			if f.ok {
+				return mine(f.res), nil
 			}
 		case <-ctx.Done():
 			// The answer may be stored with its reply lost (a reconnect): look once more.
@@ -211,6 +257,22 @@ func (c Client) callResending(ctx context.Context, tenant string, req subjects.C
 			return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, ctx.Err())
 		}
 	}
+}
+
+// frontEndMaybe reports whether answer res may be the front end's own rather than the call's:
+// a refusal unavailable or rate_limited (the request not stored, or not taken), or a failure
+// timeout (no PubAck for the request, no answer within its bound, the front end stopping).
+func frontEndMaybe(res subjects.CallResult) bool {
+	if res.Error == nil {
+		return false
+	}
+	switch code := res.Error.Code; res.Status {
+	case subjects.CallRefused:
+		return code == subjects.CodeUnavailable || code == subjects.CodeRateLimited
+	case subjects.CallFailed:
+		return code == subjects.CodeTimeout
+	}
+	return false
 }
 
 // CallDirect is Call without the front end, for callers with a JetStream context (JS): the

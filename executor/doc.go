@@ -285,8 +285,11 @@
 // published straight on the calls stream under the same Nats-Msg-Id with Mcpstream-Reply-To its
 // inbox (one inbox of the answer mux for every publish), again with backoff until a PubAck (a
 // Duplicate one too) says it is stored; it runs once, and the first answer for its id is taken
-// (one obtained after such a resend is never marked Duplicate: it may be its own first
-// request's). Without JS a lost request waits for the caller's deadline. Each such read (of
+// (one obtained after such a resend is marked Duplicate only when the resend's PubAck said
+// Duplicate, none before it lost: else it may be its own first request's; and a front end's
+// unavailable, rate_limited or timeout answer after a resend is passed over unless the results
+// stream holds it, or cannot be read). The reads of the results stream run beside the wait for
+// the answer, which they never hold up. Without JS a lost request waits for the caller's deadline. Each such read (of
 // Call, CallDirect and Await) gets 2 s, not the caller's whole wait: a JetStream API request
 // that reaches a stream leader as it dies (a cluster node shut down) is never answered, and one
 // read lost so held the wait until the caller's deadline. Client.CallDirect persists the request straight on the calls stream
