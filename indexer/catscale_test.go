@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpstream/mcpstream/natsembed"
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -71,17 +72,20 @@ func TestRepliesLargerThanAMessage(t *testing.T) {
 // TestTooLargeReplyReadsOnlyWhatCouldBeSent: a details request naming many large definitions,
 // or a full search at a high k, is answered too_large (TestRepliesLargerThanAMessage); the
 // replica read, decompressed and parsed every definition named, built the whole reply and
-// encoded it before finding it too large: about 100 MB allocated for one request of 2 KB here
-// (100 definitions of 250 KiB; and as much again for each worker doing the same at once). It
-// stops reading once what it read already could not be sent, still saying too_large.
+// encoded it before finding it too large: about 100 MB allocated for one request of 2 KB with
+// 100 definitions of 250 KiB and messages of 8 MiB (and as much again for each worker doing the
+// same at once). It stops reading once what it read already could not be sent, still saying
+// too_large.
 func TestTooLargeReplyReadsOnlyWhatCouldBeSent(t *testing.T) {
-	env := natstest.Start(t)
+	// A NATS message of at most 1 MiB, so that a few MB of definitions (quick to index under
+	// -race) are several times what a reply may hold.
+	env := natstest.StartWith(t, natsembed.Config{MaxPayload: 1 << 20})
 	var evs []any
 	var names []string
 	for s := range 4 {
 		var items []json.RawMessage
-		for i := range 25 {
-			items = append(items, bigTool(fmt.Sprintf("big%d", i), 250<<10))
+		for i := range 8 {
+			items = append(items, bigTool(fmt.Sprintf("big%d", i), 100<<10))
 			names = append(names, fmt.Sprintf("huge%d__big%d", s, i))
 		}
 		evs = append(evs, status(fmt.Sprintf("huge%d", s), subjects.StatusReady), snapshot(fmt.Sprintf("huge%d", s), "huge schemas", items...))
