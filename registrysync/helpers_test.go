@@ -59,10 +59,19 @@ type harness struct {
 // run starts a Manager with cfg on env (a new one if nil) and stops it at cleanup.
 func run(t *testing.T, env *natstest.Env, cfg Config) *harness {
 	t.Helper()
+	return runWith(t, env, cfg, nil)
+}
+
+// runWith is run, with setup (if not nil) called on the Manager before Run starts.
+func runWith(t *testing.T, env *natstest.Env, cfg Config, setup func(*Manager)) *harness {
+	t.Helper()
 	if env == nil {
 		env = natstest.Start(t)
 	}
 	h := &harness{env: env, m: New(env.JS, env.NC, cfg, testLogger(t)), done: make(chan error, 1)}
+	if setup != nil {
+		setup(h.m)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.m.Run(ctx) }()

@@ -56,6 +56,13 @@ type Manager struct {
 	// notification of kind (stored its ListChanged, or not: one waited already): a test seam,
 	// it lets a test order another connector's answer after that.
 	afterNotified atomic.Pointer[func(server string, kind subjects.Kind)]
+	// afterProbe, when set, runs once a servedElsewhere probe's request has ended (answered,
+	// refused or timed out), before its answer is read: a test seam, it lets a test check
+	// that a stopping Manager's probes all run at once.
+	afterProbe atomic.Pointer[func(server string)]
+	// retireBudget is the budget of the retire that ends Run: retireTimeout (a test may give
+	// more, set before Run).
+	retireBudget time.Duration
 
 	mu      sync.Mutex
 	conns   map[string]*connector
@@ -82,6 +89,8 @@ func New(js jetstream.JetStream, nc *nats.Conn, cfg Config, log zerolog.Logger) 
 		log:   log.With().Str("component", "registrysync").Logger(),
 		conns: map[string]*connector{},
 		calls: make(chan struct{}, cfg.MaxConcurrentCalls),
+
+		retireBudget: retireTimeout,
 	}
 	var errs []error
 	for _, sc := range cfg.Servers {
@@ -171,7 +180,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.handlers.Wait()
 	hbStop()
 	<-hbDone
-	m.retire(conns, retireTimeout)
+	m.retire(conns, m.retireBudget)
 	m.log.Info().Msg("stopped")
 	return nil
 }
@@ -310,6 +319,9 @@ func (m *Manager) servedElsewhere(ctx context.Context, server string) bool {
 	req.Data, _ = json.Marshal(subjects.RelistRequest{V: subjects.Version, Kind: probeKind, Why: "is the server served elsewhere?"})
 	req.Header.Set(probeFromHeader, m.id) // the answering process claims the server only from the process its status names
 	msg, err := m.nc.RequestMsgWithContext(pctx, req)
+	if hook := m.afterProbe.Load(); hook != nil {
+		(*hook)(server)
+	}
 	switch {
 	case err == nil:
 		var r subjects.RelistReply

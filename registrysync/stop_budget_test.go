@@ -7,9 +7,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/natstest"
@@ -20,7 +23,9 @@ import (
 // timeout (probeTimeout). Probed a bounded number at a time, a process with more servers than
 // that number times the retire budget (64 × 5 s / 1 s = 320) spent the whole budget probing
 // and published connector_stopped for none of them (all left "ready" until a watchdog declared
-// them lost). Every server is probed at once, under the one budget.
+// them lost). Every server is probed at once, under the one budget: the probe of every server
+// reaches the snooper while the first probe to end is held there (probed in batches, or one
+// by one, the rest would only be sent once that one let go).
 func TestStopWithRelistSnooperRetiresManyServers(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -36,7 +41,12 @@ func TestStopWithRelistSnooperRetiresManyServers(t *testing.T) {
 	}
 	cfg := fastConfig(scs...)
 	cfg.BackoffInitial, cfg.BackoffMax = time.Hour, time.Hour
-	h := run(t, nil, cfg)
+	h := runWith(t, nil, cfg, func(m *Manager) {
+		// Publishing n statuses under -race on a loaded machine can take more than the 4 s
+		// retireTimeout leaves after the probes: the budget is generous here, what is checked is
+		// that the probes run at once (below), not how fast JetStream takes the publishes.
+		m.retireBudget = waitLimit / 2
+	})
 	rec := record(t, h.env, subjects.RegistryAll)
 	waitUntil(t, "every server tried once", func() bool {
 		tried := map[string]bool{}
@@ -48,8 +58,41 @@ func TestStopWithRelistSnooperRetiresManyServers(t *testing.T) {
 		return len(tried) == n
 	})
 	from := lastSeq(t, h.env, subjects.RegistryAll)
-	seen := snoop(t, h.env)
+	// The snooper: subscribed to every relist subject, it answers nothing.
+	var seen atomic.Int64
+	allProbed := make(chan struct{})
+	nc := h.env.Connect(t)
+	if _, err := nc.Subscribe(subjects.RelistAll, func(*nats.Msg) {
+		if seen.Add(1) == n {
+			close(allProbed)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// The first probe to end waits there for every probe to reach the snooper (the others wait
+	// for it): they all do at once, however slow the machine; probed in batches they never do,
+	// and it gives up after a while.
+	var (
+		first      sync.Once
+		atFirstEnd int64
+	)
+	hook := func(string) {
+		first.Do(func() {
+			select {
+			case <-allProbed:
+			case <-time.After(waitLimit / 4):
+			}
+			atFirstEnd = seen.Load()
+		})
+	}
+	h.m.afterProbe.Store(&hook)
 	h.stop(t)
+	if atFirstEnd < n {
+		t.Errorf("while the first probe to end was held, the snooper saw %d probes, want %d: the others were waiting for it", atFirstEnd, n)
+	}
 	if got := seen.Load(); got < n {
 		t.Errorf("the snooper saw %d probes, want %d (one per server)", got, n)
 	}
