@@ -304,8 +304,12 @@ func TestClusterNodeFailover(t *testing.T) {
 	// Callers on n1 and n2: each alternates createIssue and listIssues, through the front end
 	// (Call) and straight on the calls stream (CallDirect), until told to stop.
 	const (
-		callers      = 4
-		maxPerCaller = 150
+		callers = 4
+		// maxPerCaller bounds each caller's loop. The callers run until told to stop, through
+		// the outage and n0's return, which take tens of seconds on a loaded machine: at 150
+		// (about 6 s of calls each) they had all finished before the outage was checked, and
+		// the test failed waiting for calls that nobody made any more.
+		maxPerCaller = 2000
 		callTimeout  = 5 * time.Second
 		// callerWait bounds each caller's wait: the call's own timeout, a redelivery after
 		// AckWait, a claim's holder past its deadline, an outage of a few seconds.
