@@ -73,8 +73,9 @@ type child struct {
 	stderr *os.File       // our end of the child's stderr
 	fwdR   *io.PipeReader // valid JSON lines, read by the transport
 	fwdW   *io.PipeWriter
-	// pageBytes caps a line while no fastCall waits (see maxLineBytes).
-	pageBytes int
+	// lineBytes caps a line (maxLineBytes, less in some tests); pageBytes caps it while no
+	// fastCall waits (see maxLineBytes).
+	lineBytes, pageBytes int
 	// The reader's: red and log for what it logs, onMalformed for lines that are not JSON or
 	// too long (see startChild).
 	red         redactor
@@ -101,9 +102,9 @@ type child struct {
 
 // startChild starts sc's command with its environment added to ours. onMalformed is called
 // (from the reader goroutine) with a short redacted sample of each output line that is not
-// valid JSON, or tooLong for one longer than allowed. pageBytes caps the lines no fastCall
-// waits for (see maxLineBytes).
-func startChild(sc ServerConfig, red redactor, log zerolog.Logger, pageBytes int, onMalformed func(sample string, tooLong bool)) (*child, error) {
+// valid JSON, or tooLong for one longer than allowed. lineBytes caps every line (maxLineBytes
+// but in tests), pageBytes the lines no fastCall waits for (see maxLineBytes).
+func startChild(sc ServerConfig, red redactor, log zerolog.Logger, lineBytes, pageBytes int, onMalformed func(sample string, tooLong bool)) (*child, error) {
 	cmd := exec.Command(sc.Command, sc.Args...)
 	env := inheritedEnv(sc.InheritEnv)
 	keys := make([]string, 0, len(sc.Env))
@@ -158,7 +159,7 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, pageBytes int
 	fwdR, fwdW := io.Pipe()
 	c := &child{
 		cmd: cmd, stdin: inW, in: newFrameWriter(inW), stdout: outR, stderr: errR,
-		fwdR: fwdR, fwdW: fwdW, pageBytes: min(pageBytes, maxLineBytes),
+		fwdR: fwdR, fwdW: fwdW, lineBytes: lineBytes, pageBytes: min(pageBytes, lineBytes),
 		exited: make(chan struct{}), readerDone: make(chan struct{}), stderrDone: make(chan struct{}),
 	}
 	go func() {
@@ -185,7 +186,7 @@ func (c *child) forward() {
 		frag, err := br.ReadSlice('\n')
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
-			limit := maxLineBytes
+			limit := c.lineBytes
 			if c.fast.n.Load() == 0 {
 				// No call waits: a call registered from now on sent its request after the
 				// server began writing this line, which cannot be its answer.

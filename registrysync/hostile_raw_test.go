@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +34,8 @@ import (
 //	reqfloodcase  the same, spelling the members "ID" and "Method" (encoding/json matches
 //	          member names case-insensitively)
 //	badtypes  answers tools/call with an "error" member of the wrong shape
-//	huge      answers tools/call with a line longer than maxLineBytes
+//	huge      answers tools/call with a line longer than maxLineBytes (than $MCPSTREAM_TEST_HUGE_CAP
+//	          bytes when set: see hugeCapEnv)
 //	errhuge   answers tools/call with a JSON-RPC error whose message is 2 MiB
 //	brokensecret answers tools/list with a line cut short that holds $SERVICE_TOKEN JSON-escaped
 //	notifyfirst sends tools/list_changed just before its first tools/list result
@@ -202,7 +204,11 @@ func serveRawChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"call ` + strings.Repeat("spam ", 400<<10) + `"}}`)
 			case "huge":
 				// Larger than a line may be, with the id last, as the TypeScript SDK writes it.
-				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxLineBytes+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
+				limit := maxLineBytes
+				if n, err := strconv.Atoi(os.Getenv(hugeCapEnv)); err == nil {
+					limit = n
+				}
+				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", limit+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
 			default:
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"ok"}]}}`)
 			}
@@ -215,8 +221,12 @@ func serveRawChild(mode string) int {
 	return 0
 }
 
-func rawServer(t *testing.T, name, mode string) ServerConfig {
-	return stdioServer(t, name, "raw:"+mode)
+// hugeCapEnv tells the raw server of mode huge the cap on a line of the connector it answers
+// (Manager.lineBytes, when a test lowers it): its answer is 1 MiB longer than that.
+const hugeCapEnv = "MCPSTREAM_TEST_HUGE_CAP"
+
+func rawServer(t *testing.T, name, mode string, env ...string) ServerConfig {
+	return stdioServer(t, name, "raw:"+mode, env...)
 }
 
 // TestCallTimeoutOnStalledStdin: a tools/call frame that does not fit in the stdin pipe of a

@@ -63,6 +63,9 @@ type Manager struct {
 	// retireBudget is the budget of the retire that ends Run: retireTimeout (a test may give
 	// more, set before Run).
 	retireBudget time.Duration
+	// lineBytes caps one JSON-RPC line from a stdio server: maxLineBytes (a test may give
+	// less, set before Run, so that a line over it costs a few MiB, not 64).
+	lineBytes int
 
 	mu      sync.Mutex
 	conns   map[string]*connector
@@ -91,6 +94,7 @@ func New(js jetstream.JetStream, nc *nats.Conn, cfg Config, log zerolog.Logger) 
 		calls: make(chan struct{}, cfg.MaxConcurrentCalls),
 
 		retireBudget: retireTimeout,
+		lineBytes:    maxLineBytes,
 	}
 	var errs []error
 	for _, sc := range cfg.Servers {

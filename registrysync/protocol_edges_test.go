@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,14 +218,22 @@ func TestLegacyHTTPRelistsAfterListenStreamReopens(t *testing.T) {
 
 // TestStdioHugeResultAnswersAtOnce: a stdio server answering tools/call with a line longer than
 // the reader takes (maxLineBytes) had its answer dropped as malformed, and the call waited out
-// its whole timeout, then reported timeout ("may have run") instead of result_too_large.
+// its whole timeout, then reported timeout ("may have run") instead of result_too_large. The
+// connector's cap on a line is lowered to a few MiB (Manager.lineBytes): a 65 MiB line took
+// seconds to write and read under -race (over 20 s on a loaded machine), and the cap is what
+// the reader compares with, whatever its value. A line under the cap would be taken, and its
+// result returned: the error below comes from the line being over it.
 func TestStdioHugeResultAnswersAtOnce(t *testing.T) {
-	h := run(t, nil, fastConfig(rawServer(t, "huge", "huge")))
+	const lineCap = 4 << 20
+	h := runWith(t, nil, fastConfig(rawServer(t, "huge", "huge", hugeCapEnv+"="+strconv.Itoa(lineCap))), func(m *Manager) { m.lineBytes = lineCap })
 	rec := record(t, h.env, subjects.RegistryServer("huge"))
 	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 	r := h.m.Dispatch(context.Background(), "huge", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000})
 	if r.Error == nil || r.Error.Code != subjects.CodeResultTooLarge {
 		t.Fatalf("huge result: %+v, want result_too_large", r.Error)
+	}
+	if want := "a line over " + strconv.Itoa(lineCap) + " bytes"; !strings.Contains(r.Error.Message, want) {
+		t.Fatalf("huge result: %q, want it to say %q", r.Error.Message, want)
 	}
 	if r := h.m.Dispatch(context.Background(), "huge", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 20000}); r.Error == nil || r.Error.Code != subjects.CodeResultTooLarge {
 		t.Fatalf("second huge result: %+v, want result_too_large", r.Error)

@@ -178,7 +178,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	slogger := newSlog(c.log, c.red)
 	switch sc.Transport {
 	case TransportStdio:
-		ch, err := startChild(sc, c.red, c.log, c.m.payloadLimit()+responseRoom, s.noteMalformed)
+		ch, err := startChild(sc, c.red, c.log, c.m.lineBytes, c.m.payloadLimit()+responseRoom, s.noteMalformed)
 		if err != nil {
 			cancel()
 			return nil, err
@@ -926,7 +926,7 @@ func (s *session) fastRequest(ctx context.Context, method string, tool, members 
 	got := func(r fastResponse) (callResult, bool) {
 		switch {
 		case r.tooLarge:
-			return callResult{sent: true, err: fmt.Errorf("%w (a line over %d bytes)", errResponseTooLarge, maxLineBytes)}, true
+			return callResult{sent: true, err: fmt.Errorf("%w (a line over %d bytes)", errResponseTooLarge, s.child.lineBytes)}, true
 		case r.malformed != "":
 			// (bad: protocol_error, as a task's broken protocol is)
 			what := method
