@@ -35,7 +35,7 @@ import (
 //	          member names case-insensitively)
 //	badtypes  answers tools/call with an "error" member of the wrong shape
 //	huge      answers tools/call with a line longer than maxLineBytes (than $MCPSTREAM_TEST_HUGE_CAP
-//	          bytes when set: see hugeCapEnv)
+//	          bytes when set: see hugeCapEnv; so does taskhuge's tasks/result)
 //	errhuge   answers tools/call with a JSON-RPC error whose message is 2 MiB
 //	brokensecret answers tools/list with a line cut short that holds $SERVICE_TOKEN JSON-escaped
 //	notifyfirst sends tools/list_changed just before its first tools/list result
@@ -153,7 +153,11 @@ func serveRawChild(mode string) int {
 			write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"taskId":"t-1","status":"completed"}}`)
 		case "tasks/result":
 			if mode == "taskhuge" {
-				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", maxLineBytes+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
+				limit := maxLineBytes
+				if n, err := strconv.Atoi(os.Getenv(hugeCapEnv)); err == nil {
+					limit = n
+				}
+				write(`{"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", limit+1<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`)
 				continue
 			}
 			if mode == "tasknanresult" {
@@ -438,7 +442,10 @@ func TestTaskMalformedAnswers(t *testing.T) {
 		{"tasknanresult", subjects.CodeProtocolError},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			h := run(t, nil, fastConfig(rawServer(t, "tb", tc.mode)))
+			// (taskhuge: a line cap of a few MiB, as in TestStdioHugeResultAnswersAtOnce: a
+			// 65 MiB line costs seconds under -race, past the call's timeout under load.)
+			const lineCap = 4 << 20
+			h := runWith(t, nil, fastConfig(rawServer(t, "tb", tc.mode, hugeCapEnv+"="+strconv.Itoa(lineCap))), func(m *Manager) { m.lineBytes = lineCap })
 			rec := record(t, h.env, subjects.RegistryServer("tb"))
 			rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 			r := h.m.Dispatch(context.Background(), "tb", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 25000})
