@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -30,17 +29,7 @@ func TestCallLostRequest(t *testing.T) {
 	p := startDropper(t, r.env.Server.Inner().Addr().String(), func(subject string, _ []byte) bool {
 		return subject == subjects.Exec("local") && first.CompareAndSwap(false, true)
 	})
-	p.drop.Store(true)
-	nc, err := nats.Connect("nats://" + p.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Client{NC: nc, JS: js, PubAckWait: 200 * time.Millisecond}
+	c := clientVia(t, p, 200*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	res, err := c.Call(ctx, "local", subjects.CallRequest{ID: "lost-exec", Tool: "ticketing__createIssue",

@@ -74,17 +74,7 @@ func TestCallWorkerRefusalAfterResend(t *testing.T) {
 		}
 		return strings.HasPrefix(subject, "$JS.API.")
 	})
-	p.drop.Store(true)
-	nc, err := nats.Connect("nats://" + p.addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Client{NC: nc, JS: js, PubAckWait: 100 * time.Millisecond}
+	c := clientVia(t, p, 100*time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	id := NewCallID()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -164,4 +165,21 @@ func (p *pullDropper) forward(client, srv net.Conn) {
 			return
 		}
 	}
+}
+
+// clientVia arms p and returns a Client (with a JetStream context and pubAckWait) whose
+// connection goes through it.
+func clientVia(t *testing.T, p *pullDropper, pubAckWait time.Duration) Client {
+	t.Helper()
+	p.drop.Store(true)
+	nc, err := nats.Connect("nats://" + p.addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Client{NC: nc, JS: js, PubAckWait: pubAckWait}
 }
