@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -290,17 +289,13 @@ func (e *Executor) requestWaits(ctx context.Context, c *call, seq uint64) (waits
 }
 
 // sameCall reports whether two requests of a call id of tenant ask for the same call: the same
-// tool, with the same arguments (as JSON, whitespace aside), for the same principal.
+// tool, with the same arguments, for the same principal. The arguments are the same JSON value
+// however written (sameJSON: members in any order, whitespace, a number's or a string's
+// spelling), as a client that encodes its request again (from a map, say) writes it; arguments
+// that are no single value (not JSON, a member named twice) are never the same, nor are
+// arguments given and arguments left out.
 func sameCall(tenant string, a, b subjects.CallRequest) bool {
-	compact := func(raw json.RawMessage) []byte {
-		var buf bytes.Buffer
-		if json.Compact(&buf, raw) != nil {
-			return nil
-		}
-		return buf.Bytes()
-	}
-	aa, ba := compact(a.Arguments), compact(b.Arguments)
-	return a.Tool == b.Tool && (len(a.Arguments) == 0 && len(b.Arguments) == 0 || aa != nil && bytes.Equal(aa, ba)) &&
+	return a.Tool == b.Tool && (len(a.Arguments) == 0 && len(b.Arguments) == 0 || len(a.Arguments) > 0 && len(b.Arguments) > 0 && sameJSON(a.Arguments, b.Arguments)) &&
 		cmp.Or(a.Principal.Tenant, tenant) == cmp.Or(b.Principal.Tenant, tenant) && a.Principal.User == b.Principal.User &&
 		slices.Equal(a.Principal.Roles, b.Principal.Roles)
 }

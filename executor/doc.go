@@ -143,9 +143,12 @@
 //     (key <tenant>.<id>.approval.gate, taken atomically: of two at once, one) waits, and
 //     the other is refused bad_request, until the holder's record holds an outcome, or
 //     MaxApprovalTimeout has passed since it began, or it left the calls stream
-//     (approvalConflict); a resend of the same call waits for the same decision. That
-//     refusal is not the id's answer: it goes to the refused request's reply subject only,
-//     never to the results stream, whose one answer of the id stays the waiting request's. A call
+//     (approvalConflict); a resend of the same call (the same tool and principal, arguments
+//     that are the same JSON value however written: sameCall, sameJSON) waits for the same
+//     decision. That refusal is not the id's answer: it goes to the refused request's reply
+//     subject only, never to the results stream, whose one answer of the id stays the waiting
+//     request's (a request without a reply subject, Client.Submit's, is told nothing: Await
+//     returns the waiting request's answer). A call
 //     handed back (its executor stopping) and delivered again waits what is left (its needs_approval event says how long), or is answered
 //     approval_timeout at once without asking again; on the clocks of the executors involved,
 //     never more than approvalTimeoutMs on this one's. Two deliveries waiting at once (heartbeats lost past
