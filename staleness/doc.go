@@ -14,8 +14,8 @@
 //	unknown      never listed
 //
 // Precedence, strongest first: revoked, removed, unknown, unavailable, stale, expired, fresh
-// (except that every item of a kind the server never listed is unavailable, not unknown, while
-// the server is not ready: it may list it once it is). A
+// (except that every item of a kind the server never listed — a list_changed of it lists nothing —
+// is unavailable, not unknown, while the server is not ready: it may list it once it is). A
 // list_changed makes the whole list of that kind stale at once, whatever its TTL said; a new
 // snapshot makes it fresh again, and so does a subjects.Confirmed event that answers it: it
 // names the fingerprint held and an afterSeq at least the stream sequence of the list_changed

@@ -45,6 +45,9 @@ type Verdict struct {
 }
 
 type kindState struct {
+	// listed says a snapshot of the kind was applied: a list_changed alone (before the first
+	// listing, or after a failed one) makes a kindState that lists nothing yet.
+	listed  bool
 	items   map[string]struct{}
 	removed map[string]struct{}
 	stale   bool
@@ -128,7 +131,7 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		for n := range next {
 			delete(ks.removed, n)
 		}
-		ks.items = next
+		ks.items, ks.listed = next, true
 		ks.stale, ks.staleSeq = false, 0
 		ks.listedAt = v.notAhead(sn.ListedAt)
 		ks.ttl = nil
@@ -268,7 +271,9 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 		out.State, out.Reason = Removed, "server "+server+" was removed"
 		return out
 	}
-	if ks == nil {
+	if ks == nil || !ks.listed {
+		// Never listed (a list_changed may have come first): while the server is not ready it
+		// may list the item once it is.
 		if s.status != "" && s.status != subjects.StatusReady {
 			return Verdict{State: Unavailable, Reason: s.statusReason()}
 		}

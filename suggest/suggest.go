@@ -62,6 +62,9 @@ func within[B string | []byte](a string, b B, max int) (int, bool) {
 	if a == string(b) {
 		return 0, true
 	}
+	// No distance exceeds len(a)+len(b): a larger max (math.MaxInt, for no bound) would
+	// overflow the band's edge i+max.
+	max = min(max, len(a)+len(b))
 	const inf = 1 << 30
 	// rows[i%3][j] is the distance of a[:i] and b[:j]. Each row sets the cells on both sides of
 	// its band to inf, which is all that the next two rows read outside their own bands.
