@@ -82,18 +82,16 @@ type Catalog struct {
 	vecGen     uint64
 	vecWritten int
 
-	applying uint64 // stream sequence of the message being planned (Follow only)
-	nextOrd  int    // next serverMem.ord
-	version  uint64 // applied changes of the in-memory state (guarded by mu)
+	applying uint64    // stream sequence of the message being planned (Follow only)
+	applyNow time.Time // the clock when it came: a listedAt ahead of it is taken as it (notAhead)
+	nextOrd  int       // next serverMem.ord
+	version  uint64    // applied changes of the in-memory state (guarded by mu)
 	overview atomic.Pointer[overview]
 	scopes   atomic.Pointer[scopeOverview]
 	// serverSet changes whenever a server is added to servers (or servers is replaced); names
 	// caches the sorted names of one state of it (servers pages). Guarded by mu.
 	serverSet uint64
 	names     atomic.Pointer[serverNames]
-	// replyRoom is the most a reply may take (Serve sets it from the connection's max
-	// payload; 0: no bound): a servers page ends before it.
-	replyRoom atomic.Int64
 	// noFastPath makes every search check each candidate (tests compare both paths).
 	noFastPath bool
 	following  atomic.Bool
@@ -427,6 +425,19 @@ func (c *Catalog) loadKey(k string, v []byte) error {
 		}
 		c.seq.Store(uint64(v[0])<<56 | uint64(v[1])<<48 | uint64(v[2])<<40 | uint64(v[3])<<32 |
 			uint64(v[4])<<24 | uint64(v[5])<<16 | uint64(v[6])<<8 | uint64(v[7]))
+	case strings.HasPrefix(k, pfxApplied):
+		// After the k/ keys (m/ sorts after k/): the record it belongs to is loaded.
+		srv, kind, ok := splitLP([]byte(k[len(pfxApplied):]))
+		if !ok {
+			return errors.New("bad applied listedAt key")
+		}
+		var at time.Time
+		if err := at.UnmarshalText(v); err != nil {
+			return err
+		}
+		if s := c.servers[srv]; s != nil && s.kinds[subjects.Kind(kind)] != nil {
+			s.kinds[subjects.Kind(kind)].applied = at
+		}
 	case len(k) > 2 && k[:2] == pfxServer:
 		return json.Unmarshal(v, &c.server(k[2:]).rec)
 	case len(k) > 2 && k[:2] == pfxKind:
@@ -480,7 +491,7 @@ func viewEvents(name string, s *serverMem) []subjects.RegistryEvent {
 		if km.Listed {
 			sn := &subjects.Snapshot{
 				V: subjects.Version, Type: subjects.EventSnapshot, Server: name, Kind: k,
-				Fingerprint: km.Fingerprint, ListedAt: km.ListedAt, Pages: km.Pages, TTLMs: km.TTLMs,
+				Fingerprint: km.Fingerprint, ListedAt: km.appliedAt(), Pages: km.Pages, TTLMs: km.TTLMs,
 				CacheScope: km.CacheScope, AuthContext: km.AuthContext,
 			}
 			names := km.Names
@@ -541,6 +552,7 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 		return nil
 	}
 	c.applying = seq
+	c.applyNow = c.now()
 	ev.Seq = seq
 	ws, mem, err := c.plan(ev)
 	if err != nil {
@@ -554,11 +566,54 @@ func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 	if mem != nil {
 		mem()
 	}
-	c.view.Apply(ev)
+	c.view.Apply(c.viewEvent(ev))
 	c.version++
 	c.mu.Unlock()
 	c.seq.Store(seq)
 	c.applied.Add(1)
+	return nil
+}
+
+// notAhead is t, or the time the message being applied came (applyNow) when t is later: the
+// listedAt the freshness view applies (staleness.View takes one ahead of its clock as now).
+func (c *Catalog) notAhead(t time.Time) time.Time {
+	if t.After(c.applyNow) {
+		return c.applyNow
+	}
+	return t
+}
+
+// viewEvent is ev as the freshness view is given it: a listedAt ahead of the clock already
+// taken as applyNow, the time that plan stored (see kindRec.applied), so that the view rebuilt
+// from the store after a restart holds what this one holds.
+func (c *Catalog) viewEvent(ev subjects.RegistryEvent) subjects.RegistryEvent {
+	switch {
+	case ev.Snapshot != nil && ev.Snapshot.ListedAt.After(c.applyNow):
+		sn := *ev.Snapshot
+		sn.ListedAt = c.applyNow
+		ev.Snapshot = &sn
+	case ev.Confirmed != nil && ev.Confirmed.ListedAt.After(c.applyNow):
+		cf := *ev.Confirmed
+		cf.ListedAt = c.applyNow
+		ev.Confirmed = &cf
+	}
+	return ev
+}
+
+// setApplied sets km.applied to at (the listedAt the view applies) unless it is km.ListedAt,
+// and returns the write that stores it, or deletes the one stored for old.
+func setApplied(server string, kind subjects.Kind, old, km *kindRec, at time.Time) []write {
+	km.applied = time.Time{}
+	if !at.Equal(km.ListedAt) {
+		km.applied = at
+	}
+	switch {
+	case !km.applied.IsZero():
+		b, _ := km.applied.UTC().MarshalText() // a time in years 0..9999: always marshals
+		return []write{{Key: appliedKey(server, kind), Value: b}}
+	case old != nil && !old.applied.IsZero():
+		return []write{{Key: appliedKey(server, kind)}}
+	}
 	return nil
 }
 
@@ -682,10 +737,17 @@ func (c *Catalog) planConfirmed(cf *subjects.Confirmed) ([]write, func(), error)
 	if cf.ListedAt.After(km.ListedAt) {
 		km.ListedAt = cf.ListedAt
 	}
-	if km.Stale == old.Stale && km.ListedAt.Equal(old.ListedAt) {
+	// The view's listedAt moves as staleness.View.Confirm moves it: to the confirmation's,
+	// taken as now when ahead, unless that is before the one it holds.
+	at := old.appliedAt()
+	if cat := c.notAhead(cf.ListedAt); !cat.Before(at) {
+		at = cat
+	}
+	aw := setApplied(cf.Server, cf.Kind, old, &km, at)
+	if km.Stale == old.Stale && km.ListedAt.Equal(old.ListedAt) && km.applied.Equal(old.applied) {
 		return nil, nil, nil
 	}
-	return []write{putJSON(kindKey(cf.Server, cf.Kind), km)}, func() {
+	return append([]write{putJSON(kindKey(cf.Server, cf.Kind), km)}, aw...), func() {
 		c.server(cf.Server).setKind(cf.Kind, &km)
 	}, nil
 }
@@ -847,8 +909,9 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 	km.Rejected, km.RejectedMore = rej.recs, rej.more
 	var gone []*entry
 	var goneRecs []removedRec
+	var oldKM *kindRec
 	if old != nil {
-		oldKM := old.kinds[subjects.KindTools]
+		oldKM = old.kinds[subjects.KindTools]
 		for _, name := range sortedKeys(old.tools) {
 			if seen[name] {
 				continue
@@ -864,7 +927,9 @@ func (c *Catalog) planTools(sn *subjects.Snapshot) ([]write, func(), error) {
 			gone, goneRecs = append(gone, e), append(goneRecs, rr)
 		}
 	}
-	ws = append(ws, putJSON(kindKey(server, subjects.KindTools), km), putJSON(serverKey(server), rec))
+	ws = append(ws, putJSON(kindKey(server, subjects.KindTools), km))
+	ws = append(ws, setApplied(server, subjects.KindTools, oldKM, km, c.notAhead(sn.ListedAt))...)
+	ws = append(ws, putJSON(serverKey(server), rec))
 	return ws, func() {
 		s := c.server(server)
 		s.rec = rec
@@ -959,7 +1024,13 @@ func (c *Catalog) planOtherKind(sn *subjects.Snapshot) ([]write, func(), error) 
 			return nil, nil, err
 		}
 	}
-	ws := []write{putJSON(kindKey(sn.Server, sn.Kind), km), putJSON(serverKey(sn.Server), rec)}
+	var oldKM *kindRec
+	if s := c.servers[sn.Server]; s != nil {
+		oldKM = s.kinds[sn.Kind]
+	}
+	ws := []write{putJSON(kindKey(sn.Server, sn.Kind), km)}
+	ws = append(ws, setApplied(sn.Server, sn.Kind, oldKM, km, c.notAhead(sn.ListedAt))...)
+	ws = append(ws, putJSON(serverKey(sn.Server), rec))
 	return ws, func() {
 		s := c.server(sn.Server)
 		s.rec = rec
@@ -997,8 +1068,11 @@ func (c *Catalog) planStatus(st *subjects.Status) ([]write, func(), error) {
 				ws = append(ws, putJSON(removedKey(e.public), rr), write{Key: toolKey(server, name)})
 				gone, recs = append(gone, e), append(recs, rr)
 			}
-			for k := range s.kinds {
+			for k, km := range s.kinds {
 				ws = append(ws, write{Key: kindKey(server, k)})
+				if !km.applied.IsZero() {
+					ws = append(ws, write{Key: appliedKey(server, k)})
+				}
 			}
 		}
 		return ws, func() {

@@ -32,7 +32,10 @@
 // Errors are replies with a JSON "error" holding a stable code (subjects.Code…); the micro error
 // headers carry the same code. A reply larger than the connection's max_payload (details of many
 // large definitions, a full search at a high k) is answered too_large rather than not at all;
-// the definitions of such an answer are read only until what was read could not be sent.
+// the definitions of such an answer are read only until what was read could not be sent. The
+// max_payload is read from the connection for each reply: after a reconnect to a server with
+// another max_payload (a cluster whose nodes differ, a server restarted with a new limit), the
+// replies follow the new one.
 //
 // Servers come in pages, sorted by name: at most ServersRequest.Limit (DefaultServers, at most
 // MaxServers; out of range: bad_request with path /limit) after ServersRequest.After (over
@@ -75,6 +78,11 @@
 //	m/formatseq       m/seq as of the last commit of a version that keeps m/format (written
 //	                  with it): when they differ, an older version applied the last messages
 //	                  in its own way, and the catalog is rebuilt as one of another format
+//	m/at/<server><kind>  the listedAt the freshness view applied to that list, when its own
+//	                  (a snapshot's or a confirmation's) was ahead of the replica's clock and
+//	                  taken as the time it came: a restarted replica's view starts from it, so
+//	                  a list's TTL runs out when it did before the restart; apart from the
+//	                  k/ record (and from the digest), since it depends on this replica's clock
 //	s/<server>        last status, server info and description, revocations
 //	k/<server><kind>  last snapshot's metadata (fingerprint, listedAt, ttlMs, cacheScope,
 //	                  authContext), list_changed flag and the sequence of the ListChanged

@@ -147,11 +147,13 @@ func startReplica(t testing.TB, env *natstest.Env, dir string, pol *policy.Polic
 }
 
 // startReplicaConfig is startReplica with more of the configuration (InMemory when Dir is "";
-// the test clock).
+// the test clock, t0 + 1 min, unless cfg.Now is set).
 func startReplicaConfig(t testing.TB, env *natstest.Env, cfg Config, nc *nats.Conn) *replica {
 	t.Helper()
 	cfg.InMemory = cfg.Dir == ""
-	cfg.Now = func() time.Time { return t0.Add(time.Minute) }
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return t0.Add(time.Minute) }
+	}
 	c, err := Open(cfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)

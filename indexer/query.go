@@ -472,7 +472,7 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 	}
 	unlock()
 	if detail == subjects.DetailFull {
-		apiErr, err := c.fillFull(reply.Tools, ranked)
+		apiErr, err := c.fillFull(replyRoom(ctx), reply.Tools, ranked)
 		if err != nil {
 			apiErr = apiError(subjects.CodeInternal, "%v", err)
 		}
@@ -543,17 +543,16 @@ func stateName(s staleness.State) string {
 // message is stored before the in-memory state applies it), maybe in a list the principal may
 // not see, so it is not given; the tool is answered as it was listed, without it.
 //
-// What it adds counts against the room of a reply (replyRoom, 0: no bound): once the JSON the
+// What it adds counts against room, the room of the reply (replyRoom, 0: no bound): once the JSON the
 // answer will take surely exceeds it (a definition or schema encodes to at least its bytes that
 // are not whitespace, a description to at least its own), it stops reading and returns a
 // too_large error, the reply the service would give after encoding the whole answer: a details
 // request naming many large definitions, or a full search at a high k, reads, decompresses and
 // parses no more than a reply could hold, rather than every definition it names.
-func (c *Catalog) fillFull(tools []subjects.ToolInfo, hashes [][16]byte) (*subjects.Error, error) {
+func (c *Catalog) fillFull(room int64, tools []subjects.ToolInfo, hashes [][16]byte) (*subjects.Error, error) {
 	if len(tools) == 0 {
 		return nil, nil
 	}
-	room := c.replyRoom.Load()
 	var least int64 // what the filled parts will surely take, encoded
 	tooLarge := func() *subjects.Error {
 		return apiError(subjects.CodeTooLarge, "reply of more than %d bytes exceeds the %d bytes a NATS message may hold: ask for fewer names, a lower k, a lower detail or a lower limit",
@@ -793,7 +792,7 @@ func (c *Catalog) Details(ctx context.Context, req subjects.DetailsRequest) subj
 			near[n] = append(near[n], c.searchSuggestions(ctx, req.Principal, n)...)
 		}
 	}
-	apiErr, err := c.fillFull(reply.Tools, hashes)
+	apiErr, err := c.fillFull(replyRoom(ctx), reply.Tools, hashes)
 	if err != nil {
 		apiErr = apiError(subjects.CodeInternal, "%v", err)
 	}
@@ -849,9 +848,9 @@ func (c *Catalog) Servers(ctx context.Context, req subjects.ServersRequest) subj
 	if limit == 0 {
 		limit = DefaultServers
 	}
-	// budget is what the reply may take (0: no bound): a page ends early rather than make a
-	// reply NATS cannot carry. used counts the envelope and the servers so far.
-	budget := int(c.replyRoom.Load())
+	// budget is what the reply may take (0: no bound; see replyRoom): a page ends early rather
+	// than make a reply NATS cannot carry. used counts the envelope and the servers so far.
+	budget := int(replyRoom(ctx))
 	used := 64
 	c.mu.RLock()
 	defer c.mu.RUnlock()

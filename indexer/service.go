@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -37,9 +38,6 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		}
 	}
 	tick.Stop()
-	if mp := nc.MaxPayload(); mp > replyHeaderRoom {
-		c.replyRoom.Store(mp - replyHeaderRoom)
-	}
 	sem := make(chan struct{}, c.cfg.workers())
 	var wg sync.WaitGroup
 	endpoints := []struct {
@@ -140,9 +138,34 @@ func (c *Catalog) serve(ctx context.Context, nc *nats.Conn, name string, h handl
 // headers hold at most a 256-byte description and a code).
 const replyHeaderRoom = 1 << 10
 
+// replyRoomKey is the context key of the room a reply has (see withReplyRoom).
+type replyRoomKey struct{}
+
+// withReplyRoom gives a request's handler the most bytes its reply may take: a servers page ends
+// before it, and a details or full search answer stops reading definitions past it. It is read
+// from the connection for each reply (nc.MaxPayload: the max_payload of the server the
+// connection is on now, which a reconnect to another server may change), not once when serving
+// starts.
+func withReplyRoom(ctx context.Context, room int64) context.Context {
+	return context.WithValue(ctx, replyRoomKey{}, room)
+}
+
+// replyRoom is the room of ctx's reply (withReplyRoom); 0 (no bound) for a call made in
+// process, not through Serve.
+func replyRoom(ctx context.Context) int64 {
+	room, _ := ctx.Value(replyRoomKey{}).(int64)
+	return room
+}
+
 // respond answers one request on m.Reply.
 func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h handlerFunc, m *nats.Msg) {
 	t0 := time.Now()
+	// One reading of the connection's max_payload (a read-locked field of nats.Conn) for the
+	// handler's room and the final check, so that both agree.
+	room := max(nc.MaxPayload()-replyHeaderRoom, 0)
+	if room > 0 {
+		ctx = withReplyRoom(ctx, room)
+	}
 	reply, apiErr := c.serveOne(ctx, name, h, m.Subject, m.Data)
 	body, err := json.Marshal(reply)
 	if err != nil {
@@ -152,11 +175,10 @@ func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h han
 			Error *subjects.Error `json:"error"`
 		}{subjects.Version, apiErr})
 	}
-	if mp := nc.MaxPayload(); mp > 0 && int64(len(body)) > mp-replyHeaderRoom {
+	if room > 0 && int64(len(body)) > room {
 		// NATS would refuse to publish it (max_payload), and the client would wait for its
 		// timeout as if no replica ran: say why at once instead.
-		apiErr = apiError(subjects.CodeTooLarge, "reply of %d bytes exceeds the %d bytes a NATS message may hold: ask for fewer names, a lower k, a lower detail or a lower limit",
-			len(body), mp-replyHeaderRoom)
+		apiErr = tooLargeReply(len(body), room)
 		body, _ = json.Marshal(errorReply(apiErr))
 	}
 	// Counted before the reply goes out: a client that got it finds it counted.
@@ -170,15 +192,39 @@ func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h han
 	if m.Reply == "" {
 		return
 	}
-	msg := &nats.Msg{Subject: m.Reply, Data: body}
+	err = publishReply(nc, m.Reply, body, apiErr)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// The connection moved to a server with a smaller max_payload since room was read:
+		// the reply is refused as it would have been had it come a moment later.
+		if mp := nc.MaxPayload(); mp > replyHeaderRoom && int64(len(body)) > mp-replyHeaderRoom {
+			apiErr = tooLargeReply(len(body), mp-replyHeaderRoom)
+			if ec := c.served[name]; ec != nil {
+				ec.errors.Add(1)
+			}
+			body, _ = json.Marshal(errorReply(apiErr))
+			err = publishReply(nc, m.Reply, body, apiErr)
+		}
+	}
+	if err != nil {
+		c.log.Debug().Err(err).Str("endpoint", name).Msg("reply not sent")
+	}
+}
+
+// tooLargeReply is the error of a reply of n bytes larger than the room of a NATS message.
+func tooLargeReply(n int, room int64) *subjects.Error {
+	return apiError(subjects.CodeTooLarge, "reply of %d bytes exceeds the %d bytes a NATS message may hold: ask for fewer names, a lower k, a lower detail or a lower limit",
+		n, room)
+}
+
+// publishReply sends a reply, with apiErr's code in micro's error headers.
+func publishReply(nc *nats.Conn, subject string, body []byte, apiErr *subjects.Error) error {
+	msg := &nats.Msg{Subject: subject, Data: body}
 	if apiErr != nil {
 		msg.Header = nats.Header{}
 		msg.Header.Set(micro.ErrorHeader, headerSafe(apiErr.Message))
 		msg.Header.Set(micro.ErrorCodeHeader, apiErr.Code)
 	}
-	if err := nc.PublishMsg(msg); err != nil {
-		c.log.Debug().Err(err).Str("endpoint", name).Msg("reply not sent")
-	}
+	return nc.PublishMsg(msg)
 }
 
 func (c *Catalog) serveOne(ctx context.Context, name string, h handlerFunc, subject string, body []byte) (reply any, apiErr *subjects.Error) {

@@ -39,6 +39,11 @@ var (
 	keyFormatSeq = []byte(pfxMeta + "formatseq")
 )
 
+// pfxApplied keys the listedAt the freshness view applied to a list when it differs from the
+// list's own (one ahead of the replica's clock, taken as the time it reached the replica): kept
+// with the position, not the content, since it depends on when this replica applied the list.
+const pfxApplied = pfxMeta + "at/"
+
 // catalogFormat is the version of what a catalog stores of a stream. Bump it when this code
 // would store the same stream differently (2: the definitions left out of the catalog, kept per
 // server; 3: the sequence of the ListChanged a list is stale for, which a Confirmed that answers
@@ -66,6 +71,10 @@ func kindKey(server string, k subjects.Kind) []byte {
 }
 
 func kindPrefix(server string) []byte { return lp([]byte(pfxKind), server) }
+
+func appliedKey(server string, k subjects.Kind) []byte {
+	return append(lp([]byte(pfxApplied), server), k...)
+}
 
 func toolKey(server, tool string) []byte {
 	return append(lp([]byte(pfxTool), server), tool...)
@@ -113,6 +122,19 @@ type kindRec struct {
 	// the others.
 	Rejected     []rejRec `json:"rejected,omitempty"`
 	RejectedMore int      `json:"rejectedMore,omitempty"`
+	// applied is the listedAt the freshness view applied, when it is not ListedAt (which was
+	// ahead of the replica's clock when the list or its confirmation came): stored under
+	// appliedKey, outside the record, so that what a replica stores of the stream does not
+	// depend on its clock.
+	applied time.Time
+}
+
+// appliedAt is the listedAt the freshness view holds for the list.
+func (k *kindRec) appliedAt() time.Time {
+	if !k.applied.IsZero() {
+		return k.applied
+	}
+	return k.ListedAt
 }
 
 // rejRec is one rejected definition of a list.
