@@ -68,6 +68,9 @@ type capture struct {
 	retryAfter string
 	// rawOnly: the caller takes the raw result; mcp-go decodes an empty object instead.
 	rawOnly bool
+	// discoverPassing: the last server/discover sent with this slot failed for a passing
+	// reason (see noteDiscover); not reset by the requests after it.
+	discoverPassing bool
 }
 
 func withCapture(ctx context.Context) (context.Context, *capture) {

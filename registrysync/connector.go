@@ -41,6 +41,9 @@ type connector struct {
 
 	// legacyHTTP is the protocol of a streamable HTTP server found to be legacy (loop only).
 	legacyHTTP string
+	// legacyPassing: legacyHTTP was found after a server/discover that failed for a passing
+	// reason (discover.go): it holds for one connection, and the next probes again (loop only).
+	legacyPassing bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -247,7 +250,7 @@ func (c *connector) loop(ctx context.Context) {
 				return
 			}
 			attempt++
-			wait := bo.NextBackOff()
+			wait := retryWait(bo.NextBackOff(), err) // an HTTP 429 or 503's Retry-After
 			code, reason := subjects.CodeConnectFailed, err.Error()
 			var coded *codedError
 			var se *stderrError
@@ -267,6 +270,7 @@ func (c *connector) loop(ctx context.Context) {
 			ev.Str("reason", st.Reason).Int("attempt", attempt).Dur("retryIn", wait).Msg("connect failed")
 			c.setStatus(ctx, st)
 			c.settle()
+			c.chose("connect", wait)
 			sleepCtx(ctx, wait)
 			continue
 		}
@@ -285,13 +289,21 @@ func (c *connector) loop(ctx context.Context) {
 			attempt = 0
 		}
 		attempt++
-		wait := bo.NextBackOff()
+		wait := retryWait(bo.NextBackOff(), err)
 		st := c.newStatus(subjects.StatusUnavailable, subjects.CodeConnectionLost, err.Error())
 		st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
 		c.stderrTail(c.log.Warn(), err).Str("reason", st.Reason).Dur("retryIn", wait).Msg("connection lost")
 		c.setStatus(ctx, st)
 		c.settle()
+		c.chose("reconnect", wait)
 		sleepCtx(ctx, wait)
+	}
+}
+
+// chose tells the test seam Manager.retryChosen, if set, the wait before the next attempt.
+func (c *connector) chose(what string, wait time.Duration) {
+	if hook := c.m.retryChosen.Load(); hook != nil {
+		(*hook)(c.sc.Name, what, wait)
 	}
 }
 
@@ -347,8 +359,16 @@ func (c *connector) connect(ctx context.Context) (*session, error) {
 		c.sc.ProtocolVersion != "" && !mcp.IsModernProtocol(c.sc.ProtocolVersion))
 	s, err := openSession(ctx, c, listening)
 	if errors.Is(err, errNeedListening) {
+		if c.legacyPassing {
+			c.log.Info().Str("protocol", c.legacyHTTP).Msg("server/discover failed (no answer in time, or an HTTP 5xx, 408 or 429): " +
+				"connecting with initialize for this connection; the next reconnection probes server/discover again")
+		}
 		c.log.Debug().Str("protocol", c.legacyHTTP).Msg("legacy streamable HTTP server: reconnecting with the GET stream")
 		s, err = openSession(ctx, c, true)
+		if c.legacyPassing {
+			// Not the server's word that it is legacy: forget it once this connection is open.
+			c.legacyHTTP, c.legacyPassing = "", false
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -403,7 +423,13 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 			retry = nil
 		}
 		if len(failed) > 0 {
-			retry = time.NewTimer(lb.NextBackOff())
+			// No sooner than any failed list's server asked (an HTTP 429 or 503's Retry-After).
+			wait := lb.NextBackOff()
+			for _, err := range failed {
+				wait = retryWait(wait, err)
+			}
+			c.chose("relist", wait)
+			retry = time.NewTimer(wait)
 		} else {
 			lb.Reset()
 		}
@@ -553,9 +579,9 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			case !errors.As(err, &coded):
 				// A transport error: a probe tells a dead connection from a bad answer.
 				if perr := s.ping(ctx); perr != nil {
-					return nil, fmt.Errorf("%v; liveness probe: %w", err, perr)
+					return nil, withWait(fmt.Errorf("%v; liveness probe: %w", err, perr), retryAfterOf(err))
 				}
-				err = codedf(subjects.CodeListFailed, "%v", err)
+				err = withWait(codedf(subjects.CodeListFailed, "%v", err), retryAfterOf(err))
 			}
 			if c.generation(kind) != gen0 && c.skip(kind) {
 				// A list_changed came while listing: the list changed under its pages (a server

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 
@@ -29,11 +30,25 @@ import (
 //     which a 2026-07-28 server refuses: the connection failed once, after sending a legacy
 //     handshake without MCP-Protocol-Version or _meta. It is asked again once, with a new id,
 //     at the same version, as SEP-2575 has a client retry at a version the server listed.
+//
+// mcp-go also falls back to initialize when server/discover fails for a passing reason: an
+// HTTP 503 or 429 (a gateway shedding load, a replica restarting), a connection that failed,
+// no answer within its probe timeout (5 s). A 2026-07-28 server that also serves legacy
+// clients (as mcp-go's does) is then spoken to at 2025-11-25 for that connection. The
+// connector remembers a streamable HTTP server found to be legacy, so that its reconnections
+// open the GET stream at once (legacyHTTP), but only when the server's answer said so (a
+// JSON-RPC error, an HTTP 4xx other than 408 and 429): after a passing failure (discoverPassing)
+// the next reconnection probes server/discover again. (mcp-go's fallback lasts one Client, and
+// each session has a Client of its own: it was the connector's memory that made one 503
+// last until the process restarted.)
 
 // discover sends a server/discover request (see above).
-func (t *base) discover(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+func (t *base) discover(ctx context.Context, req transport.JSONRPCRequest) (resp *transport.JSONRPCResponse, err error) {
+	if cp, _ := ctx.Value(captureKey{}).(*capture); cp != nil {
+		defer func() { cp.noteDiscover(resp, err, ctx.Err() != nil) }()
+	}
 	requested := metaProtocolVersion(req.Params)
-	resp, err := t.send(ctx, req)
+	resp, err = t.send(ctx, req)
 	if err != nil || resp == nil || requested == "" {
 		return resp, err
 	}
@@ -95,4 +110,30 @@ func unsupportedVersionData(e *mcp.JSONRPCErrorDetails) mcp.UnsupportedProtocolV
 		_ = json.Unmarshal(b, &d)
 	}
 	return d
+}
+
+// noteDiscover records whether the server/discover just sent (its answer resp, err) failed
+// for a passing reason, one that does not tell a legacy server: no answer (a connection that
+// failed, no answer before the probe's deadline, expired, even on an event stream that
+// opened), or an HTTP 5xx, 408 or 429, whatever its body. A JSON-RPC error or
+// another HTTP 4xx is the server's word that it does not speak 2026-07-28.
+func (cp *capture) noteDiscover(resp *transport.JSONRPCResponse, err error, expired bool) {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	switch status := cp.status; {
+	case err == nil && (resp == nil || resp.Error == nil):
+		cp.discoverPassing = false // answered (a result mcp-go cannot read is the server's word)
+	case expired, status >= 500, status == http.StatusRequestTimeout, status == http.StatusTooManyRequests:
+		cp.discoverPassing = true
+	default:
+		cp.discoverPassing = status == 0 && err != nil
+	}
+}
+
+// discoverFailedPassing reports whether the last server/discover sent with this slot failed
+// for a passing reason (noteDiscover).
+func (cp *capture) discoverFailedPassing() bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.discoverPassing
 }

@@ -125,7 +125,8 @@
 //	             server/discover or initialize, went unanswered within ConnectTimeout),
 //	             connection_lost, or a failed tools list (list_failed,
 //	             malformed_response, too_many_pages, snapshot_too_large); Attempt and
-//	             RetryInMs tell the backoff. Reasons are redacted (ServerConfig.Secrets and
+//	             RetryInMs tell the backoff (at least an HTTP 429 or 503's Retry-After:
+//	             see Failure handling). Reasons are redacted (ServerConfig.Secrets and
 //	             the values of headers, env variables and URL query parameters named like
 //	             credentials, by words not substrings: see State, become "[redacted]").
 //	             connector_stopped: published once the Manager stops (Run returns), for
@@ -226,7 +227,11 @@
 // whenever the stream has to be reopened. On legacy stdio and SSE notifications arrive by
 // themselves. On legacy streamable HTTP they need the standalone GET stream, which pins the
 // transport to the legacy protocol: such a server is reconnected once with continuous listening
-// (remembered for later reconnects), and every kind is re-listed whenever that stream (re)opens,
+// (remembered for later reconnects when the server said it is legacy: a JSON-RPC error or an
+// HTTP 4xx other than 408 and 429 answered server/discover; mcp-go also falls back to
+// initialize for one connection when server/discover got no answer within its 5 s, or an
+// HTTP 5xx, 408 or 429, and such a connection is not remembered: the next reconnection probes
+// server/discover again; discover.go), and every kind is re-listed whenever that stream (re)opens,
 // since notifications sent while it was down are lost (a GET resuming a request's own event
 // stream, Last-Event-ID, is not that stream and re-lists nothing; backing off from 1 s to 30 s between
 // re-lists while the stream keeps ending at once). A tools/call that times out on a legacy
@@ -312,7 +317,11 @@
 // starts the process itself), a lost SSE stream, a failed list whose liveness probe also fails,
 // or a periodic probe that fails (Config.PingEvery: ping on legacy, server/discover on
 // 2026-07-28) closes the session and reconnects with exponential backoff (Config.BackoffInitial
-// to BackoffMax) until the context ends; stdio servers get a new process. Closing a legacy
+// to BackoffMax) until the context ends; stdio servers get a new process. A handshake, or a
+// list, that an HTTP server answered 429 or 503 with a Retry-After (delta-seconds or an HTTP
+// date) is tried again no sooner than it asked, up to 10 minutes (maxRetryAfterWait; a
+// malformed or past value is ignored, and the backoff's wait is kept when it is longer): the
+// reconnection after it (RetryInMs says the wait), the re-list of the kinds that failed. Closing a legacy
 // streamable HTTP session sends its DELETE without waiting for the answer (mcp-go waits up to
 // 5 s: a hung server held the connection_lost status, the reconnection, Remove and a stopping
 // Manager that long). A server that answers

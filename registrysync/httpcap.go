@@ -573,3 +573,54 @@ func (f *sseRequests) take(event []byte) bool {
 	f.last = true
 	return false
 }
+
+// maxRetryAfterWait bounds how long a connector waits, before reconnecting or listing again,
+// for a server whose HTTP 429 or 503 asked for more with its Retry-After: a hostile or broken
+// one (Retry-After: 31536000) must not park the connector for a year.
+const maxRetryAfterWait = 10 * time.Minute
+
+// retryAfterError is a failure whose HTTP answer, a 429 or a 503, asked the client to come
+// back no sooner than after (Retry-After, at most maxRetryAfterWait).
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// withRetryAfter is err carrying the Retry-After of the HTTP answer cp records, when that is a
+// 429 or a 503 with a Retry-After that is well-formed and not past; err otherwise.
+func withRetryAfter(err error, cp *capture, now time.Time) error {
+	if err == nil || cp == nil {
+		return err
+	}
+	status, retryAfter := cp.httpStatus()
+	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		return err
+	}
+	return withWait(err, time.Duration(retryAfterMs(retryAfter, now))*time.Millisecond)
+}
+
+// withWait is err carrying the wait after (none if 0).
+func withWait(err error, after time.Duration) error {
+	if err == nil || after <= 0 {
+		return err
+	}
+	return &retryAfterError{err: err, after: min(after, maxRetryAfterWait)}
+}
+
+// retryAfterOf is the wait a failure's HTTP answer asked for (0: none).
+func retryAfterOf(err error) time.Duration {
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		return ra.after
+	}
+	return 0
+}
+
+// retryWait is the wait before the next attempt after err: the backoff's, or the Retry-After
+// err carries if that is longer.
+func retryWait(backoff time.Duration, err error) time.Duration {
+	return max(backoff, retryAfterOf(err))
+}

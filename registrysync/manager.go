@@ -60,6 +60,10 @@ type Manager struct {
 	// refused or timed out), before its answer is read: a test seam, it lets a test check
 	// that a stopping Manager's probes all run at once.
 	afterProbe atomic.Pointer[func(server string)]
+	// retryChosen, when set, is told every wait a connector chose before its next attempt (a
+	// reconnection, or a re-list of the kinds that failed): a test seam, it lets a test check
+	// the wait without a clock.
+	retryChosen atomic.Pointer[func(server string, what string, wait time.Duration)]
 	// retireBudget is the budget of the retire that ends Run: retireTimeout (a test may give
 	// more, set before Run).
 	retireBudget time.Duration

@@ -314,6 +314,9 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		ClientInfo:      mcp.Implementation{Name: clientName, Version: clientVersion},
 	}})
 	if err != nil {
+		// A handshake a server refuses 429 or 503 says when to come back (the loop waits at
+		// least that long before connecting again).
+		fail := func(err error) (*session, error) { return fail(withRetryAfter(err, hcp, time.Now())) }
 		var mal *malformedError
 		switch {
 		case s.isLost():
@@ -342,6 +345,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 
 	if sc.Transport == TransportHTTP && !modern && !listening {
 		c.legacyHTTP = s.protocol
+		c.legacyPassing = hcp.discoverFailedPassing()
 		s.close(0)
 		return nil, errNeedListening
 	}
@@ -669,8 +673,9 @@ func (s *session) close(drain time.Duration) {
 
 // listPage sends one list request and returns the raw result. Errors are *codedError (the
 // server answered badly: the session is fine), *lostError, or another error for a transport
-// failure whose meaning a probe decides.
-func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor string) ([]byte, error) {
+// failure whose meaning a probe decides; any of them wrapped in a *retryAfterError when the
+// server answered the request HTTP 429 or 503 with a Retry-After.
+func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor string) (raw []byte, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer s.cancelOnMalformed(cancel)()
@@ -679,8 +684,9 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 
 	cctx, cp := withCapture(ctx)
 	cp.rawOnly = true // mcp-go decodes nothing (see capture.go); parsePage counts, then decodes
+	// A 429 or 503 says when to list again (the retry backoff waits at least that long).
+	defer func() { err = withRetryAfter(err, cp, time.Now()) }()
 	params := mcp.PaginatedRequest{Params: mcp.PaginatedParams{Cursor: mcp.Cursor(cursor)}}
-	var err error
 	switch kind {
 	case subjects.KindTools:
 		_, err = s.cl.ListToolsByPage(cctx, mcp.ListToolsRequest{PaginatedRequest: params})
