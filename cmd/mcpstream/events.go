@@ -38,7 +38,10 @@ subject (registry.kb, or registry.*.snapshot without a kind) is refused. Several
 (all of one stream) print every event that any of them matches, once; a filter that another
 covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
 the registry events of that server: with --subject, each filter is narrowed to it
-(--server kb --subject 'registry.*.status' prints kb's status events only).
+(--server kb --subject 'registry.*.status' prints kb's status events only). A server the
+stream holds no event of (never seen, or a typo) prints nothing, and a note on stderr says so
+(exit status 0, as for any replay with nothing to print; with --follow the note comes first and
+the events follow when they come).
 
 Text output is one summary line per event: sequence, time, server, event, and for snapshots the
 number of items and what was added (+) or removed (-) since the previous snapshot of that server and
@@ -114,7 +117,30 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		cfg.OptStartTime = &start
 	}
 	p := &eventPrinter{w: stdout, json: cf.JSON, prev: map[string][]string{}}
-	return cf.noJetStream(readStream(ctx, js, streamName, cfg, follow, p.print))
+	// A --server the registry never saw (a typo, say) replays nothing, as a known server with
+	// nothing to show does: a note on stderr tells them apart (stdout stays the events only).
+	if server != "" && follow && serverUnseen(ctx, js, streamName, server) {
+		fmt.Fprintf(stderr, "mcpstream events: no event of server %q is in %s yet: waiting for them (mcpstream servers lists the servers the registry knows)\n", server, streamName)
+	}
+	err = cf.noJetStream(readStream(ctx, js, streamName, cfg, follow, p.print))
+	if err == nil && server != "" && !follow && ctx.Err() == nil && serverUnseen(ctx, js, streamName, server) {
+		fmt.Fprintf(stderr, "mcpstream events: no event of server %q is in %s (mcpstream servers lists the servers the registry knows)\n", server, streamName)
+	}
+	return err
+}
+
+// serverUnseen reports whether the stream holds no message of server's registry subjects at all
+// (whatever --since and --subject select); false when it cannot tell.
+func serverUnseen(ctx context.Context, js jetstream.JetStream, stream, server string) bool {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(cctx, stream)
+	if err != nil {
+		return false
+	}
+	// The subjects of one server: a status, a revocation and three per kind at most.
+	info, err := st.Info(cctx, jetstream.WithSubjectFilter(subjects.RegistryServer(server)))
+	return err == nil && len(info.State.Subjects) == 0
 }
 
 // pickStream resolves the stream and subject filters of `events`.

@@ -55,7 +55,8 @@ and call and approval timeouts: each advertises an enforcement digest of them, c
 executors only. Executors sharing the calls stream with different limits answer a call
 differently depending on which one takes it.
 
-  mcpstream policy check [--config FILE]   ask every instance, compare (exit status 1 on mismatch)
+  mcpstream policy check [--config FILE]   ask every instance, compare (exit status 1 on mismatch,
+                                           3 when it could not check)
   mcpstream policy digest [--config FILE]  print the digest of a configuration's policy (and,
                                            with --config, its executors' enforcement digest)
 
@@ -74,9 +75,13 @@ version without them is listed as unknown, not as a mismatch.
 
 Exit status: 0 when every instance that answered enforces the same policy (the --config one when
 given) and every executor the same enforcement digest; 1 when any differs, with a message naming
-how many (ENFORCEMENT MISMATCH for executors' limits); 3 when no instance answered with a
-digest (none runs, they run a version without digests, or the NATS user may not publish to
-$SRV.INFO.* or read its inbox); 2 for bad flags.
+how many (ENFORCEMENT MISMATCH for executors' limits), and only then; 3 when it could not check,
+nothing compared: no instance answered with a digest (none runs, they run a version without
+digests, or the NATS user may not publish to $SRV.INFO.* or read its inbox), NATS could not be
+reached or refused the request, or the --config file could not be loaded (stderr says which, as
+"could not check: ..." but for no answer); 2 for bad flags. With --config, the warnings the
+roles log when they load the file's policy (a pattern with the shape of an encoded public name,
+which matches no tool) go to stderr too.
 
 Executors started with --no-front-end answer too (every executor runs the discovery service).
 A replica still rebuilding its catalog does not answer until it serves. --json prints
@@ -99,8 +104,8 @@ run without one): compare it with what the roles advertise (their start log, /me
 mcpstream_policy_info, mcpstream policy check). With --config, a second line gives the
 enforcement digest executors started with it advertise (limits section, approval patterns,
 timeouts; /metrics mcpstream_executor_enforcement_info); --json always has it ("enforcement").
-The configuration is checked as the roles check it; the servers' ${ENV_VAR} secrets need not be
-set.
+The configuration is checked as the roles check it, and the warnings they log when they load its
+policy go to stderr; the servers' ${ENV_VAR} secrets need not be set.
 
 Examples:
   mcpstream policy digest --config mcpstream.yaml
@@ -127,22 +132,39 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // without --config enforce), names where it came from, and gives the enforcement digest that
 // executors started with the file advertise. The file is read once for both.
 func localPolicy(path string) (p *policy.Policy, from, enforcement string, err error) {
+	p, from, enforcement, _, err = loadLocalPolicy(path)
+	return p, from, enforcement, err
+}
+
+// loadLocalPolicy is localPolicy, with the load-time warnings of the file's policy
+// (policy.Warnings: the roles log them when they load it).
+func loadLocalPolicy(path string) (p *policy.Policy, from, enforcement string, warnings []policy.Warning, err error) {
 	fc := &fileConfig{}
 	p, from = policy.Open(), "no configuration (open policy)"
 	if path != "" {
 		if fc, err = loadConfigFor(path, os.LookupEnv, false); err != nil {
-			return nil, "", "", err
+			return nil, "", "", nil, err
 		}
 		if p, err = policy.New(fc.Policy); err != nil {
-			return nil, "", "", fmt.Errorf("%s: policy: %w", path, err)
+			return nil, "", "", nil, fmt.Errorf("%s: policy: %w", path, err)
 		}
 		from = path
 	}
 	cfg, err := executorEnforcement(fc)
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", "", nil, err
 	}
-	return p, from, cfg.EnforcementDigest(), nil
+	return p, from, cfg.EnforcementDigest(), policy.Warnings(fc.Policy), nil
+}
+
+// printPolicyWarnings writes the load-time warnings of the policy of the file path to stderr, one
+// line each, as `mcpstream CMD: warning: FILE: policy: ...` (the roles log the same text when
+// they load the file). Patterns and rule names come from the file: control characters show as
+// '?'.
+func printPolicyWarnings(stderr io.Writer, cmd, path string, warnings []policy.Warning) {
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "mcpstream %s: warning: %s: policy: %s\n", cmd, oneLine(path), oneLine(w.String()))
+	}
 }
 
 func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
@@ -157,10 +179,11 @@ func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
 		usageError(fs, stderr, "unexpected argument", rest)
 		return exitCode(2)
 	}
-	p, from, enf, err := localPolicy(*configPath)
+	p, from, enf, warnings, err := loadLocalPolicy(*configPath)
 	if err != nil {
 		return err
 	}
+	printPolicyWarnings(stderr, "policy digest", *configPath, warnings)
 	if *asJSON {
 		b, _ := json.Marshal(map[string]any{"digest": p.Digest(), "from": from, "open": p.IsOpen(), "enforcement": enf})
 		_, err = fmt.Fprintf(stdout, "%s\n", termSafeJSON(b))
@@ -439,14 +462,34 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		return exitCode(2)
 	}
 	if *wait <= 0 || *wait > time.Minute {
-		return fmt.Errorf("policy check: --wait %s: want more than 0, at most 1m", *wait)
+		usageError(fs, stderr, fmt.Sprintf("--wait %s: want more than 0, at most 1m", *wait), nil)
+		return exitCode(2)
 	}
+	err = checkPolicies(ctx, cf, *configPath, *wait, stdout, stderr)
+	if err != nil && !errors.As(err, new(exitCode)) {
+		// Not a verdict: 1 is for a mismatch found, and a script must not take an outage (or a
+		// file it cannot read) for one.
+		fmt.Fprintf(stderr, "mcpstream policy check: could not check: %v\n", err)
+		return exitCode(policyCheckFailed)
+	}
+	return err
+}
+
+// policyCheckFailed is the exit status of a policy check that compared nothing: no instance
+// answered with a digest, NATS could not be reached or refused the request, or the --config
+// file could not be loaded (1 is a mismatch found, 2 bad flags).
+const policyCheckFailed = 3
+
+// checkPolicies is policy check once its flags are read: an exitCode error for a verdict (a
+// mismatch, no answer), any other error when it could not check.
+func checkPolicies(ctx context.Context, cf clientFlags, configPath string, wait time.Duration, stdout, stderr io.Writer) error {
 	expected, expectedEnf, from := "", "", ""
-	if *configPath != "" {
-		p, src, enf, err := localPolicy(*configPath)
+	if configPath != "" {
+		p, src, enf, warnings, err := loadLocalPolicy(configPath)
 		if err != nil {
 			return err
 		}
+		printPolicyWarnings(stderr, "policy check", configPath, warnings)
 		expected, expectedEnf, from = p.Digest(), enf, src
 	}
 	wctx, denied, onDenied := cf.watchPermissions(ctx, subjects.SRVInfo(subjects.CatalogService), subjects.SRVInfo(subjects.ExecutorService))
@@ -456,7 +499,7 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer nc.Close()
-	insts, bad, truncated, err := collectPolicyInstances(wctx, nc, *wait)
+	insts, bad, truncated, err := collectPolicyInstances(wctx, nc, wait)
 	if err != nil {
 		return err
 	}
@@ -499,8 +542,8 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	case enfMismatched:
 		return exitCode(1)
 	case len(r.Digests) == 0:
-		fmt.Fprintf(stderr, "mcpstream policy check: no catalog replica or executor answered with a policy digest within %s (none running, a version without digests, or the NATS user may not publish to $SRV.INFO.*)\n", *wait)
-		return exitCode(3)
+		fmt.Fprintf(stderr, "mcpstream policy check: no catalog replica or executor answered with a policy digest within %s (none running, a version without digests, or the NATS user may not publish to $SRV.INFO.*)\n", wait)
+		return exitCode(policyCheckFailed)
 	}
 	return nil
 }

@@ -427,3 +427,66 @@ func TestUpLogsAMismatchOnce(t *testing.T) {
 		t.Errorf("up logged the mismatch %d times, want once:\n%s", n, grepLines(up.errOut.String(), "policy check"))
 	}
 }
+
+// "Could not check" is not "mismatch": NATS unreachable made policy check exit 1, as a
+// mismatch does, so a script or a probe alerting on 1 took an outage for two policies. It exits
+// 3, as when no instance answers (nothing was compared), with the connection error on stderr
+// and nothing on stdout; the --config file it cannot read is the same. A bad --wait is a usage
+// error (2).
+func TestPolicyCheckCouldNotCheckIsNotMismatch(t *testing.T) {
+	cfgA := writeConfig(t, "a.yaml", policyA)
+	for _, tt := range []struct {
+		name, want string
+		args       []string
+	}{
+		{"NATS unreachable", "connect to NATS at nats://127.0.0.1:1", []string{"--nats", "nats://127.0.0.1:1"}},
+		{"NATS unreachable, --config", "connect to NATS at nats://127.0.0.1:1", []string{"--nats", "nats://127.0.0.1:1", "--config", cfgA}},
+		{"NATS unreachable, --json", "connect to NATS at nats://127.0.0.1:1", []string{"--nats", "nats://127.0.0.1:1", "--json"}},
+		{"--config missing", "no-such.yaml", []string{"--nats", "nats://127.0.0.1:1", "--config", filepath.Join(t.TempDir(), "no-such.yaml")}},
+	} {
+		out, errOut, err := catRun(t, append([]string{"policy", "check"}, tt.args...)...)
+		if err != exitCode(3) {
+			t.Errorf("%s: %v, want exit status 3 (could not check)\n%s", tt.name, err, errOut)
+		}
+		if out != "" || !strings.Contains(errOut, "mcpstream policy check: could not check: ") || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%s: stdout %q, stderr %q; want nothing on stdout and the reason on stderr", tt.name, out, errOut)
+		}
+	}
+	for _, wait := range []string{"0s", "2m"} {
+		if _, errOut, err := catRun(t, "policy", "check", "--nats", "nats://127.0.0.1:1", "--wait", wait); err != exitCode(2) || !strings.Contains(errOut, "--wait "+wait) {
+			t.Errorf("--wait %s: %v, want exit status 2\n%s", wait, err, errOut)
+		}
+	}
+}
+
+// policy check --config FILE and policy digest --config FILE load the policy as the roles do, but
+// said nothing of the patterns the roles warn about at load (policy.Warnings: the shape of an
+// encoded public name, which matches no tool): the operator checking a configuration before
+// rolling it out is the one to tell. The warnings go to stderr; stdout (the report, the digest)
+// is unchanged.
+func TestPolicyCheckConfigWarnings(t *testing.T) {
+	env := natstest.Start(t)
+	cfg := writeConfig(t, "enc.yaml", "servers: []\npolicy:\n  rules:\n    - name: \"no \\e[31mdeletes\"\n      allow: [\"*\"]\n      deny: [\"my_server___delete_all_1a2b3c4d5e\", \"files__rm*\"]\n")
+	want := `rule 1 (no ?[31mdeletes): deny pattern "my_server___delete_all_1a2b3c4d5e": has the shape of an encoded public name`
+	for _, args := range [][]string{
+		{"policy", "check", "--nats", env.URL, "--wait", "100ms", "--config", cfg},
+		{"policy", "check", "--nats", env.URL, "--wait", "100ms", "--config", cfg, "--json"},
+		{"policy", "digest", "--config", cfg},
+		{"policy", "digest", "--config", cfg, "--json"},
+	} {
+		out, errOut, err := catRun(t, args...)
+		if args[1] == "digest" && err != nil || args[1] == "check" && err != exitCode(3) {
+			t.Errorf("%v: %v\n%s", args, err, errOut)
+		}
+		prefix := "mcpstream " + args[0] + " " + args[1] + ": warning: " + cfg + ": policy: "
+		if n := strings.Count(errOut, prefix+want); n != 1 {
+			t.Errorf("%v: the warning is on stderr %d times, want once:\n%s", args, n, errOut)
+		}
+		if strings.Contains(errOut, "files__rm*") || strings.Contains(errOut, "\x1b") {
+			t.Errorf("%v: warned about a pattern of original names, or printed a control character:\n%q", args, errOut)
+		}
+		if strings.Contains(out, "shape of an encoded") {
+			t.Errorf("%v: the warning is on stdout:\n%s", args, out)
+		}
+	}
+}

@@ -45,7 +45,9 @@ of this binary; edit DATA/demo/NAME.control.json ({"hide":["tool"],"add":["tool"
 to change a demo server's tools (it announces list_changed).
 
 The embedded NATS server listens on --nats-listen so other processes (the mcpstream client
-commands, the nats CLI, more role processes) can connect. HTTP on --http-listen serves
+commands, the nats CLI, more role processes) can connect. --nats-listen with --nats, and
+--nats-creds without it, are usage errors (exit status 2): each is for the other kind of NATS.
+HTTP on --http-listen serves
 GET /healthz: 200 {"status":"ok",...} once every role runs, 503 before (from the moment HTTP
 listens, while NATS starts and the streams are declared too), while stopping and while
 the NATS connection is down (status nats_disconnected) or NATS does not answer a PING within
@@ -95,7 +97,7 @@ func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
 	if up {
 		fs.StringVar(&o.NATS.URL, "nats", "", "use this NATS server or cluster (comma-separated URLs) instead of the embedded one")
 		fs.StringVar(&o.NATS.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file, with --nats (env "+envNATSCreds+")")
-		fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client listener host:port (port 0 = any free port, \"none\" = in-process only); it has no authentication: beyond loopback, up warns")
+		fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "embedded NATS client listener host:port (port 0 = any free port, \"none\" = in-process only; not with --nats); it has no authentication: beyond loopback, up warns")
 		fs.StringVar(&o.HTTPListen, "http-listen", "127.0.0.1:8080", "HTTP listener for /healthz and /metrics (port 0 = any free port, \"\" = none)")
 	} else {
 		o.NATS.register(fs)
@@ -148,9 +150,16 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("up: unexpected argument %q", rest[0])
 	}
 	o.Embedded = o.NATS.URL == ""
-	if o.Embedded && flagGiven(fs, "nats-creds") {
+	// Flags for one kind of NATS only: with the other they would be ignored without a word.
+	switch {
+	case o.Embedded && flagGiven(fs, "nats-creds"):
 		// (The environment default is for the clients, which share it: not an error.)
-		return errors.New("up: --nats-creds needs --nats: the embedded NATS server takes no credentials")
+		usageError(fs, stderr, "--nats-creds needs --nats: the embedded NATS server takes no credentials", nil)
+		return exitCode(2)
+	case !o.Embedded && flagGiven(fs, "nats-listen"):
+		usageError(fs, stderr, "--nats-listen is the embedded NATS server's listener, and with --nats URL up runs none: "+
+			"drop --nats-listen (the clients connect to the --nats URL), or drop --nats to run the embedded server", nil)
+		return exitCode(2)
 	}
 	names := make([]string, 0, len(roles))
 	for _, r := range roles {

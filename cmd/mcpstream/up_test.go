@@ -38,7 +38,11 @@ func startUp(t *testing.T, extra ...string) *upProcess {
 	p := &upProcess{data: t.TempDir(), out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
-	args := append([]string{"up", "--data", p.data, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"}, extra...)
+	args := []string{"up", "--data", p.data, "--http-listen", "127.0.0.1:0"}
+	if !slices.Contains(extra, "--nats") { // --nats-listen is the embedded server's: a usage error with --nats
+		args = append(args, "--nats-listen", "127.0.0.1:0")
+	}
+	args = append(args, extra...)
 	go func() { p.done <- run(ctx, args, p.out, p.errOut) }()
 	t.Cleanup(func() {
 		if err := p.stop(t); err != nil {
@@ -368,14 +372,46 @@ func TestUpBadConfig(t *testing.T) {
 }
 
 // --nats-creds given to up without --nats is refused: the embedded server takes no credentials,
-// and ignoring the flag hid that the user meant another server.
+// and ignoring the flag hid that the user meant another server. A usage error (exit status 2),
+// as --nats-listen with --nats.
 func TestUpCredsWithoutNATS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	data := t.TempDir()
-	_, _, err := runCmd(t, ctx, "up", "--data", data, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--nats-creds", filepath.Join(data, "user.creds"))
-	if err == nil || !strings.Contains(err.Error(), "--nats-creds needs --nats") {
-		t.Errorf("up --nats-creds without --nats: %v", err)
+	data := filepath.Join(t.TempDir(), "data")
+	_, errOut, err := runCmd(t, ctx, "up", "--data", data, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--nats-creds", filepath.Join(data, "user.creds"))
+	if ec, ok := err.(exitCode); !ok || ec != 2 || !strings.Contains(errOut, "--nats-creds needs --nats") || !strings.Contains(errOut, "Usage: mcpstream up") {
+		t.Errorf("up --nats-creds without --nats: %v, want exit status 2 and a usage error\n%s", err, errOut)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("up created its data directory before refusing its flags: %v", err)
+	}
+}
+
+// --nats-listen is the embedded server's listener: with --nats up runs no server, and the flag was
+// ignored without a word (up started against --nats; whoever was told to connect to the
+// --nats-listen address found nothing there). A usage error (exit status 2) naming both flags,
+// before anything starts or is created.
+func TestUpNATSListenWithNATS(t *testing.T) {
+	env := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	data := filepath.Join(t.TempDir(), "data")
+	out, errOut, err := runCmd(t, ctx, "up", "--nats", env.URL, "--nats-listen", "127.0.0.1:0", "--data", data, "--http-listen", "")
+	if ec, ok := err.(exitCode); !ok || ec != 2 {
+		t.Fatalf("up --nats URL --nats-listen ADDR: %v, want exit status 2\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+	if !strings.Contains(errOut, "--nats-listen") || !strings.Contains(errOut, "--nats URL") || !strings.Contains(errOut, "Usage: mcpstream up") {
+		t.Errorf("the usage error names not both flags:\n%s", errOut)
+	}
+	if out != "" || strings.Contains(errOut, "role started") {
+		t.Errorf("up started before refusing its flags:\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("up created its data directory before refusing its flags: %v", err)
+	}
+	// --nats-listen none with --nats says the same: still a flag for a server up does not run.
+	if _, _, err := runCmd(t, ctx, "up", "--nats", env.URL, "--nats-listen", "none", "--data", data, "--http-listen", ""); err != exitCode(2) {
+		t.Errorf("up --nats URL --nats-listen none: %v, want exit status 2", err)
 	}
 }
 
