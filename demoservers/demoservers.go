@@ -21,6 +21,10 @@ var ErrUnknownServer = errors.New("unknown demo server")
 // Version is the server version every demo server reports.
 const Version = "1.0.0"
 
+// MaxLogs bounds Options.Logs: the logging server generates every entry at start (about 100
+// bytes each, with the sorting), so a huge count would run out of memory.
+const MaxLogs = 1_000_000
+
 const (
 	defaultLogs            = 5000
 	defaultControlInterval = 200 * time.Millisecond
@@ -33,7 +37,7 @@ type Options struct {
 	// A missing file means the default tool set.
 	ControlFile string
 	// Logs is the number of generated log entries of the logging server
-	// (default 5000).
+	// (default 5000, at most MaxLogs: more is an error).
 	Logs int
 	// Seed drives the deterministic log generation of the logging server.
 	Seed int64
@@ -158,6 +162,9 @@ func build(name string, opts Options) (*demo, error) {
 	sp, ok := specs[name]
 	if !ok {
 		return nil, fmt.Errorf("demo server %q: %w", name, ErrUnknownServer)
+	}
+	if opts.Logs > MaxLogs {
+		return nil, fmt.Errorf("demo server %q: Options.Logs %d is over MaxLogs (%d)", name, opts.Logs, MaxLogs)
 	}
 	srv := server.NewMCPServer(name, Version,
 		server.WithTitle(sp.title),

@@ -13,8 +13,9 @@
 //   - logging — "Application logs: query recent log entries by level and time".
 //     getLogs (read-only, idempotent; outputSchema {entries: [{message,
 //     stackTrace, level, timestamp}]}) and getLogStats. Entries are generated
-//     deterministically from Options.Seed (Options.Logs of them, default 5000),
-//     newest first, all within the 59 minutes before the server was built, with
+//     deterministically from Options.Seed (Options.Logs of them, default 5000,
+//     at most MaxLogs), newest first, all within the 59 minutes before the
+//     server was built, with
 //     12 distinct error messages repeated many times. Optional: tailLogs.
 //   - ticketing — "Issue tracker: create and list tickets". createIssue (not
 //     read-only, not destructive, not idempotent: every call files a new ticket

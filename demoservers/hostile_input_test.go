@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -190,4 +191,17 @@ func FuzzParseControl(f *testing.F) {
 			t.Fatalf("%s read back as %+v, %v; want %+v", data, again, err, c)
 		}
 	})
+}
+
+// Options.Logs beyond MaxLogs is refused: a huge count allocated every entry up front (out of
+// memory, or a makeslice panic).
+func TestLogsBounded(t *testing.T) {
+	for _, n := range []int{MaxLogs + 1, math.MaxInt} {
+		if _, err := Handler(t.Context(), "logging", Options{Logs: n}); err == nil {
+			t.Errorf("Logs %d: no error", n)
+		}
+	}
+	if _, err := Handler(t.Context(), "logging", Options{Logs: 10}); err != nil {
+		t.Errorf("Logs 10: %v", err)
+	}
 }

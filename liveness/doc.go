@@ -27,7 +27,15 @@
 // connector, published with Nats-Expected-Last-Subject-Sequence set to the status it saw.
 // Several watchdogs (one per indexer replica) may race: the first declaration is stored, the
 // others are refused by the stream, and none lands over a newer status. Statuses without
-// HeartbeatMs (removed, connector_stopped, or from a process that sends none) are not watched.
+// HeartbeatMs (removed, connector_stopped, or from a process that sends none) are not watched,
+// nor kept. A server whose declaration is refused because its status is gone from the stream
+// (purged, or deleted) is forgotten.
+//
+// Pauses are told by the ticks: the time a check itself waits (the round trip, the
+// acknowledgements of declarations, up to 5 s) is not counted as one.
+//
+// The consumer of statuses is made again when it fails, after a delay that grows while it
+// cannot be made (250 ms to 10 s) and starts over from 250 ms once it worked.
 //
 // # Recovery
 //

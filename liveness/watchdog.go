@@ -114,38 +114,48 @@ func (w *Watchdog) Run(ctx context.Context) error {
 			continue
 		case <-tick.C:
 		}
-		now := time.Now()
-		paused := now.Sub(lastTick) > pauseGap(every)
-		lastTick = now
-		if !w.NC.IsConnected() {
-			continue
-		}
-		if r := w.NC.Stats().Reconnects; r != reconnects || paused {
-			// Heartbeats sent while this process was cut off never reached it; those sent
-			// while it was paused (SIGSTOP, a frozen VM, starved of CPU) wait unread in its
-			// connection: silence counts from now.
-			reconnects = r
-			w.mu.Lock()
-			w.since = now
-			w.mu.Unlock()
-			continue
-		}
-		if len(w.due(time.Now(), false)) == 0 {
-			continue
-		}
-		if !w.hearing(beats) {
-			// This process's connection is stalled (a partition that TCP and NATS have not
-			// noticed yet): the connectors' silence may be its own. Declared now, the
-			// declarations would wait in the connection and be stored once it flows again,
-			// over the statuses of connectors that beat all along.
-			w.mu.Lock()
-			w.since = time.Now()
-			w.mu.Unlock()
-			continue
-		}
-		if due := w.due(time.Now(), true); len(due) > 0 {
-			w.declare(ctx, due)
-		}
+		w.check(ctx, beats, every, &reconnects, lastTick)
+		// The gap to the next check counts from the end of this one: its own waits (the round
+		// trip, up to rttTimeout; the acknowledgements of declarations, up to ackWait) are no
+		// pause of this process (the NATS client kept reading heartbeats into beats meanwhile),
+		// and taken for one they would count every connector's silence from scratch again.
+		lastTick = time.Now()
+	}
+}
+
+// check is one tick of Run: it notices a reconnection or a pause, then declares the servers of
+// silent connectors.
+func (w *Watchdog) check(ctx context.Context, beats chan *nats.Msg, every time.Duration, reconnects *uint64, lastTick time.Time) {
+	now := time.Now()
+	paused := now.Sub(lastTick) > pauseGap(every)
+	if !w.NC.IsConnected() {
+		return
+	}
+	if r := w.NC.Stats().Reconnects; r != *reconnects || paused {
+		// Heartbeats sent while this process was cut off never reached it; those sent
+		// while it was paused (SIGSTOP, a frozen VM, starved of CPU) wait unread in its
+		// connection: silence counts from now.
+		*reconnects = r
+		w.mu.Lock()
+		w.since = now
+		w.mu.Unlock()
+		return
+	}
+	if len(w.due(time.Now(), false)) == 0 {
+		return
+	}
+	if !w.hearing(beats) {
+		// This process's connection is stalled (a partition that TCP and NATS have not
+		// noticed yet): the connectors' silence may be its own. Declared now, the
+		// declarations would wait in the connection and be stored once it flows again,
+		// over the statuses of connectors that beat all along.
+		w.mu.Lock()
+		w.since = time.Now()
+		w.mu.Unlock()
+		return
+	}
+	if due := w.due(time.Now(), true); len(due) > 0 {
+		w.declare(ctx, due)
 	}
 }
 
@@ -192,16 +202,21 @@ func (w *Watchdog) onBeat(m *nats.Msg) {
 }
 
 // follow feeds every server's last status, then each new one, into w.servers until ctx ends,
-// starting over (with backoff) when the consumer fails.
+// starting over (with backoff) when the consumer fails. The backoff grows while no consumer can
+// be made, and starts over from its first delay once one worked: a failure after hours of
+// working waits 250 ms or so, not the 10 s that failures long past left it at.
 func (w *Watchdog) follow(ctx context.Context) {
 	// Options, not fields set afterwards: the constructor starts the first interval at the
 	// default 500 ms.
 	bo := backoff.NewExponentialBackOff(backoff.WithInitialInterval(250*time.Millisecond),
 		backoff.WithMaxInterval(10*time.Second), backoff.WithMaxElapsedTime(0))
 	for ctx.Err() == nil {
-		err := w.consume(ctx)
+		started, err := w.consume(ctx)
 		if ctx.Err() != nil {
 			return
+		}
+		if started {
+			bo.Reset()
 		}
 		d := bo.NextBackOff()
 		w.Log.Warn().Err(err).Dur("retry_in", d).Msg("liveness: status consumer failed")
@@ -213,17 +228,19 @@ func (w *Watchdog) follow(ctx context.Context) {
 	}
 }
 
-func (w *Watchdog) consume(ctx context.Context) error {
+// consume reads statuses until its consumer fails or ctx ends; started reports whether it got
+// as far as reading them (its consumer made, and its iterator).
+func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 	cons, err := w.JS.OrderedConsumer(ctx, subjects.RegistryStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.RegistryAllStatus},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	it, err := cons.Messages()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer it.Stop()
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
@@ -232,7 +249,7 @@ func (w *Watchdog) consume(ctx context.Context) error {
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			return err
+			return true, err
 		}
 		meta, err := msg.Metadata()
 		if err != nil {
@@ -255,15 +272,27 @@ func (w *Watchdog) consume(ctx context.Context) error {
 			continue
 		}
 		w.mu.Lock()
-		if c := ev.Status.Connector; c != "" {
-			w.named[c]++
+		watch := watches(*ev.Status)
+		if watch {
+			w.named[ev.Status.Connector]++ // before the old one is unnamed: the same connector keeps its heartbeats
 		}
 		if old := w.servers[ev.Status.Server]; old != nil {
 			w.unname(old.st.Connector)
+			delete(w.servers, ev.Status.Server)
 		}
-		w.servers[ev.Status.Server] = &watched{st: *ev.Status, seq: meta.Sequence.Stream, seen: time.Now()}
+		if watch {
+			w.servers[ev.Status.Server] = &watched{st: *ev.Status, seq: meta.Sequence.Stream, seen: time.Now()}
+		}
+		// (A status that is not watched is not kept: nothing is declared over it, and a server
+		// whose last status it is takes no room.)
 		w.mu.Unlock()
 	}
+}
+
+// watches reports whether a server whose last status is st is watched: one naming a connector
+// that sends heartbeats, and not removed.
+func watches(st subjects.Status) bool {
+	return st.Connector != "" && st.HeartbeatMs > 0 && st.Status != subjects.StatusRemoved
 }
 
 // unname counts one status fewer naming connector (w.mu held); the heartbeats of a connector
@@ -289,7 +318,7 @@ func (w *Watchdog) due(now time.Time, mark bool) []watched {
 	}
 	var out []watched
 	for _, s := range w.servers {
-		if s.declared || s.st.Connector == "" || s.st.HeartbeatMs <= 0 || s.st.Status == subjects.StatusRemoved || now.Before(s.retryAt) {
+		if s.declared || !watches(s.st) || now.Before(s.retryAt) {
 			continue
 		}
 		every := period(s.st.HeartbeatMs)
@@ -312,14 +341,18 @@ func (w *Watchdog) due(now time.Time, mark bool) []watched {
 // (NATS away, or no permission to publish on the status subjects: one warning per batch).
 const declareRetry = 30 * time.Second
 
+// ackWait bounds the wait of a batch of declarations for their acknowledgements.
+const ackWait = 5 * time.Second
+
 // declare publishes each server of due unavailable (connector_lost), unless its status changed
-// since, all at once: a batch waits for its acknowledgements 5 s at most, whatever its size.
+// since, all at once: a batch waits for its acknowledgements ackWait at most, whatever its size.
 func (w *Watchdog) declare(ctx context.Context, due []watched) {
 	type sent struct {
 		s   watched
 		ack jetstream.PubAckFuture
 	}
 	var out []sent
+	var refused []watched
 	var failed []string
 	var firstErr error
 	fail := func(s watched, err error) {
@@ -356,7 +389,7 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 		}
 		out = append(out, sent{s, ack})
 	}
-	deadline := time.NewTimer(5 * time.Second)
+	deadline := time.NewTimer(ackWait)
 	defer deadline.Stop()
 	for _, o := range out {
 		var err error
@@ -364,7 +397,7 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 		case <-o.ack.Ok():
 		case err = <-o.ack.Err():
 		case <-deadline.C:
-			err = errors.New("no acknowledgement within 5s")
+			err = fmt.Errorf("no acknowledgement within %s", ackWait)
 			deadline.Reset(0) // the rest of the batch is late too
 		case <-ctx.Done():
 			return
@@ -377,12 +410,55 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 			w.Log.Warn().Str("server", o.s.st.Server).Str("connector", o.s.st.Connector).Msg("connector silent: server declared unavailable (connector_lost)")
 		case subjects.WrongLastSequence(err):
 			// Another watchdog declared it first, or the server's status changed: nothing to do.
+			// Or the status is gone (the stream purged, or the message deleted): see forgetGone.
+			refused = append(refused, o.s)
 		default:
 			fail(o.s, err)
 		}
 	}
+	w.forgetGone(ctx, refused)
 	if len(failed) > 0 {
 		w.Log.Warn().Err(firstErr).Int("servers", len(failed)).Str("first", failed[0]).Dur("retry_in", declareRetry).
 			Msg("liveness: cannot publish connector_lost (NATS away, or no permission to publish on mcpstream.v1.registry.*.status)")
+	}
+}
+
+// forgetGone drops the servers of refused declarations whose status is no longer on the stream
+// (purged, or deleted): no newer one is coming, and kept, they would stay until this process
+// restarts. The others were refused over a newer status, which the consumer delivers; those it
+// cannot tell (NATS away) are declared again after declareRetry, and asked again if refused.
+func (w *Watchdog) forgetGone(ctx context.Context, refused []watched) {
+	if len(refused) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, ackWait)
+	defer cancel()
+	stream, err := w.JS.Stream(ctx, subjects.RegistryStream)
+	for _, s := range refused {
+		gone := false
+		if err == nil {
+			var m *jetstream.RawStreamMsg
+			m, err = stream.GetLastMsgForSubject(ctx, subjects.RegistryStatus(s.st.Server))
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				gone, err = true, nil
+			case err == nil:
+				gone = m.Sequence < s.seq
+			}
+		}
+		w.mu.Lock()
+		if cur := w.servers[s.st.Server]; cur != nil && cur.seq == s.seq {
+			switch {
+			case gone:
+				w.unname(cur.st.Connector)
+				delete(w.servers, s.st.Server)
+			case err != nil:
+				cur.declared, cur.retryAt = false, time.Now().Add(declareRetry)
+			}
+		}
+		w.mu.Unlock()
+	}
+	if err != nil {
+		w.Log.Debug().Err(err).Msg("liveness: cannot tell whether refused declarations' statuses are gone")
 	}
 }

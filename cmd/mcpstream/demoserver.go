@@ -62,7 +62,7 @@ func runDemoServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := newFlagSet("demo-server", "demo-server NAME [flags]", demoServerHelp())
 	fs.StringVar(&httpAddr, "http", "", "serve streamable HTTP (/mcp) and SSE (/sse) on this host:port instead of stdio")
 	fs.StringVar(&control, "control", "", "control file that hides or adds tools at run time")
-	fs.IntVar(&logs, "logs", 0, "log entries the logging server generates (0 = 5000)")
+	fs.IntVar(&logs, "logs", 0, fmt.Sprintf("log entries the logging server generates (0 = 5000, at most %d)", demoservers.MaxLogs))
 	fs.Int64Var(&seed, "seed", 0, "seed of the logging server's generated entries")
 	fs.DurationVar(&interval, "control-interval", 0, "how often the control file is polled (0 = 200ms)")
 	rest, err := parseFlags(fs, args, stdout, stderr)
@@ -71,6 +71,11 @@ func runDemoServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if len(rest) != 1 {
 		return fmt.Errorf("demo-server: want one server name, one of %s", strings.Join(demoservers.Names(), ", "))
+	}
+	if logs < 0 || logs > demoservers.MaxLogs {
+		// (The logging server generates every entry at start: a huge count runs out of memory.)
+		usageError(fs, stderr, fmt.Sprintf("--logs %d: want 0 (the default, 5000) to %d", logs, demoservers.MaxLogs), nil)
+		return exitCode(2)
 	}
 	name := rest[0]
 	if !slices.Contains(demoservers.Names(), name) {

@@ -556,3 +556,26 @@ func TestExposedListen(t *testing.T) {
 		}
 	}
 }
+
+// demo-server --logs has a bound, named in its help: beyond it (or below 0) a usage error
+// (exit 2), not an allocation of every entry that runs out of memory.
+func TestDemoServerLogsBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, _, err := runCmd(t, ctx, "demo-server", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "at most 1000000") {
+		t.Errorf("demo-server --help does not name the bound of --logs:\n%s", out)
+	}
+	old := demoStdin
+	demoStdin = strings.NewReader("") // a stdio server that starts ends at once
+	t.Cleanup(func() { demoStdin = old })
+	for _, n := range []string{"1000001", "-1", "9223372036854775807"} {
+		_, errOut, err := runCmd(t, ctx, "demo-server", "logging", "--logs", n)
+		if err != exitCode(2) || !strings.Contains(errOut, "--logs "+n) {
+			t.Errorf("--logs %s: %v, stderr:\n%s", n, err, errOut)
+		}
+	}
+}
