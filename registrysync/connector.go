@@ -391,6 +391,10 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 
 	lb := c.newBackoff()
 	failed := map[subjects.Kind]error{}
+	// notBefore is when a kind that failed may be listed again at the soonest: the Retry-After
+	// of the HTTP 429 or 503 that refused its last list, counted from that answer (a re-list of
+	// other kinds meanwhile arms the retry timer again, and must not count it again from then).
+	notBefore := map[subjects.Kind]time.Time{}
 	var retry, debounce *time.Timer
 	timerC := func(t *time.Timer) <-chan time.Time {
 		if t == nil {
@@ -422,11 +426,21 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 			retry.Stop()
 			retry = nil
 		}
+		now := time.Now()
+		for k, o := range out {
+			if ra := retryAfterOf(o.err); ra > 0 {
+				notBefore[k] = now.Add(ra)
+			} else {
+				delete(notBefore, k)
+			}
+		}
 		if len(failed) > 0 {
 			// No sooner than any failed list's server asked (an HTTP 429 or 503's Retry-After).
 			wait := lb.NextBackOff()
-			for _, err := range failed {
-				wait = retryWait(wait, err)
+			for k := range failed {
+				if nb, ok := notBefore[k]; ok {
+					wait = max(wait, nb.Sub(now))
+				}
 			}
 			c.chose("relist", wait)
 			retry = time.NewTimer(wait)

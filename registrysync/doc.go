@@ -321,7 +321,8 @@
 // list, that an HTTP server answered 429 or 503 with a Retry-After (delta-seconds or an HTTP
 // date) is tried again no sooner than it asked, up to 10 minutes (maxRetryAfterWait; a
 // malformed or past value is ignored, and the backoff's wait is kept when it is longer): the
-// reconnection after it (RetryInMs says the wait), the re-list of the kinds that failed. Closing a legacy
+// reconnection after it (RetryInMs says the wait), the re-list of the kinds that failed
+// (counted from that answer: re-lists of other kinds meanwhile do not put it off). Closing a legacy
 // streamable HTTP session sends its DELETE without waiting for the answer (mcp-go waits up to
 // 5 s: a hung server held the connection_lost status, the reconnection, Remove and a stopping
 // Manager that long). A server that answers

@@ -171,3 +171,32 @@ func TestRetryWait(t *testing.T) {
 		t.Errorf("no failure became %v", err)
 	}
 }
+
+// A Retry-After counts from the answer that carried it. Every re-list the session makes while a
+// kind's failure stands (another kind's list_changed, a resync, an on-demand re-list) arms the
+// retry timer again: it applied the failed list's whole Retry-After again from then, so the
+// retry the server allowed after 9 s was pushed back by each of them (never made while they
+// kept coming at least every 9 s). The wait chosen after another kind's re-list is what is left
+// of the 9 s.
+func TestRelistRetryAfterNotPushedBack(t *testing.T) {
+	t.Parallel()
+	lr := &listRefusing{next: server.NewStreamableHTTPServer(newFixture(fixtureOptions{}))}
+	lr.refuse.Store(true)
+	ts := httptest.NewServer(lr)
+	t.Cleanup(ts.Close)
+	h, waits := chosenWaits(t, fastConfig(ServerConfig{Name: "busylist2", URL: ts.URL + "/mcp"}), "busylist2", "relist")
+	rec := record(t, h.env, subjects.RegistryServer("busylist2"))
+	rec.wait(0, "list_failed", isStatus(subjects.StatusUnavailable, subjects.CodeListFailed))
+	first := firstWait(t, waits, "relist")
+	if first != 9*time.Second {
+		t.Fatalf("the connector chose to list again after %s; the server asked for 9s", first)
+	}
+	// Prompts list fine; tools still failed: the retry timer is armed again.
+	if rep := relist(t, h, "busylist2", subjects.RelistRequest{V: 1, Kind: subjects.KindPrompts}); rep.Error != nil {
+		t.Fatalf("relist prompts: %+v", rep.Error)
+	}
+	second := firstWait(t, waits, "relist")
+	if second >= first {
+		t.Errorf("after a prompts re-list the tools retry waits %s again; the server asked for 9s from its answer, %s before", second, first)
+	}
+}
