@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -101,7 +103,11 @@ type state struct {
 
 // EnsureState declares, idempotently, what the executor needs besides subjects.Streams: the
 // limits counter stream, the claims and slots buckets and the workers' consumer. An existing
-// stream or bucket keeps its replica count.
+// stream or bucket keeps its replica count. What it cannot use is refused (ErrConfig, or the
+// declaration's error), naming what was found and what to do: a limits stream JetStream cannot
+// change in place (no message counters, other storage), a bucket whose stream does not take its
+// subjects, a claims bucket in memory storage when files are asked for, another consumer taking
+// the calls stream's subjects.
 func EnsureState(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	_, err := ensureState(ctx, js, cfg.withDefaults(), true)
 	return err
@@ -114,18 +120,31 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 		return nil, fmt.Errorf("results stream: %w", err)
 	}
 	replicas := st.results.CachedInfo().Config.Replicas
-	lcfg := LimitsStreamConfig(cfg.Limits, replicas)
-	if s, err := js.Stream(ctx, lcfg.Name); err == nil {
-		lcfg.Replicas = s.CachedInfo().Config.Replicas
-		if old := s.CachedInfo().Config.MaxAge; old > lcfg.MaxAge {
-			lcfg.MaxAge = old // another process has longer windows
+	// A second try when another executor created the stream between the look and the create
+	// (executors starting at once, or declaring it again after a NATS restart, with other
+	// windows): the stream is declared again over the one it made.
+	for try := 1; ; try++ {
+		lcfg := LimitsStreamConfig(cfg.Limits, replicas)
+		var cur *jetstream.StreamConfig
+		if s, err := js.Stream(ctx, lcfg.Name); err == nil {
+			cur = &s.CachedInfo().Config
+			lcfg.Replicas = cur.Replicas
+			if old := cur.MaxAge; old > lcfg.MaxAge {
+				lcfg.MaxAge = old // another process has longer windows
+			}
+		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("limits stream: %w", err)
 		}
-	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("limits stream: %w", err)
+		st.limits, err = js.CreateOrUpdateStream(ctx, lcfg)
+		if cur == nil && try < 3 && errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("limits stream: %w%s", err, limitsStreamHint(err, lcfg, cur))
+		}
+		break
 	}
-	if st.limits, err = js.CreateOrUpdateStream(ctx, lcfg); err != nil {
-		return nil, fmt.Errorf("limits stream: %w", err)
-	}
+	lcfg := st.limits.CachedInfo().Config
 	if !st.limits.CachedInfo().Config.AllowMsgCounter && cfg.Limits.maxWindowOf() > 0 {
 		// A nats-server before 2.12 ignores AllowMsgCounter and Nats-Incr: the stream is a plain
 		// one, no increment returns a total, and every call with a rate would be refused
@@ -150,7 +169,7 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 	}
 	if consumer {
 		if st.calls, err = js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, consumerConfigFor(ctx, js, cfg)); err != nil {
-			return nil, fmt.Errorf("calls consumer: %w", err)
+			return nil, fmt.Errorf("calls consumer: %w%s", err, otherConsumersHint(ctx, js, err))
 		}
 	}
 	return &st, nil
@@ -175,7 +194,7 @@ func (c Config) minClaimTTL() time.Duration {
 
 func ensureKV(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	if kv, err := js.KeyValue(ctx, cfg.Bucket); err == nil {
-		return kv, nil
+		return kv, usableBucket(ctx, kv, cfg)
 	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
 	}
@@ -198,4 +217,98 @@ func consumerConfigFor(ctx context.Context, js jetstream.JetStream, cfg Config) 
 		cc.MaxWaiting = c.CachedInfo().Config.MaxWaiting
 	}
 	return cc
+}
+
+// jsErrCodeStreamInvalidConfig is JetStream's answer to a stream declaration it refuses as such:
+// among others, an update of a setting it cannot change in place. nats.go does not name it.
+const jsErrCodeStreamInvalidConfig jetstream.ErrorCode = 10052
+
+// limitsStreamHint explains a declaration of the limits stream that JetStream refused because
+// of what the existing stream (cur; nil when there was none) holds: no message counters (a
+// nats-server before 2.12 made it, ignoring the setting; on a cluster its memory stream outlives
+// a rolling upgrade) or another storage type, which JetStream cannot change in place. NATS's own
+// text names neither the stream nor what to do. "" for any other error.
+func limitsStreamHint(err error, cfg jetstream.StreamConfig, cur *jetstream.StreamConfig) string {
+	var apiErr *jetstream.APIError
+	if cur == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrCodeStreamInvalidConfig {
+		return ""
+	}
+	var found string
+	switch {
+	case cur.AllowMsgCounter != cfg.AllowMsgCounter:
+		found = "without message counters (made by a nats-server before 2.12, or by hand)"
+	case cur.Storage != cfg.Storage:
+		found = fmt.Sprintf("with %s storage, not %s", strings.ToLower(cur.Storage.String()), strings.ToLower(cfg.Storage.String()))
+	default:
+		found = "with a setting that differs"
+	}
+	return fmt.Sprintf(" (stream %s exists %s, which JetStream cannot change on an existing stream: it holds only the "+
+		"rate windows' counters, which may start over: delete it (nats stream rm %s) and start the executors again)",
+		cfg.Name, found, cfg.Name)
+}
+
+// JetStream's answers when a work queue stream refuses a consumer whose subjects another one
+// takes already. nats.go names neither.
+const (
+	jsErrCodeConsumerWQMultipleUnfiltered jetstream.ErrorCode = 10099
+	jsErrCodeConsumerWQConsumerNotUnique  jetstream.ErrorCode = 10100
+)
+
+// otherConsumersHint names the consumers that keep the workers' consumer off the calls stream (a
+// work queue: one consumer per subject), such as one an operator added to look at the waiting
+// calls, which also takes the calls it is given away from the workers. "" for any other error.
+func otherConsumersHint(ctx context.Context, js jetstream.JetStream, err error) string {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || (apiErr.ErrorCode != jsErrCodeConsumerWQMultipleUnfiltered && apiErr.ErrorCode != jsErrCodeConsumerWQConsumerNotUnique) {
+		return ""
+	}
+	var others []string
+	if s, err := js.Stream(ctx, subjects.CallsStream); err == nil {
+		names := s.ConsumerNames(ctx)
+		for n := range names.Name() {
+			if n != subjects.ExecutorConsumer && len(others) < 5 {
+				others = append(others, n)
+			}
+		}
+	}
+	rm := "nats consumer rm " + subjects.CallsStream + " NAME"
+	what := "another consumer"
+	if len(others) > 0 {
+		rm = "nats consumer rm " + subjects.CallsStream + " " + others[0]
+		what = "consumer " + strings.Join(others, ", ")
+	}
+	return fmt.Sprintf(" (%s on the work queue stream %s takes the calls' subjects, and JetStream gives each subject of a "+
+		"work queue to one consumer: the executors' %s cannot be made while it is there, and the calls it takes never "+
+		"reach a worker; remove it (%s) and start again; read a waiting call with `nats stream get %s SEQ`, which takes none)",
+		what, subjects.CallsStream, subjects.ExecutorConsumer, rm, subjects.CallsStream)
+}
+
+// usableBucket refuses an existing bucket (its stream made by hand, or by another tool) that
+// does not hold the keys mcpstream writes to it: one whose stream does not take the bucket's
+// subjects answers every write "no responders", and every call needing a claim or a slot was
+// refused at run time, each time taken for lost state and declared again in vain. A claims
+// bucket in memory storage while cfg asks for files is refused too: its claims would not
+// outlive a restart of NATS, while the calls stream's requests do, and a side-effecting call
+// redelivered then would run again.
+func usableBucket(ctx context.Context, kv jetstream.KeyValue, cfg jetstream.KeyValueConfig) error {
+	ks, err := kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", cfg.Bucket, err)
+	}
+	st, ok := ks.(*jetstream.KeyValueBucketStatus)
+	if !ok || st.StreamInfo() == nil {
+		return nil
+	}
+	info := st.StreamInfo()
+	fix := fmt.Sprintf("delete it when no call is in flight (nats kv rm %s) so that it is declared again", cfg.Bucket)
+	if want := "$KV." + cfg.Bucket + ".>"; !slices.Contains(info.Config.Subjects, want) {
+		return fmt.Errorf("%w: bucket %s is not a key-value bucket mcpstream can use: its stream %s takes %v, not %s; %s",
+			ErrConfig, cfg.Bucket, info.Config.Name, info.Config.Subjects, want, fix)
+	}
+	if cfg.Bucket == subjects.InflightBucket && cfg.Storage == jetstream.FileStorage && info.Config.Storage != jetstream.FileStorage {
+		return fmt.Errorf("%w: bucket %s keeps its claims in %s storage, which a restart of NATS empties while the calls "+
+			"stream keeps the requests: a side-effecting call redelivered then could run again; %s",
+			ErrConfig, cfg.Bucket, strings.ToLower(info.Config.Storage.String()), fix)
+	}
+	return nil
 }

@@ -680,27 +680,96 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 // ensureStreams declares mcpstream's streams and returns when each was created. With replicas 0
 // an existing stream keeps its replica count (a role process never scales a cluster's streams
 // down) and a new one gets 1. An existing stream keeps the limits the configuration does not
-// give (see keepLimits).
+// give (see keepLimits) and the operator's settings mcpstream does not rely on (see
+// keepOperatorSettings); a mirror is refused, not promoted (see notOurs).
 func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) (map[string]time.Time, error) {
 	origins := map[string]time.Time{}
-	for _, cfg := range subjects.Streams(fc.streamOptions(max(replicas, 1))) {
-		var cur *jetstream.StreamConfig // the existing stream's, if any
-		if s, err := js.Stream(ctx, cfg.Name); err == nil {
-			cur = &s.CachedInfo().Config
-			if replicas == 0 {
-				cfg.Replicas = cur.Replicas
+	for _, declared := range subjects.Streams(fc.streamOptions(max(replicas, 1))) {
+		// A second try when another process created the stream between the look and the
+		// create (two roles starting at once on an empty server, with other settings): the
+		// stream is declared again over the one it made.
+		for try := 1; ; try++ {
+			cfg := declared
+			var cur *jetstream.StreamConfig // the existing stream's, if any
+			if s, err := js.Stream(ctx, cfg.Name); err == nil {
+				cur = &s.CachedInfo().Config
+				if err := notOurs(*cur); err != nil {
+					return nil, err
+				}
+				if replicas == 0 {
+					cfg.Replicas = cur.Replicas
+				}
+				keepLimits(&cfg, *cur, fc.streams)
+				keepOperatorSettings(&cfg, *cur)
+			} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+				return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
 			}
-			keepLimits(&cfg, *cur, fc.streams)
-		} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return nil, fmt.Errorf("stream %s: %w", cfg.Name, err)
+			s, err := js.CreateOrUpdateStream(ctx, cfg)
+			if cur == nil && try < 3 && errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("ensure stream %s: %w%s%s%s", cfg.Name, err, storageHint(err, cfg), existingHint(err, cfg, cur),
+					overlapHint(ctx, js, err, cfg))
+			}
+			origins[cfg.Name] = s.CachedInfo().Created
+			break
 		}
-		s, err := js.CreateOrUpdateStream(ctx, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("ensure stream %s: %w%s%s", cfg.Name, err, storageHint(err, cfg), existingHint(err, cfg, cur))
-		}
-		origins[cfg.Name] = s.CachedInfo().Created
 	}
 	return origins, nil
+}
+
+// notOurs refuses a stream of mcpstream's name that mcpstream must not change: a mirror (of a
+// disaster-recovery site, say), which the declaration's update would silently promote to a
+// stream of its own, ending its mirroring for good.
+func notOurs(cur jetstream.StreamConfig) error {
+	if cur.Mirror == nil {
+		return nil
+	}
+	return fmt.Errorf("ensure stream %s: the stream is a mirror of %s, which mcpstream does not change: serving from "+
+		"it would end the mirroring for good; if this server is to serve mcpstream, promote the mirror to a stream of its "+
+		"own first (remove its mirror setting), or delete it (nats stream rm %s) and start again", cur.Name, cur.Mirror.Name, cur.Name)
+}
+
+// keepOperatorSettings gives the declaration cfg of an existing stream the settings of cur that
+// mcpstream does not rely on and an operator may have set with `nats stream edit`: deny_delete
+// and deny_purge (tamper protection: JetStream cannot cancel them, so declaring without them
+// would stop every role at start; mcpstream never deletes nor purges messages), per-message TTLs
+// and message schedules (which JetStream cannot disable either), compression, placement and
+// user metadata.
+func keepOperatorSettings(cfg *jetstream.StreamConfig, cur jetstream.StreamConfig) {
+	cfg.DenyDelete, cfg.DenyPurge = cur.DenyDelete, cur.DenyPurge
+	cfg.AllowMsgTTL, cfg.AllowMsgSchedules = cur.AllowMsgTTL, cur.AllowMsgSchedules
+	cfg.Compression = cur.Compression
+	cfg.Placement = cur.Placement
+	if len(cur.Metadata) > 0 {
+		cfg.Metadata = map[string]string{}
+		for k, v := range cur.Metadata {
+			if !strings.HasPrefix(k, "_nats.") { // the server's own, set again by it
+				cfg.Metadata[k] = v
+			}
+		}
+	}
+}
+
+// jsErrCodeStreamSubjectOverlap is JetStream's answer to a stream declaration whose subjects
+// another stream takes already. nats.go does not name it.
+const jsErrCodeStreamSubjectOverlap jetstream.ErrorCode = 10065
+
+// overlapHint names the stream that holds the subjects of a declaration JetStream refused for
+// an overlap (an archive of mcpstream.>, say): NATS's own text names neither stream. "" for any
+// other error.
+func overlapHint(ctx context.Context, js jetstream.JetStream, err error, cfg jetstream.StreamConfig) string {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != jsErrCodeStreamSubjectOverlap || len(cfg.Subjects) == 0 {
+		return ""
+	}
+	other := "another stream"
+	if name, err := js.StreamNameBySubject(ctx, cfg.Subjects[0]); err == nil && name != cfg.Name {
+		other = "stream " + name
+	}
+	return fmt.Sprintf(" (%s already takes subjects of %s, which mcpstream's streams need to themselves: remove them from "+
+		"that stream, or delete it, and start again)", other, strings.Join(cfg.Subjects, ", "))
 }
 
 // JetStream's answers when a stream's storage cannot be reserved: on one server (10047), and
@@ -753,6 +822,8 @@ func existingHint(err error, cfg jetstream.StreamConfig, cur *jetstream.StreamCo
 	recreate := fmt.Sprintf("JetStream cannot change it on an existing stream: save what it holds if it matters "+
 		"(nats stream backup %s DIR), delete it (nats stream rm %s) and start again to declare it", cfg.Name, cfg.Name)
 	switch {
+	case cur.Sealed:
+		return fmt.Sprintf(" (the stream is sealed: it takes no more messages, and %s)", recreate)
 	case cur.Storage != cfg.Storage:
 		return fmt.Sprintf(" (the stream exists with %s storage, mcpstream declares it with %s storage; %s)",
 			strings.ToLower(cur.Storage.String()), strings.ToLower(cfg.Storage.String()), recreate)
