@@ -107,9 +107,11 @@ func TestNATSSlowConsumerLoggedAndCounted(t *testing.T) {
 	slowConsumer(t, nc, "mcpstream.v1.results.acme.call-1", 5)
 	waitFor(t, "the slow consumer logged", 200, func() bool { return len(logLines(t, &logBuf, msg)) == 1 })
 	line := logLines(t, &logBuf, msg)[0]
-	if line["level"] != "warn" || line["conn"] != "mcpstream test" || line["subject"] != "mcpstream.v1.results.acme.call-1" ||
-		line["events"] != 1.0 || line["dropped"] != 4.0 {
-		t.Errorf("slow consumer line = %v; want level warn, conn mcpstream test, the subscription's subject, events 1, dropped 4", line)
+	// dropped is what the subscription had dropped when the client's error callback ran: the
+	// first drop calls it, and the other three may come before or after it reads the count.
+	if d, _ := line["dropped"].(float64); line["level"] != "warn" || line["conn"] != "mcpstream test" ||
+		line["subject"] != "mcpstream.v1.results.acme.call-1" || line["events"] != 1.0 || d < 1 || d > 4 {
+		t.Errorf("slow consumer line = %v; want level warn, conn mcpstream test, the subscription's subject, events 1, dropped 1 to 4", line)
 	}
 	waitFor(t, results+" 1", 200, func() bool { return strings.Contains(scrape(), results+" 1\n") })
 	earlier.Wait() // the handler given before the process's own ran too (bounded: the test's timeout)
