@@ -224,7 +224,8 @@
 // delay when JetStream failed transiently (storing the answer, looking up a claim); term for a
 // message that can never be answered (no call id, or a subject with no valid tenant token, whose
 // events go under the tenant token "~~": mcpstream.v1.audit.~~.<event>; the audit stream keeps it). A panic is
-// recovered (answer internal, the worker goes on). Rate limits never nak (a nak counts as a
+// recovered (answer internal, outcome_unknown once tools/call was sent, with its decision and
+// result audit events; the worker goes on). Rate limits never nak (a nak counts as a
 // delivery): they answer rate_limited. AckWait (30 s) only detects crashed workers: long calls
 // and approval waits send progress heartbeats. A worker's pull request lost on the way (one sent
 // at a reconnect to a cluster node whose JetStream has not caught up: "no responders", which
@@ -263,9 +264,17 @@
 // each call adds 1 with a Nats-Incr header to its window's counter and reads the new total in
 // the PubAck; the estimate ⌊previous×(1−elapsed fraction)⌋ + current (the previous window's
 // whole calls still inside the sliding window, as if spread evenly) must stay within the limit,
-// else the call subtracts its 1 and is refused with the time until the estimate allows it. A
-// give-back stored before its increment's sequence (a new stream: a NATS restart emptied it) or
-// leaving the counter below 0 is undone. A dispatched call counts whatever its answer. A call
+// else the call subtracts its 1 and is refused with the time until the estimate allows it.
+// Windows follow the NATS server's clock (the limits stream's time in its stream info, measured
+// against the host's at the first call and every 30 s; the host's clock until it could be): on
+// their hosts' clocks, executors whose clocks disagreed by more than a window counted in
+// different windows, never seeing each other's calls, each allowing the whole rate. The
+// previous window's count is read once per window and process, and again before a call is
+// refused on a count read in the first second (a quarter of a shorter window) of its window:
+// it may still hold the calls being refused at that window's end, their give-backs not in yet,
+// and kept, they weighed as calls that ran for the whole window. A give-back stored before
+// its increment's sequence (a new stream: a NATS restart emptied it) or leaving the counter
+// below 0 is undone. A dispatched call counts whatever its answer. A call
 // that needs approval counts in the window in which it was asked about (step 7), not the one it
 // is dispatched in: approvals come at a human's pace. A
 // Rate{PerSecond, Burst} allows Burst calls per Burst/PerSecond seconds, sliding, which averages
@@ -305,8 +314,9 @@
 // # State
 //
 // In memory per process: the registry view (rebuilt by replay at start; workers start once it
-// caught up), compiled schemas, the last count of closed rate windows. In JetStream: the calls
-// work queue, results (24 h), audit (7 d), claims (24 h), rate counters and slot leases. The
+// caught up), compiled schemas, the last count of closed rate windows, the offset of the NATS
+// server's clock. In JetStream: the calls work queue, results (24 h), audit (7 d), claims
+// (24 h), rate counters and slot leases. The
 // rate counters and slot leases are in memory storage: a NATS server restarted (not clustered)
 // drops them, and the first call that finds them gone declares them again, empty.
 package executor

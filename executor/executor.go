@@ -192,8 +192,22 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 	}
 	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
+	if e.cfg.hooks.hostClock != nil {
+		e.lim.now = e.cfg.hooks.hostClock
+	}
 	if e.cfg.hooks.rateClock != nil {
-		e.lim.now = e.cfg.hooks.rateClock
+		e.lim.now = e.cfg.hooks.rateClock // (the window clock itself: not corrected)
+	} else {
+		// The rate windows follow the clock of the server of the limits stream, which every
+		// executor shares, not each host's (see windowNow).
+		lstream := st.limits
+		e.lim.serverTime = func(ctx context.Context) (time.Time, error) {
+			info, err := lstream.Info(ctx)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return info.TimeStamp, nil
+		}
 	}
 	e.lim.restore = func(ctx context.Context) error {
 		if _, err := ensureState(ctx, e.js, e.cfg, false); err != nil {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -171,12 +172,100 @@ type limiter struct {
 	restore    func(context.Context) error
 	restoreMu  sync.Mutex
 	restoredAt time.Time
+
+	// serverTime reads the NATS server's clock (the limits stream's: see windowNow); nil: the
+	// rate windows follow now alone.
+	serverTime func(context.Context) (time.Time, error)
+	offset     atomic.Int64 // the server's clock less now, in nanoseconds (see syncClock)
+	clockMu    sync.Mutex
+	clockKnown bool      // an offset was measured
+	clockTried time.Time // when it was last measured or tried (time.Now)
+	clockBusy  bool      // a measurement runs in the background
+}
+
+// Measuring the server's clock (see syncClock).
+const (
+	clockSyncEvery   = 30 * time.Second // measured again after this
+	clockSyncRetry   = time.Second      // tried again after a failure
+	clockSyncTimeout = 2 * time.Second
+	// clockSyncMaxRTT: a measurement whose round trip took longer is not taken (its offset
+	// could be off by half of it).
+	clockSyncMaxRTT = 250 * time.Millisecond
+)
+
+// windowNow is the time that says which rate window a call counts in: the NATS server's clock,
+// as measured from this host's (now plus the offset syncClock measured). Each executor counted
+// in the window of its own host's clock, so executors whose clocks disagreed by more than a
+// window counted in different windows and never saw each other's calls: each allowed the whole
+// rate. Until an offset is measured (the server cannot be asked), the host's clock.
+func (l *limiter) windowNow(ctx context.Context) time.Time {
+	if l.serverTime != nil {
+		l.syncClock(ctx)
+	}
+	return l.now().Add(time.Duration(l.offset.Load()))
+}
+
+// syncClock measures the offset of the server's clock from now: at the first call (which
+// waits for it, as do calls meanwhile), then every clockSyncEvery, or clockSyncRetry after a
+// failure, in the background (calls go on with the offset they have).
+func (l *limiter) syncClock(ctx context.Context) {
+	l.clockMu.Lock()
+	defer l.clockMu.Unlock()
+	if l.clockTried.IsZero() {
+		l.clockTried = time.Now()
+		if off, ok := l.measureClock(ctx); ok {
+			l.offset.Store(int64(off))
+			l.clockKnown = true
+		}
+		return
+	}
+	every := clockSyncEvery
+	if !l.clockKnown {
+		every = clockSyncRetry
+	}
+	if l.clockBusy || time.Since(l.clockTried) < every {
+		return
+	}
+	l.clockTried, l.clockBusy = time.Now(), true
+	go func() {
+		off, ok := l.measureClock(context.Background())
+		l.clockMu.Lock()
+		defer l.clockMu.Unlock()
+		if ok {
+			l.offset.Store(int64(off))
+			l.clockKnown = true
+		}
+		l.clockBusy = false
+	}()
+}
+
+// measureClock asks the server for its time and returns how far it is ahead of now, taking
+// the answer as given halfway through the round trip.
+func (l *limiter) measureClock(ctx context.Context) (time.Duration, bool) {
+	ctx, cancel := context.WithTimeout(ctx, clockSyncTimeout)
+	defer cancel()
+	sent, start := l.now(), time.Now()
+	ts, err := l.serverTime(ctx)
+	rtt := time.Since(start)
+	if err != nil || ts.IsZero() || rtt > clockSyncMaxRTT {
+		return 0, false
+	}
+	return ts.Sub(sent.Add(rtt / 2)), true
 }
 
 type prevWindow struct {
 	idx int64
 	val int64
+	// settled: read once window idx+1 had run prevSettle (a quarter of a shorter window), when
+	// the give-backs of the calls refused at the end of window idx are in (see previous).
+	settled bool
 }
+
+// prevSettle is how long into a window (a quarter of a shorter window) the count of the window
+// before may still change: by the give-backs of the calls refused at its end (published as
+// they are refused, they land within milliseconds), and by the increments of calls counted at
+// its very end.
+const prevSettle = time.Second
 
 // lease is what a call holds while it runs.
 type lease struct {
@@ -312,12 +401,15 @@ type rateCount struct {
 // estimates. It returns the increments it made (the caller gives them back if the call does not
 // run after all), or a refusal or error, in which case it gave back every count itself.
 func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]increment, *subjects.Error, error) {
-	now := l.now()
+	var now time.Time // read once a rate is there: a call with none asks no clock
 	var ps []rateCount
 	for _, s := range lim {
 		n, w := s.rate.window()
 		if n == 0 {
 			continue
+		}
+		if now.IsZero() {
+			now = l.windowNow(ctx)
 		}
 		idx := now.UnixNano() / int64(w)
 		frac := float64(now.UnixNano()-idx*int64(w)) / float64(w)
@@ -358,7 +450,8 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]increment
 			}
 			continue
 		}
-		prev, err := l.previous(ctx, p.s, p.idx)
+		elapsed := time.Duration(p.frac * float64(p.w)) // into the window
+		prev, settled, err := l.previous(ctx, p.s, p.idx, elapsed, false)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
@@ -369,7 +462,15 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]increment
 		// moment a give-back that landed on a counter emptied by a NATS restart takes to be
 		// undone (see giveBack): never count fewer than this call.
 		cur, prev = max(cur, 1), max(prev, 0)
-		if wait := rateWait(p.n, p.w, p.frac, prev, cur); wait > 0 {
+		wait := rateWait(p.n, p.w, p.frac, prev, cur)
+		if wait > 0 && !settled && prev > 0 {
+			// Refused by a count read as the window began: read it again (see previous).
+			if again, _, err := l.previous(ctx, p.s, p.idx, elapsed, true); err == nil {
+				prev = max(again, 0)
+				wait = rateWait(p.n, p.w, p.frac, prev, cur)
+			}
+		}
+		if wait > 0 {
 			if wait > worst {
 				worst = wait
 				why = fmt.Sprintf("%s %s is limited to %d calls per %s", p.s.scope, p.s.key, p.n, p.w)
@@ -423,22 +524,27 @@ func rateWait(n int64, w time.Duration, frac float64, prev, cur int64) time.Dura
 	return max(wait, time.Millisecond)
 }
 
-// previous returns the final count of the window before idx (cached once read: a closed window
-// only changes by late give-backs).
-func (l *limiter) previous(ctx context.Context, s scopeLimit, idx int64) (int64, error) {
+// previous returns the final count of the window before idx, elapsed into window idx, and
+// whether it is settled. It is cached once read (a closed window only changes by late
+// give-backs), and read again when fresh. A count read within prevSettle (a quarter of a
+// shorter window) of the window's start may still hold calls being refused at the previous
+// window's end (their give-backs not in yet): kept for the whole window, they weighed as calls
+// that ran, and refused calls (with a retryAfterMs to match) until late into it. The caller
+// reads such a count again before it refuses a call on it.
+func (l *limiter) previous(ctx context.Context, s scopeLimit, idx int64, elapsed time.Duration, fresh bool) (int64, bool, error) {
 	key := s.scope + "\x00" + s.key
 	l.mu.Lock()
 	p, ok := l.prev[key]
 	l.mu.Unlock()
-	if ok && p.idx == idx-1 {
-		return p.val, nil
+	if ok && p.idx == idx-1 && !fresh {
+		return p.val, p.settled, nil
 	}
 	var val int64
 	m, err := l.stream.GetLastMsgForSubject(ctx, counterSubject(s, idx-1))
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 	case err != nil:
-		return 0, fmt.Errorf("%w: %w", ErrLimits, err)
+		return 0, false, fmt.Errorf("%w: %w", ErrLimits, err)
 	default:
 		var cv struct {
 			Val string `json:"val"`
@@ -451,9 +557,11 @@ func (l *limiter) previous(ctx context.Context, s scopeLimit, idx int64) (int64,
 	if len(l.prev) > 100_000 {
 		clear(l.prev)
 	}
-	l.prev[key] = prevWindow{idx: idx - 1, val: val}
+	_, w := s.rate.window()
+	settled := elapsed >= min(prevSettle, w/4)
+	l.prev[key] = prevWindow{idx: idx - 1, val: val, settled: settled}
 	l.mu.Unlock()
-	return val, nil
+	return val, settled, nil
 }
 
 // giveBack subtracts the counts of a refused call: -1 on each counter it added 1 to

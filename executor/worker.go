@@ -57,8 +57,9 @@ const (
 type handler func(ctx context.Context, m jetstream.Msg) error
 
 // recoverer turns a panic in h into an answer, the worker goes on: internal, or outcome_unknown
-// once tools/call was sent (the call may have run). When that answer cannot be stored the call
-// is delivered again (its claim, if any, then answers outcome_unknown), not dropped.
+// once tools/call was sent (the call may have run), recorded in the audit stream (a decision
+// and a result event) once stored. When that answer cannot be stored the call is delivered
+// again (its claim, if any, then answers outcome_unknown), not dropped.
 func (e *Executor) recoverer(h handler) handler {
 	return func(ctx context.Context, m jetstream.Msg) (err error) {
 		defer func() {
@@ -78,6 +79,11 @@ func (e *Executor) recoverer(h handler) handler {
 						}
 						if aerr := e.answerFor(context.WithoutCancel(ctx), seq, res, e.replyTo(m), nil); aerr == nil {
 							err = nil
+							// Recorded as any answer: the audit stream said nothing of how the
+							// call ended, as if it still ran.
+							c := &call{tenant: tenant, req: req}
+							e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: fail.Code, Code: fail.Code, Message: fail.Message}))
+							e.audit.emit(subjects.AuditResult, c.audit(subjects.AuditEvent{Decision: res.Status, Code: fail.Code, Message: fail.Message}))
 						} else {
 							err = fmt.Errorf("%w: panic: %v; answer: %w", errRetry, p, aerr)
 						}
