@@ -25,7 +25,9 @@
 //	                                      Callers that do not wait publish here and watch the result; a
 //	                                      Mcpstream-Reply-To header under Config.ReplyPrefixes also gets
 //	                                      the answer, published there after it is stored (no other
-//	                                      subject is ever published to from a header).
+//	                                      subject is ever published to from a header); a request
+//	                                      refused with no answer to store (no or bad id, not a
+//	                                      CallRequest, no valid tenant token) is answered there alone.
 //	mcpstream.v1.results.<tenant>.<id>    stream MCPSTREAM_RESULTS: exactly one CallResult per call id
 //	                                      (Nats-Msg-Id "result:<tenant>:<id>"; Mcpstream-Call-Seq: the
 //	                                      calls stream sequence of the request whose worker published

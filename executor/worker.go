@@ -243,14 +243,16 @@ func (c *call) audit(ev subjects.AuditEvent) subjects.AuditEvent {
 func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	tenant, err := subjects.TenantOf(m.Subject())
 	if err != nil {
-		// Nobody can be answered (the results subject needs the tenant): the audit stream keeps
-		// the evidence, under the token no tenant has.
+		// No answer can be stored (the results subject needs the tenant): the audit stream keeps
+		// the evidence, under the token no tenant has, and a caller's inbox (HeaderReplyTo) is
+		// told, as the exec subject tells its caller.
 		req, _ := decodeCall(m.Data())
-		c := &call{req: req, started: time.Now().UTC()}
+		c := &call{req: req, started: time.Now().UTC(), replyTo: e.replyTo(m)}
 		args, n, trunc := e.audit.payload(m.Data())
 		msg := "no valid tenant token in the subject " + truncateString(m.Subject(), 300)
 		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditRequest), subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc, Message: msg}))
 		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditDecision), subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.CodeBadRequest, Code: subjects.CodeBadRequest, Message: msg}))
+		e.reply(c.replyTo, refusal("", req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeBadRequest, Message: msg}))
 		return fmt.Errorf("%w: %w", errTerminate, err)
 	}
 	md, err := m.Metadata()
@@ -265,8 +267,10 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		args, n, trunc := e.audit.payload(m.Data())
 		e.audit.emit(subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc}))
 		if req.ID == "" {
-			// Nothing to answer to: the audit stream keeps the evidence.
+			// No results subject to store the answer on: the audit stream keeps the evidence,
+			// and a caller's inbox (HeaderReplyTo) is told, as the exec subject tells its caller.
 			e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: bad.Code, Code: bad.Code, Message: bad.Message}))
+			e.reply(c.replyTo, refusal(tenant, req, subjects.CallRefused, bad))
 			return fmt.Errorf("%w: %s", errTerminate, bad.Message)
 		}
 		return e.refuse(ctx, c, subjects.CallRefused, bad)

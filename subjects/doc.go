@@ -4,7 +4,9 @@
 //
 // # Versioning
 //
-// Every subject starts with "mcpstream.v1". Every payload carries "v": 1. A change that breaks a
+// Every subject starts with "mcpstream.v1". Every payload carries "v": 1. Services read a
+// request without "v" (or with 0 or null: the same to their decoders) as version 1 and refuse
+// any other; registry events must say 1 (consumers skip others as malformed). A change that breaks a
 // consumer gets a new version (v2 subjects and payloads) published beside the old one; additive
 // fields do not. The golden files under testdata/ pin the wire form.
 //

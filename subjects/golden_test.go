@@ -153,6 +153,12 @@ func TestSubjects(t *testing.T) {
 	if tn, err := TenantOf(Calls(strings.Repeat("t", MaxUserBytes+1))); !errors.Is(err, ErrBadSubject) {
 		t.Errorf("TenantOf of a %d-byte tenant = %d bytes, %v; want ErrBadSubject", MaxUserBytes+1, len(tn), err)
 	}
+	// The empty tenant is none: no principal acts in it (one without a tenant is the local one's).
+	for _, s := range []string{Calls(""), Exec(""), Result("", "id"), CatalogSearch("")} {
+		if tn, err := TenantOf(s); !errors.Is(err, ErrBadSubject) {
+			t.Errorf("TenantOf(%q) = %q, %v; want ErrBadSubject", s, tn, err)
+		}
+	}
 	if id, err := LastToken(Approvals("acme", "x y")); err != nil || id != "x y" {
 		t.Errorf("LastToken = %q, %v", id, err)
 	}

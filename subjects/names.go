@@ -202,7 +202,8 @@ const (
 // A tenant longer than MaxUserBytes (what principal.tenant may hold) is refused: the subjects
 // and keys built from a tenant (results with the call id, claims, rate counters, slots) must stay
 // within what a NATS control line holds (4 KiB by default), or the server closes the connection
-// that publishes one.
+// that publishes one. The empty tenant ("~") is refused too: it is no tenant (a principal
+// without one is the local tenant's), so no principal could ever act in it.
 func TenantOf(subject string) (string, error) {
 	for _, p := range []string{".calls.", ".exec.", ".results.", ".audit.", ".catalog."} {
 		rest, ok := strings.CutPrefix(subject, Root+p)
@@ -216,6 +217,9 @@ func TenantOf(subject string) (string, error) {
 		}
 		if len(t) > MaxUserBytes {
 			return "", fmt.Errorf("%w: %.300q: the tenant is %d bytes long; at most %d", ErrBadSubject, subject, len(t), MaxUserBytes)
+		}
+		if t == "" {
+			return "", fmt.Errorf("%w: %.300q: the tenant is empty", ErrBadSubject, subject)
 		}
 		return t, nil
 	}
