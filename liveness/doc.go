@@ -31,8 +31,9 @@
 // nor kept. A server whose declaration is refused because its status is gone from the stream
 // (purged, or deleted) is forgotten.
 //
-// Pauses are told by the ticks: the time a check itself waits (the round trip, the
-// acknowledgements of declarations, up to 5 s) is not counted as one.
+// Pauses are told by the ticks: the time a check itself waits (the round trip, up to 2 s; the
+// acknowledgements of declarations, up to 5 s; the look-ups of refused ones, up to 5 s) is not
+// counted as one.
 //
 // The consumer of statuses is made again when it fails, after a delay that grows while it
 // cannot be made (250 ms to 10 s) and starts over from 250 ms once it worked.

@@ -116,9 +116,10 @@ func (w *Watchdog) Run(ctx context.Context) error {
 		}
 		w.check(ctx, beats, every, &reconnects, lastTick)
 		// The gap to the next check counts from the end of this one: its own waits (the round
-		// trip, up to rttTimeout; the acknowledgements of declarations, up to ackWait) are no
-		// pause of this process (the NATS client kept reading heartbeats into beats meanwhile),
-		// and taken for one they would count every connector's silence from scratch again.
+		// trip, up to rttTimeout; the acknowledgements of declarations, up to ackWait; the
+		// look-ups of refused ones in forgetGone, up to ackWait again) are no pause of this
+		// process (the NATS client kept reading heartbeats into beats meanwhile), and taken for
+		// one they would count every connector's silence from scratch again.
 		lastTick = time.Now()
 	}
 }
