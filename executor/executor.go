@@ -56,6 +56,10 @@ type Executor struct {
 	serving  atomic.Int64 // when the workers started (UnixNano): the start of ReconnectGrace
 	ready    atomic.Bool
 	stopping chan struct{} // closed when Run begins to stop
+	// untaken ends the workers' waits for a call (Next's context): cancelled by cutWorkers
+	// when a stopping executor's calls consumer cannot drain (NATS not connected).
+	untaken    context.Context
+	cutWorkers context.CancelFunc
 	// instance is the id of this process's discovery service (micro assigns it, unique), once it
 	// runs: what a claim names as its holder, so that a request finding the claim can tell a
 	// holder that is gone (see holderGone).
@@ -123,6 +127,7 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 
 		approvalWaits: make(chan struct{}, cfg.MaxApprovalWaits),
 	}
+	e.untaken, e.cutWorkers = context.WithCancel(context.Background())
 	if e.disp == nil {
 		e.disp = NATSDispatcher{NC: nc}
 	}
@@ -176,7 +181,8 @@ func (e *Executor) Ready() bool { return e.ready.Load() }
 // Run declares the executor's JetStream state, replays the registry, then serves until ctx is
 // done. On stop it stops taking calls, hands back calls waiting for approval (nak after
 // handBackDelay: another executor, or this one restarted, takes them) and lets dispatched calls
-// finish.
+// finish (within StopGrace). With NATS not connected it does not wait for the drain of its
+// calls consumer, which only the server can confirm: only for the calls in flight.
 func (e *Executor) Run(ctx context.Context) error {
 	st, err := ensureState(ctx, e.js, e.cfg, !e.cfg.NoWorkers)
 	if err != nil {
@@ -313,9 +319,33 @@ func (e *Executor) Run(ctx context.Context) error {
 	}
 	stopped := make(chan struct{})
 	go func() { workers.Wait(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(e.cfg.StopGrace):
+	// A drained iterator closes once the server confirms that nothing more comes (a flush):
+	// with NATS away, not before nats.go's flush timeout (10 s), a wait for nothing when no
+	// call is in flight. While the connection is down nothing more can come: the workers stop
+	// taking calls (cutWorkers) and only the calls they run keep them, within StopGrace.
+	grace := time.NewTimer(e.cfg.StopGrace)
+	defer grace.Stop()
+	down := time.NewTicker(20 * time.Millisecond)
+	defer down.Stop()
+wait:
+	for {
+		select {
+		case <-stopped:
+			break wait
+		case <-down.C:
+			if e.nc.IsConnected() {
+				continue
+			}
+			down.Stop()
+			e.cutWorkers()
+			e.flight.mu.Lock()
+			n := len(e.flight.items)
+			e.flight.mu.Unlock()
+			e.cfg.Log.Info().Int("calls", n).Dur("grace", e.cfg.StopGrace).
+				Msg("NATS is not connected: the workers stop without waiting for the calls consumer's drain (nothing more can come); calls in flight finish within the grace")
+			continue
+		case <-grace.C:
+		}
 		e.flight.mu.Lock()
 		n := len(e.flight.items)
 		e.flight.mu.Unlock()
@@ -325,6 +355,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			// No call was cut: the consumer's drain did not finish (NATS away, say).
 			e.cfg.Log.Warn().Dur("grace", e.cfg.StopGrace).Msg("stopping before the calls consumer drained (no call in flight)")
 		}
+		break
 	}
 	// The discovery service is stopped once the calls are done (or cut at StopGrace): until
 	// then its instance answers the pings of requests waiting for a claim one of them holds
@@ -408,9 +439,18 @@ func (w *workerIter) drain() {
 // runs (its consumer was deleted, say) is replaced, the consumer declared again: workers never
 // stop silently while the executor says it is ready.
 func (e *Executor) work(w *workerIter) {
+	untaken := jetstream.NextContext(e.untaken)
 	for {
 		it := w.current()
-		m, err := it.Next()
+		m, err := it.Next(untaken)
+		if e.untaken.Err() != nil {
+			// Stopping with NATS away: no more calls taken (one delivered meanwhile is
+			// handed back, as once stopping).
+			if err == nil {
+				m.NakWithDelay(handBackDelay)
+			}
+			return
+		}
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 			if !e.reopen(w, it) {
 				return

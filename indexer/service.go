@@ -24,7 +24,8 @@ type handlerFunc func(ctx context.Context, tenant string, body []byte) (reply an
 
 // Serve answers catalog requests on NATS (queue group QueueGroup on subjects.CatalogSearchAll,
 // CatalogDetailsAll and CatalogServersAll; micro service subjects.CatalogService for discovery)
-// until ctx is done, then drains in-flight requests and returns nil. It waits for Ready before
+// until ctx is done, then drains in-flight requests and returns nil (with NATS not connected,
+// without the drain's confirmation from the server once none is left). It waits for Ready before
 // joining the queue group, so a replica that is still rebuilding never takes a share of the
 // load.
 func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
@@ -74,10 +75,20 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 				c.log.Debug().Err(err).Msg("drain catalog subscription")
 			}
 		}
-		for _, sub := range subs {
-			for i := 0; i < 500 && sub.IsValid(); i++ { // bounded: 5 s
-				time.Sleep(10 * time.Millisecond)
+		// A drain ends once the server confirms that nothing more comes (a flush): with NATS
+		// away, not before nats.go's flush timeout (10 s), which cost a stopping process that
+		// long for nothing. Nothing more can come while the connection is down: once the
+		// requests already delivered are served (their replies wait for the reconnection),
+		// the subscriptions are closed without the confirmation. Bounded: 5 s in all.
+		for i := 0; i < 500 && anyValid(subs); i++ {
+			if !nc.IsConnected() && allIdle(subs) {
+				for _, sub := range subs {
+					_ = sub.Unsubscribe()
+				}
+				c.log.Info().Msg("NATS is not connected: catalog service stopped without the server's confirmation that no request was left (none was in flight)")
+				break
 			}
+			time.Sleep(10 * time.Millisecond)
 		}
 		wg.Wait()
 		return svc.Stop()
@@ -98,6 +109,27 @@ func (c *Catalog) Serve(ctx context.Context, nc *nats.Conn) error {
 		return fmt.Errorf("stop catalog service: %w", err)
 	}
 	return nil
+}
+
+// anyValid reports whether one of subs is still open (not yet drained or unsubscribed).
+func anyValid(subs []*nats.Subscription) bool {
+	for _, sub := range subs {
+		if sub.IsValid() {
+			return true
+		}
+	}
+	return false
+}
+
+// allIdle reports whether none of subs holds a request, queued or being served on its
+// goroutine (Pending counts a message until its callback returns).
+func allIdle(subs []*nats.Subscription) bool {
+	for _, sub := range subs {
+		if n, _, err := sub.Pending(); err == nil && n > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // serve is the one place that turns a request into a reply: bounded concurrency, size limit,

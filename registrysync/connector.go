@@ -39,6 +39,10 @@ type connector struct {
 	log   zerolog.Logger
 	red   redactor
 
+	// changedUnread: reading the last list_changed from the stream failed (NATS away) and has
+	// not succeeded since. The failure is logged once per outage, not at every retry.
+	changedUnread atomic.Bool
+
 	// legacyHTTP is the protocol of a streamable HTTP server found to be legacy (loop only).
 	legacyHTTP string
 	// legacyPassing: legacyHTTP was found after a server/discover that failed for a passing
@@ -559,12 +563,21 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 				return nil, ctx.Err()
 			}
 			// NATS trouble: without the stream's last ListChanged the list might answer none
-			// of those consumers hold it stale for. The retry timer lists the kind again.
-			c.log.Error().Err(rerr).Str("kind", string(kind)).Msg("cannot read the last list_changed; will retry")
+			// of those consumers hold it stale for. The retry timer lists the kind again. Said
+			// once until a read succeeds: while NATS is away, every retry of every kind fails
+			// the same way.
+			ev := c.log.Error()
+			if c.changedUnread.Swap(true) {
+				ev = c.log.Debug()
+			}
+			ev.Err(rerr).Str("kind", string(kind)).Msg("cannot read the last list_changed; will retry (said again at debug level until a read succeeds)")
 			err := &codedError{code: subjects.CodeUnavailable, msg: rerr.Error(), nats: true}
 			failed[kind] = err
 			out[kind] = kindOutcome{err: err}
 			continue
+		}
+		if c.changedUnread.Swap(false) {
+			c.log.Info().Str("kind", string(kind)).Msg("the last list_changed is read again (NATS is back): listing")
 		}
 		// The ListChanged events stored before the list begins are those it answers.
 		after := c.kind(kind).changedSeq

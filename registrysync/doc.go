@@ -131,7 +131,9 @@
 //	             credentials, by words not substrings: see State, become "[redacted]").
 //	             connector_stopped: published once the Manager stops (Run returns), for
 //	             each server no other process answers for and nobody removed meanwhile
-//	             (a "removed" status on the stream stays the last word).
+//	             (a "removed" status on the stream stays the last word). Not when NATS is
+//	             not connected then (logged): watchdogs declare the servers lost once their
+//	             heartbeats stop (connector_lost), and the next start publishes their status.
 //	removed      Manager.Remove, followed by an empty snapshot of every kind the server had.
 //
 // Every status names this process's connector id (drawn at New) in Connector and, while the
@@ -336,8 +338,10 @@
 //
 // Publishing is synchronous (the stream sequence is needed for the replies and for
 // confirmation); a publish that fails is retried with the list backoff and never blames the
-// server. Events are not acknowledged by consumers: the stream keeps history and consumers
-// replay it.
+// server. So is a re-list whose read of the kind's last list_changed fails (NATS away): that
+// failure is logged as an error once per connector until a read succeeds (the retries at debug
+// level), and the first read that succeeds again says so. Events are not acknowledged by
+// consumers: the stream keeps history and consumers replay it.
 //
 // # State
 //

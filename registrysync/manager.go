@@ -215,7 +215,10 @@ func (m *Manager) retire(conns []*connector, budget time.Duration) {
 		return
 	}
 	if m.nc == nil || !m.nc.IsConnected() {
-		m.log.Warn().Msg("stopped without publishing the servers' status: NATS is not connected")
+		// Nothing is lost: the watchdogs (package liveness) declare the servers unavailable
+		// (connector_lost) once their heartbeats stop, and the next start publishes their
+		// status again.
+		m.log.Warn().Msg("stopped without publishing the servers' status: NATS is not connected; they are declared lost once their heartbeats are missed (connector_lost), and the next start publishes their status again")
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
