@@ -106,6 +106,11 @@ type child struct {
 // but in tests), pageBytes the lines no fastCall waits for (see maxLineBytes).
 func startChild(sc ServerConfig, red redactor, log zerolog.Logger, lineBytes, pageBytes int, onMalformed func(sample string, tooLong bool)) (*child, error) {
 	cmd := exec.Command(sc.Command, sc.Args...)
+	if p, ok := sc.Env["PATH"]; ok && !strings.ContainsRune(sc.Command, os.PathSeparator) && !strings.ContainsRune(sc.Command, '/') {
+		// A bare command is looked up on the child's PATH when its env sets one, as the MCP
+		// SDKs do (node's spawn, Python's subprocess): exec.Command looked on ours.
+		cmd.Path, cmd.Err = lookPathIn(sc.Command, p)
+	}
 	env := inheritedEnv(sc.InheritEnv)
 	keys := make([]string, 0, len(sc.Env))
 	for k := range sc.Env {
