@@ -26,11 +26,40 @@ var (
 	ErrNoExecutor = errors.New("no executor is serving")
 	// ErrNoWaiter is returned by Decide when no call with that id waits for approval.
 	ErrNoWaiter = errors.New("no call is waiting for approval")
+	// ErrClientIncomplete is returned (wrapped) by a method called on a Client without what it
+	// needs: NC (every method but Submit), JS (CallDirect, Submit and Await).
+	ErrClientIncomplete = errors.New("executor: incomplete Client")
 )
+
+// need is an error wrapping ErrClientIncomplete when c lacks NC (nc) or JS (js) for method.
+func (c Client) need(method string, nc, js bool) error {
+	switch {
+	case nc && c.NC == nil:
+		return fmt.Errorf("%w: %s needs Client.NC", ErrClientIncomplete, method)
+	case js && c.JS == nil:
+		return fmt.Errorf("%w: %s needs Client.JS", ErrClientIncomplete, method)
+	}
+	return nil
+}
+
+// tooLargeToSend is the refusal of a request that fits the calls stream but not a message of
+// c's connection (its server's max_payload, 1 MiB by default): it cannot be sent.
+func (c Client) tooLargeToSend(tenant string, req subjects.CallRequest, data []byte) *subjects.CallResult {
+	if mp := c.NC.MaxPayload(); mp > 0 && int64(len(data)) > mp {
+		r := refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeTooLarge,
+			Message: fmt.Sprintf("call request is %d bytes; the NATS connection's max_payload is %d", len(data), mp)})
+		return &r
+	}
+	return nil
+}
 
 // Client calls tools through the executor's NATS API. It is what the CLI, the gateway and Code
 // Mode use; any NATS client can do the same with the subjects alone.
+//
+// A Client is a value: one may be used by any number of goroutines at once. Its methods
+// return an error wrapping ErrClientIncomplete when a field they need is nil.
 type Client struct {
+	// NC is needed by every method but Submit.
 	NC *nats.Conn
 	// JS is needed by CallDirect, Submit and Await; Call uses it, when set, to find an answer
 	// whose reply was lost and to publish again on the calls stream a request nobody answered
@@ -59,7 +88,8 @@ func NewCallID() string {
 
 // Call sends req to subjects.Exec(tenant) and returns the terminal answer (the worker that ran
 // the call sends it to this request's inbox). A request larger than the calls stream accepts is
-// answered too_large here without being sent; an empty ID gets a new one, and the bytes of an ID
+// answered too_large here without being sent (so is one larger than a message of NC may be: its
+// server's max_payload); an empty ID gets a new one, and the bytes of an ID
 // that are not UTF-8 are sent as U+FFFD (as JSON carries them: the executor answers that id;
 // CallDirect and Submit do the same). The error is for
 // transport failures only (ErrNoExecutor, ctx's deadline): a refusal is a CallResult with Error
@@ -83,7 +113,13 @@ func NewCallID() string {
 // its answer comes. ErrNoExecutor is returned only before any resend. Without JS there is no
 // resend: a lost request waits for ctx's deadline.
 func (c Client) Call(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
+	if err := c.need("Call", true, false); err != nil {
+		return subjects.CallResult{}, err
+	}
 	req, data, res := prepare(tenant, req)
+	if res == nil {
+		res = c.tooLargeToSend(tenant, req, data)
+	}
 	if res != nil {
 		return *res, nil
 	}
@@ -289,8 +325,8 @@ func frontEndMaybe(res subjects.CallResult) bool {
 // Call, a call made while no executor runs waits (it is persisted and runs when one starts):
 // give ctx a deadline.
 func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
-	if c.JS == nil {
-		return subjects.CallResult{}, errors.New("executor: CallDirect needs Client.JS")
+	if err := c.need("CallDirect", true, true); err != nil {
+		return subjects.CallResult{}, err
 	}
 	req, data, res := prepare(tenant, req)
 	if res != nil {
@@ -372,6 +408,10 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 				okc, errc, republish = nil, nil, true
 			}
 		case <-poll.C:
+			if c.NC.IsClosed() {
+				// (As Call ends: no answer can come, and the results stream cannot be read.)
+				return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, nats.ErrConnectionClosed)
+			}
 			if res, ok := c.stored(ctx, tenant, req.ID); ok {
 				return res, nil
 			}
@@ -502,6 +542,9 @@ func wireID(id string) string {
 // that nothing was stored: Submit again with the same id (sent.ID) — never a new one — and a
 // stored request is not stored twice.
 func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequest) (sent subjects.CallRequest, duplicate bool, err error) {
+	if err := c.need("Submit", false, true); err != nil {
+		return req, false, err
+	}
 	req, data, res := prepare(tenant, req)
 	if res != nil {
 		return req, false, res.Error
@@ -521,8 +564,13 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 // Await returns the terminal answer of call id, waiting for it until ctx ends: it arrives on
 // the results subject, which Await subscribes to, and the results stream is read every 2 s
 // too (an answer the subscription missed is still returned). An id that is not UTF-8 is the
-// call sent with it (its invalid bytes U+FFFD, as Submit sends it).
+// call sent with it (its invalid bytes U+FFFD, as Submit sends it). An id never sent waits
+// until ctx ends: give ctx a deadline. A connection (NC) closed under it ends it with
+// nats.ErrConnectionClosed, as it ends Call and CallDirect.
 func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResult, error) {
+	if err := c.need("Await", true, true); err != nil {
+		return subjects.CallResult{}, err
+	}
 	id = wireID(id)
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.NC.ChanSubscribe(subjects.Result(tenant, id), ch)
@@ -551,6 +599,9 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 				return res, nil
 			}
 		case <-poll.C:
+			if c.NC.IsClosed() {
+				return subjects.CallResult{}, fmt.Errorf("await %s: %w", id, nats.ErrConnectionClosed)
+			}
 			if res, ok := c.stored(ctx, tenant, id); ok {
 				return res, nil
 			}
@@ -562,6 +613,9 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 
 // Decide approves or denies a call waiting in needs_approval.
 func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.ApprovalReply, error) {
+	if err := c.need("Decide", true, false); err != nil {
+		return subjects.ApprovalReply{}, err
+	}
 	a.V = subjects.Version
 	data, err := json.Marshal(a)
 	if err != nil {

@@ -309,7 +309,11 @@
 // read lost so held the wait until the caller's deadline. Client.CallDirect persists the request straight on the calls stream
 // with Mcpstream-Reply-To set to an inbox of a per-connection answer mux, skipping the front
 // end's hop (for in-process callers such as a gateway); a request made while no executor runs
-// waits in the stream. Submit and Await are the fire-and-forget pair. Stats counts what a
+// waits in the stream. Submit and Await are the fire-and-forget pair. A request over MaxCallBytes,
+// or over the connection's max_payload, is answered too_large by Call and CallDirect without
+// being sent; a connection closed under Call, CallDirect or Await ends them (within a poll, 2 s)
+// with nats.ErrConnectionClosed; a Client without the NC or JS a method needs returns
+// ErrClientIncomplete. Stats counts what a
 // process did (calls by outcome, total call time, audit publish failures and drops); the
 // binary serves them as Prometheus metrics.
 //
