@@ -52,3 +52,38 @@ func TestAuditPanicAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditPanicAnswerNamesCall: the decision and result events recorded for a call answered
+// after a panic named the request's principal as sent and no server, where the call's other
+// events name the principal the policy resolved and the tool's server: a request naming no
+// user (served as local under the open policy) had an "allowed" decision by local, then an
+// outcome_unknown decision and result by nobody, on no server. They name the call as the
+// call's other events do.
+func TestAuditPanicAnswerNamesCall(t *testing.T) {
+	r := startRig(t, rigOptions{noExecutor: true})
+	r.startExecutor(r.managerConfig(Config{Dispatcher: panickingDispatcher{}}), r.env.NC)
+	r.waitTool("ticketing__createIssue")
+	res := r.call("local", "ticketing__createIssue", `{"title":"t","body":"b","priority":"low"}`, func(req *subjects.CallRequest) {
+		req.ID, req.Principal = "panics-no-user", subjects.Principal{}
+	})
+	if res.Status != subjects.CallFailed || res.Error == nil || res.Error.Code != subjects.CodeOutcomeUnknown {
+		t.Fatalf("answer %s %+v, want failed outcome_unknown", res.Status, res.Error)
+	}
+	// (audit events are published asynchronously: waited for, bounded)
+	waitFor(t, "the result event of the call answered after a panic", func() bool {
+		for _, ev := range r.auditEvents("local", "panics-no-user") {
+			if ev.Type == "audit."+subjects.AuditResult {
+				return true
+			}
+		}
+		return false
+	})
+	for _, ev := range r.auditEvents("local", "panics-no-user") {
+		if ev.Type != "audit."+subjects.AuditDecision && ev.Type != "audit."+subjects.AuditResult {
+			continue
+		}
+		if ev.User != "local" || ev.Server != "ticketing" {
+			t.Errorf("%s event (decision %s): user %q, server %q; want local (as the policy served it), ticketing", ev.Type, ev.Decision, ev.User, ev.Server)
+		}
+	}
+}

@@ -559,6 +559,9 @@ type inflight struct {
 	// answer stored (see leaveClaim).
 	claiming atomic.Bool
 	held     *heldClaim
+	// call is the call the delivery's handler builds (set by process, read by recoverer on the
+	// same goroutine): what the audit events of an answer after a panic name.
+	call *call
 }
 
 type flight struct {

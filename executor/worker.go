@@ -80,10 +80,15 @@ func (e *Executor) recoverer(h handler) handler {
 						if aerr := e.answerFor(context.WithoutCancel(ctx), seq, res, e.replyTo(m), nil); aerr == nil {
 							err = nil
 							// Recorded as any answer: the audit stream said nothing of how the
-							// call ended, as if it still ran.
-							c := &call{tenant: tenant, req: req}
-							e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: fail.Code, Code: fail.Code, Message: fail.Message}))
-							e.audit.emit(subjects.AuditResult, c.audit(subjects.AuditEvent{Decision: res.Status, Code: fail.Code, Message: fail.Message}))
+							// call ended, as if it still ran. Named as the call's other events
+							// name it (the principal the policy resolved, the tool's server)
+							// once process had built it.
+							ac := &call{tenant: tenant, req: req}
+							if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil && in.call != nil {
+								ac = in.call
+							}
+							e.audit.emit(subjects.AuditDecision, ac.audit(subjects.AuditEvent{Decision: fail.Code, Code: fail.Code, Message: fail.Message}))
+							e.audit.emit(subjects.AuditResult, ac.audit(subjects.AuditEvent{Decision: res.Status, Code: fail.Code, Message: fail.Message}))
 						} else {
 							err = fmt.Errorf("%w: panic: %v; answer: %w", errRetry, p, aerr)
 						}
@@ -261,6 +266,9 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 	}
 	req, bad := decodeCall(m.Data())
 	c := &call{tenant: tenant, req: req, started: time.Now().UTC(), replyTo: e.replyTo(m), redelivered: md.NumDelivered > 1, seq: md.Sequence.Stream, delivery: md.NumDelivered}
+	if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil {
+		in.call = c // (for recoverer: the same goroutine)
+	}
 	defer e.giveBackRates(c) // (whatever ends the call, a panic included: each only once)
 	defer e.endWait(c)
 	if bad != nil {
