@@ -314,7 +314,8 @@
 // connector are serialized whole), and the reader hands the response, recognized by its id
 // ("mcpstream-N"), straight to the waiting call; every other line goes to mcp-go's transport.
 // Stopping a child closes its stdin, then sends SIGTERM and SIGKILL to its group after grace
-// periods.
+// periods. Manager.KillChildren, for a process about to exit without a clean stop, sends SIGKILL
+// at once to the group of every child not yet stopped (and of any started after it).
 //
 // A connect or handshake failure, a stdio child that exits (noticed at once: the connector
 // starts the process itself), a lost SSE stream, a failed list whose liveness probe also fails,

@@ -86,6 +86,12 @@ type Manager struct {
 
 	svc    micro.Service                   // while running
 	served map[string][]*nats.Subscription // while running: the relist and dispatch endpoints of each server
+
+	// childMu guards children, the stdio children started and not yet stopped (see
+	// trackChild), and killed, set by KillChildren: a child started after it is killed at once.
+	childMu  sync.Mutex
+	children map[*child]struct{}
+	killed   bool
 }
 
 // New returns a Manager for cfg.Servers. Configuration errors are reported by Run.
@@ -93,9 +99,10 @@ func New(js jetstream.JetStream, nc *nats.Conn, cfg Config, log zerolog.Logger) 
 	cfg = cfg.withDefaults()
 	m := &Manager{
 		id: nuid.Next(), js: js, nc: nc, cfg: cfg,
-		log:   log.With().Str("component", "registrysync").Logger(),
-		conns: map[string]*connector{},
-		calls: make(chan struct{}, cfg.MaxConcurrentCalls),
+		log:      log.With().Str("component", "registrysync").Logger(),
+		conns:    map[string]*connector{},
+		children: map[*child]struct{}{},
+		calls:    make(chan struct{}, cfg.MaxConcurrentCalls),
 
 		retireBudget: retireTimeout,
 		lineBytes:    maxLineBytes,
@@ -191,6 +198,40 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.retire(conns, m.retireBudget)
 	m.log.Info().Msg("stopped")
 	return nil
+}
+
+// KillChildren sends SIGKILL to the process group of every stdio child this Manager started
+// and has not finished stopping (the child and whatever it started: npx's node, a shell
+// wrapper's processes), and to any child started after it. It neither waits nor publishes
+// anything: it is for a process about to exit without a clean stop (a second Ctrl-C), whose
+// children, each in its own process group, the terminal's signal does not reach, and that
+// would otherwise be left running if they do not exit when their stdin closes. It is cheap and
+// safe to call at any time, from any goroutine, while Run starts or stops; the sessions of the
+// killed children are lost as after a crash (a Manager still running reconnects them, and
+// kills the new children at once).
+func (m *Manager) KillChildren() {
+	m.childMu.Lock()
+	defer m.childMu.Unlock()
+	m.killed = true
+	for ch := range m.children {
+		signalGroup(ch.cmd, true)
+	}
+}
+
+// trackChild records ch, a stdio child just started, for KillChildren (killing it at once if
+// KillChildren ran already); the returned func forgets it, once it is stopped.
+func (m *Manager) trackChild(ch *child) (forget func()) {
+	m.childMu.Lock()
+	defer m.childMu.Unlock()
+	m.children[ch] = struct{}{}
+	if m.killed {
+		signalGroup(ch.cmd, true)
+	}
+	return func() {
+		m.childMu.Lock()
+		delete(m.children, ch)
+		m.childMu.Unlock()
+	}
 }
 
 // retireTimeout bounds how long a stopping Manager spends publishing its servers' last status.

@@ -127,6 +127,10 @@ type session struct {
 	info     mcp.Implementation
 	caps     mcp.ServerCapabilities
 
+	// forgetChild drops child from the Manager's children (KillChildren) once it is stopped
+	// (stdio only).
+	forgetChild func()
+
 	ctx    context.Context // lives until close
 	cancel context.CancelFunc
 
@@ -184,6 +188,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return nil, err
 		}
 		s.child = ch
+		s.forgetChild = c.m.trackChild(ch)
 		onBroken := func(err error) { s.markLost(err) }
 		ch.in.onBroken.Store(&onBroken)
 		st := transport.NewIO(ch.fwdR, ch.in, nil)
@@ -663,6 +668,7 @@ func (s *session) close(drain time.Duration) {
 		}
 		if s.child != nil {
 			s.child.stop()
+			s.forgetChild()
 		}
 		waitChan(s.listenDone, 5*time.Second)
 		if s.hc != nil {

@@ -46,7 +46,8 @@ const forcedExit = 130
 // signalContext returns a context that the first stop signal (stopSignals) cancels: the
 // command then stops cleanly. A second SIGINT or SIGTERM while it stops quits at once with
 // status 130, saying so on stderr: an operator who will not wait for in-flight calls or the
-// stop timeout presses Ctrl-C again. A second SIGHUP does not: a terminal that closes sends it
+// stop timeout presses Ctrl-C again; the hooks added with onForcedExit run first (the stdio
+// children are killed). A second SIGHUP does not: a terminal that closes sends it
 // to the process group more than once (the kernel and the shell), and that must not undo the
 // clean stop. stop releases the signals.
 func signalContext(stderr io.Writer) (ctx context.Context, stop func()) {
@@ -69,6 +70,7 @@ func signalContext(stderr io.Writer) (ctx context.Context, stop func()) {
 					continue
 				}
 				fmt.Fprintf(stderr, "mcpstream: %v while stopping: quitting at once, without a clean stop\n", s)
+				runForcedExitHooks()
 				os.Exit(forcedExit)
 			case <-done:
 				return
@@ -82,6 +84,43 @@ func signalContext(stderr io.Writer) (ctx context.Context, stop func()) {
 			close(done)
 			cancel()
 		})
+	}
+}
+
+// forcedExitHooks run just before a forced exit (a second signal while stopping): what must not
+// outlive the process though the clean stop will not end it, such as the stdio children the
+// connectors started (each in its own process group, which the terminal's Ctrl-C does not
+// reach). Each must be quick and must not wait for the stop in progress.
+var (
+	forcedExitMu    sync.Mutex
+	forcedExitNext  int
+	forcedExitHooks = map[int]func(){}
+)
+
+// onForcedExit adds f to the hooks a forced exit runs; remove takes it out again.
+func onForcedExit(f func()) (remove func()) {
+	forcedExitMu.Lock()
+	defer forcedExitMu.Unlock()
+	id := forcedExitNext
+	forcedExitNext++
+	forcedExitHooks[id] = f
+	return func() {
+		forcedExitMu.Lock()
+		delete(forcedExitHooks, id)
+		forcedExitMu.Unlock()
+	}
+}
+
+// runForcedExitHooks runs the hooks onForcedExit added and not removed.
+func runForcedExitHooks() {
+	forcedExitMu.Lock()
+	hooks := make([]func(), 0, len(forcedExitHooks))
+	for _, f := range forcedExitHooks {
+		hooks = append(hooks, f)
+	}
+	forcedExitMu.Unlock()
+	for _, f := range hooks {
+		f()
 	}
 }
 

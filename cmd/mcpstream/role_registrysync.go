@@ -28,6 +28,11 @@ Credentials from the configuration (env, headers, ${ENV_VAR} references) stay in
 
 Run exactly one registrysync process per set of servers: it owns their sessions.
 
+Ctrl-C or SIGTERM stops it cleanly: calls in flight finish (within --stop-timeout), then each
+stdio child's stdin is closed, SIGTERM and SIGKILL go to its process group after 2 s and 3 s
+more. A second Ctrl-C or SIGTERM while stopping quits at once (exit status 130), after sending
+SIGKILL to every stdio child's process group.
+
 Examples:
   mcpstream registrysync --nats nats://127.0.0.1:4222 --config mcpstream.yaml
   MCPSTREAM_NATS=nats://nats-1:4222,nats://nats-2:4222 mcpstream registrysync --config /etc/mcpstream/mcpstream.yaml`
@@ -46,5 +51,12 @@ func startRegistrySync(ctx context.Context, env *roleEnv) (roleRun, error) {
 	env.addMetrics(registryMetrics(mgr))
 	// Ready once its endpoints are up and every server's first connection attempt concluded
 	// (ready or unavailable).
-	return roleRun{Run: mgr.Run, Ready: mgr.Ready}, nil
+	// A forced exit (a second Ctrl-C or SIGTERM while stopping) kills the stdio children: each
+	// runs in its own process group, which the terminal's Ctrl-C does not reach, and one that
+	// does not exit when its stdin closes would outlive the process.
+	run := func(ctx context.Context) error {
+		defer onForcedExit(mgr.KillChildren)()
+		return mgr.Run(ctx)
+	}
+	return roleRun{Run: run, Ready: mgr.Ready}, nil
 }

@@ -62,7 +62,8 @@ Ctrl-C (SIGINT), SIGTERM or SIGHUP (not under nohup) stops everything cleanly: /
 in reverse start order (in-flight work finishes, bounded by --stop-timeout less a margin of up to
 5s: past it the others are stopped all the same and the exit status is 1), then HTTP, then NATS
 is drained and the embedded server flushes its store. A signal while starting stops just as
-cleanly. A second Ctrl-C or SIGTERM while stopping quits at once (exit status 130). A stream deleted or recreated while the process runs stops it with an error (start it
+cleanly. A second Ctrl-C or SIGTERM while stopping quits at once (exit status 130), killing the
+stdio server children (SIGKILL to each one's process group) first. A stream deleted or recreated while the process runs stops it with an error (start it
 again to declare the streams and rebuild).
 
 Examples:
