@@ -42,15 +42,10 @@ func (c Client) need(method string, nc, js bool) error {
 	return nil
 }
 
-// tooLargeToSend is the refusal of a request that fits the calls stream but not a message of
-// c's connection (its server's max_payload, 1 MiB by default): it cannot be sent.
-func (c Client) tooLargeToSend(tenant string, req subjects.CallRequest, data []byte) *subjects.CallResult {
-	if mp := c.NC.MaxPayload(); mp > 0 && int64(len(data)) > mp {
-		r := refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeTooLarge,
-			Message: fmt.Sprintf("call request is %d bytes; the NATS connection's max_payload is %d", len(data), mp)})
-		return &r
-	}
-	return nil
+// prepare is prepareWithin the limit of a message of c's connection (its server's
+// max_payload, 1 MiB by default): a request over it cannot be sent.
+func (c Client) prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []byte, *subjects.CallResult) {
+	return prepareWithin(tenant, req, c.NC.MaxPayload())
 }
 
 // Client calls tools through the executor's NATS API. It is what the CLI, the gateway and Code
@@ -116,10 +111,7 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 	if err := c.need("Call", true, false); err != nil {
 		return subjects.CallResult{}, err
 	}
-	req, data, res := prepare(tenant, req)
-	if res == nil {
-		res = c.tooLargeToSend(tenant, req, data)
-	}
+	req, data, res := c.prepare(tenant, req)
 	if res != nil {
 		return *res, nil
 	}
@@ -328,7 +320,7 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	if err := c.need("CallDirect", true, true); err != nil {
 		return subjects.CallResult{}, err
 	}
-	req, data, res := prepare(tenant, req)
+	req, data, res := c.prepare(tenant, req)
 	if res != nil {
 		return *res, nil
 	}
@@ -489,6 +481,14 @@ func notPersistedMessage(err error) string {
 
 // prepare fills the request's defaults and encodes it, or answers a request too large to send.
 func prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []byte, *subjects.CallResult) {
+	return prepareWithin(tenant, req, 0)
+}
+
+// prepareWithin is prepare with maxPayload, the max_payload of the connection the request is
+// sent on (0: unknown), as a limit too: a request over the smaller of it and MaxCallBytes is
+// refused naming that one (the limit that binds: a caller told 4 MiB would be refused again
+// under it).
+func prepareWithin(tenant string, req subjects.CallRequest, maxPayload int64) (subjects.CallRequest, []byte, *subjects.CallResult) {
 	if req.V == 0 {
 		req.V = subjects.Version
 	}
@@ -504,6 +504,11 @@ func prepare(tenant string, req subjects.CallRequest) (subjects.CallRequest, []b
 	data, err := json.Marshal(req)
 	if err != nil {
 		r := refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeBadRequest, Message: "encode request: " + err.Error()})
+		return req, nil, &r
+	}
+	if maxPayload > 0 && maxPayload < subjects.MaxCallBytes && int64(len(data)) > maxPayload {
+		r := refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeTooLarge,
+			Message: fmt.Sprintf("call request is %d bytes; the NATS connection's max_payload is %d", len(data), maxPayload)})
 		return req, nil, &r
 	}
 	if len(data) > subjects.MaxCallBytes {

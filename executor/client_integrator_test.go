@@ -139,3 +139,34 @@ func TestClientReturnsWhenConnectionCloses(t *testing.T) {
 		}
 	}
 }
+
+// TestTooLargeNamesTheConnectionLimit: a request over both the calls stream's limit
+// (MaxCallBytes, 4 MiB) and the connection's smaller max_payload (1 MiB) was refused saying "the
+// limit is 4194304": a caller that shrank it under 4 MiB was refused again. The refusal names
+// the limit that binds, for Call and CallDirect alike (CallDirect said only "nats: maximum
+// payload exceeded" of a request between the two).
+func TestTooLargeNamesTheConnectionLimit(t *testing.T) {
+	env := natstest.StartWith(t, natsembed.Config{MaxPayload: 1 << 20})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	c := Client{NC: env.NC, JS: env.JS}
+	for _, size := range []int{2 << 20, 5 << 20} {
+		args := json.RawMessage(`{"text":"` + strings.Repeat("x", size) + `"}`)
+		for name, call := range map[string]func(subjects.CallRequest) (subjects.CallResult, error){
+			"Call": func(r subjects.CallRequest) (subjects.CallResult, error) {
+				return Client{NC: env.NC}.Call(ctx, "local", r)
+			},
+			"Call with JS": func(r subjects.CallRequest) (subjects.CallResult, error) { return c.Call(ctx, "local", r) },
+			"CallDirect":   func(r subjects.CallRequest) (subjects.CallResult, error) { return c.CallDirect(ctx, "local", r) },
+		} {
+			res, err := call(subjects.CallRequest{Tool: "fixture__echo", Arguments: args})
+			if err != nil || res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeTooLarge {
+				t.Errorf("%s of %d bytes: %+v %v, want refused too_large", name, size, res.Error, err)
+				continue
+			}
+			if !strings.Contains(res.Error.Message, "max_payload is 1048576") {
+				t.Errorf("%s of %d bytes: %q does not name the connection's max_payload", name, size, res.Error.Message)
+			}
+		}
+	}
+}

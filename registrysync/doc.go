@@ -257,7 +257,8 @@
 // minimal inherited environment (PATH, HOME, USER, LANG, TMPDIR, the npx and uvx caches...)
 // plus ServerConfig.Env, so other servers' credentials never reach them
 // (ServerConfig.InheritEnv passes everything); a command without a path separator is looked
-// up on the PATH that Env sets, if it sets one (as the MCP SDKs do), else on this process's.
+// up on the PATH that Env sets, if it sets one (as the MCP SDKs do; its entries that are not
+// absolute, such as ~/bin, are passed over), else on this process's.
 // Their stderr is drained and logged at debug level, redacted (of a very long line, its
 // start); a child that ends is reported with its exit status and the last three stderr lines
 // that tell why, joined by " | " (stack frames, indented lines, and node's "Node.js v20..."

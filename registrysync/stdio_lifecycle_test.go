@@ -46,3 +46,21 @@ func TestStdioCommandFoundOnConfiguredPath(t *testing.T) {
 		t.Errorf("missing: reason %q does not say not found", e.ev.Status.Reason)
 	}
 }
+
+// TestStdioCommandNotOnConfiguredPathSaysWhy: a command not found on the PATH a server's env
+// sets was reported "executable file not found in $PATH (the PATH its env sets)": an operator
+// reads $PATH, this process's, where the command typically is (npx on the host), and the
+// entries passed over unsaid — "~/.nvm/...", which nothing expands, is a common one. The reason
+// names the env's PATH alone and says that entries that are not absolute were passed over.
+func TestStdioCommandNotOnConfiguredPathSaysWhy(t *testing.T) {
+	t.Parallel()
+	sc := stdioServer(t, "tilde", "fixture", "PATH=~/.nvm/bin"+string(os.PathListSeparator)+t.TempDir())
+	sc.Command = "mcpstream-test-fixture-server"
+	h := run(t, nil, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("tilde"))
+	e := rec.wait(0, "connect failed", isStatus(subjects.StatusUnavailable, subjects.CodeConnectFailed))
+	r := e.ev.Status.Reason
+	if strings.Contains(r, "$PATH") || !strings.Contains(r, "the PATH its env sets") || !strings.Contains(r, "not absolute") || !strings.Contains(r, "~") {
+		t.Errorf("reason %q: want the env's PATH named (not $PATH) and its entry that is not absolute ('~' not expanded) said passed over", r)
+	}
+}
