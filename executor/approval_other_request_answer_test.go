@@ -18,21 +18,7 @@ import (
 // that ran. The refusal goes to the later request's caller only; the id's answer is the
 // earlier request's.
 func TestOtherRequestRefusalNotTheIDsAnswer(t *testing.T) {
-	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
-	r.startExecutor(r.managerConfig(Config{Approve: []string{"ticketing__createIssue"}, ApprovalTimeout: 2 * waitLimit}), r.env.NC)
-	r.waitTool("ticketing__createIssue")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
-	defer cancel()
-	const window = time.Second
-	r.shortenDedup(ctx, window, subjects.CallsStream, subjects.ResultsStream)
-
-	first := subjects.CallRequest{ID: "deploy-2", Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Reviewed","body":"b","priority":"low"}`)}
-	if _, _, err := r.client.Submit(ctx, "local", first); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "needs_approval of the first request", func() bool { return r.approvalWaits(first.ID) == 1 })
-	time.Sleep(window + 200*time.Millisecond) // the calls stream forgets the id
+	r, ctx, first := reviewedWaitingPastDedup(t, "deploy-2")
 
 	// The later request, for another call, waits for its answer: it is refused.
 	second := subjects.CallRequest{ID: first.ID, Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Unreviewed","body":"b","priority":"high"}`)}

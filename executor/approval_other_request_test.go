@@ -32,22 +32,7 @@ func TestApprovalSharedWithAResend(t *testing.T) {
 // approval. Only the reviewed ticket may be created, once; the second request is refused
 // bad_request when refuseSecond.
 func approvalWithTwoRequests(t *testing.T, secondArgs string, refuseSecond bool) {
-	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
-	r.startExecutor(r.managerConfig(Config{Approve: []string{"ticketing__createIssue"}, ApprovalTimeout: 2 * waitLimit}), r.env.NC)
-	r.waitTool("ticketing__createIssue")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
-	defer cancel()
-	const window = time.Second
-	r.shortenDedup(ctx, window, subjects.CallsStream, subjects.ResultsStream)
-
-	// The first request: the one the approver reviews.
-	first := subjects.CallRequest{ID: "deploy-1", Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Reviewed","body":"b","priority":"low"}`)}
-	if _, _, err := r.client.Submit(ctx, "local", first); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "needs_approval of the first request", func() bool { return r.approvalWaits(first.ID) == 1 })
-	time.Sleep(window + 200*time.Millisecond) // the calls stream forgets the id
+	r, ctx, first := reviewedWaitingPastDedup(t, "deploy-1")
 
 	// Another request of the id, with other arguments, while the first still waits.
 	second := subjects.CallRequest{ID: first.ID, Tool: "ticketing__createIssue", Arguments: json.RawMessage(secondArgs)}
@@ -110,4 +95,29 @@ func approvalWithTwoRequests(t *testing.T, secondArgs string, refuseSecond bool)
 	if refused != refuseSecond {
 		t.Errorf("the second request refused bad_request: %v, want %v", refused, refuseSecond)
 	}
+}
+
+// reviewedWaitingPastDedup starts a rig whose executor holds ticketing__createIssue for
+// approval, submits the request an approver reviews (call id, the "Reviewed" ticket), waits
+// for its needs_approval, then lets the de-duplication window of the calls and results streams
+// (shortened to 1 s) pass: a later request of the id is stored, and taken, again. The context
+// ends with the test (3 waitLimit at most).
+func reviewedWaitingPastDedup(t *testing.T, id string) (*rig, context.Context, subjects.CallRequest) {
+	t.Helper()
+	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
+	r.startExecutor(r.managerConfig(Config{Approve: []string{"ticketing__createIssue"}, ApprovalTimeout: 2 * waitLimit}), r.env.NC)
+	r.waitTool("ticketing__createIssue")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
+	t.Cleanup(cancel)
+	const window = time.Second
+	r.shortenDedup(ctx, window, subjects.CallsStream, subjects.ResultsStream)
+
+	first := subjects.CallRequest{ID: id, Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Reviewed","body":"b","priority":"low"}`)}
+	if _, _, err := r.client.Submit(ctx, "local", first); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "needs_approval of the first request", func() bool { return r.approvalWaits(first.ID) == 1 })
+	time.Sleep(window + 200*time.Millisecond) // the calls stream forgets the id
+	return r, ctx, first
 }

@@ -1,11 +1,9 @@
 package executor
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -183,21 +181,7 @@ func TestSameCallDeepArguments(t *testing.T) {
 // It waits for the same approval: one approval decides both, the call runs once, and both
 // callers get its answer.
 func TestApprovalSharedWithAReorderedResend(t *testing.T) {
-	r := startRig(t, rigOptions{servers: []string{"ticketing"}, noExecutor: true})
-	r.startExecutor(r.managerConfig(Config{Approve: []string{"ticketing__createIssue"}, ApprovalTimeout: 2 * waitLimit}), r.env.NC)
-	r.waitTool("ticketing__createIssue")
-
-	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
-	defer cancel()
-	const window = time.Second
-	r.shortenDedup(ctx, window, subjects.CallsStream, subjects.ResultsStream)
-
-	first := subjects.CallRequest{ID: "deploy-reordered", Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Reviewed","body":"b","priority":"low"}`)}
-	if _, _, err := r.client.Submit(ctx, "local", first); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "needs_approval of the first request", func() bool { return r.approvalWaits(first.ID) == 1 })
-	time.Sleep(window + 200*time.Millisecond) // the calls stream forgets the id
+	r, ctx, first := reviewedWaitingPastDedup(t, "deploy-reordered")
 
 	// The resend: the same call, its members in another order and a string escaped.
 	resend := subjects.CallRequest{ID: first.ID, Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"priority":"low", "body":"b", "title":"\u0052eviewed"}`)}
