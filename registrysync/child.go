@@ -154,6 +154,15 @@ func startChild(sc ServerConfig, red redactor, log zerolog.Logger, lineBytes, pa
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		closeAll()
+		if sc.Dir != "" {
+			// The kernel's ENOENT for a missing working directory reads as if the command
+			// were missing ("fork/exec CMD: no such file or directory").
+			if fi, serr := os.Stat(sc.Dir); serr != nil {
+				return nil, fmt.Errorf("start %s: working directory (cwd): %w", sc.Command, serr)
+			} else if !fi.IsDir() {
+				return nil, fmt.Errorf("start %s: working directory (cwd) %s: not a directory", sc.Command, sc.Dir)
+			}
+		}
 		return nil, fmt.Errorf("start %s: %w", sc.Command, err)
 	}
 	// The child holds its ends now.

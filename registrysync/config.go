@@ -18,7 +18,7 @@ type ServerConfig struct {
 	Command     string            // stdio
 	Args        []string          // stdio
 	Env         map[string]string // stdio: extra environment (secrets allowed)
-	Dir         string            // stdio: working directory, "" = current
+	Dir         string            // stdio: the child's working directory (config cwd), "" = this process's
 	URL         string            // http, sse
 	Headers     map[string]string // http, sse (secrets allowed)
 	// Secrets lists the values (not names) that must be redacted wherever text from this server

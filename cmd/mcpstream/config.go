@@ -64,6 +64,7 @@ type serverEntry struct {
 	Command     string            `yaml:"command"`
 	Args        []string          `yaml:"args"`
 	Env         map[string]string `yaml:"env"`     // values may be ${ENV_VAR} references
+	Cwd         string            `yaml:"cwd"`     // stdio: working directory, relative to the config file's
 	URL         string            `yaml:"url"`     // http, sse
 	Headers     map[string]string `yaml:"headers"` // values may be ${ENV_VAR} references
 	AuthContext string            `yaml:"authContext"`
@@ -615,6 +616,9 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		if len(s.Env) > 0 {
 			bad("env", "only for transport stdio")
 		}
+		if s.Cwd != "" {
+			bad("cwd", "only for transport stdio")
+		}
 	case "":
 		bad("transport", "required: stdio (with command) or http or sse (with url)")
 	default:
@@ -675,6 +679,19 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 	sc.Command = expand("command", s.Command)
 	for j, a := range s.Args {
 		sc.Args = append(sc.Args, expand(fmt.Sprintf("args[%d]", j), a))
+	}
+	if s.Cwd != "" && stdio {
+		// As the MCP SDKs' cwd: the directory the child starts in, where a relative command
+		// ("./server.py") and relative args are found. A relative one is taken from the config
+		// file's directory, not from wherever mcpstream happened to be started.
+		dir := expand("cwd", s.Cwd)
+		if dir != "" && !filepath.IsAbs(dir) && file != "" {
+			dir = filepath.Join(filepath.Dir(file), dir)
+			if abs, err := filepath.Abs(dir); err == nil {
+				dir = abs
+			}
+		}
+		sc.Dir = dir
 	}
 	if len(s.Env) > 0 {
 		sc.Env = map[string]string{}

@@ -127,7 +127,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "unknown server field",
 			yaml: "servers:\n  - name: github\n    transport: http\n    urll: https://x/mcp\n",
-			want: []string{":4: servers[0] (github): field urll: unknown field (known: args, authContext, callTimeout, command, description, env, headers, kinds, name, protocolVersion, transport, url)"},
+			want: []string{":4: servers[0] (github): field urll: unknown field (known: args, authContext, callTimeout, command, cwd, description, env, headers, kinds, name, protocolVersion, transport, url)"},
 		},
 		{
 			name: "unknown policy rule field",
