@@ -54,11 +54,23 @@ func alive(pid int) bool {
 // whatever it started, npx's node) was left running, orphaned.
 func TestForcedExitKillsStdioChildren(t *testing.T) {
 	for _, role := range []string{"registrysync", "up"} {
-		t.Run(role, func(t *testing.T) { testForcedExitKillsStdioChildren(t, role) })
+		t.Run(role, func(t *testing.T) { testForcedExitKillsStdioChildren(t, role, false) })
 	}
 }
 
-func testForcedExitKillsStdioChildren(t *testing.T, role string) {
+// A process whose roles do not stop within --stop-timeout exits 1 and, as a forced exit does,
+// kills the stdio children's process groups first. Before, it exited leaving them to the clean
+// stop's SIGTERM and SIGKILL, which its exit cancelled: a server that outlives its stdin and
+// SIGTERM ran on, orphaned.
+func TestStopTimeoutKillsStdioChildren(t *testing.T) {
+	for _, role := range []string{"registrysync", "up"} {
+		t.Run(role, func(t *testing.T) { testForcedExitKillsStdioChildren(t, role, true) })
+	}
+}
+
+// testForcedExitKillsStdioChildren stops role with a second Ctrl-C, or with stopTimeout, with one
+// Ctrl-C and a --stop-timeout shorter than the stubborn server's stop.
+func testForcedExitKillsStdioChildren(t *testing.T, role string, stopTimeout bool) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pids")
 	// (The configuration reads "$$" as "$".)
@@ -73,7 +85,13 @@ func testForcedExitKillsStdioChildren(t *testing.T, role string) {
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{role, "--config", cfgPath, "--data", filepath.Join(dir, "data"), "--http-listen", "", "--stop-timeout", "10m"}
+	timeout := "10m"
+	if stopTimeout {
+		// Shorter than the server's stop (SIGTERM 2 s after its stdin closed, which it ignores,
+		// then SIGKILL 3 s later).
+		timeout = "1s"
+	}
+	args := []string{role, "--config", cfgPath, "--data", filepath.Join(dir, "data"), "--http-listen", "", "--stop-timeout", timeout}
 	if role == "up" {
 		args = append(args, "--nats-listen", "127.0.0.1:0")
 	} else {
@@ -125,17 +143,21 @@ func testForcedExitKillsStdioChildren(t *testing.T, role string) {
 
 	// First Ctrl-C: the clean stop closes the server's stdin, which it outlives.
 	cmd.Process.Signal(syscall.SIGINT)
-	waitFor(t, "the server's stdin closed", 1200, func() bool {
-		exited()
-		return strings.Contains(readPids(), "eof")
-	})
-	// Second Ctrl-C, before the stop's own SIGTERM (2 s on) and SIGKILL (5 s on).
-	cmd.Process.Signal(syscall.SIGINT)
+	want := 1 // the roles did not stop within --stop-timeout
+	if !stopTimeout {
+		waitFor(t, "the server's stdin closed", 1200, func() bool {
+			exited()
+			return strings.Contains(readPids(), "eof")
+		})
+		// Second Ctrl-C, before the stop's own SIGTERM (2 s on) and SIGKILL (5 s on).
+		cmd.Process.Signal(syscall.SIGINT)
+		want = forcedExit
+	}
 	select {
 	case err := <-done:
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != forcedExit {
-			t.Fatalf("exit: %v, want status %d\n%s", err, forcedExit, stderr.String())
+		if !errors.As(err, &ee) || ee.ExitCode() != want {
+			t.Fatalf("exit: %v, want status %d\n%s", err, want, stderr.String())
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("%s did not exit within 60s of the second Ctrl-C\n%s", role, stderr.String())

@@ -672,6 +672,9 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 				case <-time.After(2 * time.Second):
 				}
 			}
+			// The process exits now, as a forced exit does: what must not outlive it (the stdio
+			// children, whose clean stop's SIGTERM and SIGKILL the exit would cancel) is killed.
+			runForcedExitHooks()
 			return fmt.Errorf("%w: role %s did not stop within %s", errStopTimeout, name, timeout)
 		}
 	}
