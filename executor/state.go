@@ -128,6 +128,12 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 		var cur *jetstream.StreamConfig
 		if s, err := js.Stream(ctx, lcfg.Name); err == nil {
 			cur = &s.CachedInfo().Config
+			if foreign := subjects.ForeignSubjects(*cur); len(foreign) > 0 {
+				return nil, fmt.Errorf("limits stream %s holds subjects that are not mcpstream's (%s): mcpstream would replace them "+
+					"and their messages would stop being stored; if it is another application's, give mcpstream its own NATS "+
+					"account; if those subjects are no longer used, remove them (nats stream edit %s) or delete the stream "+
+					"(nats stream rm %s)", cur.Name, strings.Join(foreign, ", "), cur.Name, cur.Name)
+			}
 			lcfg.Replicas = cur.Replicas
 			if old := cur.MaxAge; old > lcfg.MaxAge {
 				lcfg.MaxAge = old // another process has longer windows

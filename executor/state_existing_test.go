@@ -18,7 +18,8 @@ import (
 // counters is what a nats-server before 2.12 made (it ignores the setting): on a cluster its
 // memory stream outlives a rolling upgrade to 2.12, and every executor, with rates or
 // without, then failed to start. The error names the setting and the command: the stream
-// holds only rate-window counters, which may start over.
+// holds only rate-window counters, which may start over. One holding subjects that are not
+// mcpstream's is refused and left as it was.
 func TestExistingLimitsStreamSaysWhatToDo(t *testing.T) {
 	for _, c := range []struct {
 		name     string
@@ -29,6 +30,9 @@ func TestExistingLimitsStreamSaysWhatToDo(t *testing.T) {
 			Storage: jetstream.MemoryStorage, MaxMsgsPerSubject: 1}, "counter"},
 		{"file storage", jetstream.StreamConfig{Name: subjects.LimitsStream, Subjects: []string{subjects.LimitsAll},
 			Storage: jetstream.FileStorage, MaxMsgsPerSubject: 1, AllowMsgCounter: true, AllowDirect: true}, "file storage"},
+		// Another application's stream of the same name: its subjects were replaced by ours.
+		{"another application's", jetstream.StreamConfig{Name: subjects.LimitsStream, Subjects: []string{"billing.limits.>"},
+			Storage: jetstream.MemoryStorage, AllowMsgCounter: true, AllowDirect: true}, "not mcpstream's (billing.limits.>)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := natstest.Start(t)

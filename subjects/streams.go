@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -129,6 +130,22 @@ const (
 // decoded. Without it one hostile 8 MiB snapshot of millions of tiny items ("0,") took
 // gigabytes and minutes in each consumer, at every replay.
 const MaxSnapshotItems = 100_000
+
+// ForeignSubjects returns the subjects of an existing stream of one of mcpstream's names that
+// are not mcpstream's (outside "mcpstream."): another application's stream of the same name on
+// a shared account, or subjects an operator added. Declaring the stream over them would replace
+// them, and their publishes would stop being stored without a word, so a declaration refuses
+// such a stream instead.
+func ForeignSubjects(cur jetstream.StreamConfig) []string {
+	ns, _, _ := strings.Cut(Root, ".")
+	var foreign []string
+	for _, s := range cur.Subjects {
+		if !strings.HasPrefix(s, ns+".") {
+			foreign = append(foreign, s)
+		}
+	}
+	return foreign
+}
 
 // EnsureStreams creates or updates every stream. Safe to call from every role at start.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, o StreamOptions) error {

@@ -195,3 +195,54 @@ func TestEnsureStreamsRaceWithAnotherProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestExistingStreamOfAnotherApplication: a stream that has mcpstream's name but none of its
+// subjects — another application's MCPSTREAM_AUDIT on a shared NATS account, say — had its
+// subjects rewritten by the declaration: that application's publishes stopped being stored,
+// silently. It is refused, naming the stream and the subjects found, and left as it was. A
+// stream with mcpstream's subjects among others an operator added is refused too (the
+// declaration would drop them); one with only mcpstream's own (an older declaration's) is
+// still declared.
+func TestExistingStreamOfAnotherApplication(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name     string
+		subjects []string
+	}{
+		{"foreign", []string{"billing.audit.>"}},
+		{"extra", []string{subjects.AuditAll, "ops.audit.>"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := declareJS(t)
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subjects.AuditStream, Subjects: tc.subjects}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ensureStreams(ctx, js, 0, &fileConfig{})
+			if err == nil {
+				t.Fatal("declared over it")
+			}
+			for _, w := range []string{subjects.AuditStream, tc.subjects[len(tc.subjects)-1], "not mcpstream's"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			s, err := js.Stream(ctx, subjects.AuditStream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.CachedInfo().Config.Subjects; strings.Join(got, " ") != strings.Join(tc.subjects, " ") {
+				t.Errorf("subjects now %v, want %v kept", got, tc.subjects)
+			}
+		})
+	}
+	t.Run("ours", func(t *testing.T) {
+		js := declareJS(t)
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: subjects.AuditStream, Subjects: []string{"mcpstream.v1.audit.acme.>"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ensureStreams(ctx, js, 0, &fileConfig{}); err != nil {
+			t.Fatalf("an older declaration of mcpstream's own: %v", err)
+		}
+	})
+}

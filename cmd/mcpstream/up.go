@@ -723,10 +723,17 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc
 	return origins, nil
 }
 
-// notOurs refuses a stream of mcpstream's name that mcpstream must not change: a mirror (of a
+// notOurs refuses a stream of mcpstream's name that mcpstream must not change: one holding
+// subjects that are not mcpstream's (see subjects.ForeignSubjects), or a mirror (of a
 // disaster-recovery site, say), which the declaration's update would silently promote to a
 // stream of its own, ending its mirroring for good.
 func notOurs(cur jetstream.StreamConfig) error {
+	if foreign := subjects.ForeignSubjects(cur); len(foreign) > 0 {
+		return fmt.Errorf("ensure stream %s: the stream holds subjects that are not mcpstream's (%s): mcpstream would "+
+			"replace them and their messages would stop being stored; if it is another application's, give mcpstream "+
+			"its own NATS account; if those subjects are no longer used, remove them (nats stream edit %s) or delete "+
+			"the stream (nats stream rm %s) and start again", cur.Name, strings.Join(foreign, ", "), cur.Name, cur.Name)
+	}
 	if cur.Mirror == nil {
 		return nil
 	}
