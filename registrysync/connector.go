@@ -14,6 +14,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -903,18 +904,29 @@ func (c *connector) lists(kind subjects.Kind) bool {
 // notifier publishes a ListChanged event for every notification at once (consumers mark the
 // list stale), then asks the loop to re-list after the debounce. A notification that comes
 // while a ListChanged of this connector waits for its answer is held back (none stored for it),
-// until an answer it did not give shows up (answered).
+// until an answer it did not give shows up (answered): seen live by the watch, or found on the
+// stream once the NATS connection is back (recheck).
 func (c *connector) notifier(ctx context.Context) {
 	defer func() {
 		c.pubMu.Lock()
 		c.releaseAll()
 		c.pubMu.Unlock()
 	}()
+	var back chan nats.Status // the connection is back: the watches missed what came meanwhile
+	if c.m.nc != nil {
+		back = c.m.nc.StatusChanged(nats.CONNECTED)
+		defer c.m.nc.RemoveStatusListener(back)
+	}
+	recheck := false
+	var retry <-chan time.Time // a recheck that could not read the stream is tried again
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.changedSig:
+		case <-back:
+			recheck = true
+		case <-retry:
 		}
 		c.mu.Lock()
 		var kinds []subjects.Kind
@@ -929,8 +941,12 @@ func (c *connector) notifier(ctx context.Context) {
 		c.mu.Unlock()
 		// Answers first: a notification handled in this round must not be held back for a
 		// ListChanged that an answer seen live (not stored yet) lifted.
+		checked := true
 		for _, k := range c.kinds {
 			c.pubMu.Lock()
+			if recheck && !c.recheck(ctx, k) {
+				checked = false
+			}
 			err := c.answered(ctx, k)
 			c.pubMu.Unlock()
 			if err != nil {
@@ -939,6 +955,11 @@ func (c *connector) notifier(ctx context.Context) {
 				}
 				c.log.Error().Err(err).Str("kind", string(k)).Msg("cannot publish list_changed after another connector's answer")
 			}
+		}
+		recheck = recheck && !checked
+		retry = nil
+		if recheck {
+			retry = time.After(time.Second)
 		}
 		for _, k := range kinds {
 			c.pubMu.Lock()

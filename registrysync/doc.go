@@ -82,11 +82,16 @@
 // answer seen: the ListChanged ends the watch, and so does a list of the connector's own that
 // began after the notification, once published, and a notification that came before such a
 // ListChanged or list is not held back (an answer to it began after the notification); a
-// flood of notifications stores no more. What
-// remains: an answer the watch misses (dropped by the NATS client, a slow consumer; sent while
-// the connection was down; in a cluster, stored before the watch's interest reached the
-// server it was sent to) leaves consumers fresh until the connector's own re-list, the
-// debounce after the notification. A
+// flood of notifications stores no more. The
+// watch's subscriptions have no pending limits (the NATS client never drops their messages as
+// a slow consumer; the server cutting a slow connection is a disconnection), and an answer
+// stored while the connection was down is read from the stream once it is back (the last
+// snapshot of the kind stored after the waiting ListChanged, or the last Confirmed stored
+// after it whose afterSeq reaches it), so that consumers have the list fresh until the
+// connection is back, no longer until the connector's own re-list (the debounce after the
+// notification or, its re-lists having failed while NATS was away, the retry backoff, up to
+// BackoffMax). What remains: in a cluster, an answer stored before the watch's interest
+// reached the server it was sent to leaves consumers fresh until that re-list. A
 // restart reads back the last Confirmed's afterSeq as answered, never past that Confirmed's
 // own sequence. A list that was in flight when a
 // notification arrived is not published (it may predate the change and would look current

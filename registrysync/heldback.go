@@ -16,20 +16,24 @@ import (
 // connector of the server may answer it with a list that began before the held-back
 // notification (its session had not seen the change). So while a notification is held back,
 // the connector watches the kind's snapshot and Confirmed subjects, and an answer it sees there
-// makes it store a ListChanged at once (answered).
+// makes it store a ListChanged at once (answered). The watch is a core subscription, which gets
+// nothing while the connection is down: once it is back, the notifier reads the stream for an
+// answer stored meanwhile (recheck).
 type heldBack struct {
 	gen   uint64 // generation of the latest notification held back
 	after uint64 // the ListChanged that waited: a Confirmed with an afterSeq below it lifts nothing (read by the watch)
 	subs  []*nats.Subscription
-	// seen: the watch saw an answer (set on the NATS client's goroutine; an answer seen by a
-	// watch since ended counts for nothing).
+	// seen: the watch saw an answer, or the stream holds one (set on the NATS client's
+	// goroutine, or by recheck; an answer seen by a watch since ended counts for nothing).
 	seen atomic.Bool
 }
 
 // watch makes sure kind is watched for answers to the ListChanged at changedSeq; the caller
 // holds pubMu and is about to read the stream (changedWaits): an answer stored after that read
-// reaches the watch. Without a NATS connection (tests) nothing is watched: the connector's own
-// re-list answers.
+// reaches the watch, unless the connection goes down (recheck). Its subscriptions have no
+// pending limits: the NATS client never drops their messages (a slow consumer), and sawAnswer
+// never blocks; only the subjects of one server and kind reach them. Without a NATS connection
+// (tests) nothing is watched: the connector's own re-list answers.
 func (c *connector) watch(kind subjects.Kind, changedSeq uint64) *heldBack {
 	if h := c.held[kind]; h != nil {
 		return h // its after is at most changedSeq: the connector's ListChanged only grow
@@ -45,9 +49,57 @@ func (c *connector) watch(kind subjects.Kind, changedSeq uint64) *heldBack {
 			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot watch for answers to list_changed; the re-list will answer")
 			continue
 		}
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot lift the pending limits of the watch for answers to list_changed")
+		}
 		h.subs = append(h.subs, sub)
 	}
 	return h
+}
+
+// recheck reads the stream for an answer to the ListChanged the notifications of kind were held
+// back for, which the watch may have missed: it gets nothing while the connection is down, and
+// the notifier calls recheck once the connection is back (nats.go resent the watch's
+// subscriptions before it reports CONNECTED, and the read follows them: an answer stored after
+// the read reaches the watch). An answer found counts as one the watch saw. It reports false if
+// the stream could not be read (the notifier tries again at its next round). The caller holds
+// pubMu.
+func (c *connector) recheck(ctx context.Context, kind subjects.Kind) bool {
+	h := c.held[kind]
+	if h == nil || h.seen.Load() {
+		return true
+	}
+	ok, err := c.answerStored(ctx, kind, h.after)
+	if err != nil {
+		c.log.Debug().Err(err).Str("kind", string(kind)).Msg("cannot read the stream for an answer to list_changed missed while NATS was away; trying again")
+		return false
+	}
+	if ok {
+		c.log.Debug().Str("kind", string(kind)).Msg("another connector answered list_changed while NATS was away")
+		h.seen.Store(true)
+	}
+	return true
+}
+
+// answerStored reports whether the stream holds an answer to the ListChanged at after, as
+// sawAnswer takes one: the last snapshot of kind stored after it, or the last Confirmed of kind
+// stored after it with an afterSeq that reaches it.
+func (c *connector) answerStored(ctx context.Context, kind subjects.Kind, after uint64) (bool, error) {
+	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	msg, err := c.m.lastMsg(pctx, subjects.RegistrySnapshot(c.sc.Name, kind))
+	if err != nil {
+		return false, err
+	}
+	if msg != nil && msg.Sequence > after {
+		return true, nil
+	}
+	msg, err = c.m.lastMsg(pctx, subjects.RegistryConfirmed(c.sc.Name, kind))
+	if err != nil || msg == nil || msg.Sequence <= after {
+		return false, err
+	}
+	ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data)
+	return err == nil && ev.Confirmed != nil && ev.Confirmed.AfterSeq >= after, nil
 }
 
 // sawAnswer runs on the NATS client's goroutine for a message on a watched subject: a snapshot
