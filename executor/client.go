@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,44 +187,51 @@ func (c Client) callResending(ctx context.Context, tenant string, req subjects.C
 		}
 		return res
 	}
+	// take is what answer am to the inbox means: the call's result (or error) and done, or not
+	// done (a message to pass over).
+	take := func(am *nats.Msg) (subjects.CallResult, error, bool) {
+		if len(am.Data) == 0 && am.Header.Get("Status") == "503" {
+			// No front end took the request. (After a resend, the stored request waits for
+			// an executor: it is no longer the caller's to send elsewhere.)
+			if !sentAgain {
+				return subjects.CallResult{}, fmt.Errorf("%w on %s", ErrNoExecutor, subjects.Exec(tenant)), true
+			}
+			return subjects.CallResult{}, nil, false
+		}
+		out, err := decodeResult(am.Data)
+		if err != nil {
+			if !sentAgain {
+				return subjects.CallResult{}, fmt.Errorf("call %s: malformed answer: %w", req.Tool, err), true
+			}
+			return subjects.CallResult{}, nil, false
+		}
+		if out.ID != "" && out.ID != req.ID {
+			return subjects.CallResult{}, nil, false // junk: not this call's answer
+		}
+		if sentAgain && frontEndMaybe(out) {
+			// The front end's refusal says it stored nothing of its request (or did not
+			// take it), and its timeout that it got no PubAck, gave up waiting or stopped,
+			// but the resend (published until a PubAck) may be stored and run: its answer
+			// comes to the inbox and the results stream. The worker's own answer with these
+			// codes is the call's, stored before it is sent: it is there. (Unread — a NATS
+			// user without the JetStream API — the answer is taken, as before any resend:
+			// passed over, the worker's would be lost, and the call wait until its deadline.)
+			res, ok, err := c.readStored(ctx, tenant, req.ID)
+			switch {
+			case err == nil && ok:
+				return mine(res), nil, true
+			case err == nil:
+				return subjects.CallResult{}, nil, false
+			}
+		}
+		return mine(out), nil, true
+	}
 	for {
 		select {
 		case am := <-answers:
-			if len(am.Data) == 0 && am.Header.Get("Status") == "503" {
-				// No front end took the request. (After a resend, the stored request waits for
-				// an executor: it is no longer the caller's to send elsewhere.)
-				if !sentAgain {
-					return subjects.CallResult{}, fmt.Errorf("%w on %s", ErrNoExecutor, subjects.Exec(tenant))
-				}
-				continue
+			if res, err, done := take(am); done {
+				return res, err
 			}
-			out, err := decodeResult(am.Data)
-			if err != nil {
-				if !sentAgain {
-					return subjects.CallResult{}, fmt.Errorf("call %s: malformed answer: %w", req.Tool, err)
-				}
-				continue
-			}
-			if out.ID != "" && out.ID != req.ID {
-				continue // junk: not this call's answer
-			}
-			if sentAgain && frontEndMaybe(out) {
-				// The front end's refusal says it stored nothing of its request (or did not
-				// take it), and its timeout that it got no PubAck, gave up waiting or stopped,
-				// but the resend (published until a PubAck) may be stored and run: its answer
-				// comes to the inbox and the results stream. The worker's own answer with these
-				// codes is the call's, stored before it is sent: it is there. (Unread — a NATS
-				// user without the JetStream API — the answer is taken, as before any resend:
-				// passed over, the worker's would be lost, and the call wait until its deadline.)
-				res, ok, err := c.readStored(ctx, tenant, req.ID)
-				switch {
-				case err == nil && ok:
-					return mine(res), nil
-				case err == nil:
-					continue
-				}
-			}
-			return mine(out), nil
 		case ack := <-okc:
 			okc, errc = nil, nil
 			resend.Stop() // stored: no more resends, the answer comes
@@ -259,7 +267,20 @@ func (c Client) callResending(ctx context.Context, tenant string, req subjects.C
 		case <-poll.C:
 			if c.NC.IsClosed() {
 				// (As a request/reply ends when its connection is closed: no answer can come,
-				// and the results stream cannot be read.)
+				// and the results stream cannot be read. One that came before it closed, or a
+				// read that found it, is the answer: select picks among ready cases at random.)
+				for am := range arrived(answers) {
+					if res, err, done := take(am); done {
+						return res, err
+					}
+				}
+				select {
+				case f := <-polled:
+					if f.ok {
+						return mine(f.res), nil
+					}
+				default:
+				}
 				return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, nats.ErrConnectionClosed)
 			}
 			if !reading {
@@ -401,7 +422,13 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 			}
 		case <-poll.C:
 			if c.NC.IsClosed() {
-				// (As Call ends: no answer can come, and the results stream cannot be read.)
+				// (As Call ends: no answer can come, and the results stream cannot be read. One
+				// that came before it closed is the answer.)
+				for am := range arrived(answers) {
+					if out, err := decodeResult(am.Data); err == nil && out.ID == req.ID {
+						return out, nil
+					}
+				}
 				return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, nats.ErrConnectionClosed)
 			}
 			if res, ok := c.stored(ctx, tenant, req.ID); ok {
@@ -543,14 +570,21 @@ func wireID(id string) string {
 // subjects.CallMsgID(tenant, id)) and
 // returns the request as sent; duplicate reports that this id was already submitted. Read the
 // answer with Await. An id whose de-duplication key a message of another tenant holds is
-// ErrCallIDTaken. An error without a PubAck (a timeout, a dropped connection) does not say
-// that nothing was stored: Submit again with the same id (sent.ID) — never a new one — and a
-// stored request is not stored twice.
+// ErrCallIDTaken. A request too large to be stored — over MaxCallBytes, over the max_payload
+// of JS's connection, or refused by the calls stream's maximum message size (which counts the
+// headers) — is a *subjects.Error with Code too_large, whichever limit binds (its message
+// names that one), and nothing was stored. An error without a PubAck (a timeout, a dropped
+// connection) does not say that nothing was stored: Submit again with the same id (sent.ID) —
+// never a new one — and a stored request is not stored twice.
 func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequest) (sent subjects.CallRequest, duplicate bool, err error) {
 	if err := c.need("Submit", false, true); err != nil {
 		return req, false, err
 	}
-	req, data, res := prepare(tenant, req)
+	var maxPayload int64
+	if nc := c.JS.Conn(); nc != nil {
+		maxPayload = nc.MaxPayload()
+	}
+	req, data, res := prepareWithin(tenant, req, maxPayload)
 	if res != nil {
 		return req, false, res.Error
 	}
@@ -558,6 +592,12 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 	m.Header.Set(subjects.HeaderMsgID, subjects.CallMsgID(tenant, req.ID))
 	ack, err := c.JS.PublishMsg(ctx, m)
 	if err != nil {
+		if publishRefused(err) || errors.Is(err, nats.ErrMaxPayload) {
+			if notPersistedCode(err) == subjects.CodeTooLarge {
+				// (As prepare's refusal: the same error whichever limit binds.)
+				return req, false, &subjects.Error{Code: subjects.CodeTooLarge, Message: notPersistedMessage(err)}
+			}
+		}
 		return req, false, fmt.Errorf("submit %s: %w", req.ID, err)
 	}
 	if ack.Duplicate && idTaken(ctx, c.JS, tenant, req.ID, ack.Sequence) {
@@ -570,8 +610,13 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 // the results subject, which Await subscribes to, and the results stream is read every 2 s
 // too (an answer the subscription missed is still returned). An id that is not UTF-8 is the
 // call sent with it (its invalid bytes U+FFFD, as Submit sends it). An id never sent waits
-// until ctx ends: give ctx a deadline. A connection (NC) closed under it ends it with
-// nats.ErrConnectionClosed, as it ends Call and CallDirect.
+// until ctx ends: give ctx a deadline. So does a results stream that does not exist yet (an
+// integrator started before the executor or `mcpstream up` declared the streams, or the stream
+// being recreated): it is read again every 2 s, and the answer returned once it is there; any
+// other error of the first read is returned at once. A connection (NC) closed under it ends it
+// with nats.ErrConnectionClosed, as it ends Call and CallDirect — unless the answer had
+// already arrived: Await, Call and CallDirect return an answer that came before the
+// connection closed.
 func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResult, error) {
 	if err := c.need("Await", true, true); err != nil {
 		return subjects.CallResult{}, err
@@ -583,13 +628,31 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 		return subjects.CallResult{}, err
 	}
 	defer sub.Unsubscribe()
-	if res, ok, err := c.readStored(ctx, tenant, id); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return subjects.CallResult{}, err
+	// answered is the answer that already came to the subscription, if any: one that came
+	// before the connection closed (or before a read failed) is the answer, never the error.
+	answered := func() (subjects.CallResult, bool) {
+		for m := range arrived(ch) {
+			var res subjects.CallResult
+			if json.Unmarshal(m.Data, &res) == nil && res.ID == id {
+				return res, true
+			}
+		}
+		return subjects.CallResult{}, false
+	}
+	if res, ok, err := c.readStored(ctx, tenant, id); err != nil && !awaitable(err) {
+		if res, ok := answered(); ok {
+			return res, nil
+		}
+		if c.NC.IsClosed() {
+			return subjects.CallResult{}, fmt.Errorf("await %s: %w", id, nats.ErrConnectionClosed)
+		}
+		return subjects.CallResult{}, fmt.Errorf("await %s: %w", id, err)
 	} else if ok {
 		return res, nil
 	}
 	// (A read that got no answer within resultReadWait — lost with a stream leader that died
-	// under it — is not the caller's error: the polls below read again.)
+	// under it — is not the caller's error: the polls below read again. Nor is a results
+	// stream not declared yet: the answer can only come once it is, and it is read again.)
 	// The subscription holds a few messages: a burst on the subject past them (junk, the
 	// refused answers of resends) is dropped by the NATS client (slow consumer), and the
 	// answer may be dropped with it, or come while the connection is away. The results stream
@@ -605,13 +668,44 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 			}
 		case <-poll.C:
 			if c.NC.IsClosed() {
+				if res, ok := answered(); ok {
+					return res, nil
+				}
 				return subjects.CallResult{}, fmt.Errorf("await %s: %w", id, nats.ErrConnectionClosed)
 			}
 			if res, ok := c.stored(ctx, tenant, id); ok {
 				return res, nil
 			}
 		case <-ctx.Done():
+			if res, ok := answered(); ok {
+				return res, nil
+			}
 			return subjects.CallResult{}, fmt.Errorf("await %s: %w", id, ctx.Err())
+		}
+	}
+}
+
+// awaitable reports whether err, of Await's first read of the results stream, leaves the
+// answer to wait for: a read that got no answer in time, or a results stream that does not
+// exist yet (an integrator started before the executor, or mcpstream up, declared the streams;
+// a stream being recreated). Await then reads it again at each poll.
+func awaitable(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrStreamNotFound)
+}
+
+// arrived yields the messages already waiting in ch, without waiting for more: what a select
+// that also found the connection closed (both ready: it picks at random) must not pass over.
+func arrived(ch <-chan *nats.Msg) iter.Seq[*nats.Msg] {
+	return func(yield func(*nats.Msg) bool) {
+		for range cap(ch) {
+			select {
+			case m := <-ch:
+				if m == nil || !yield(m) {
+					return
+				}
+			default:
+				return
+			}
 		}
 	}
 }

@@ -71,7 +71,7 @@ func (d NATSDispatcher) Dispatch(ctx context.Context, server string, req subject
 	msg, err := d.NC.RequestWithContext(ctx, subjects.Dispatch(server), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return dispatchErr(subjects.CodeUnavailable, "no connector serves server "+server)
+		return dispatchErr(subjects.CodeUnavailable, "no connector serves server "+server+"; nothing was sent")
 	case errors.Is(err, nats.ErrMaxPayload):
 		// Refused by the client before publishing: nothing was sent.
 		return dispatchErr(subjects.CodeTooLarge, fmt.Sprintf("the dispatch request is %d bytes, more than a NATS message holds; nothing was sent", len(data)))

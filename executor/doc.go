@@ -227,7 +227,7 @@
 // message that can never be answered (no call id, or a subject with no valid tenant token, whose
 // events go under the tenant token "~~": mcpstream.v1.audit.~~.<event>; the audit stream keeps it). A panic is
 // recovered (answer internal, outcome_unknown once tools/call was sent, with its decision and
-// result audit events; the worker goes on). Rate limits never nak (a nak counts as a
+// result audit events, counted in Stats as a failed call; the worker goes on). Rate limits never nak (a nak counts as a
 // delivery): they answer rate_limited. AckWait (30 s) only detects crashed workers: long calls
 // and approval waits send progress heartbeats. A worker's pull request lost on the way (one sent
 // at a reconnect to a cluster node whose JetStream has not caught up: "no responders", which
@@ -309,11 +309,14 @@
 // read lost so held the wait until the caller's deadline. Client.CallDirect persists the request straight on the calls stream
 // with Mcpstream-Reply-To set to an inbox of a per-connection answer mux, skipping the front
 // end's hop (for in-process callers such as a gateway); a request made while no executor runs
-// waits in the stream. Submit and Await are the fire-and-forget pair. A request over MaxCallBytes,
-// or over the connection's max_payload, is answered too_large by Call and CallDirect without
-// being sent; a connection closed under Call, CallDirect or Await ends them (within a poll, 2 s)
-// with nats.ErrConnectionClosed; a Client without the NC or JS a method needs returns
-// ErrClientIncomplete. Stats counts what a
+// waits in the stream. Submit and Await are the fire-and-forget pair; Await waits for a results
+// stream that does not exist yet (not declared yet, being recreated) as for an answer not stored
+// yet. A request over MaxCallBytes, or over the connection's max_payload, is answered too_large
+// by Call and CallDirect without being sent, and by Submit with a *subjects.Error too_large
+// (also when the calls stream refuses it for its size, headers counted); a connection closed
+// under Call, CallDirect or Await ends them (within a poll, 2 s) with nats.ErrConnectionClosed,
+// unless the answer had already arrived: that is returned; a Client without the NC or JS a
+// method needs returns ErrClientIncomplete. Stats counts what a
 // process did (calls by outcome, total call time, audit publish failures and drops); the
 // binary serves them as Prometheus metrics.
 //

@@ -62,6 +62,7 @@ type handler func(ctx context.Context, m jetstream.Msg) error
 // again (its claim, if any, then answers outcome_unknown), not dropped.
 func (e *Executor) recoverer(h handler) handler {
 	return func(ctx context.Context, m jetstream.Msg) (err error) {
+		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {
 				e.cfg.Log.Error().Interface("panic", p).Str("stack", string(debug.Stack())).Str("subject", m.Subject()).Msg("call handler panicked")
@@ -77,7 +78,16 @@ func (e *Executor) recoverer(h handler) handler {
 						if md, merr := m.Metadata(); merr == nil {
 							seq = md.Sequence.Stream
 						}
-						if aerr := e.answerFor(context.WithoutCancel(ctx), seq, res, e.replyTo(m), nil); aerr == nil {
+						// Counted as any failed call's answer (Stats, /metrics), once stored.
+						count := func() {
+							if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil && in.call != nil && !in.call.started.IsZero() {
+								start = in.call.started
+							}
+							e.stats.answered.Add(1)
+							e.stats.nanos.Add(int64(time.Since(start)))
+							e.stats.failed.Add(1)
+						}
+						if aerr := e.answerFor(context.WithoutCancel(ctx), seq, res, e.replyTo(m), count); aerr == nil {
 							err = nil
 							// Recorded as any answer: the audit stream said nothing of how the
 							// call ended, as if it still ran. Named as the call's other events
@@ -219,6 +229,9 @@ type call struct {
 	// slotWaited is how long the approved call waited for a concurrency slot (slotsWhenFree):
 	// its dispatch has that much less of its timeout.
 	slotWaited time.Duration
+	// reached: a dispatch of the call may have reached its server (anything but a connector's
+	// "nothing was sent", see neverSent): it counts against its limits whatever the answer.
+	reached bool
 	// waitPlace: the call holds a place among the calls waiting in this process
 	// (Config.MaxApprovalWaits), from its approval wait until it has its concurrency slots;
 	// given back with endWait.
@@ -896,6 +909,12 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			Message: fmt.Sprintf("tools/call %s on %s (timeout %s)", t.Name, t.Server, timeout)}))
 	}
 	rep := e.dispatch(ctx, c, timeout)
+	if rep.Error != nil && !c.reached {
+		// No request reached a server: found stale (revoked, removed) at dispatch, or its
+		// connector could not send it (not connected, none serving it). It never ran: its
+		// counts are given back, as those of a call refused before dispatch are.
+		ls.refund()
+	}
 	// The concurrency slots are for dispatches: free them now, not once the answer is out (a
 	// caller's next call could find its own finished call still holding the slot).
 	ls.release(bg)
@@ -1049,6 +1068,7 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			V: subjects.Version, CallID: c.req.ID, Tool: c.tool.Name, Arguments: c.req.Arguments,
 			TimeoutMs: max(1, time.Until(deadline).Milliseconds()),
 		})
+		c.reached = c.reached || !neverSent(rep)
 		if rep.Error == nil {
 			return rep
 		}
@@ -1647,6 +1667,15 @@ func notSent(code string) bool {
 	return code == subjects.CodeUnavailable || code == subjects.CodeNotFound || code == subjects.CodeBadRequest ||
 		code == subjects.CodeStale || // refused by dispatch itself (revoked since admission)
 		code == subjects.CodeTooLarge // a dispatch request NATS cannot carry
+}
+
+// neverSent reports whether rep, a Dispatcher's answer, says that the request never left the
+// connector: a refusal whose code says nothing ran (notSent) and whose message says "nothing was
+// sent" (its server not connected or disconnecting, no connector serving it, the deadline
+// passed before sending, a request NATS cannot carry). A server's own refusal (HTTP 429 and the
+// like: "nothing ran") reached the server: that call counts against the limits.
+func neverSent(rep subjects.DispatchReply) bool {
+	return rep.Error != nil && notSent(rep.Error.Code) && strings.Contains(rep.Error.Message, "nothing was sent")
 }
 
 func isJSONObject(b []byte) bool {

@@ -130,7 +130,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return dispatchErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")
 		}
-		return dispatchErr(subjects.CodeUnavailable, "the call could not be sent: "+redact(errText(r.err)), "")
+		return dispatchErr(subjects.CodeUnavailable, "the call could not be sent (nothing was sent): "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errResponseTooLarge):
 		return dispatchErr(subjects.CodeResultTooLarge, "the server's answer is larger than an event can hold; the call ran: "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errBadBatch):
