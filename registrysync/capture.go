@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -34,6 +35,10 @@ import (
 // transport kind, checked by TestWrappersForwardOptionalInterfaces.
 
 type captureKey struct{}
+
+// openKey holds the capture of a legacy SSE server's opening GET, whose status and Retry-After
+// mcp-go reports as error text only (see openSession).
+type openKey struct{}
 
 // requestIDKey holds the mcp.RequestId of the request an HTTP exchange carries.
 type requestIDKey struct{}
@@ -149,6 +154,11 @@ func (t *base) send(ctx context.Context, req transport.JSONRPCRequest) (*transpo
 		}
 	}
 	cp, _ := ctx.Value(captureKey{}).(*capture)
+	if cp != nil && req.Method == string(mcp.MethodInitialize) {
+		if err := cp.discoverWait(time.Now()); err != nil {
+			return nil, err // (discover.go)
+		}
+	}
 	if cp != nil {
 		cp.mu.Lock()
 		cp.sent = true

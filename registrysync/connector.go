@@ -394,11 +394,14 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 	clear(c.pending)
 	c.mu.Unlock()
 
-	lb := c.newBackoff()
 	failed := map[subjects.Kind]error{}
+	// retries holds, per kind whose last list failed, its own backoff and when it is listed
+	// again: a kind's retry follows its own failures only (a re-list of other kinds meanwhile
+	// neither advances its backoff nor puts its retry off).
+	retries := map[subjects.Kind]*kindRetry{}
 	// notBefore is when a kind that failed may be listed again at the soonest: the Retry-After
-	// of the HTTP 429 or 503 that refused its last list, counted from that answer (a re-list of
-	// other kinds meanwhile arms the retry timer again, and must not count it again from then).
+	// of the HTTP 429 or 503 that refused its last list, counted from that answer. Until then
+	// no re-list asks the server for it (held: the retry timer lists it then).
 	notBefore := map[subjects.Kind]time.Time{}
 	var retry, debounce *time.Timer
 	timerC := func(t *time.Timer) <-chan time.Time {
@@ -415,9 +418,19 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 		}
 	}()
 
-	// relist lists kinds, publishes, updates the status and arms the retry timer.
+	// relist lists kinds, publishes, updates the status and arms the retry timer. A kind held
+	// by its server's Retry-After is not listed: its outcome is the wait left.
 	relist := func(kinds []subjects.Kind) (map[subjects.Kind]kindOutcome, error) {
-		out, err := c.relist(ctx, s, kinds, failed)
+		now := time.Now()
+		var listed, held []subjects.Kind
+		for _, k := range kinds {
+			if failed[k] != nil && now.Before(notBefore[k]) {
+				held = append(held, k)
+			} else {
+				listed = append(listed, k)
+			}
+		}
+		out, err := c.relist(ctx, s, listed, failed)
 		if err != nil {
 			return nil, err
 		}
@@ -431,26 +444,43 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 			retry.Stop()
 			retry = nil
 		}
-		now := time.Now()
+		now = time.Now()
 		for k, o := range out {
 			if ra := retryAfterOf(o.err); ra > 0 {
 				notBefore[k] = now.Add(ra)
 			} else {
 				delete(notBefore, k)
 			}
-		}
-		if len(failed) > 0 {
-			// No sooner than any failed list's server asked (an HTTP 429 or 503's Retry-After).
-			wait := lb.NextBackOff()
-			for k := range failed {
-				if nb, ok := notBefore[k]; ok {
-					wait = max(wait, nb.Sub(now))
-				}
+			if failed[k] == nil {
+				delete(retries, k)
+				continue
 			}
+			r := retries[k]
+			if r == nil {
+				r = &kindRetry{bo: c.newBackoff()}
+				retries[k] = r
+			}
+			if !o.skipped || r.wait == 0 {
+				r.wait = r.bo.NextBackOff() // its own failure (a list overtaken by a notification is not)
+			}
+			r.due = now.Add(r.wait)
+			if nb, ok := notBefore[k]; ok && nb.After(r.due) {
+				r.due = nb // no sooner than its server asked
+			}
+		}
+		for _, k := range held {
+			out[k] = kindOutcome{err: withWait(failed[k], notBefore[k].Sub(now)), held: true}
+		}
+		var next time.Time
+		for k := range failed {
+			if r := retries[k]; r != nil && (next.IsZero() || r.due.Before(next)) {
+				next = r.due
+			}
+		}
+		if !next.IsZero() {
+			wait := max(next.Sub(now), 0)
 			c.chose("relist", wait)
 			retry = time.NewTimer(wait)
-		} else {
-			lb.Reset()
 		}
 		return out, nil
 	}
@@ -506,9 +536,10 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 			}
 		case <-timerC(retry):
 			retry = nil
+			now := time.Now()
 			kinds := make([]subjects.Kind, 0, len(failed))
 			for _, k := range c.kinds {
-				if failed[k] != nil {
+				if r := retries[k]; failed[k] != nil && r != nil && !r.due.After(now) {
 					kinds = append(kinds, k)
 				}
 			}
@@ -542,6 +573,19 @@ type kindOutcome struct {
 	seq       uint64
 	published bool
 	err       error // coded: the list or its publication failed; the session is fine
+	// skipped: a notification came during the list, which is not published (nor its failure
+	// counted); the re-list it scheduled lists the kind again.
+	skipped bool
+	// held: not listed, the server's Retry-After for the kind runs (err carries the wait left).
+	held bool
+}
+
+// kindRetry is the retry of a kind whose list failed: its own backoff, the wait it last drew
+// and when the kind is listed again.
+type kindRetry struct {
+	bo   *backoff.ExponentialBackOff
+	wait time.Duration
+	due  time.Time
 }
 
 // relist lists and publishes kinds. failed is updated: a kind that failed is set, one that
@@ -605,11 +649,17 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			case errors.As(err, &lost):
 				return nil, err
 			case !errors.As(err, &coded):
-				// A transport error: a probe tells a dead connection from a bad answer.
-				if perr := s.ping(ctx); perr != nil {
-					return nil, withWait(fmt.Errorf("%v; liveness probe: %w", err, perr), retryAfterOf(err))
+				// A transport error: a probe tells a dead connection from a bad answer, but for
+				// an HTTP 429 or 503 with a Retry-After: something answered, and asked to be
+				// left alone until the retry (a session that is gone fails that list otherwise).
+				if retryAfterOf(err) > 0 {
+					err = withWait(codedf(subjects.CodeListFailed, "%v", err), retryAfterOf(err))
+					break
 				}
-				err = withWait(codedf(subjects.CodeListFailed, "%v", err), retryAfterOf(err))
+				if perr := s.ping(ctx); perr != nil {
+					return nil, withWait(fmt.Errorf("%v; liveness probe: %w", err, perr), retryAfterOf(perr))
+				}
+				err = codedf(subjects.CodeListFailed, "%v", err)
 			}
 			if c.generation(kind) != gen0 && c.skip(kind) {
 				// A list_changed came while listing: the list changed under its pages (a server
@@ -619,7 +669,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 				// is answered with it.
 				c.log.Debug().Str("kind", string(kind)).Str("reason", printable(c.red.Err(err))).
 					Msg("list failed after a list_changed came during it; waiting for the next one")
-				out[kind] = kindOutcome{err: err}
+				out[kind] = kindOutcome{err: err, skipped: true}
 				continue
 			}
 			// Warn once per code; retries of the same failure go to debug.
@@ -645,7 +695,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			// stored after the ListChanged event it would look current. The re-list the
 			// notification scheduled publishes instead (unless notifications never stop).
 			c.log.Debug().Str("kind", string(kind)).Msg("list_changed during the list; waiting for the next one")
-			out[kind] = kindOutcome{fp: l.fingerprint(), seq: c.kind(kind).seq}
+			out[kind] = kindOutcome{fp: l.fingerprint(), seq: c.kind(kind).seq, skipped: true}
 			continue
 		}
 		l.AfterSeq = after
@@ -1137,8 +1187,15 @@ func (c *connector) relistReply(kinds []subjects.Kind, out map[subjects.Kind]kin
 			if errors.As(o.err, &coded) {
 				code = coded.code
 			}
+			msg := "re-listing " + string(k) + " failed"
+			waitMs := retryAfterOf(o.err).Milliseconds() // the server's Retry-After (left), if it sent one
+			if o.held {
+				waitMs = max(waitMs, 1) // never 0: it is a wait
+				msg = fmt.Sprintf("%s not re-listed: the server asked not to be asked again for %s (HTTP 429 or 503 Retry-After)",
+					k, time.Duration(waitMs)*time.Millisecond)
+			}
 			return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
-				Code: subjects.CodeUnavailable, Message: "re-listing " + string(k) + " failed",
+				Code: subjects.CodeUnavailable, Message: msg, RetryAfterMs: waitMs,
 				Reason: truncate(code+": "+c.red.Err(o.err), 1000)}}
 		}
 		if o.published && o.seq > r.Sequence {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -41,6 +42,10 @@ import (
 // the next reconnection probes server/discover again. (mcp-go's fallback lasts one Client, and
 // each session has a Client of its own: it was the connector's memory that made one 503
 // last until the process restarted.)
+//
+// A server/discover refused HTTP 429 or 503 with a Retry-After (well-formed, not past) is not
+// followed by initialize: the server asked not to be asked again before then. The handshake
+// fails with that Retry-After (discoverWait), and the connector connects again no sooner.
 
 // discover sends a server/discover request (see above).
 func (t *base) discover(ctx context.Context, req transport.JSONRPCRequest) (resp *transport.JSONRPCResponse, err error) {
@@ -136,4 +141,23 @@ func (cp *capture) discoverFailedPassing() bool {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
 	return cp.discoverPassing
+}
+
+// discoverWait is the error that stops initialize from being sent with this slot right after a
+// server/discover the server refused HTTP 429 or 503 with a Retry-After (nil otherwise): the
+// handshake fails, and its HTTP status and Retry-After, still in the slot, make the connector
+// wait (withRetryAfter).
+func (cp *capture) discoverWait(now time.Time) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.method != string(mcp.MethodServerDiscover) ||
+		cp.status != http.StatusTooManyRequests && cp.status != http.StatusServiceUnavailable {
+		return nil
+	}
+	ms := retryAfterMs(cp.retryAfter, now)
+	if ms <= 0 {
+		return nil
+	}
+	return fmt.Errorf("server/discover: the server refused it with HTTP %d (%s); Retry-After %s: initialize not sent before then",
+		cp.status, http.StatusText(cp.status), time.Duration(ms)*time.Millisecond)
 }

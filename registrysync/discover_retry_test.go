@@ -16,8 +16,8 @@ import (
 )
 
 // discoverFlaky serves next, but fails the first failDiscover server/discover POSTs and counts
-// every server/discover it sees. It fails one with a 503 (a gateway shedding load, a replica
-// restarting) or, slow set, by opening its event stream and answering nothing until the client
+// every server/discover it sees. It fails one with a 503 without Retry-After (a gateway
+// shedding load, a replica restarting) or, slow set, by opening its event stream and answering nothing until the client
 // gives up (mcp-go's probe waits 5 s).
 //
 // With legacy set it answers every server/discover with JSON-RPC -32601 (method not found), as
@@ -52,7 +52,7 @@ func (d *discoverFlaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 					<-r.Context().Done()
 					return
 				}
-				w.Header().Set("Retry-After", "1")
+				// No Retry-After: with one, initialize is not sent before it (discoverWait).
 				http.Error(w, "overloaded", http.StatusServiceUnavailable)
 				return
 			}

@@ -190,7 +190,10 @@
 // is version 1; nothing runs), and not_found for a server removed while the
 // request was on its way (Manager.Remove). A server's re-lists run one at a time; at most 64
 // wait (maxRelistWaiting: a flood of relist requests must not grow the process by a goroutine
-// per request), and one more is answered unavailable at once. Neither serves a request whose reply subject is one
+// per request), and one more is answered unavailable at once. A re-list that fails is answered
+// unavailable, with retryAfterMs when the server refused the list HTTP 429 or 503 with a
+// Retry-After; while that wait runs, a re-list of the kind is answered so at once (the wait
+// left), nothing sent to the server (see Failure handling). Neither serves a request whose reply subject is one
 // of mcpstream's own or the NATS server's "$" ones (subjects.Answerable): it is dropped, and
 // nothing runs (nor does a dispatch without a reply subject). Dispatch replies carry the raw CallToolResult; an error code says whether the call was
 // sent (protocol_error, timeout, outcome_unknown) or not (unavailable, bad_request, too_large,
@@ -237,7 +240,8 @@
 // (remembered for later reconnects when the server said it is legacy: a JSON-RPC error or an
 // HTTP 4xx other than 408 and 429 answered server/discover; mcp-go also falls back to
 // initialize for one connection when server/discover got no answer within its 5 s, or an
-// HTTP 5xx, 408 or 429, and such a connection is not remembered: the next reconnection probes
+// HTTP 5xx, 408 or 429 (not a 429 or 503 with a Retry-After: the connection fails, and is
+// tried again after it, below), and such a connection is not remembered: the next reconnection probes
 // server/discover again; discover.go), and every kind is re-listed whenever that stream (re)opens,
 // since notifications sent while it was down are lost (a GET resuming a request's own event
 // stream, Last-Event-ID, is not that stream and re-lists nothing; backing off from 1 s to 30 s between
@@ -327,12 +331,19 @@
 // starts the process itself), a lost SSE stream, a failed list whose liveness probe also fails,
 // or a periodic probe that fails (Config.PingEvery: ping on legacy, server/discover on
 // 2026-07-28) closes the session and reconnects with exponential backoff (Config.BackoffInitial
-// to BackoffMax) until the context ends; stdio servers get a new process. A handshake, or a
-// list, that an HTTP server answered 429 or 503 with a Retry-After (delta-seconds or an HTTP
-// date) is tried again no sooner than it asked, up to 10 minutes (maxRetryAfterWait; a
+// to BackoffMax) until the context ends; stdio servers get a new process. A handshake, a
+// list or a probe that an HTTP server answered 429 or 503 with a Retry-After (delta-seconds or
+// an HTTP date) is tried again no sooner than it asked, up to 10 minutes (maxRetryAfterWait; a
 // malformed or past value is ignored, and the backoff's wait is kept when it is longer): the
-// reconnection after it (RetryInMs says the wait), the re-list of the kinds that failed
-// (counted from that answer: re-lists of other kinds meanwhile do not put it off). Closing a legacy
+// reconnection after it (RetryInMs says the wait; so refused are also the handshake's
+// server/discover, which is then not followed by initialize, a periodic probe, and a legacy
+// SSE server's opening GET), the re-list of the kinds that failed (counted from that answer:
+// re-lists of other kinds meanwhile do not put it off). Until then no re-list asks the server
+// for such a kind (a list_changed's, a resync, a reopened stream's: the retry lists it), a
+// relist request for it is answered unavailable at once with retryAfterMs, the wait left, and
+// the list's failure is not followed by a liveness probe. Each kind whose list fails is
+// retried on a backoff of its own (BackoffInitial to BackoffMax), advanced by its own failures
+// only: re-lists of other kinds, and their failures, neither lengthen nor put off its retry. Closing a legacy
 // streamable HTTP session sends its DELETE without waiting for the answer (mcp-go waits up to
 // 5 s: a hung server held the connection_lost status, the reconnection, Remove and a stopping
 // Manager that long). A server that answers
@@ -345,7 +356,7 @@
 // # Ack and retry semantics
 //
 // Publishing is synchronous (the stream sequence is needed for the replies and for
-// confirmation); a publish that fails is retried with the list backoff and never blames the
+// confirmation); a publish that fails is retried with the kind's list backoff and never blames the
 // server. So is a re-list whose read of the kind's last list_changed fails (NATS away): that
 // failure is logged as an error once per connector until a read succeeds (the retries at debug
 // level), and the first read that succeeds again says so. Events are not acknowledged by

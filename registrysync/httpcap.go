@@ -66,6 +66,8 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if cp, _ := r.Context().Value(captureKey{}).(*capture); cp != nil {
 			cp.httpAnswered(resp) // mcp-go reports most statuses as error text only
 		}
+	} else if cp, _ := r.Context().Value(openKey{}).(*capture); cp != nil && r.Method == http.MethodGet {
+		cp.httpAnswered(resp) // a legacy SSE server's opening GET (openSession)
 	}
 	if resp.Body == nil {
 		return resp, err

@@ -289,7 +289,10 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	// Start (the SSE GET, say) must not outlive ConnectTimeout nor the connector.
 	startTimer := time.AfterFunc(cfg.ConnectTimeout, cancel)
 	stopStart := context.AfterFunc(ctx, cancel)
-	err := s.cl.Start(sctx)
+	// The slot tells the HTTP status and Retry-After of a legacy SSE server's opening GET
+	// (cappedTransport): a 429 or 503 says when to come back.
+	scp := &capture{}
+	err := s.cl.Start(context.WithValue(sctx, openKey{}, scp))
 	startTimer.Stop()
 	stopStart()
 	if err == nil && sctx.Err() != nil {
@@ -299,7 +302,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		}
 	}
 	if err != nil {
-		return fail(fmt.Errorf("start: %w", err))
+		return fail(withRetryAfter(fmt.Errorf("start: %w", err), scp, time.Now()))
 	}
 	// A stdout line that is not JSON cancels the handshake as it does a list (noteMalformed):
 	// the answer it held is lost, and waiting for it would last ConnectTimeout.
@@ -837,7 +840,8 @@ func (s *session) ping(ctx context.Context) error {
 	if _, _, rpcErr, _ := cp.snapshot(); rpcErr != nil {
 		return nil
 	}
-	return err
+	// A probe refused 429 or 503 says when to come back (the reconnection waits that long).
+	return withRetryAfter(err, cp, time.Now())
 }
 
 // fastCall sends tools/call on a stdio session straight to the child's stdin, with the request's
