@@ -92,6 +92,8 @@ type Manager struct {
 	childMu  sync.Mutex
 	children map[*child]struct{}
 	killed   bool
+	// killedAtStart counts the children killed as they started, KillChildren having run.
+	killedAtStart int
 }
 
 // New returns a Manager for cfg.Servers. Configuration errors are reported by Run.
@@ -226,6 +228,7 @@ func (m *Manager) trackChild(ch *child) (forget func()) {
 	m.children[ch] = struct{}{}
 	if m.killed {
 		signalGroup(ch.cmd, true)
+		m.killedAtStart++
 	}
 	return func() {
 		m.childMu.Lock()
