@@ -202,16 +202,13 @@ func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h han
 	body, err := json.Marshal(reply)
 	if err != nil {
 		apiErr = apiError(subjects.CodeInternal, "marshal reply: %v", err)
-		body, _ = json.Marshal(struct {
-			V     int             `json:"v"`
-			Error *subjects.Error `json:"error"`
-		}{subjects.Version, apiErr})
+		body, _ = json.Marshal(errorReply(name, apiErr))
 	}
 	if room > 0 && int64(len(body)) > room {
 		// NATS would refuse to publish it (max_payload), and the client would wait for its
 		// timeout as if no replica ran: say why at once instead.
 		apiErr = tooLargeReply(len(body), room)
-		body, _ = json.Marshal(errorReply(apiErr))
+		body, _ = json.Marshal(errorReply(name, apiErr))
 	}
 	// Counted before the reply goes out: a client that got it finds it counted.
 	if ec := c.served[name]; ec != nil {
@@ -233,7 +230,7 @@ func (c *Catalog) respond(ctx context.Context, nc *nats.Conn, name string, h han
 			if ec := c.served[name]; ec != nil {
 				ec.errors.Add(1)
 			}
-			body, _ = json.Marshal(errorReply(apiErr))
+			body, _ = json.Marshal(errorReply(name, apiErr))
 			err = publishReply(nc, m.Reply, body, apiErr)
 		}
 	}
@@ -264,17 +261,17 @@ func (c *Catalog) serveOne(ctx context.Context, name string, h handlerFunc, subj
 		if r := recover(); r != nil {
 			c.log.Error().Str("endpoint", name).Interface("panic", r).Msg("catalog handler panicked")
 			apiErr = apiError(subjects.CodeInternal, "internal error")
-			reply = errorReply(apiErr)
+			reply = errorReply(name, apiErr)
 		}
 	}()
 	if len(body) > MaxRequestBytes {
 		apiErr = apiError(subjects.CodeTooLarge, "request of %d bytes exceeds %d", len(body), MaxRequestBytes)
-		return errorReply(apiErr), apiErr
+		return errorReply(name, apiErr), apiErr
 	}
 	tenant, err := subjects.TenantOf(subject)
 	if err != nil {
 		apiErr = apiError(subjects.CodeBadRequest, "bad tenant token in subject %s", subject)
-		return errorReply(apiErr), apiErr
+		return errorReply(name, apiErr), apiErr
 	}
 	return h(ctx, tenant, body)
 }
@@ -302,12 +299,18 @@ func (c *Catalog) pinTenant(tenant string, pr *subjects.Principal) *subjects.Err
 	return nil
 }
 
-// errorReply is the reply of a request that could not be decoded or served.
-func errorReply(e *subjects.Error) any {
-	return struct {
-		V     int             `json:"v"`
-		Error *subjects.Error `json:"error"`
-	}{subjects.Version, e}
+// errorReply is the reply of endpoint name ("search", "details", "servers") to a request that
+// could not be decoded or served: the endpoint's reply, its list empty, as every error reply of
+// the endpoint (README: `{"v":1,"tools":[],"error":{...}}`, `"servers":[]` for servers).
+func errorReply(name string, e *subjects.Error) any {
+	switch name {
+	case "servers":
+		return subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}, Error: e}
+	case "details":
+		return subjects.DetailsReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}
+	default:
+		return subjects.SearchReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}
+	}
 }
 
 func decode(body []byte, v any) *subjects.Error {
@@ -320,10 +323,10 @@ func decode(body []byte, v any) *subjects.Error {
 func (c *Catalog) handleSearch(ctx context.Context, tenant string, body []byte) (any, *subjects.Error) {
 	var req subjects.SearchRequest
 	if e := decode(body, &req); e != nil {
-		return subjects.SearchReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
+		return errorReply("search", e), e
 	}
 	if e := c.pinTenant(tenant, &req.Principal); e != nil {
-		return subjects.SearchReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
+		return errorReply("search", e), e
 	}
 	r := c.Search(ctx, req)
 	return r, r.Error
@@ -332,10 +335,10 @@ func (c *Catalog) handleSearch(ctx context.Context, tenant string, body []byte) 
 func (c *Catalog) handleDetails(ctx context.Context, tenant string, body []byte) (any, *subjects.Error) {
 	var req subjects.DetailsRequest
 	if e := decode(body, &req); e != nil {
-		return subjects.DetailsReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
+		return errorReply("details", e), e
 	}
 	if e := c.pinTenant(tenant, &req.Principal); e != nil {
-		return subjects.DetailsReply{V: subjects.Version, Tools: []subjects.ToolInfo{}, Error: e}, e
+		return errorReply("details", e), e
 	}
 	r := c.Details(ctx, req)
 	return r, r.Error
@@ -345,11 +348,11 @@ func (c *Catalog) handleServers(ctx context.Context, tenant string, body []byte)
 	var req subjects.ServersRequest
 	if len(body) > 0 {
 		if e := decode(body, &req); e != nil {
-			return subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}, Error: e}, e
+			return errorReply("servers", e), e
 		}
 	}
 	if e := c.pinTenant(tenant, &req.Principal); e != nil {
-		return subjects.ServersReply{V: subjects.Version, Servers: []subjects.ServerSummary{}, Error: e}, e
+		return errorReply("servers", e), e
 	}
 	r := c.Servers(ctx, req)
 	return r, r.Error

@@ -270,7 +270,9 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 		Type   string `json:"type"`
 		Server string `json:"server"`
 	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	// (unmarshal: an integer written 1.0 or 1e0, as a script may publish a revocation, is that
+	// integer, here and in the event's other integer fields.)
+	if _, err := unmarshal(data, &head); err != nil {
 		return RegistryEvent{}, fmt.Errorf("%w: %w", ErrBadPayload, err)
 	}
 	if head.V != Version {
@@ -303,7 +305,7 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 	default:
 		return RegistryEvent{}, fmt.Errorf("%w: unknown type %q", ErrBadPayload, head.Type)
 	}
-	if err := json.Unmarshal(data, target); err != nil {
+	if _, err := unmarshal(data, target); err != nil {
 		return RegistryEvent{}, fmt.Errorf("%w: %s: %w", ErrBadPayload, head.Type, err)
 	}
 	if ev.Snapshot != nil && !ev.Snapshot.Kind.Valid() || ev.ListChanged != nil && !ev.ListChanged.Kind.Valid() ||

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReadmePayloadExamples: the payload examples of README's NATS API section decode as the
@@ -60,5 +63,58 @@ func TestReadmePayloadExamples(t *testing.T) {
 	}
 	if n < 8 {
 		t.Errorf("%d payload examples decoded, fewer than README shows", n)
+	}
+}
+
+// TestReadmeReplyFieldLists: the member lists README gives of a CallResult (Calling tools) and
+// of an ApprovalReply (NATS API) name every member of the type, "v" included, and no other.
+func TestReadmeReplyFieldLists(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	members := func(v any) []string {
+		var m map[string]json.RawMessage
+		data, _ := json.Marshal(v)
+		_ = json.Unmarshal(data, &m)
+		var names []string
+		for n := range m {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return names
+	}
+	named := regexp.MustCompile(`"([A-Za-z]+)"(?::|[,}])`)
+	listed := func(text string) []string {
+		var names []string
+		for _, m := range named.FindAllStringSubmatch(text, -1) {
+			if !slices.Contains(names, m[1]) {
+				names = append(names, m[1])
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	full := &Error{Code: "c", Message: "m"}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		what, after, from, until string // the list: after after, from from, until until
+		v                        any
+	}{
+		{"CallResult", "the one\nterminal CallResult ", "`", "`", CallResult{V: 1, ID: "i", Tenant: "t", Tool: "t", Status: "ok", Result: json.RawMessage(`{}`),
+			Error: full, Attempts: 1, Duplicate: true, StartedAt: at, FinishedAt: at}},
+		{"ApprovalReply", "`Approval` `{", "→ ", "; no responders", ApprovalReply{V: 1, OK: true, Error: full}},
+	} {
+		_, text, ok := strings.Cut(readme, tc.after)
+		_, text, ok1 := strings.Cut(text, tc.from)
+		text, _, ok2 := strings.Cut(text, tc.until)
+		if !ok || !ok1 || !ok2 {
+			t.Fatalf("README has no %s member list", tc.what)
+		}
+		text = strings.ReplaceAll(text, `"error":{...}`, `"error"}`) // the error's own members are Error's
+		if got, want := listed(text), members(tc.v); !slices.Equal(got, want) {
+			t.Errorf("README lists the members of a %s as %q: %v, want %v", tc.what, text, got, want)
+		}
 	}
 }
