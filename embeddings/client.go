@@ -22,6 +22,12 @@ const (
 	defaultMaxBatch  = 64
 	maxResponseBytes = 64 << 20 // larger responses are malformed
 	maxDimensions    = 16384
+	// perInputBytes is a response's room per input (and once more for the rest: "usage",
+	// "model"...): an embedding of maxDimensions values of 64 bytes each (a float at full
+	// precision, its separator, a pretty-printer's line and indentation). A response bigger
+	// than its inputs can need is malformed, so a search request's embedding (two texts) is
+	// not read into 64 MiB of memory.
+	perInputBytes = maxDimensions * 64
 )
 
 // defaultHTTP is used when Client.HTTP is nil (shared, so connections are reused). Its timeout
@@ -68,7 +74,7 @@ type Client struct {
 	// configuration resolved into BaseURL (${ENV} references), say.
 	Secrets []string
 
-	maxBody int64 // response size cap; 0 → maxResponseBytes (tests lower it)
+	maxBody int64 // response size cap; 0 → perInputBytes per input and one more, at most maxResponseBytes (tests lower it)
 }
 
 // Name identifies the vector space: "openai-compatible:" + Model, plus ":" + Dimensions when
@@ -201,17 +207,17 @@ func (c *Client) embedBatch(ctx context.Context, endpoint string, texts []string
 	}
 	limit := c.maxBody
 	if limit <= 0 {
-		limit = maxResponseBytes
+		limit = min(maxResponseBytes, int64(len(texts)+1)*perInputBytes)
 	}
 	if resp.ContentLength > limit {
-		return nil, c.fail(CodeMalformed, status, nil, "response body of %d bytes exceeds %d bytes", resp.ContentLength, limit)
+		return nil, c.fail(CodeMalformed, status, nil, "response body of %d bytes exceeds %d bytes (the most %d inputs may take)", resp.ContentLength, limit, len(texts))
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, c.transportError(ctx, status, fmt.Errorf("reading the response: %w", err))
 	}
 	if int64(len(data)) > limit {
-		return nil, c.fail(CodeMalformed, status, nil, "response body exceeds %d bytes", limit)
+		return nil, c.fail(CodeMalformed, status, nil, "response body exceeds %d bytes (the most %d inputs may take)", limit, len(texts))
 	}
 	vecs, err := decode(data, len(texts), offset, dim)
 	if err != nil {

@@ -23,9 +23,10 @@
 //
 // Client.Embed returns one vector per text, in input order, whatever order the server listed
 // them in (by "index"). A response is accepted only when its status is 2xx, its body is at most
-// 64 MiB, it is JSON with exactly one "data" item per input (items past that count are
-// counted, not decoded: a response of millions of tiny items costs no more memory than its
-// body), every index is present, in range
+// 1 MiB per input and 1 MiB more (64 bytes for each value an embedding may have; 64 MiB in
+// all: a request of two texts is not read into 64 MiB of memory), it is JSON with exactly one
+// "data" item per input (items past that count are counted, not decoded: a response of
+// millions of tiny items costs no more memory than its body), every index is present, in range
 // and unique, and every embedding is a non-empty array of numbers (no nulls, each within
 // float32 range) with at most 16384 dimensions, all of the same dimension across the whole
 // Embed call (across batches too), equal to Client.Dimensions when that is set. Nothing is

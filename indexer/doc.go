@@ -170,10 +170,12 @@
 // the catalog's lock as they are deleted). The deleted vectors' space in the value log is
 // reclaimed by its garbage collection (see Disk use). A batch the endpoint refuses for its
 // texts (an embeddings_malformed answer, HTTP 400, 413 or 422: a text too long for the model,
-// say) is embedded text by text, and a tool whose text is refused alone (or answered with a
-// zero vector) goes without a vector, rather than keeping the others of its batch from theirs:
+// say) is embedded text by text, and a tool whose text is refused alone while the endpoint
+// embeds another text (or answered with a zero vector) goes without a vector, rather than keeping the others of its batch from theirs:
 // nothing is cached for it, and its text is asked again after a minute, twice as long after
-// each further refusal (up to 6 hours), at once when it changes. Each search request is embedded too (bounded
+// each further refusal (up to 6 hours), at once when it changes. When no text is embedded,
+// not even the probe text alone (a proxy's error page in an outage), the endpoint is failing:
+// every tool waits for its backoff, none is set aside. Each search request is embedded too (bounded
 // by Config.EmbedTimeout; the embeddings of the last 1,024 distinct requests are kept) and the search package fuses the vector ranking with the lexical one
 // (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
 // lexical ones. Tools without a vector yet and requests whose embedding fails are served

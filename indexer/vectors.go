@@ -532,8 +532,10 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 // what it holds (see refusedInput: a text longer than the model takes, say), each text is
 // embedded alone, so that one tool's text does not keep the others of its batch from their
 // vectors forever: refused[i] is then the error of a text refused alone (and vecs[i] nil).
-// When no text of a batch of several is embedded alone either, the endpoint refuses
-// everything (a bad request format, say): that is the call's error, and every want stays.
+// When no text of a batch of several is embedded alone either, or the probe text alone is not
+// embedded after a batch of one text was refused, the endpoint refuses everything (a bad
+// request format, a proxy's error page in an outage, say): that is the call's error, and every
+// want stays.
 func (c *Catalog) embedTexts(ctx context.Context, texts []string) (vecs [][]float32, refused []error, err error) {
 	refused = make([]error, len(texts))
 	vecs, err = c.embedInSpace(ctx, texts)
@@ -541,6 +543,11 @@ func (c *Catalog) embedTexts(ctx context.Context, texts []string) (vecs [][]floa
 		return vecs, refused, err
 	}
 	if len(texts) == 1 {
+		// No other text to tell a refused text from an endpoint that refuses everything now
+		// (a proxy's error page, with 200 or 400, in an outage): the probe text alone does.
+		if _, e := c.embed(ctx, []string{probeText}); e != nil {
+			return nil, nil, err
+		}
 		refused[0] = err
 		return make([][]float32, 1), refused, nil
 	}

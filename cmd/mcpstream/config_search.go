@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/mcpstream/mcpstream/embeddings"
@@ -46,6 +47,11 @@ func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 		bad("url", "%v", uerr)
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		bad("url", "want an http(s) URL such as https://api.openai.com/v1")
+	case strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/embeddings") &&
+		!strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/deployments/embeddings"):
+		// The endpoint's own URL: every request would go to .../embeddings/embeddings (404).
+		// (A deployment may be named so: Azure's .../deployments/NAME is a base URL.)
+		bad("url", "want the API's base URL, without /embeddings (POST URL/embeddings is sent), such as https://api.openai.com/v1")
 	}
 	if e.Model == "" {
 		bad("model", "required, e.g. text-embedding-3-small")

@@ -276,6 +276,15 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			// The endpoint's own URL for the base: POST .../embeddings/embeddings would be
+			// answered 404, every request, with nothing to say which URL was asked.
+			name: "search embeddings endpoint URL",
+			yaml: "servers: []\nsearch:\n  embeddings: {url: 'https://api.openai.com/v1/embeddings/', model: m}\n",
+			want: []string{
+				": search.embeddings: field url: want the API's base URL, without /embeddings (POST URL/embeddings is sent), such as https://api.openai.com/v1",
+			},
+		},
+		{
 			name: "streams",
 			yaml: "servers: []\nstreams: {resultsMaxAge: 10s, resultsMaxBytes: 12 parsecs, auditMaxAge: forever, auditMaxBytes: 100KiB}\n",
 			want: []string{

@@ -61,7 +61,8 @@ has gold.
 --per-query also prints each query's top results (* marks a gold tool).
 --embeddings-url and --embeddings-model make the search hybrid (lexical fused with vectors from an
 OpenAI-compatible embeddings API; the key is read from the variable --embeddings-key-env names):
-every tool is embedded before the queries run.
+the endpoint is asked once first (eval stops with its error), every tool is embedded before the
+queries run, and queries ranked lexically (their embedding failed) are counted on stderr.
 
 Example:
   mcpstream eval retrieval --tools testdata/eval/retrieval/tools.jsonl \
@@ -186,7 +187,17 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			}
 			key = v
 		}
-		emb = &embeddings.Client{BaseURL: *embURL, Model: *embModel, APIKey: key, Dimensions: *embDims}
+		ec := &embeddings.Client{BaseURL: *embURL, Model: *embModel, APIKey: key, Dimensions: *embDims}
+		// One request first: the replica retries a failing endpoint without end (its log is
+		// discarded here), so a wrong key, URL, model or dimension would otherwise cost the
+		// ten minutes eval waits for tool vectors, and say nothing of why.
+		pctx, cancel := context.WithTimeout(ctx, time.Minute) // a model loaded on first use, too
+		_, err := ec.Embed(pctx, []string{"mcpstream eval: checking the embeddings endpoint"})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("eval: the embeddings endpoint: %w", err)
+		}
+		emb = ec
 	}
 	res, err := evalRetrieval(ctx, tools, queries, *k, emb, stderr)
 	if err != nil {
@@ -225,6 +236,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	return tw.Flush()
 }
+
+// evalEmbedTimeout bounds eval's embedding of a query (the replica's EmbedTimeout): longer than
+// a search's default, for an endpoint on a CPU.
+const evalEmbedTimeout = 30 * time.Second
 
 type evalResult struct {
 	metrics search.Metrics
@@ -290,7 +305,7 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 		}
 	}
 
-	icfg := indexer.Config{Dir: tmp + "/catalog", Log: zerolog.Nop(), Replica: "eval", Embedder: emb, EmbedTimeout: 30 * time.Second}
+	icfg := indexer.Config{Dir: tmp + "/catalog", Log: zerolog.Nop(), Replica: "eval", Embedder: emb, EmbedTimeout: evalEmbedTimeout}
 	cat, err := indexer.Open(icfg)
 	if err != nil {
 		return out, err
@@ -306,7 +321,9 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 		cat.Close()
 	}()
 	// Wait (bounded) until the replica has applied everything and serves.
-	cl := indexer.Client{NC: nc, Timeout: 10 * time.Second}
+	// Longer than a query's embedding may take: a slow endpoint gives a lexical answer, not
+	// a failed request.
+	cl := indexer.Client{NC: nc, Timeout: evalEmbedTimeout + 10*time.Second}
 	ready := false
 	for range 6000 {
 		if cat.Seq() >= last && cat.Ready() {
@@ -348,6 +365,7 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 	for _, t := range tools {
 		public[evalToolID(t)] = subjects.PublicName(t.Server, t.Name)
 	}
+	lexical := 0 // queries answered without their vector (with emb)
 	for _, q := range queries {
 		var gold [][]string
 		for _, g := range evalGroups(q) {
@@ -366,6 +384,9 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 			return out, fmt.Errorf("query %s: %w", termClip(q.ID, 128), err)
 		}
 		var names []string
+		if emb != nil && rep.Error == nil && rep.Ranking != subjects.RankingHybrid {
+			lexical++
+		}
 		if rep.Error != nil {
 			// A query the service refuses (empty, too long) counts as no results.
 			fmt.Fprintf(warn, "mcpstream eval: query %s: %s: %s\n", termClip(q.ID, 128), termLine(rep.Error.Code), termLine(rep.Error.Message))
@@ -375,6 +396,10 @@ func evalRetrieval(ctx context.Context, tools []evalTool, queries []evalQuery, k
 		}
 		out.results = append(out.results, names)
 		out.gold = append(out.gold, gold)
+	}
+	if lexical > 0 {
+		fmt.Fprintf(warn, "mcpstream eval: %d of %d queries were ranked lexically, not hybrid (their embedding failed or timed out, or followed a failure within the replica's hold-off): the figures mix the two modes\n",
+			lexical, len(queries))
 	}
 	out.metrics = search.Evaluate(out.results, out.gold)
 	return out, nil
