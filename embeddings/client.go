@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpstream/mcpstream/redact"
@@ -75,6 +76,13 @@ type Client struct {
 	Secrets []string
 
 	maxBody int64 // response size cap; 0 → perInputBytes per input and one more, at most maxResponseBytes (tests lower it)
+
+	// batchCap is the batch size learned from the endpoint (0: none): a request refused HTTP
+	// 413 whose halves were both embedded takes more inputs than the endpoint does per request
+	// (text-embeddings-inference refuses more than its --max-client-batch-size, 32 by default,
+	// so). Later requests send at most that many. Read and written with sync/atomic (a plain
+	// int64: a Client value may be copied before use).
+	batchCap int64
 }
 
 // Name identifies the vector space: "openai-compatible:" + Model, plus ":" + Dimensions when
@@ -113,15 +121,65 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	}
 	dim := c.Dimensions // 0: set by the first embedding received
 	out := make([][]float32, 0, len(texts))
-	for start := 0; start < len(texts); start += batch {
-		end := min(start+batch, len(texts))
-		vecs, err := c.embedBatch(ctx, endpoint, texts[start:end], start, &dim)
+	for start := 0; start < len(texts); {
+		size := batch
+		if learned := int(atomic.LoadInt64(&c.batchCap)); learned > 0 {
+			size = min(size, learned) // (learned by an earlier batch of this call, too)
+		}
+		end := min(start+size, len(texts))
+		vecs, err := c.embedHalving(ctx, endpoint, texts[start:end], start, &dim)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, vecs...)
+		start = end
 	}
 	return out, nil
+}
+
+// embedHalving embeds texts as embedBatch does, but a request of several texts refused HTTP
+// 413 (too large: too many inputs, or too many bytes for a proxy) is sent again in two halves,
+// each halved again if need be. When both halves go through, the larger one's size is kept as
+// the batch size for later calls (batchCap). A text refused alone fails the call, as before,
+// and teaches nothing: the caller tells such a text from the others (the indexer embeds each
+// alone then).
+func (c *Client) embedHalving(ctx context.Context, endpoint string, texts []string, offset int, dim *int) ([][]float32, error) {
+	vecs, err := c.embedBatch(ctx, endpoint, texts, offset, dim)
+	var e *Error
+	if err == nil || len(texts) < 2 || !errors.As(err, &e) || e.Status != http.StatusRequestEntityTooLarge {
+		return vecs, err
+	}
+	if learned := int(atomic.LoadInt64(&c.batchCap)); learned > 0 && learned < len(texts) {
+		// Sent before the size was learned (by another call's batch, concurrently): in
+		// batches of that size, which teaches nothing new.
+		var out [][]float32
+		for start := 0; start < len(texts); start += learned {
+			end := min(start+learned, len(texts))
+			vecs, err := c.embedHalving(ctx, endpoint, texts[start:end], offset+start, dim)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, vecs...)
+		}
+		return out, nil
+	}
+	half := len(texts) / 2
+	first, err := c.embedHalving(ctx, endpoint, texts[:half], offset, dim)
+	if err != nil {
+		return nil, err
+	}
+	second, err := c.embedHalving(ctx, endpoint, texts[half:], offset+half, dim)
+	if err != nil {
+		return nil, err
+	}
+	size := int64(len(texts) - half) // the larger half: it went through
+	for {
+		cur := atomic.LoadInt64(&c.batchCap)
+		if cur > 0 && cur <= size || atomic.CompareAndSwapInt64(&c.batchCap, cur, size) {
+			break
+		}
+	}
+	return append(first, second...), nil
 }
 
 // endpoint checks the configuration and returns the embeddings URL.

@@ -10,7 +10,10 @@
 //
 //	{"model": Model, "input": [texts...], "encoding_format": "float", "dimensions": D}
 //
-// with at most Client.MaxBatch texts (64 by default), "dimensions" only when
+// with at most Client.MaxBatch texts (64 by default; a request refused HTTP 413 is sent again
+// in halves, and the size of halves that went through is the most sent from then on: the
+// endpoint's own batch limit, text-embeddings-inference's --max-client-batch-size say),
+// "dimensions" only when
 // Client.Dimensions > 0, and "Authorization: Bearer APIKey" only when APIKey is not empty.
 // Texts are sent as they are (an empty string too; invalid UTF-8 becomes U+FFFD, as
 // encoding/json does). With Client.HTTP nil, a request is bounded by the context's deadline, or
