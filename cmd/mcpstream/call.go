@@ -38,6 +38,7 @@ reads it from stdin.
 Output:
   text    the result's text content (or its structuredContent as JSON when it has no text, or
           when its text is that JSON); stderr counts the blocks it leaves out (an image...)
+          and says when it leaves out a structuredContent (--json shows it)
   --json  the MCP result object as the server sent it (content, structuredContent, isError),
           or {"error": {"code": "...", "message": "...", ...}} when the call was refused or failed,
           also without an answer: bad_request (ARGS_JSON, --principal), unavailable (NATS
@@ -113,6 +114,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	arguments := bytes.TrimSpace([]byte(rawArgs))
 	if !json.Valid(arguments) || len(arguments) == 0 || arguments[0] != '{' {
+		if a := bytes.TrimSpace([]byte(name)); len(rest) == 2 && len(a) > 0 && a[0] == '{' {
+			return failed(subjects.CodeBadRequest, fmt.Errorf("call: want the tool NAME first, then ARGS_JSON: mcpstream call %s %s", termBlock(shellWord(rawArgs)), termBlock(shellWord(name))))
+		}
 		return failed(subjects.CodeBadRequest, fmt.Errorf("call: ARGS_JSON must be a JSON object, e.g. '{\"query\":\"x\"}' (got %.60q)", rawArgs))
 	}
 	if timeout < 0 {
@@ -211,6 +215,7 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return failed(code, fmt.Errorf("call: %w", err))
 	}
+	res.Error = cf.explain(res.Error)
 	return printCallResult(stdout, stderr, res, cf.JSON)
 }
 
@@ -328,6 +333,11 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 			if nonText > 0 {
 				// (not on stdout, which may be a file the text is written to)
 				fmt.Fprintf(stderr, "(and %d non-text content block(s); use --json to see them)\n", nonText)
+			}
+			if len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) {
+				// A text that is not the structured content's JSON may only sum it up (the demo
+				// listIssues: "2 ticket(s) match", the tickets in structuredContent).
+				fmt.Fprintln(stderr, "(and structuredContent; use --json to see it)")
 			}
 		case len(r.Content) > 0:
 			fmt.Fprintf(stdout, "(%d non-text content block(s); use --json to see them)\n", len(r.Content))

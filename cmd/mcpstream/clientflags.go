@@ -67,6 +67,13 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 		}
 		opts = append(opts, nats.CustomInboxPrefix(n.Inbox))
 	}
+	for _, u := range strings.Split(n.URL, ",") {
+		// up prints an HTTP URL (health, metrics) beside its NATS URL; a NATS client would
+		// connect there and wait for a NATS greeting that never comes.
+		if l := strings.ToLower(strings.TrimSpace(u)); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
+			return nil, nil, fmt.Errorf("--nats %s: not a NATS URL: want nats://HOST:PORT (mcpstream up prints its NATS URL before its HTTP one)", redactURL(strings.TrimSpace(u)))
+		}
+	}
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
 		hint := ""
@@ -214,6 +221,17 @@ func (c *clientFlags) register(fs *flag.FlagSet, withPrincipal bool) {
 	}
 }
 
+// explain adds to an unknown_principal answer, in text, that the request went as local/local
+// for want of --principal (under a policy that lists its principals, local is rarely one).
+func (c *clientFlags) explain(e *subjects.Error) *subjects.Error {
+	if e == nil || e.Code != subjects.CodeUnknownPrincipal || c.JSON || c.Principal != "local/local" || os.Getenv(envPrincipal) != "" {
+		return e
+	}
+	x := *e
+	x.Message += "; without --principal (or $" + envPrincipal + ") the request is local/local's: give --principal [TENANT/]USER"
+	return &x
+}
+
 // ErrBadPrincipal is returned for a --principal that is not [TENANT/]USER.
 var ErrBadPrincipal = errors.New("bad principal")
 
@@ -225,7 +243,12 @@ func (c *clientFlags) principal() (subjects.Principal, error) {
 	if c.Roles != "" {
 		roles = strings.Trim(roles+","+c.Roles, ",")
 	}
-	return parsePrincipal(p, roles)
+	pr, err := parsePrincipal(p, roles)
+	if err != nil && c.Principal == os.Getenv(envPrincipal) {
+		// (a value left in the environment, not one typed on this command line)
+		err = fmt.Errorf("%w (from $%s)", err, envPrincipal)
+	}
+	return pr, err
 }
 
 func parsePrincipal(s, roles string) (subjects.Principal, error) {
@@ -277,10 +300,20 @@ func usageError(fs *flag.FlagSet, stderr io.Writer, msg string, got []string) {
 	fs.Usage()
 }
 
+// lookupGetter returns the value of fs's flag name when it can be read.
+func lookupGetter(fs *flag.FlagSet, name string) (flag.Getter, bool) {
+	f := fs.Lookup(name)
+	if f == nil {
+		return nil, false
+	}
+	g, ok := f.Value.(flag.Getter)
+	return g, ok
+}
+
 // parseFlags parses args, allowing flags after positional arguments (`call TOOL ARGS --json`);
 // "--" ends the flags. On -h/--help it prints the usage to stdout and returns flag.ErrHelp (which
-// run turns into a clean exit); on a bad flag it prints the error and usage to stderr and returns
-// exit status 2.
+// run turns into a clean exit); on a bad flag it prints the error (with the flag meant, for a
+// typo) and where the usage is to stderr and returns exit status 2.
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]string, error) {
 	var positional []string
 	for {
@@ -291,9 +324,27 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) ([]st
 			return nil, flag.ErrHelp
 		}
 		if err != nil {
-			fmt.Fprintf(stderr, "mcpstream %s: %v\n", fs.Name(), err)
-			fs.SetOutput(stderr)
-			fs.Usage()
+			// The error, the flag meant, and where the flags are: not the whole help, under
+			// which this line would scroll out of sight.
+			msg := err.Error()
+			if strings.HasSuffix(msg, ": parse error") && strings.HasPrefix(msg, "invalid value ") {
+				// A duration: Go's flag package drops time.ParseDuration's reason.
+				if _, name, ok := strings.Cut(strings.TrimSuffix(msg, ": parse error"), " for flag -"); ok {
+					if g, ok := lookupGetter(fs, name); ok {
+						if _, isDuration := g.Get().(time.Duration); isDuration {
+							msg = strings.TrimSuffix(msg, "parse error") + "want a duration such as 30s, 5m or 1h30m"
+						}
+					}
+				}
+			}
+			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+				var names []string
+				fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+				if s := closest(strings.TrimPrefix(name, "-"), names); s != "" {
+					msg += " (did you mean --" + s + "?)"
+				}
+			}
+			fmt.Fprintf(stderr, "mcpstream %s: %s\nRun `mcpstream %s --help` for its usage and flags.\n", fs.Name(), msg, fs.Name())
 			return nil, exitCode(2)
 		}
 		rest := fs.Args()

@@ -70,7 +70,7 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if e == nil {
 			e = &subjects.Error{Code: subjects.CodeNotFound, Message: "no tool named " + rest[0]}
 		}
-		return catalogFailure(stdout, cf.JSON, e)
+		return catalogFailure(stdout, cf.JSON, cf.explain(e))
 	}
 	t := rep.Tools[0]
 	if cf.JSON {

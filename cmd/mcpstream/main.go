@@ -148,12 +148,21 @@ func register(c command) {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
+			switch args[1] {
+			case "help", "-h", "--help":
+				usage(stdout)
+				return nil
+			case "version", "--version":
+				io.WriteString(stdout, versionUsage)
+				return nil
+			}
 			c, ok := commands[args[1]]
 			if !ok {
 				usage(stderr)
-				return fmt.Errorf("help: unknown command %q", args[1])
+				return fmt.Errorf("help: %w", unknownCommand(args[1]))
 			}
-			if err := c.run(ctx, []string{"--help"}, stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+			// help policy check: what `policy check --help` prints.
+			if err := c.run(ctx, append(args[2:len(args):len(args)], "--help"), stdout, stderr); !errors.Is(err, flag.ErrHelp) {
 				return err
 			}
 			return nil
@@ -162,13 +171,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if args[0] == "version" || args[0] == "--version" {
+		if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
+			io.WriteString(stdout, versionUsage)
+			return nil
+		}
 		fmt.Fprintln(stdout, "mcpstream", version)
 		return nil
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		usage(stderr)
-		return fmt.Errorf("unknown command %q", args[0])
+		return unknownCommand(args[0])
 	}
 	err := c.run(ctx, args[1:], stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -179,6 +192,86 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
+
+const versionUsage = "Usage: mcpstream version\n\nPrints the version (set at build time; dev for a build from source).\n"
+
+// unknownCommand is the error for a command name that is none, naming the one meant when the
+// name is a typo of one (`serach`: search).
+func unknownCommand(name string) error {
+	names := []string{"help", "version"}
+	for n := range commands {
+		names = append(names, n)
+	}
+	if s := closest(name, names); s != "" {
+		return fmt.Errorf("unknown command %q (did you mean %q?)", name, s)
+	}
+	return fmt.Errorf("unknown command %q", name)
+}
+
+// closest returns the candidate word is most likely a typo of: the one at the smallest edit
+// distance (a swap of two neighbouring letters counts as one edit), at most 1 for words of up to
+// 3 letters and 2 for longer ones, or a candidate word is the start of (at least 3 letters); ""
+// when none is, or two are equally close.
+func closest(word string, candidates []string) string {
+	if len(word) > 64 {
+		return "" // no command or flag name is near (and the distance costs its length squared)
+	}
+	word = strings.ToLower(word)
+	best, bestDist, tie := "", 0, false
+	for _, c := range candidates {
+		d := editDistance(word, strings.ToLower(c))
+		if d == 0 {
+			return c
+		}
+		if len(word) >= 3 && strings.HasPrefix(strings.ToLower(c), word) {
+			d = min(d, 1)
+		}
+		limit := 2
+		if len([]rune(word)) <= 3 {
+			limit = 1
+		}
+		if d > limit {
+			continue
+		}
+		switch {
+		case best == "" || d < bestDist:
+			best, bestDist, tie = c, d, false
+		case d == bestDist && c != best:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b: insertions, deletions,
+// substitutions and transpositions of adjacent runes, each one edit.
+func editDistance(a, b string) int {
+	r, s := []rune(a), []rune(b)
+	d := make([][]int, len(r)+1)
+	for i := range d {
+		d[i] = make([]int, len(s)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(r); i++ {
+		for j := 1; j <= len(s); j++ {
+			cost := 1
+			if r[i-1] == s[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && r[i-1] == s[j-2] && r[i-2] == s[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(r)][len(s)]
+}
 
 func usage(w io.Writer) {
 	names := make([]string, 0, len(commands))

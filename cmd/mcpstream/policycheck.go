@@ -124,7 +124,13 @@ func runPolicy(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if _, err := parseFlags(fs, args, stdout, stderr); err != nil {
 		return err
 	}
-	usageError(fs, stderr, "want a subcommand: check or digest", args)
+	msg := "want a subcommand: check or digest"
+	if len(args) > 0 {
+		if s := closest(args[0], []string{"check", "digest"}); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", "policy "+s)
+		}
+	}
+	usageError(fs, stderr, msg, args)
 	return exitCode(2)
 }
 

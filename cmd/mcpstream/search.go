@@ -102,7 +102,7 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return requestFailure(stdout, cf.JSON, cs.failed(err))
 	}
 	if rep.Error != nil {
-		return catalogFailure(stdout, cf.JSON, rep.Error)
+		return catalogFailure(stdout, cf.JSON, cf.explain(rep.Error))
 	}
 	if cf.JSON {
 		out := make([]searchResult, len(rep.Tools))

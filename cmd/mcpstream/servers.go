@@ -140,6 +140,9 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(rest) > 0 {
+		if closest(rest[0], []string{"remove"}) != "" {
+			return fmt.Errorf("servers: unexpected argument %q (did you mean \"servers remove\"?)", rest[0])
+		}
 		return fmt.Errorf("servers: unexpected argument %q", rest[0])
 	}
 	if !*catalog && (*limit != 0 || *after != "" || flagSet(fs, "principal") || flagSet(fs, "roles")) {
@@ -190,7 +193,7 @@ func runServersCatalog(ctx context.Context, cf *clientFlags, limit int, after st
 		return requestFailure(stdout, cf.JSON, cs.failed(err))
 	}
 	if rep.Error != nil {
-		return catalogFailure(stdout, cf.JSON, rep.Error)
+		return catalogFailure(stdout, cf.JSON, cf.explain(rep.Error))
 	}
 	rows := make([]serverRow, len(rep.Servers))
 	for i, s := range rep.Servers {
