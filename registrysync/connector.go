@@ -661,12 +661,13 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 				}
 				err = codedf(subjects.CodeListFailed, "%v", err)
 			}
-			if c.generation(kind) != gen0 && c.skip(kind) {
+			if c.generation(kind) != gen0 && retryAfterOf(err) == 0 && c.skip(kind) {
 				// A list_changed came while listing: the list changed under its pages (a server
 				// refusing a cursor of its old list, -32602, or handing out one again), and the
 				// re-list the notification scheduled lists it whole. Not the server's failure:
 				// neither its status nor the retry backoff hears of it; an on-demand re-list
-				// is answered with it.
+				// is answered with it. (A refusal with a Retry-After is the server's, whatever
+				// came meanwhile: the kind waits for it, the notification's re-list too.)
 				c.log.Debug().Str("kind", string(kind)).Str("reason", printable(c.red.Err(err))).
 					Msg("list failed after a list_changed came during it; waiting for the next one")
 				out[kind] = kindOutcome{err: err, skipped: true}

@@ -59,9 +59,9 @@ func (c *connector) watch(kind subjects.Kind, changedSeq uint64) *heldBack {
 
 // recheck reads the stream for an answer to the ListChanged the notifications of kind were held
 // back for, which the watch may have missed: it gets nothing while the connection is down, and
-// the notifier calls recheck once the connection is back (nats.go resent the watch's
-// subscriptions before it reports CONNECTED, and the read follows them: an answer stored after
-// the read reaches the watch). An answer found counts as one the watch saw. It reports false if
+// the notifier calls recheck once the connection is back (nats.go reports CONNECTED and resends
+// the watch's subscriptions under one hold of its lock, so the read follows them: an answer
+// stored after the read reaches the watch). An answer found counts as one the watch saw. It reports false if
 // the stream could not be read (the notifier tries again at its next round). The caller holds
 // pubMu.
 func (c *connector) recheck(ctx context.Context, kind subjects.Kind) bool {

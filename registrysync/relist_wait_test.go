@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +218,69 @@ func TestSSEOpenRetryAfterHonoured(t *testing.T) {
 	_, waits := chosenWaits(t, fastConfig(ServerConfig{Name: "waitsse", Transport: TransportSSE, URL: ts.URL + "/sse"}), "waitsse", "connect")
 	if d := firstWait(t, waits, "connect"); d != 7*time.Second {
 		t.Errorf("after the SSE GET was refused with Retry-After 7 the connector connects again after %s", d)
+	}
+}
+
+// A tools list the server refuses 503 with a Retry-After while a list_changed comes during it
+// was taken for a list the change overtook (skipped: not the server's failure), so nothing held
+// the kind: the re-list the notification scheduled, and a relist request, asked the server
+// again at once, within the wait it asked for. A refusal with a Retry-After is the server's
+// word, whatever came meanwhile: the kind waits for it as after any such refusal.
+func TestRetryAfterDuringListChanged(t *testing.T) {
+	t.Parallel()
+	srv := newFixture(fixtureOptions{})
+	inner := server.NewStreamableHTTPServer(srv)
+	var armed atomic.Bool
+	var conn atomic.Pointer[connector]
+	var lists atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(body, &req) == nil && req.Method == string(mcp.MethodToolsList) {
+				lists.Add(1)
+				if armed.CompareAndSwap(true, false) {
+					// The list changes while it is served: the connector hears of it before the
+					// refusal comes.
+					c := conn.Load()
+					g0 := c.generation(subjects.KindTools)
+					srv.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+					deadline := time.Now().Add(waitLimit)
+					for c.generation(subjects.KindTools) == g0 && time.Now().Before(deadline) {
+						time.Sleep(5 * time.Millisecond)
+					}
+					w.Header().Set("Retry-After", "30")
+					http.Error(w, "busy", http.StatusServiceUnavailable)
+					return
+				}
+			}
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "waitchanged", URL: ts.URL + "/mcp", Kinds: []string{"tools"}}))
+	waitUntil(t, "ready", h.m.Ready)
+	h.m.mu.Lock()
+	conn.Store(h.m.conns["waitchanged"])
+	h.m.mu.Unlock()
+
+	armed.Store(true)
+	rep := relist(t, h, "waitchanged", subjects.RelistRequest{V: 1, Kind: subjects.KindTools})
+	if rep.Error == nil || rep.Error.RetryAfterMs <= 0 {
+		t.Fatalf("relist tools, refused 503 Retry-After 30: %+v; want unavailable with retryAfterMs", rep.Error)
+	}
+	if armed.Load() {
+		t.Fatal("the refusal was not served")
+	}
+	sent := lists.Load()
+	rep = relist(t, h, "waitchanged", subjects.RelistRequest{V: 1, Kind: subjects.KindTools})
+	if rep.Error == nil || rep.Error.Code != subjects.CodeUnavailable || rep.Error.RetryAfterMs <= 0 || rep.Error.RetryAfterMs > 30000 {
+		t.Errorf("relist tools within the server's Retry-After: %+v; want unavailable with retryAfterMs up to 30000", rep.Error)
+	}
+	if n := lists.Load(); n != sent {
+		t.Errorf("tools/list sent %d more times within the server's Retry-After (a list_changed came during the refused list)", n-sent)
 	}
 }
