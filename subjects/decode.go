@@ -56,12 +56,15 @@ func unmarshal(data []byte, v any) ([]byte, error) {
 		return data, json.Unmarshal(data, v)
 	}
 	// json.Unmarshal fills what it can before it reports a type error: the second decoding
-	// starts from v as it was.
-	before := reflect.New(rv.Elem().Type()).Elem()
-	before.Set(rv.Elem())
+	// starts from v as it was. (Copied only when v is not zero, as it is when a request is
+	// decoded: the call path's decoding costs no more than json.Unmarshal's.)
+	var before reflect.Value
+	if !rv.Elem().IsZero() {
+		before = reflect.New(rv.Elem().Type()).Elem()
+		before.Set(rv.Elem())
+	}
 	err := json.Unmarshal(data, v)
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) || !strings.HasPrefix(te.Value, "number") {
+	if err == nil || !numberRefused(err) {
 		return data, err
 	}
 	fixed, ferr := integralNumbers(data, rv.Elem().Type())
@@ -71,8 +74,18 @@ func unmarshal(data []byte, v any) ([]byte, error) {
 	case fixed == nil: // the number refused is none of the integer fields'
 		return data, err
 	}
-	rv.Elem().Set(before)
+	if before.IsValid() {
+		rv.Elem().Set(before)
+	} else {
+		rv.Elem().SetZero()
+	}
 	return fixed, json.Unmarshal(fixed, v)
+}
+
+// numberRefused reports whether err is encoding/json's refusal of a number for its field's type.
+func numberRefused(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te) && strings.HasPrefix(te.Value, "number")
 }
 
 // fieldSet is a struct type's JSON member names, the struct types of the members whose values

@@ -2,6 +2,7 @@ package subjects
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/big"
 	"math/rand/v2"
 	"reflect"
@@ -242,5 +243,41 @@ func TestIntegerTextMatchesBig(t *testing.T) {
 				t.Fatalf("%s as %s: got %q (%q), want %q", s, typ, text, why, want)
 			}
 		}
+	}
+}
+
+// Decode runs for every call (the executor's worker, the catalog's requests): a request whose
+// integers are written as integers costs no allocation more than json.Unmarshal and the member
+// checks, as before integral numbers were accepted (a copy of the struct per decode, to restore
+// it should a second decoding follow, cost two allocations and 168 bytes per call).
+func TestDecodeCommonRequestAllocatesNoMore(t *testing.T) {
+	data := []byte(`{"v":1,"id":"call-1","tool":"demo__echo","arguments":{"text":"hi"},` +
+		`"principal":{"tenant":"acme","user":"alice","roles":["dev"]},"timeoutMs":30000}`)
+	plain := testing.AllocsPerRun(200, func() {
+		var req CallRequest
+		if err := json.Unmarshal(data, &req); err != nil {
+			t.Fatal(err)
+		}
+		if err := checkMembers(data, reflect.TypeFor[CallRequest](), ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+	decoded := testing.AllocsPerRun(200, func() {
+		var req CallRequest
+		if err := Decode(data, &req); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if decoded > plain {
+		t.Fatalf("Decode of a CallRequest allocates %.0f times, json.Unmarshal and checkMembers %.0f", decoded, plain)
+	}
+	// A struct decoded into that is not zero is still restored before the second decoding.
+	req := CallRequest{Tool: "kept", TimeoutMs: 7}
+	if err := Decode([]byte(`{"v":1.0,"id":"x"}`), &req); err != nil || req.V != 1 || req.Tool != "kept" || req.TimeoutMs != 7 {
+		t.Fatalf("Decode into a set struct = %+v, %v", req, err)
+	}
+	req = CallRequest{}
+	if err := Decode([]byte(`{"tool":"t","timeoutMs":5.0}`), &req); err != nil || req.TimeoutMs != 5 || req.Tool != "t" {
+		t.Fatalf("Decode = %+v, %v", req, err)
 	}
 }
