@@ -343,3 +343,23 @@ func TestPanicAnswerCounted(t *testing.T) {
 			after.Answered-before.Answered, after.Failed-before.Failed, before.Seconds, after.Seconds)
 	}
 }
+
+// TestNeverSentNotFooledByTheServersWords: a server's refusal quotes its own answer after the
+// connector's words; one whose body says "nothing was sent" reached the server all the same,
+// and keeps its rate counts.
+func TestNeverSentNotFooledByTheServersWords(t *testing.T) {
+	for _, c := range []struct {
+		msg  string
+		want bool
+	}{
+		{"server kb is not connected (connecting); nothing was sent", true},
+		{"the call could not be sent (nothing was sent): write: broken pipe", true},
+		{"the server refused the request with HTTP 429 (Too Many Requests); nothing ran: slow down, nothing was sent", false},
+		{"the server refused the call without running it (its session or the host's credentials): unauthorized", false},
+	} {
+		rep := subjects.DispatchReply{Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: c.msg}}
+		if got := neverSent(rep); got != c.want {
+			t.Errorf("neverSent(%q) = %v, want %v", c.msg, got, c.want)
+		}
+	}
+}

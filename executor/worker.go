@@ -1675,7 +1675,10 @@ func notSent(code string) bool {
 // passed before sending, a request NATS cannot carry). A server's own refusal (HTTP 429 and the
 // like: "nothing ran") reached the server: that call counts against the limits.
 func neverSent(rep subjects.DispatchReply) bool {
-	return rep.Error != nil && notSent(rep.Error.Code) && strings.Contains(rep.Error.Message, "nothing was sent")
+	// (A server's refusal, "the server refused the request with HTTP 429 ...; nothing ran: ",
+	// ends with the server's own words, which may say anything.)
+	return rep.Error != nil && notSent(rep.Error.Code) && strings.Contains(rep.Error.Message, "nothing was sent") &&
+		!strings.HasPrefix(rep.Error.Message, "the server refused")
 }
 
 func isJSONObject(b []byte) bool {
