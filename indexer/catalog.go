@@ -203,8 +203,7 @@ func Open(cfg Config) (*Catalog, error) {
 		db.Close()
 		// Not served in part, and not dropped here either: the operator sees why, and the
 		// remedy (the catalog is derived from the stream).
-		return nil, fmt.Errorf("%w: the catalog in %s cannot be read (%w); it holds nothing the registry stream does not: remove the directory to rebuild it by replay",
-			ErrUnreadable, cfg.Dir, err)
+		return nil, unreadable(cfg.Dir, err)
 	}
 	if err := c.sweepVectors(); err != nil {
 		db.Close()

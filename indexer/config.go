@@ -51,10 +51,12 @@ var (
 	ErrClosed     = errors.New("catalog closed")
 	ErrStore      = errors.New("catalog store") // Badger failed
 	// ErrInUse (with ErrStore): Open found the directory locked by another process (another
-	// replica given the same directory). Never remove a directory in use.
+	// replica given the same directory; the error names its pid). Never remove a directory in
+	// use.
 	ErrInUse = errors.New("catalog directory in use by another process")
 	// ErrUnreadable (with ErrStore): Open could not read the stored catalog (a record that does
-	// not decode, a value log cut short). The catalog holds nothing the registry stream does not:
+	// not decode, a value log or a table cut short or corrupted, a MANIFEST damaged or missing).
+	// The catalog holds nothing the registry stream does not:
 	// remove the directory and the replica rebuilds it by replay.
 	ErrUnreadable = errors.New("catalog unreadable")
 )

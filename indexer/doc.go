@@ -109,11 +109,17 @@
 //	                  probe vector differs, see Hybrid search), and a vector that differs
 //	                  (another model answering under the same Name) drops every cached vector
 //
-// A directory another process holds (Badger locks it) is refused at Open with ErrInUse. A
-// catalog Open cannot read (a record that does not decode, a value log cut short or corrupted:
-// Badger verifies every value's checksum on reads) is refused with ErrUnreadable, never served
-// in part: it holds nothing the stream does not, so removing the directory rebuilds it by
-// replay. A write that fails while following (disk full, read-only filesystem) ends Follow with
+// A directory another process holds (Badger locks it) is refused at Open with ErrInUse, naming
+// the process (Badger writes its pid in the directory's LOCK file). A catalog Open cannot read
+// (a record that does not decode, a value log cut short or corrupted: Badger verifies every
+// value's checksum on reads; a table cut short, zeroed or corrupted: Open reads the tables the
+// MANIFEST lists, under the directory's lock, and verifies their blocks' checksums before
+// Badger opens them, which would panic on the first and serve the last as stored; a MANIFEST
+// damaged, or missing while Badger's other files are there: Badger would start from its
+// write-ahead log alone, the sequence without most of the records) is refused with
+// ErrUnreadable, never served in part: it holds nothing the stream does not, so removing the
+// directory rebuilds it by replay. A directory Open may not use (permissions, a read-only
+// filesystem, a file in its place) is an ErrStore naming the system's reason. A write that fails while following (disk full, read-only filesystem) ends Follow with
 // ErrStore before the sequence moves: the message is applied again when the replica restarts.
 //
 // (<server> is length-prefixed, so any name is a valid key.) The search index, the freshness

@@ -7,12 +7,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
 	"github.com/klauspost/compress/zstd"
 	"github.com/rs/zerolog"
 
@@ -245,15 +252,126 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 
 		WithMetricsEnabled(false).
 		WithDetectConflicts(false) // one writer
+	if !cfg.InMemory {
+		if err := checkDir(cfg.Dir); err != nil {
+			return nil, err
+		}
+	}
 	db, err := badger.Open(o)
 	if err != nil {
-		// Badger's lock error wraps no sentinel (only its text tells it apart).
-		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
-			return nil, fmt.Errorf("%w: %w: open %s: %w", ErrStore, ErrInUse, cfg.Dir, err)
+		// Badger's errors wrap no sentinel, nor the system's errors (only their text tells
+		// them apart).
+		msg := err.Error()
+		if strings.Contains(msg, "Cannot acquire directory lock") {
+			return nil, inUse(cfg.Dir, err)
 		}
-		return nil, fmt.Errorf("%w: open %s: %w", ErrStore, cfg.Dir, err)
+		for _, errno := range []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOSPC, syscall.ENOTDIR, syscall.EEXIST} {
+			if strings.Contains(msg, errno.Error()) {
+				return nil, fmt.Errorf("%w: open %s: %w", ErrStore, cfg.Dir, err)
+			}
+		}
+		// Anything else is a directory Badger cannot read: a MANIFEST or a key registry
+		// damaged, a file it lists missing, a value log it cannot open.
+		return nil, unreadable(cfg.Dir, fmt.Errorf("%w: open: %w", ErrStore, err))
 	}
 	return db, nil
+}
+
+// unreadable is Open's refusal of a catalog it cannot read, with the remedy.
+func unreadable(dir string, err error) error {
+	return fmt.Errorf("%w: the catalog in %s cannot be read (%w); it holds nothing the registry stream does not: remove the directory to rebuild it by replay",
+		ErrUnreadable, dir, err)
+}
+
+// inUse is Open's refusal of a directory another process holds, naming that process (Badger
+// writes its pid in the directory's LOCK file) when it can.
+func inUse(dir string, err error) error {
+	holder := ""
+	if b, rerr := os.ReadFile(filepath.Join(dir, "LOCK")); rerr == nil {
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
+			holder = fmt.Sprintf(" (held by process %d)", pid)
+		}
+	}
+	if err == nil {
+		return fmt.Errorf("%w: %w: open %s%s", ErrStore, ErrInUse, dir, holder)
+	}
+	return fmt.Errorf("%w: %w: open %s%s: %w", ErrStore, ErrInUse, dir, holder, err)
+}
+
+// checkDir checks, under Badger's directory lock, the tables the directory's MANIFEST lists
+// before Badger opens them: Badger opens each in a goroutine of its own, where a table cut
+// short or zeroed (a copy or a disk that lost its end) panics and ends the process, and it does
+// not verify a table's block checksums, so a flipped byte in a small record (a status, a list's
+// metadata, the sequence, a short definition: all stored in the tables) was loaded and served.
+func checkDir(dir string) error {
+	unlock, ok, err := lockDir(dir)
+	if err != nil {
+		return nil // no directory yet (Badger creates it), or Badger says why it cannot
+	}
+	if !ok {
+		return inUse(dir, nil)
+	}
+	defer unlock()
+	if err := checkTables(dir); err != nil {
+		return unreadable(dir, fmt.Errorf("%w: %w", ErrStore, err))
+	}
+	return nil
+}
+
+func checkTables(dir string) error {
+	f, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
+	if errors.Is(err, fs.ErrNotExist) {
+		// Badger writes its MANIFEST before any other file and never removes it. Without it,
+		// Badger starts an empty tree, drops the tables and replays its write-ahead logs (the
+		// last writes, the sequence among them): a catalog at its position, without most of
+		// what it applied.
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if ext := filepath.Ext(e.Name()); ext == ".sst" || ext == ".mem" || ext == ".vlog" {
+				return fmt.Errorf("no %s, but %s", badger.ManifestFilename, e.Name())
+			}
+		}
+		return nil // a new directory: Badger creates the catalog
+	}
+	if err != nil {
+		return nil // Badger says why it cannot read it
+	}
+	defer f.Close()
+	m, _, err := badger.ReplayManifestFile(f, 0, badger.DefaultOptions(dir).WithLogger(nil))
+	if err != nil {
+		return fmt.Errorf("%s: %w", badger.ManifestFilename, err)
+	}
+	ids := make([]uint64, 0, len(m.Tables))
+	for id := range m.Tables {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		name := table.NewFilename(id, dir)
+		if err := checkTable(name, id, m.Tables[id].Compression); err != nil {
+			return fmt.Errorf("table %s (listed in the MANIFEST): %w", filepath.Base(name), err)
+		}
+	}
+	return nil
+}
+
+// checkTable reads one table as Badger does when it opens it (here, where a panic is
+// recovered), then verifies the checksum of each of its blocks.
+func checkTable(path string, id uint64, comp options.CompressionType) (err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("corrupted: it does not parse")
+		}
+	}()
+	t, err := table.OpenInMemoryTable(data, id, &table.Options{BlockSize: 4 << 10, Compression: comp, ChkMode: options.OnTableRead})
+	if err != nil {
+		return err
+	}
+	return t.VerifyChecksum()
 }
 
 // MaxDefinitionBytes is the largest tool definition the catalog stores; a larger one is skipped

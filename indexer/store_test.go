@@ -26,7 +26,9 @@ import (
 // operator after a lock conflict that was not there. The catalog holds nothing the registry
 // stream does not: the error says so, names the directory and says to remove it to rebuild by
 // replay; after which the replica holds what a replica built now holds. A directory held by
-// another replica is told apart (ErrInUse), and never to be removed.
+// another replica is told apart (ErrInUse, naming the process that holds it), and never to be
+// removed. Tables (Badger's .sst files) damaged alike are refused too, rather than ending the
+// process in a panic or being served altered.
 func TestUnreadableCatalogRefusedWithRemedy(t *testing.T) {
 	env := natstest.Start(t)
 	last := publish(t, env.JS, demoEvents(t)...)
@@ -41,6 +43,8 @@ func TestUnreadableCatalogRefusedWithRemedy(t *testing.T) {
 		_, err := Open(Config{Dir: dir})
 		if err == nil || !errors.Is(err, ErrInUse) || errors.Is(err, ErrUnreadable) {
 			t.Errorf("a second Open of a directory in use: %v, want ErrInUse", err)
+		} else if holder := fmt.Sprintf("held by process %d", os.Getpid()); !strings.Contains(err.Error(), holder) {
+			t.Errorf("a second Open of a directory in use: %v, want it to say %q", err, holder)
 		}
 		r.stop(t)
 		return dir
@@ -57,6 +61,56 @@ func TestUnreadableCatalogRefusedWithRemedy(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		// Badger opens the tables in goroutines of its own, where a table it cannot parse
+		// panicked: the process ended with a stack trace, at every restart.
+		"table zeroed": func(dir string) {
+			p := onlyTable(t, dir)
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, make([]byte, fi.Size()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"table cut short": func(dir string) {
+			p := onlyTable(t, dir)
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(p, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		},
+		// Badger verifies no block checksum of a table by default: a record stored in one
+		// (a status, a list's metadata, a short definition, the sequence) read back altered
+		// was loaded and served. Here a server's status, which still decodes.
+		"status altered in a table": func(dir string) {
+			p := onlyTable(t, dir)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := bytes.Index(b, []byte(`"ready"`))
+			if at < 0 {
+				t.Fatal(`no "ready" status in the table`)
+			}
+			b[at+1] = 'R'
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"table missing": func(dir string) {
+			if err := os.Remove(onlyTable(t, dir)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"MANIFEST garbage": func(dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), []byte("not a manifest"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -97,6 +151,16 @@ func TestUnreadableCatalogRefusedWithRemedy(t *testing.T) {
 			t.Errorf("%s: rebuilt digest %s, want %s", name, got, want)
 		}
 	}
+}
+
+// onlyTable returns the replica's one table file (a replica closed after a small catalog).
+func onlyTable(t *testing.T, dir string) string {
+	t.Helper()
+	tables, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if len(tables) != 1 {
+		t.Fatalf("tables %v, want one", tables)
+	}
+	return tables[0]
 }
 
 // TestCorruptValueInOlderValueLogRefused: Badger checks the entries of the last value log file
@@ -169,5 +233,117 @@ func TestCorruptValueInOlderValueLogRefused(t *testing.T) {
 	}
 	if !errors.Is(err, ErrUnreadable) {
 		t.Errorf("Open: %v, want ErrUnreadable", err)
+	}
+}
+
+// TestManifestLostAfterUncleanStop: a replica stopped uncleanly (killed, a power loss) leaves
+// its last writes in Badger's write-ahead log (.mem), the sequence among them, and the rest in
+// tables the MANIFEST lists. Without the MANIFEST (lost or removed by hand) Badger opened an
+// empty tree and replayed the log: the catalog claimed its position with almost none of what
+// it applied (here seq 104 and no tools), and following the stream from there served that.
+// Such a directory is refused as unreadable, with the remedy.
+func TestManifestLostAfterUncleanStop(t *testing.T) {
+	old := valueLogFileSize
+	valueLogFileSize = 1 << 20
+	t.Cleanup(func() { valueLogFileSize = old })
+	dir := filepath.Join(t.TempDir(), "r")
+	seq := uint64(0)
+	apply := func(c *Catalog, from, n int) {
+		for s := from; s < from+n; s++ {
+			var items []json.RawMessage
+			for i := range 20 {
+				items = append(items, tool(fmt.Sprintf("t%03d", i), fmt.Sprintf("tool %d of s%03d", i, s)))
+			}
+			for _, ev := range []any{status(fmt.Sprintf("s%03d", s), "ready"), snapshot(fmt.Sprintf("s%03d", s), "", items...)} {
+				subject, data := eventMsg(t, ev)
+				seq++
+				if err := c.applyMsg(seq, subject, data); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	c, err := Open(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(c, 0, 50)
+	if err := c.Close(); err != nil { // the tables
+		t.Fatal(err)
+	}
+	if c, err = Open(Config{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	apply(c, 50, 2) // in the write-ahead log only
+	// The directory as a replica killed now leaves it (its files copied while it runs), but
+	// for the MANIFEST.
+	lost := filepath.Join(t.TempDir(), "lost")
+	if err := os.Mkdir(lost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mem bool
+	for _, e := range ents {
+		if e.Name() == "MANIFEST" || e.Name() == "LOCK" {
+			continue
+		}
+		mem = mem || strings.HasSuffix(e.Name(), ".mem")
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(lost, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !mem {
+		t.Fatal("no write-ahead log in the directory")
+	}
+	c, err = Open(Config{Dir: lost})
+	if err == nil {
+		defer c.Close()
+		t.Fatalf("a catalog without its MANIFEST opened at seq %d with %d tools (it applied %d messages, 1040 tools)", c.Seq(), c.Stats().Tools, seq)
+	}
+	if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "MANIFEST") || !strings.Contains(err.Error(), "remove the directory") {
+		t.Errorf("Open: %v; want ErrUnreadable naming the missing MANIFEST, with the remedy", err)
+	}
+}
+
+// TestUnusableDirNotUnreadable: a directory Open cannot use (a regular file in its place; one
+// it may not write) is a store error naming the directory and the system's reason, not a
+// catalog to remove (ErrUnreadable). The permission case needs a user chmod stops (not root);
+// the regular file fails for every user.
+func TestUnusableDirNotUnreadable(t *testing.T) {
+	base := t.TempDir()
+	file := filepath.Join(base, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{file: "not a directory"}
+	if os.Geteuid() != 0 {
+		ro := filepath.Join(base, "ro")
+		if err := os.Mkdir(ro, 0o555); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(ro, 0o755) })
+		cases[ro] = "permission denied"
+	}
+	for dir, why := range cases {
+		c, err := Open(Config{Dir: dir})
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: Open succeeded", dir)
+			continue
+		}
+		if !errors.Is(err, ErrStore) || errors.Is(err, ErrUnreadable) || errors.Is(err, ErrInUse) ||
+			!strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: Open: %v; want ErrStore (not unreadable, not in use) saying %q", dir, err, why)
+		}
 	}
 }

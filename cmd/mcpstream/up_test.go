@@ -436,8 +436,10 @@ func TestUpDataDirInUse(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, _, err = runCmd(t, ctx, "up", "--data", dir, "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0")
-	if err == nil || !strings.Contains(err.Error(), "is in use by another mcpstream process") {
-		t.Errorf("up on a locked data directory: %v", err)
+	// It names the process that holds it (this one, here).
+	if err == nil || !strings.Contains(err.Error(), "is in use by another mcpstream process") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("process %d", os.Getpid())) {
+		t.Errorf("up on a locked data directory: %v; want it to name process %d", err, os.Getpid())
 	}
 }
 
