@@ -32,7 +32,7 @@ var (
 	ErrRunning       = errors.New("registrysync already running")
 	// ErrServedElsewhere: Remove of a server this Manager does not run while another process
 	// runs it (retracting it would hide a server that answers).
-	ErrServedElsewhere = errors.New("server is run by another registrysync")
+	ErrServedElsewhere = errors.New("server is run by a registrysync process")
 )
 
 // Manager runs one connector per configured MCP server and serves the relist and dispatch
@@ -364,6 +364,26 @@ const probeTimeout = time.Second
 // that never answers — an operator's `nats sub '>'` — is nobody; a registrysync answers the
 // probe from its own goroutine, without listing (probeKind). One too slow is taken for nobody
 // all the same: it reclaims what was published meanwhile (Manager.disowned).
+// connectorOf names the registrysync process that server's last status says runs it, as
+// " (NAME)" for an error message, or "" when it cannot be read (an `up` process is one: its
+// name is `up`'s --name and host).
+func (m *Manager) connectorOf(ctx context.Context, server string) string {
+	if m.js == nil {
+		return ""
+	}
+	rctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	msg, err := m.lastMsg(rctx, subjects.RegistryStatus(server))
+	if err != nil || msg == nil {
+		return ""
+	}
+	ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data)
+	if err != nil || ev.Status == nil || ev.Status.Connector == "" {
+		return ""
+	}
+	return " (" + printable(truncate(ev.Status.Connector, 200)) + ")"
+}
+
 func (m *Manager) servedElsewhere(ctx context.Context, server string) bool {
 	if m.nc == nil {
 		return false
@@ -429,7 +449,7 @@ func (m *Manager) Remove(ctx context.Context, name string) error {
 	known := c != nil
 	if c == nil {
 		if m.servedElsewhere(ctx, name) {
-			return fmt.Errorf("%w: %q (remove it from that process's configuration and restart that process first)", ErrServedElsewhere, name)
+			return fmt.Errorf("%w%s: %q (remove it from that process's configuration and restart that process first)", ErrServedElsewhere, m.connectorOf(ctx, name), name)
 		}
 		c = newConnector(m, ServerConfig{Name: name})
 	} else if err := c.stop(ctx); err != nil {

@@ -83,7 +83,7 @@ func TestServersRemove(t *testing.T) {
 		}
 		return false
 	})
-	if _, errOut, err := runCmd(t, ctx, "servers", "remove", names[1], "--nats", env.URL); exitStatus(err) != 1 || !strings.Contains(errOut, "run by another registrysync") {
+	if _, errOut, err := runCmd(t, ctx, "servers", "remove", names[1], "--nats", env.URL); exitStatus(err) != 1 || !strings.Contains(errOut, "run by a registrysync process (") {
 		t.Errorf("remove of a running server: %v %q", err, errOut)
 	}
 	for _, r := range p.servers(t) {
