@@ -119,7 +119,8 @@
 // write-ahead log alone, the sequence without most of the records) is refused with
 // ErrUnreadable, never served in part: it holds nothing the stream does not, so removing the
 // directory rebuilds it by replay. A directory Open may not use (permissions, a read-only
-// filesystem, a file in its place) is an ErrStore naming the system's reason. A write that fails while following (disk full, read-only filesystem) ends Follow with
+// filesystem, a file in its place, the process out of file descriptors or memory) is an
+// ErrStore naming the system's reason. A write that fails while following (disk full, read-only filesystem) ends Follow with
 // ErrStore before the sequence moves: the message is applied again when the replica restarts.
 //
 // (<server> is length-prefixed, so any name is a valid key.) The search index, the freshness

@@ -265,7 +265,10 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 		if strings.Contains(msg, "Cannot acquire directory lock") {
 			return nil, inUse(cfg.Dir, err)
 		}
-		for _, errno := range []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOSPC, syscall.ENOTDIR, syscall.EEXIST} {
+		// The system's refusals (permissions, space, the process's limits): not the
+		// catalog's content, so not a directory to remove.
+		for _, errno := range []syscall.Errno{syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOSPC, syscall.EDQUOT, syscall.ENOTDIR, syscall.EEXIST,
+			syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.ENAMETOOLONG} {
 			if strings.Contains(msg, errno.Error()) {
 				return nil, fmt.Errorf("%w: open %s: %w", ErrStore, cfg.Dir, err)
 			}

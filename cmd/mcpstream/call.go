@@ -38,7 +38,8 @@ reads it from stdin.
 Output:
   text    the result's text content (or its structuredContent as JSON when it has no text, or
           when its text is that JSON); stderr counts the blocks it leaves out (an image...)
-          and says when it leaves out a structuredContent (--json shows it)
+          and says when it leaves out a structuredContent (--json shows it) other than a
+          {"result": VALUE} whose VALUE the text is
   --json  the MCP result object as the server sent it (content, structuredContent, isError),
           or {"error": {"code": "...", "message": "...", ...}} when the call was refused or failed,
           also without an answer: bad_request (ARGS_JSON, --principal), unavailable (NATS
@@ -334,7 +335,7 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 				// (not on stdout, which may be a file the text is written to)
 				fmt.Fprintf(stderr, "(and %d non-text content block(s); use --json to see them)\n", nonText)
 			}
-			if len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) {
+			if len(r.StructuredContent) > 0 && !bytes.Equal(r.StructuredContent, []byte("null")) && !wrappedText(texts, r.StructuredContent) {
 				// A text that is not the structured content's JSON may only sum it up (the demo
 				// listIssues: "2 ticket(s) match", the tickets in structuredContent).
 				fmt.Fprintln(stderr, "(and structuredContent; use --json to see it)")
@@ -364,6 +365,37 @@ func structuredOnly(texts []string, structured json.RawMessage) bool {
 	var text, sc any
 	return json.Unmarshal([]byte(texts[0]), &text) == nil && json.Unmarshal(structured, &sc) == nil &&
 		reflect.DeepEqual(text, sc)
+}
+
+// wrappedText reports whether structured is {"result": VALUE} and the texts are VALUE: what the
+// MCP Python SDK answers for a tool that returns a string, a number or a list (the text is the
+// value, or one text per item of a list). The text then shows all the structured content holds.
+func wrappedText(texts []string, structured json.RawMessage) bool {
+	var sc map[string]json.RawMessage
+	if json.Unmarshal(structured, &sc) != nil || len(sc) != 1 || sc["result"] == nil {
+		return false
+	}
+	same := func(text string, v json.RawMessage) bool {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return text == s
+		}
+		var a, b any
+		return json.Unmarshal([]byte(text), &a) == nil && json.Unmarshal(v, &b) == nil && reflect.DeepEqual(a, b)
+	}
+	if len(texts) == 1 && same(texts[0], sc["result"]) {
+		return true
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(sc["result"], &items) != nil || len(items) != len(texts) || len(items) == 0 {
+		return false
+	}
+	for i, item := range items {
+		if !same(texts[i], item) {
+			return false
+		}
+	}
+	return true
 }
 
 // approvalWait is --approval-timeout: a duration, or -1 (do not wait).

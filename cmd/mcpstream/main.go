@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -161,8 +162,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				usage(stderr)
 				return fmt.Errorf("help: %w", unknownCommand(args[1]))
 			}
-			// help policy check: what `policy check --help` prints.
-			if err := c.run(ctx, append(args[2:len(args):len(args)], "--help"), stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+			// help policy check: what `policy check --help` prints. A "--" would end the flags
+			// before --help, and run the command: what follows it is dropped.
+			sub := args[2:]
+			if i := slices.Index(sub, "--"); i >= 0 {
+				sub = sub[:i]
+			}
+			if err := c.run(ctx, append(sub[:len(sub):len(sub)], "--help"), stdout, stderr); !errors.Is(err, flag.ErrHelp) {
 				return err
 			}
 			return nil
