@@ -30,9 +30,10 @@
 // NATS permissions on the subjects pin each tenant to its own catalog.
 //
 // Errors are replies with a JSON "error" holding a stable code (subjects.Code…); the micro error
-// headers carry the same code. Every error reply is its endpoint's reply type with an empty list
+// headers carry the same code. An error reply is its endpoint's reply type with an empty list
 // ({"v":1,"tools":[],"error":…}, "servers":[] for servers), a request refused before it is
-// decoded (a body over MaxRequestBytes, a subject without a valid tenant token) too. A reply larger than the connection's max_payload (details of many
+// decoded (a body over MaxRequestBytes, a subject without a valid tenant token) too; only a
+// details reply's not_found holds the tools it found among the names asked for. A reply larger than the connection's max_payload (details of many
 // large definitions, a full search at a high k) is answered too_large rather than not at all;
 // the definitions of such an answer are read only until what was read could not be sent. The
 // max_payload is read from the connection for each reply: after a reconnect to a server with

@@ -300,8 +300,9 @@ func (c *Catalog) pinTenant(tenant string, pr *subjects.Principal) *subjects.Err
 }
 
 // errorReply is the reply of endpoint name ("search", "details", "servers") to a request that
-// could not be decoded or served: the endpoint's reply, its list empty, as every error reply of
-// the endpoint (README: `{"v":1,"tools":[],"error":{...}}`, `"servers":[]` for servers).
+// could not be decoded or served: the endpoint's reply, its list empty, as the endpoint's other
+// error replies (README: `{"v":1,"tools":[],"error":{...}}`, `"servers":[]` for servers; only a
+// details not_found holds the tools found).
 func errorReply(name string, e *subjects.Error) any {
 	switch name {
 	case "servers":

@@ -358,12 +358,6 @@ const probeFromHeader = "Mcpstream-Probe-From"
 // probeTimeout bounds how long servedElsewhere waits for an answer.
 const probeTimeout = time.Second
 
-// servedElsewhere reports whether another process answers the server's relist endpoint (this
-// one no longer does). Only an answer counts as somebody: a RelistReply within probeTimeout, or
-// any failure but "no responders" and a timeout (NATS away: the cautious answer). A subscriber
-// that never answers — an operator's `nats sub '>'` — is nobody; a registrysync answers the
-// probe from its own goroutine, without listing (probeKind). One too slow is taken for nobody
-// all the same: it reclaims what was published meanwhile (Manager.disowned).
 // connectorOf names the registrysync process that server's last status says runs it, as
 // " (NAME)" for an error message, or "" when it cannot be read (an `up` process is one: its
 // name is `up`'s --name and host).
@@ -384,6 +378,12 @@ func (m *Manager) connectorOf(ctx context.Context, server string) string {
 	return " (" + printable(truncate(ev.Status.Connector, 200)) + ")"
 }
 
+// servedElsewhere reports whether another process answers the server's relist endpoint (this
+// one no longer does). Only an answer counts as somebody: a RelistReply within probeTimeout, or
+// any failure but "no responders" and a timeout (NATS away: the cautious answer). A subscriber
+// that never answers — an operator's `nats sub '>'` — is nobody; a registrysync answers the
+// probe from its own goroutine, without listing (probeKind). One too slow is taken for nobody
+// all the same: it reclaims what was published meanwhile (Manager.disowned).
 func (m *Manager) servedElsewhere(ctx context.Context, server string) bool {
 	if m.nc == nil {
 		return false

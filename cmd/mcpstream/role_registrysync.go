@@ -30,7 +30,8 @@ Run exactly one registrysync process per set of servers: it owns their sessions.
 
 Ctrl-C or SIGTERM stops it cleanly: calls in flight finish (within --stop-timeout), then each
 stdio child's stdin is closed, SIGTERM and SIGKILL go to its process group after 2 s and 3 s
-more. A second Ctrl-C or SIGTERM while stopping quits at once (exit status 130), after sending
+more; past --stop-timeout every stdio child's process group is sent SIGKILL and the exit status
+is 1. A second Ctrl-C or SIGTERM while stopping quits at once (exit status 130), after sending
 SIGKILL to every stdio child's process group.
 
 Examples:

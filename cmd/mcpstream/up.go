@@ -60,7 +60,8 @@ whether another instance enforces another; see mcpstream policy check).
 
 Ctrl-C (SIGINT), SIGTERM or SIGHUP (not under nohup) stops everything cleanly: /healthz answers 503 at once, the roles stop
 in reverse start order (in-flight work finishes, bounded by --stop-timeout less a margin of up to
-5s: past it the others are stopped all the same and the exit status is 1), then HTTP, then NATS
+5s: past it the others are stopped all the same, the stdio server children's process groups
+are sent SIGKILL, and the exit status is 1), then HTTP, then NATS
 is drained and the embedded server flushes its store. A signal while starting stops just as
 cleanly. A second Ctrl-C or SIGTERM while stopping quits at once (exit status 130), killing the
 stdio server children (SIGKILL to each one's process group) first. A stream deleted or recreated while the process runs stops it with an error (start it
