@@ -636,8 +636,9 @@ func minTime(a, b time.Time) time.Time {
 // current definition (a re-list may have replaced it).
 func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool, *stop) {
 	v := e.reg.view.Tool(t.Server, t.Name)
+	var retryAfterMs int64 // the re-list's, when its server asked to be left alone a while
 	if v.State == staleness.Expired {
-		v = e.revalidate(ctx, t)
+		v, retryAfterMs = e.revalidate(ctx, t)
 	}
 	// The definition held now: a re-list (for the TTL, or by the server while the call waited
 	// for approval) may have replaced it.
@@ -656,12 +657,15 @@ func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool
 	default: // Unavailable, and Expired after a failed re-list
 		s := refused(subjects.CodeUnavailable, t.Public+" is unavailable: "+v.Reason)
 		s.e.Reason = v.Reason
+		s.e.RetryAfterMs = retryAfterMs
 		return v, t, s
 	}
 }
 
-// revalidate re-lists the tools of t's server and returns the verdict after it.
-func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
+// revalidate re-lists the tools of t's server and returns the verdict after it, and the
+// re-list's retryAfterMs when it failed with one (its server answered HTTP 429 or 503 with a
+// Retry-After, now or earlier: the connector does not ask it again before then).
+func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, int64) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.RelistTimeout)
 	defer cancel()
 	rep := e.relists.do(t.Server, func() subjects.RelistReply {
@@ -682,12 +686,12 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
 		if rep.Error.Reason != "" {
 			why += " (" + rep.Error.Reason + ")"
 		}
-		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and re-listing failed: " + why}
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and re-listing failed: " + why}, max(rep.Error.RetryAfterMs, 0)
 	}
 	if rep.Sequence > 0 {
 		// A new snapshot was published: decide on it.
 		if err := e.reg.waitApplied(ctx, rep.Sequence); err != nil {
-			return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the new list did not arrive in time"}
+			return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the new list did not arrive in time"}, 0
 		}
 	}
 	if rep.Fingerprint != "" {
@@ -707,11 +711,11 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) staleness.Verdict {
 		// after the re-list was asked, though the re-list found the server listing another.
 		if rep.Sequence > 0 || rep.Fingerprint != "" && v.Fingerprint == rep.Fingerprint && !v.ListedAt.Before(rep.ListedAt) {
 			v.State, v.Reason = staleness.Fresh, ""
-			return v
+			return v, 0
 		}
-		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and the re-list did not confirm the list"}
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and the re-list did not confirm the list"}, 0
 	}
-	return v
+	return v, 0
 }
 
 // refuse answers a call that ends before dispatch (or without one).
