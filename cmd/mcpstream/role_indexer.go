@@ -153,7 +153,7 @@ func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
 		return roleRun{}, fmt.Errorf("--replica %q: want a plain name such as 0, 1, east-2", replica)
 	}
 	dir := filepath.Join(env.DataDir, "indexer", replica)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAll(dir); err != nil {
 		return roleRun{}, fmt.Errorf("indexer data: %w", err)
 	}
 	host, _ := os.Hostname()

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -367,7 +368,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		return fmt.Errorf("--data: %w", err)
 	}
 	mkData := func() error {
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		if err := mkdirAll(dataDir); err != nil {
 			return fmt.Errorf("--data: %w", err)
 		}
 		return nil
@@ -641,6 +642,27 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		ferr := h.state[name].err
 		h.mu.Unlock()
 		return fmt.Errorf("role %s: %w", name, ferr)
+	}
+}
+
+// mkdirAll is os.MkdirAll(dir, 0o755), but a path through a symbolic link to nothing (a
+// volume not mounted, a directory moved) is said to be one: MkdirAll's own error is "mkdir DIR:
+// file exists", about a path that does not seem to exist.
+func mkdirAll(dir string) error {
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil || !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	for p := dir; ; p = filepath.Dir(p) {
+		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			if _, serr := os.Stat(p); serr != nil {
+				target, _ := os.Readlink(p)
+				return fmt.Errorf("%s is a symbolic link to %s, which does not exist (%w)", p, target, err)
+			}
+		}
+		if parent := filepath.Dir(p); parent == p {
+			return err
+		}
 	}
 }
 
