@@ -13,7 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -130,11 +129,6 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 	case !r.sent:
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return dispatchErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")
-		}
-		if errors.Is(r.err, transport.ErrSessionTerminated) || errors.Is(r.err, transport.ErrAuthorizationRequired) {
-			// It reached the server, which refused it without running it (refusedUnrun): not
-			// "nothing was sent", which the executor takes as a call that never reached a server.
-			return dispatchErr(subjects.CodeUnavailable, "the server refused the call without running it (its session or the host's credentials): "+redact(errText(r.err)), "")
 		}
 		return dispatchErr(subjects.CodeUnavailable, "the call could not be sent (nothing was sent): "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errResponseTooLarge):

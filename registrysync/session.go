@@ -1060,10 +1060,22 @@ func unavailableRetryAfter(cp *capture, now time.Time) int64 {
 
 // unrun tells a request the server refused without running it (sent false), for a request
 // that got neither a result nor a JSON-RPC error: refusedUnrun, or an HTTP status that says
-// so, whose dispatch error is refused (refusedStatus).
+// so, whose dispatch error is refused (refusedStatus). A request mcp-go refused itself (its
+// session ended by an earlier 404) is not sent, with no refusal: it never reached the server.
 func (s *session) unrun(sent bool, err error, cp *capture) (_ bool, refused *subjects.Error) {
 	status, retryAfter := cp.httpStatus()
-	if s.refusedUnrun(err, status) || !sent {
+	if s.refusedUnrun(err, status) {
+		if status == 0 {
+			// No HTTP answer: mcp-go refused it itself, the session having ended (a 404 to
+			// another request): it never left.
+			return false, nil
+		}
+		// It reached the server, which refused it unrun: not "nothing was sent", which the
+		// executor takes as a call that never reached a server (neverSent).
+		return false, &subjects.Error{Code: subjects.CodeUnavailable, Message: fmt.Sprintf(
+			"the server refused the call with HTTP %d without running it (its session or the host's credentials); nothing ran", status)}
+	}
+	if !sent {
 		return false, nil
 	}
 	if refused = refusedStatus(status, retryAfter, time.Now()); refused != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -117,4 +118,52 @@ func TestUnauthorizedCallNotRun(t *testing.T) {
 		r := dispatch(t, h, "auth", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args})
 		return r.Error == nil
 	})
+}
+
+// After a server's 404 ends the session, mcp-go refuses the session's next requests itself,
+// without sending them (a call that had passed dispatch's isLost check when another's 404
+// came): such a call never reached the server, and says "nothing was sent" (the executor then
+// gives back its rate counts); only the call the server answered 404 was refused by it.
+func TestSessionEndedLocalRefusalNotSent(t *testing.T) {
+	var posts atomic.Int32
+	sw := &swappable{}
+	sw.set(server.NewStreamableHTTPServer(newFixture(fixtureOptions{}), server.WithStateful(true)))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		sw.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "restarts", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	rec := record(t, h.env, subjects.RegistryServer("restarts"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	h.m.mu.Lock()
+	c := h.m.conns["restarts"]
+	h.m.mu.Unlock()
+	s := c.session()
+	sw.set(server.NewStreamableHTTPServer(newFixture(fixtureOptions{}), server.WithStateful(true))) // forgets the session
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args := json.RawMessage(`{"text":"hi"}`)
+	// Both calls are let in, as dispatch does, before the first one's 404 ends the session.
+	for range 2 {
+		if !s.beginCall() {
+			t.Fatal("the session refused a call before the server restarted")
+		}
+	}
+	first := s.callTool(ctx, "echo", args) // answered 404 by the server
+	s.calls.Done()
+	before := posts.Load()
+	second := s.callTool(ctx, "echo", args) // refused by mcp-go: the session ended
+	s.calls.Done()
+	if n := posts.Load() - before; n != 0 {
+		t.Fatalf("the second call sent %d POSTs; want none (mcp-go refuses an ended session's requests)", n)
+	}
+	if first.sent || first.refused == nil || !strings.Contains(first.refused.Message, "without running it") {
+		t.Errorf("the call the server answered 404: sent %v, refused %+v; want refused by the server, unrun", first.sent, first.refused)
+	}
+	if second.sent || second.refused != nil {
+		t.Errorf("the call mcp-go refused itself: sent %v, refused %+v; want not sent, no refusal by the server (nothing was sent)", second.sent, second.refused)
+	}
 }

@@ -28,3 +28,26 @@ func TestUpDataDanglingSymlink(t *testing.T) {
 		t.Errorf("up --data through a dangling link: %v, want it said the link points nowhere", err)
 	}
 }
+
+// TestMkdirAllSymlinkLoop: a --data through a symbolic link that points to itself (or round a
+// loop) is no link to nothing: it said "which does not exist" of a link whose target is the
+// link itself. It says the link cannot be followed, and why.
+func TestMkdirAllSymlinkLoop(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "data")
+	if err := os.Symlink("data", link); err != nil {
+		t.Fatal(err)
+	}
+	err := mkdirAll(filepath.Join(link, "mcpstream"))
+	if err == nil || strings.Contains(err.Error(), "does not exist") || !strings.Contains(err.Error(), "too many levels of symbolic links") {
+		t.Errorf("mkdirAll through a link to itself: %v, want it said the link loops", err)
+	}
+	// A relative path ends too (filepath.Dir stops at ".").
+	t.Chdir(dir)
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "rel")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkdirAll(filepath.Join("rel", "a", "b")); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("mkdirAll through a relative dangling link: %v, want it said the link points nowhere", err)
+	}
+}

@@ -646,8 +646,9 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 }
 
 // mkdirAll is os.MkdirAll(dir, 0o755), but a path through a symbolic link to nothing (a
-// volume not mounted, a directory moved) is said to be one: MkdirAll's own error is "mkdir DIR:
-// file exists", about a path that does not seem to exist.
+// volume not mounted, a directory moved), or one that cannot be followed (a loop), is said to
+// be one: MkdirAll's own error is "mkdir DIR: file exists", about a path that does not seem to
+// exist.
 func mkdirAll(dir string) error {
 	err := os.MkdirAll(dir, 0o755)
 	if err == nil || !errors.Is(err, fs.ErrExist) {
@@ -657,6 +658,9 @@ func mkdirAll(dir string) error {
 		if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			if _, serr := os.Stat(p); serr != nil {
 				target, _ := os.Readlink(p)
+				if !errors.Is(serr, fs.ErrNotExist) { // a loop (ELOOP), a directory not searchable
+					return fmt.Errorf("%s is a symbolic link to %s, which cannot be followed: %v (%w)", p, target, errors.Unwrap(serr), err)
+				}
 				return fmt.Errorf("%s is a symbolic link to %s, which does not exist (%w)", p, target, err)
 			}
 		}
