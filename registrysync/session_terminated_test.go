@@ -44,7 +44,18 @@ func TestSessionTerminatedCallNotRun(t *testing.T) {
 	h := run(t, nil, fastConfig(ServerConfig{Name: "restarts", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
 	rec := record(t, h.env, subjects.RegistryServer("restarts"))
 	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
-	sw.set(server.NewStreamableHTTPServer(restarted, server.WithStateful(true)))
+	// The restarted server answers the connector's listening GET 405 (no stream offered), not
+	// 404: a 404 there ends the session as well, and a call then in flight is cut off before
+	// its own 404 comes back (outcome_unknown: it was sent, and its answer never read). What
+	// is tested is the calls' own 404.
+	next := server.NewStreamableHTTPServer(restarted, server.WithStateful(true))
+	sw.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			http.Error(w, "no stream", http.StatusMethodNotAllowed)
+			return
+		}
+		next.ServeHTTP(w, r)
+	}))
 
 	args := json.RawMessage(`{"text":"hi"}`)
 	for i := range 2 {
