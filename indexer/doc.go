@@ -45,7 +45,10 @@
 // MaxNameBytes: too_large, path /after), and fewer when more would not fit in the connection's
 // max_payload; ServersReply.Next, the last name of the page, is set only when a server the
 // principal may see follows (servers it may not see are never counted). Client.AllServers
-// follows the pages. Each server lists the definitions its lists lost (ServerSummary.Rejected,
+// follows the pages. (Client, the Go client, says what its errors mean: an API error, and a
+// request over the connection's max_payload, are the reply's Error; ErrNoCatalog, a closed
+// connection, ctx's end and a malformed reply are the returned error.)
+// Each server lists the definitions its lists lost (ServerSummary.Rejected,
 // at most MaxRejected, the rest counted): registrysync's (Snapshot.Rejected, names redacted
 // there) and the catalog's own (no usable name, a name listed twice, too large, name_collision);
 // only of lists the principal may see, and under a configured policy only names it may call
