@@ -362,4 +362,14 @@ func TestNeverSentNotFooledByTheServersWords(t *testing.T) {
 			t.Errorf("neverSent(%q) = %v, want %v", c.msg, got, c.want)
 		}
 	}
+	// A connector that sets DispatchReply.NotSent is read by it, whatever its words; a code
+	// that says the call may have run is never taken for one not sent.
+	flagged := subjects.DispatchReply{NotSent: true, Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: "server kb is not connected"}}
+	if !neverSent(flagged) {
+		t.Error("neverSent ignores DispatchReply.NotSent")
+	}
+	flagged.Error.Code = subjects.CodeOutcomeUnknown
+	if neverSent(flagged) {
+		t.Error("neverSent takes NotSent with outcome_unknown for a call that never left")
+	}
 }

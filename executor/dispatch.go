@@ -71,10 +71,10 @@ func (d NATSDispatcher) Dispatch(ctx context.Context, server string, req subject
 	msg, err := d.NC.RequestWithContext(ctx, subjects.Dispatch(server), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return dispatchErr(subjects.CodeUnavailable, "no connector serves server "+server+"; nothing was sent")
+		return notSentErr(subjects.CodeUnavailable, "no connector serves server "+server+"; nothing was sent")
 	case errors.Is(err, nats.ErrMaxPayload):
 		// Refused by the client before publishing: nothing was sent.
-		return dispatchErr(subjects.CodeTooLarge, fmt.Sprintf("the dispatch request is %d bytes, more than a NATS message holds; nothing was sent", len(data)))
+		return notSentErr(subjects.CodeTooLarge, fmt.Sprintf("the dispatch request is %d bytes, more than a NATS message holds; nothing was sent", len(data)))
 	case err != nil && ctx.Err() != nil:
 		// The connector may have run the call: its answer did not come.
 		return dispatchErr(subjects.CodeOutcomeUnknown, "no answer from the connector of "+server+": "+err.Error())
@@ -122,4 +122,11 @@ const maxDispatchErrorBytes = 4 << 10
 
 func dispatchErr(code, msg string) subjects.DispatchReply {
 	return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: code, Message: msg}}
+}
+
+// notSentErr is dispatchErr for a request that never left this process (DispatchReply.NotSent).
+func notSentErr(code, msg string) subjects.DispatchReply {
+	r := dispatchErr(code, msg)
+	r.NotSent = true
+	return r
 }

@@ -1050,7 +1050,7 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			if last != nil && !notSent(last.Error.Code) {
 				return *last // what the earlier attempt did stands; it is not retried
 			}
-			return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: subjects.CodeStale,
+			return subjects.DispatchReply{V: subjects.Version, NotSent: true, Error: &subjects.Error{Code: subjects.CodeStale,
 				Message: c.tool.Public + " is " + string(v.State) + ": " + v.Reason + "; nothing was sent", Reason: v.Reason}}
 		}
 		if last != nil && c.tool.retrySafe() {
@@ -1674,14 +1674,21 @@ func notSent(code string) bool {
 }
 
 // neverSent reports whether rep, a Dispatcher's answer, says that the request never left the
-// connector: a refusal whose code says nothing ran (notSent) and whose message says "nothing was
-// sent" (its server not connected or disconnecting, no connector serving it, the deadline
-// passed before sending, a request NATS cannot carry). A server's own refusal (HTTP 429 and the
-// like: "nothing ran") reached the server: that call counts against the limits.
+// connector (its server not connected or disconnecting, no connector serving it, the deadline
+// passed before sending, a request NATS cannot carry): DispatchReply.NotSent, or, from a
+// connector older than that field, a refusal whose code says nothing ran (notSent) and whose
+// message says "nothing was sent". A server's own refusal (HTTP 429 and the like: "nothing
+// ran") reached the server: that call counts against the limits.
 func neverSent(rep subjects.DispatchReply) bool {
+	if rep.Error == nil {
+		return false
+	}
+	if rep.NotSent {
+		return notSent(rep.Error.Code)
+	}
 	// (A server's refusal, "the server refused the request with HTTP 429 ...; nothing ran: ",
 	// ends with the server's own words, which may say anything.)
-	return rep.Error != nil && notSent(rep.Error.Code) && strings.Contains(rep.Error.Message, "nothing was sent") &&
+	return notSent(rep.Error.Code) && strings.Contains(rep.Error.Message, "nothing was sent") &&
 		!strings.HasPrefix(rep.Error.Message, "the server refused")
 }
 

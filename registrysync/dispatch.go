@@ -50,6 +50,14 @@ func dispatchErr(code, msg, reason string) subjects.DispatchReply {
 	return subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{Code: code, Message: msg, Reason: reason}}
 }
 
+// notSentErr is dispatchErr for a request that never left the connector (DispatchReply.NotSent;
+// its message says "nothing was sent", as older executors read it).
+func notSentErr(code, msg, reason string) subjects.DispatchReply {
+	r := dispatchErr(code, msg, reason)
+	r.NotSent = true
+	return r
+}
+
 func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) subjects.DispatchReply {
 	if req.Tool == "" {
 		return dispatchErr(subjects.CodeBadRequest, "tool is required", "")
@@ -64,17 +72,17 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 	s := c.session()
 	if s == nil || s.isLost() {
 		st := c.current()
-		return dispatchErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is not connected ("+st.Status+"); nothing was sent", st.Reason)
+		return notSentErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is not connected ("+st.Status+"); nothing was sent", st.Reason)
 	}
 	task := c.needsTask(req.Tool)
 	if task && mcp.IsModernProtocol(s.protocol) {
 		// 2026-07-28 has no tasks/result: the task would run, and its result could not be had.
-		return dispatchErr(subjects.CodeUnavailable, "tool "+req.Tool+" requires tasks (execution.taskSupport \"required\"), "+
+		return notSentErr(subjects.CodeUnavailable, "tool "+req.Tool+" requires tasks (execution.taskSupport \"required\"), "+
 			"which mcpstream runs on protocol 2025-11-25 only, and server "+c.sc.Name+" speaks "+s.protocol+
 			" (protocolVersion pins one); nothing was sent", "")
 	}
 	if !s.beginCall() {
-		return dispatchErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is disconnecting; nothing was sent", "")
+		return notSentErr(subjects.CodeUnavailable, "server "+c.sc.Name+" is disconnecting; nothing was sent", "")
 	}
 	defer s.calls.Done()
 	// A configured CallTimeout bounds every call: a request may ask for less (the executor
@@ -128,9 +136,9 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return subjects.DispatchReply{V: subjects.Version, Error: &e}
 	case !r.sent:
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return dispatchErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")
+			return notSentErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")
 		}
-		return dispatchErr(subjects.CodeUnavailable, "the call could not be sent (nothing was sent): "+redact(errText(r.err)), "")
+		return notSentErr(subjects.CodeUnavailable, "the call could not be sent (nothing was sent): "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errResponseTooLarge):
 		return dispatchErr(subjects.CodeResultTooLarge, "the server's answer is larger than an event can hold; the call ran: "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errBadBatch):
@@ -398,13 +406,13 @@ func (m *Manager) handleDispatch(req micro.Request) {
 		return
 	}
 	if r.V != 0 && r.V != subjects.Version { // no "v" is version 1; another is not run
-		m.respondJSON(req, dispatchErr(subjects.CodeBadRequest, fmt.Sprintf("unsupported version %d (want %d); nothing was sent", r.V, subjects.Version), ""))
+		m.respondJSON(req, notSentErr(subjects.CodeBadRequest, fmt.Sprintf("unsupported version %d (want %d); nothing was sent", r.V, subjects.Version), ""))
 		return
 	}
 	select {
 	case m.calls <- struct{}{}:
 	default:
-		m.respondJSON(req, dispatchErr(subjects.CodeUnavailable,
+		m.respondJSON(req, notSentErr(subjects.CodeUnavailable,
 			"too many calls in flight in this registrysync; nothing was sent", ""))
 		return
 	}

@@ -116,7 +116,7 @@ func TestUnauthorizedCallNotRun(t *testing.T) {
 	r := dispatch(t, h, "auth", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args})
 	if r.Error == nil || r.Error.Code != subjects.CodeUnavailable {
 		t.Errorf("got result %s, error %+v; want unavailable (the server did not run it)", r.Result, r.Error)
-	} else if strings.Contains(r.Error.Message, "nothing was sent") || !strings.Contains(r.Error.Message, "without running it") {
+	} else if r.NotSent || strings.Contains(r.Error.Message, "nothing was sent") || !strings.Contains(r.Error.Message, "without running it") {
 		// It reached the server: the executor takes "nothing was sent" as a call that never
 		// did, and gives its rate counts back.
 		t.Errorf("message %q: want it said refused without running, not nothing sent", r.Error.Message)

@@ -180,8 +180,15 @@ type DispatchRequest struct {
 
 // DispatchReply carries the raw CallToolResult, or an error whose Code tells whether the call
 // reached the server (protocol_error, timeout, outcome_unknown) or not (unavailable).
+//
+// NotSent (with Error; added later in v1) says that the request never left the connector:
+// nothing reached the server (it is not connected, the deadline passed before sending, the
+// connector is full...), so the call used none of the server's capacity. A server's own
+// refusal (HTTP 429, 401) reached it and is not NotSent. A connector older than the field says
+// so only in Error.Message ("nothing was sent").
 type DispatchReply struct {
-	V      int             `json:"v"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *Error          `json:"error,omitempty"`
+	V       int             `json:"v"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+	NotSent bool            `json:"notSent,omitempty"`
 }
