@@ -70,7 +70,8 @@ func runDemoServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if len(rest) != 1 {
-		return fmt.Errorf("demo-server: want one server name, one of %s", strings.Join(demoservers.Names(), ", "))
+		usageError(fs, stderr, "want one server name, one of "+strings.Join(demoservers.Names(), ", "), rest)
+		return exitCode(2)
 	}
 	if logs < 0 || logs > demoservers.MaxLogs {
 		// (The logging server generates every entry at start: a huge count runs out of memory.)
@@ -79,7 +80,8 @@ func runDemoServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	name := rest[0]
 	if !slices.Contains(demoservers.Names(), name) {
-		return fmt.Errorf("demo-server: unknown server %q, want one of %s", name, strings.Join(demoservers.Names(), ", "))
+		usageError(fs, stderr, fmt.Sprintf("unknown server %q, want one of %s", name, strings.Join(demoservers.Names(), ", ")), nil)
+		return exitCode(2)
 	}
 	opts := demoservers.Options{ControlFile: control, Logs: logs, Seed: seed, ControlInterval: interval, ErrorLog: stderr}
 	if httpAddr != "" {

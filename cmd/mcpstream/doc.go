@@ -10,6 +10,15 @@
 // of one role. config.go loads and validates the YAML configuration; clientflags.go holds the
 // flags every client shares (--nats, --nats-creds, --nats-inbox, --principal, --roles, --json).
 //
+// # Exit status
+//
+// main exits with exitStatus(err): 0, the status of an exitCode (the command printed why), 2 for
+// a usage error, else 1. A usage error — a missing, extra or unknown argument, a flag's value
+// out of its range — is found before anything is connected to or created: either printed with
+// the usage (usageError) and returned as exitCode(2), or returned as a badUsage (usageErrorf),
+// which main prints. runRoles checks the ports and the configuration before it creates --data,
+// and runs each role's prepare (the indexer opens its catalog) before it connects to NATS.
+//
 // # Subjects
 //
 // The binary itself adds no subjects: roles consume and produce what their packages document

@@ -121,7 +121,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitCode(2)
 	}
 	if *k < 1 || *k > indexer.MaxK {
-		return fmt.Errorf("eval: --k %d out of range 1..%d", *k, indexer.MaxK)
+		usageError(fs, stderr, fmt.Sprintf("--k %d out of range 1..%d", *k, indexer.MaxK), nil)
+		return exitCode(2)
 	}
 	// The catalog's ids ("server::name"), each with the line it is on: a tool listed twice is
 	// ambiguous (which description is the tool's?), and a gold id the catalog lacks (a typo)

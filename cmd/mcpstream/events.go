@@ -87,23 +87,25 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if len(rest) > 0 {
-		return fmt.Errorf("events: unexpected argument %q", rest[0])
+		return usageErrorf("events: unexpected argument %q", rest[0])
 	}
+	// A filter, stream or time that cannot be read is a usage error (exit status 2), found
+	// before connecting.
 	streamName, subjectFilters, err := pickStream(stream, filters)
 	if err != nil {
-		return err
+		return &badUsage{err}
 	}
 	if server != "" {
 		if streamName != subjects.RegistryStream {
-			return fmt.Errorf("%w: --server selects registry events, not those of %s (filter it with --subject)", ErrBadFilter, streamName)
+			return usageErrorf("%w: --server selects registry events, not those of %s (filter it with --subject)", ErrBadFilter, streamName)
 		}
 		if subjectFilters, err = forServer(subjectFilters, server); err != nil {
-			return err
+			return &badUsage{err}
 		}
 	}
 	start, err := parseSince(since, time.Now())
 	if err != nil {
-		return err
+		return &badUsage{err}
 	}
 	nc, js, err := cf.connect("events")
 	if err != nil {

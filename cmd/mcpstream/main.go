@@ -20,12 +20,40 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if code, ok := err.(exitCode); ok {
-			os.Exit(int(code))
+		if _, ok := err.(exitCode); !ok {
+			fmt.Fprintln(os.Stderr, "mcpstream:", err)
 		}
-		fmt.Fprintln(os.Stderr, "mcpstream:", err)
-		os.Exit(1)
+		os.Exit(exitStatus(err))
 	}
+}
+
+// exitStatus is the exit status of the process whose command returned err: 0 for nil, the
+// status of an exitCode (the command already printed why), 2 for a usage error (badUsage:
+// the command line is wrong, as for a bad flag), else 1.
+func exitStatus(err error) int {
+	var usage *badUsage
+	switch code, ok := err.(exitCode); {
+	case err == nil:
+		return 0
+	case ok:
+		return int(code)
+	case errors.As(err, &usage):
+		return 2
+	}
+	return 1
+}
+
+// badUsage is an error of the command line itself, found before the command does anything: a
+// missing, extra or unknown argument, or a flag's value out of its range. main prints it and
+// exits with status 2, as for a bad flag.
+type badUsage struct{ err error }
+
+func (e *badUsage) Error() string { return e.err.Error() }
+func (e *badUsage) Unwrap() error { return e.err }
+
+// usageErrorf returns a badUsage error formatted as fmt.Errorf does (%w wraps).
+func usageErrorf(format string, a ...any) error {
+	return &badUsage{fmt.Errorf(format, a...)}
 }
 
 // stopSignals are the signals that stop a command cleanly: Ctrl-C, SIGTERM, and SIGHUP (the
@@ -160,7 +188,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			c, ok := commands[args[1]]
 			if !ok {
 				usage(stderr)
-				return fmt.Errorf("help: %w", unknownCommand(args[1]))
+				return usageErrorf("help: %w", unknownCommand(args[1]))
 			}
 			// help policy check: what `policy check --help` prints. A "--" would end the flags
 			// before --help, and run the command: what follows it is dropped.
@@ -173,6 +201,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			return nil
 		}
+		if len(args) == 0 {
+			// No command: the usage, on stderr, and status 2 (`mcpstream help` prints it on
+			// stdout, status 0).
+			usage(stderr)
+			return exitCode(2)
+		}
 		usage(stdout)
 		return nil
 	}
@@ -181,13 +215,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			io.WriteString(stdout, versionUsage)
 			return nil
 		}
+		if len(args) > 1 {
+			io.WriteString(stderr, versionUsage)
+			return usageErrorf("version: unexpected argument %q", args[1])
+		}
 		fmt.Fprintln(stdout, "mcpstream", version)
 		return nil
 	}
 	c, ok := commands[args[0]]
 	if !ok {
 		usage(stderr)
-		return unknownCommand(args[0])
+		return &badUsage{unknownCommand(args[0])}
 	}
 	err := c.run(ctx, args[1:], stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -33,16 +32,10 @@ func TestMain(m *testing.M) {
 		ctx, stop := signalContext(os.Stderr)
 		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
-		var code exitCode
-		switch {
-		case err == nil:
-			os.Exit(0)
-		case errors.As(err, &code):
-			os.Exit(int(code))
-		default:
+		if _, ok := err.(exitCode); err != nil && !ok {
 			fmt.Fprintln(os.Stderr, "mcpstream:", err)
-			os.Exit(1)
 		}
+		os.Exit(exitStatus(err))
 	}
 	os.Setenv(envTestMain, "1") // inherited by the children the tests start
 	// A -race child sleeps atexit_sleep_ms (1 s by default) before it exits: every test that

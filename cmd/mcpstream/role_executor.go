@@ -78,13 +78,13 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	if len(rest) > 0 {
-		return fmt.Errorf("executor: unexpected argument %q", rest[0])
+		return usageErrorf("executor: unexpected argument %q", rest[0])
 	}
 	if executorOptions.Workers < 1 {
-		return fmt.Errorf("executor: --workers %d: want at least 1", executorOptions.Workers)
+		return usageErrorf("executor: --workers %d: want at least 1", executorOptions.Workers)
 	}
 	if executorOptions.MaxApprovalWaits < 0 || executorOptions.MaxApprovalWaits > executorOptions.Workers {
-		return fmt.Errorf("executor: --max-approval-waits %d: want 0 (half of --workers) up to --workers (%d)", executorOptions.MaxApprovalWaits, executorOptions.Workers)
+		return usageErrorf("executor: --max-approval-waits %d: want 0 (half of --workers) up to --workers (%d)", executorOptions.MaxApprovalWaits, executorOptions.Workers)
 	}
 	return runRoles(ctx, o, []string{"executor"}, stdout, stderr)
 }

@@ -12,13 +12,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/liveness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
 func init() {
-	registerRole(role{name: "indexer", order: 20, start: startIndexer})
+	registerRole(role{name: "indexer", order: 20, start: startIndexer, prepare: prepareIndexer})
 	register(indexerCommand())
 }
 
@@ -46,11 +48,11 @@ func indexerCommand() command {
 				return err
 			}
 			if len(rest) > 0 {
-				return fmt.Errorf("%s: unexpected argument %q", name, rest[0])
+				return usageErrorf("%s: unexpected argument %q", name, rest[0])
 			}
 			n, err := parseMemoryLimit(*limit)
 			if err != nil {
-				return fmt.Errorf("--memory-limit: %w", err)
+				return usageErrorf("--memory-limit: %w", err)
 			}
 			if _, set := os.LookupEnv("GOMEMLIMIT"); !set && n > 0 {
 				// For as long as the command runs (it may run inside a test process).
@@ -142,38 +144,77 @@ Examples:
   mcpstream indexer --nats nats://nats-1:4222,nats://nats-2:4222 --config mcpstream.yaml --replica 2
   rm -rf /var/lib/mcpstream/indexer/1 && mcpstream indexer --data /var/lib/mcpstream --replica 1   # rebuild by replay`
 
-// startIndexer opens the replica's catalog under DATA/indexer/REPLICA; Run follows the registry
-// stream and serves the catalog service until the role stops.
-func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
-	replica := env.Replica
+// indexerReplica is the replica name of env (--replica, "0" by default) and the instance name
+// it advertises.
+func indexerReplica(env *roleEnv) (replica, instance string) {
+	replica = env.Replica
 	if replica == "" {
 		replica = "0"
 	}
+	host, _ := os.Hostname()
+	return replica, fmt.Sprintf("%s:%d/%s", host, os.Getpid(), replica)
+}
+
+// checkReplica refuses a --replica that is not a plain name (a directory under DATA/indexer).
+func checkReplica(replica string) error {
 	if filepath.Base(replica) != replica || replica == "." || replica == ".." {
-		return roleRun{}, fmt.Errorf("--replica %q: want a plain name such as 0, 1, east-2", replica)
+		return usageErrorf("--replica %q: want a plain name such as 0, 1, east-2", replica)
+	}
+	return nil
+}
+
+// prepareIndexer opens the replica's catalog under DATA/indexer/REPLICA before the process
+// connects to NATS (env.catalog): a directory another process holds (Badger locks it), or one
+// that cannot be read, is reported at once, whether NATS is up or not.
+func prepareIndexer(env *roleEnv) (release func(), err error) {
+	cat, err := openIndexerCatalog(env, env.Log.With().Str("role", "indexer").Logger())
+	if err != nil {
+		return nil, err
+	}
+	env.catalog = cat
+	return func() { cat.Close() }, nil
+}
+
+// openIndexerCatalog opens the replica's catalog under DATA/indexer/REPLICA.
+func openIndexerCatalog(env *roleEnv, log zerolog.Logger) (*indexer.Catalog, error) {
+	replica, instance := indexerReplica(env)
+	if err := checkReplica(replica); err != nil {
+		return nil, err
 	}
 	dir := filepath.Join(env.DataDir, "indexer", replica)
 	if err := mkdirAll(dir); err != nil {
-		return roleRun{}, fmt.Errorf("indexer data: %w", err)
+		return nil, fmt.Errorf("indexer data: %w", err)
 	}
-	host, _ := os.Hostname()
-	instance := fmt.Sprintf("%s:%d/%s", host, os.Getpid(), replica)
-	icfg := indexer.Config{Dir: dir, Policy: env.Policy, Log: env.Log, Replica: replica, Instance: instance}
+	icfg := indexer.Config{Dir: dir, Policy: env.Policy, Log: log, Replica: replica, Instance: instance}
 	if e := env.Config.embedder; e != nil {
 		icfg.Embedder, icfg.EmbedTimeout = e, env.Config.embedTimeout
-		env.Log.Info().Str("embedder", e.Name()).Msg("hybrid search: tool and request embeddings")
+		log.Info().Str("embedder", e.Name()).Msg("hybrid search: tool and request embeddings")
 	}
 	cat, err := indexer.Open(icfg)
 	if err != nil {
 		if errors.Is(err, indexer.ErrInUse) {
-			return roleRun{}, fmt.Errorf("open catalog %s: %w (is another indexer using this --data and --replica?)", dir, err)
+			return nil, fmt.Errorf("open catalog %s: %w (is another indexer using this --data and --replica?)", dir, err)
 		}
 		// Unreadable (indexer.ErrUnreadable: the error says to remove the directory), or
 		// Badger failed: no lock conflict to hint at.
-		return roleRun{}, fmt.Errorf("open catalog %s: %w", dir, err)
+		return nil, fmt.Errorf("open catalog %s: %w", dir, err)
 	}
-	env.Log.Info().Str("dir", dir).Uint64("seq", cat.Seq()).Int("tools", cat.Stats().Tools).
+	log.Info().Str("dir", dir).Uint64("seq", cat.Seq()).Int("tools", cat.Stats().Tools).
 		Str("instance", instance).Str("policy", env.Policy.Digest()).Msg("catalog opened")
+	return cat, nil
+}
+
+// startIndexer takes the catalog prepareIndexer opened (or opens it); Run follows the registry
+// stream and serves the catalog service until the role stops, then closes the catalog.
+func startIndexer(ctx context.Context, env *roleEnv) (roleRun, error) {
+	replica, instance := indexerReplica(env)
+	cat := env.catalog
+	if cat == nil {
+		var err error
+		if cat, err = openIndexerCatalog(env, env.Log); err != nil {
+			return roleRun{}, err
+		}
+	}
 	run := func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpstream/mcpstream/indexer"
 	"github.com/mcpstream/mcpstream/policy"
 	"github.com/mcpstream/mcpstream/registrysync"
 )
@@ -39,6 +40,9 @@ type roleEnv struct {
 	// in flight finish when stopping (the executor's calls, the connectors' tools/call
 	// requests) wait for it up to inFlightGrace(StopTimeout), not a fixed time of their own.
 	StopTimeout time.Duration
+	// catalog is the indexer's catalog, opened by its prepare before the process connected to
+	// NATS (nil: startIndexer opens it).
+	catalog *indexer.Catalog
 	// policyLog is shared by the policy checks of the roles run with this environment: a
 	// mismatch they all see is logged once (see lastLogged).
 	policyLog *lastLogged
@@ -65,6 +69,12 @@ type role struct {
 	name  string
 	order int // start order under `up`: lower first
 	start func(ctx context.Context, env *roleEnv) (roleRun, error)
+	// prepare, when set, runs before the process connects to NATS (the data directory exists,
+	// env has no NC or JS yet): what can fail without NATS, such as a catalog directory another
+	// process holds, fails at once rather than once NATS is reached. It may set fields of env
+	// that start uses; release undoes it when start is not reached or fails (a started role
+	// owns what was prepared).
+	prepare func(env *roleEnv) (release func(), err error)
 }
 
 var roles []role

@@ -88,6 +88,17 @@ func runSearch(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if !catalogTimeoutOK(fs, stderr, *timeout) {
 		return exitCode(2)
 	}
+	// The catalog's own bounds (bad_request there), checked here: a usage error.
+	if *k < 0 || *k > indexer.MaxK {
+		usageError(fs, stderr, fmt.Sprintf("--k %d: want 1..%d (0 = the default, %d)", *k, indexer.MaxK, indexer.DefaultK), nil)
+		return exitCode(2)
+	}
+	switch *detail {
+	case subjects.DetailName, subjects.DetailSummary, subjects.DetailFull:
+	default:
+		usageError(fs, stderr, fmt.Sprintf("--detail %q: want name, summary or full", *detail), nil)
+		return exitCode(2)
+	}
 	cs, err := openCatalog(ctx, &cf, "search", *timeout, subjects.CatalogSearch)
 	if err != nil {
 		return requestFailure(stdout, cf.JSON, err)

@@ -159,14 +159,14 @@ func TestSearchCommand(t *testing.T) {
 		}
 	})
 	t.Run("bad k", func(t *testing.T) {
-		out, _, err := catRun(t, "search", "logs", "--k", "500", "--json", "--nats", url)
-		var code exitCode
-		if !errors.As(err, &code) || code != 1 || !strings.Contains(out, `"code": "bad_request"`) {
-			t.Errorf("k=500: %v %s", err, out)
-		}
-		_, _, err = catRun(t, "search", "logs", "--k", "500", "--nats", url)
-		if err == nil || !strings.Contains(err.Error(), "bad_request") {
-			t.Errorf("k=500 text: %v", err)
+		// Outside the catalog's 1..100 (0: the default): a usage error, exit status 2, not sent
+		// (the catalog would refuse it bad_request).
+		for _, args := range [][]string{{"--json"}, nil} {
+			out, errOut, err := catRun(t, append([]string{"search", "logs", "--k", "500", "--nats", url}, args...)...)
+			var code exitCode
+			if !errors.As(err, &code) || code != 2 || out != "" || !strings.Contains(errOut, "--k 500: want 1..100") {
+				t.Errorf("k=500 %v: %v, stdout %q, stderr %q", args, err, out, lastLines(errOut, 3))
+			}
 		}
 	})
 	t.Run("usage", func(t *testing.T) {

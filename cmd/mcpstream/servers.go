@@ -141,9 +141,9 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if len(rest) > 0 {
 		if closest(rest[0], []string{"remove"}) != "" {
-			return fmt.Errorf("servers: unexpected argument %q (did you mean \"servers remove\"?)", rest[0])
+			return usageErrorf("servers: unexpected argument %q (did you mean \"servers remove\"?)", rest[0])
 		}
-		return fmt.Errorf("servers: unexpected argument %q", rest[0])
+		return usageErrorf("servers: unexpected argument %q", rest[0])
 	}
 	if !*catalog && (*limit != 0 || *after != "" || flagSet(fs, "principal") || flagSet(fs, "roles")) {
 		usageError(fs, stderr, "--limit, --after, --principal and --roles need --catalog", nil)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,17 +90,4 @@ func TestServersRemove(t *testing.T) {
 			t.Errorf("a refused remove changed %s: %+v", names[1], r)
 		}
 	}
-}
-
-// exitStatus is the exit status an error from run stands for: 0 for nil, the status of an
-// exitCode, else 1.
-func exitStatus(err error) int {
-	var code exitCode
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &code):
-		return int(code)
-	}
-	return 1
 }

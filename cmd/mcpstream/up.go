@@ -150,7 +150,7 @@ func runUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(rest) > 0 {
-		return fmt.Errorf("up: unexpected argument %q", rest[0])
+		return usageErrorf("up: unexpected argument %q", rest[0])
 	}
 	o.Embedded = o.NATS.URL == ""
 	// Flags for one kind of NATS only: with the other they would be ignored without a word.
@@ -186,7 +186,7 @@ func roleCommand(name, summary, help string) command {
 				return err
 			}
 			if len(rest) > 0 {
-				return fmt.Errorf("%s: unexpected argument %q", name, rest[0])
+				return usageErrorf("%s: unexpected argument %q", name, rest[0])
 			}
 			return runRoles(ctx, o, []string{name}, stdout, stderr)
 		},
@@ -331,7 +331,7 @@ func (h *host) natsState() (bool, string) {
 func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr io.Writer) (err error) {
 	log, err := newLogger(stderr, o.LogLevel, o.LogFormat)
 	if err != nil {
-		return err
+		return &badUsage{err}
 	}
 	log = log.With().Str("process", o.Name).Logger()
 	// A signal while starting is a clean stop, as it is once serving: the step it interrupted
@@ -351,17 +351,23 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		}
 		selected = append(selected, r)
 	}
+	// The flags' values are usage errors (exit status 2), found before anything is created.
 	if o.DataDir == "" {
-		return errors.New("--data must not be empty")
+		return usageErrorf("--data must not be empty")
 	}
 	if o.StopTimeout <= 0 {
-		return fmt.Errorf("--stop-timeout %s: must be positive", o.StopTimeout)
+		return usageErrorf("--stop-timeout %s: must be positive", o.StopTimeout)
 	}
 	if o.StreamReplicas < 0 {
-		return fmt.Errorf("--stream-replicas %d: want 0 (keep existing) or a replica count", o.StreamReplicas)
+		return usageErrorf("--stream-replicas %d: want 0 (keep existing) or a replica count", o.StreamReplicas)
+	}
+	if o.Replica != "" && slices.Contains(names, "indexer") {
+		if err := checkReplica(o.Replica); err != nil {
+			return err
+		}
 	}
 	if o.Embedded && o.StreamReplicas > 1 {
-		return fmt.Errorf("--stream-replicas %d: the embedded NATS server is a single node, which keeps 1 replica: drop the flag, or run a cluster and give its URLs with --nats", o.StreamReplicas)
+		return usageErrorf("--stream-replicas %d: the embedded NATS server is a single node, which keeps 1 replica: drop the flag, or run a cluster and give its URLs with --nats", o.StreamReplicas)
 	}
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {
@@ -376,29 +382,21 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 
 	// A configuration is checked before anything is created.
 	var cfg *fileConfig
+	var pol *policy.Policy
 	if o.ConfigPath != "" {
 		// Only the connectors use the servers' secrets, and the executor redacts them from
 		// audit events: other roles start without them in their environment.
 		serverSecrets := slices.ContainsFunc(names, func(n string) bool { return n == "registrysync" || n == "executor" })
-		if cfg, err = loadConfigFor(o.ConfigPath, os.LookupEnv, serverSecrets); err == nil {
-			err = mkData()
+		if cfg, err = loadConfigFor(o.ConfigPath, os.LookupEnv, serverSecrets); err != nil {
+			return err
 		}
-	} else if err = mkData(); err == nil {
-		cfg, err = demoConfig(dataDir, demoservers.Names())
-	}
-	if err != nil {
-		return err
-	}
-	pol, err := policy.New(cfg.Policy)
-	if err != nil {
-		return fmt.Errorf("%s: policy: %w", cfg.Path, err)
-	}
-	// Kept, as a pattern may be meant as written, but likely a rule that matches nothing.
-	for _, w := range policy.Warnings(cfg.Policy) {
-		log.Warn().Str("config", cfg.Path).Str("rule", w.Rule).Str("pattern", w.Pattern).Msg("policy: " + w.String())
+		if pol, err = policy.New(cfg.Policy); err != nil {
+			return fmt.Errorf("%s: policy: %w", cfg.Path, err)
+		}
 	}
 
-	// Listeners first: a port in use is a clear error before anything starts.
+	// Listeners next, still before anything is created: a port in use is a clear error, and
+	// leaves no data directory behind.
 	var httpLn net.Listener
 	if o.HTTPListen != "" {
 		httpLn, err = net.Listen("tcp", o.HTTPListen)
@@ -406,6 +404,32 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			return fmt.Errorf("--http-listen %s: %w", o.HTTPListen, err)
 		}
 		defer httpLn.Close()
+	}
+	// nats-server would only log a port in use; check it here (port 0 picks a free one). The
+	// probe is held until the embedded server starts.
+	var natsProbe net.Listener
+	if o.Embedded && o.NATSListen != "none" {
+		natsProbe, err = net.Listen("tcp", o.NATSListen)
+		if err != nil {
+			return fmt.Errorf("--nats-listen %s: %w", o.NATSListen, err)
+		}
+		defer natsProbe.Close()
+	}
+
+	if err := mkData(); err != nil {
+		return err
+	}
+	if cfg == nil {
+		if cfg, err = demoConfig(dataDir, demoservers.Names()); err != nil {
+			return err
+		}
+		if pol, err = policy.New(cfg.Policy); err != nil {
+			return fmt.Errorf("demo configuration: policy: %w", err)
+		}
+	}
+	// Kept, as a pattern may be meant as written, but likely a rule that matches nothing.
+	for _, w := range policy.Warnings(cfg.Policy) {
+		log.Warn().Str("config", cfg.Path).Str("rule", w.Rule).Str("pattern", w.Pattern).Msg("policy: " + w.String())
 	}
 	var nc *nats.Conn
 	var natsURL string
@@ -457,16 +481,32 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		defer stopHTTP()
 		httpURL = "http://" + httpLn.Addr().String() + " (GET /healthz, /metrics)"
 	}
+	env := &roleEnv{Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica, StopTimeout: o.StopTimeout,
+		policyLog: &lastLogged{last: map[string]string{}}}
+	// What a role can check without NATS (the indexer's catalog, which another process may
+	// hold) is done before connecting: the operator learns of it at once, not once NATS is up.
+	// What a started role took over is its own to release.
+	prepared := map[string]func(){}
+	defer func() {
+		for _, release := range prepared {
+			release()
+		}
+	}()
+	for _, r := range selected {
+		if r.prepare == nil {
+			continue
+		}
+		release, err := r.prepare(env)
+		if err != nil {
+			return err
+		}
+		prepared[r.name] = release
+	}
 	if o.Embedded {
 		listen := o.NATSListen
-		if listen != "none" {
-			// nats-server would only log a port in use; check it here. Port 0 picks a free one.
-			probe, err := net.Listen("tcp", listen)
-			if err != nil {
-				return fmt.Errorf("--nats-listen %s: %w", listen, err)
-			}
-			listen = probe.Addr().String()
-			probe.Close()
+		if natsProbe != nil {
+			listen = natsProbe.Addr().String()
+			natsProbe.Close()
 		}
 		ec := cfg.embeddedNATS() // the embeddedNats section: fsync, storage bounds
 		ec.StoreDir = filepath.Join(dataDir, "nats")
@@ -542,8 +582,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		return o.NATS.noJetStream(err)
 	}
 
-	env := &roleEnv{NC: nc, JS: js, Config: cfg, Policy: pol, Log: log, DataDir: dataDir, Replica: o.Replica, StopTimeout: o.StopTimeout,
-		policyLog: &lastLogged{last: map[string]string{}}}
+	env.NC, env.JS = nc, js
 	env.HTTP, env.Metrics = mux, reg // nil without HTTP
 	source := "demo servers"
 	if cfg.Path != "" {
@@ -594,6 +633,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			close(st.done)
 			return fmt.Errorf("start %s: %w", r.name, err)
 		}
+		delete(prepared, r.name) // the started role releases what it prepared
 		// A role may publish what later roles need (registrysync's manager).
 		env.Registry = renv.Registry
 		h.mu.Lock()
