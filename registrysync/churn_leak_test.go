@@ -195,3 +195,55 @@ func TestChurnAddRemoveLeaksNothing(t *testing.T) {
 	}
 	churnSettled(t, "servers added and removed", base)
 }
+
+// HTTP servers added and removed over and over, the MCP server staying up: each removed
+// session's keep-alive connections are closed (its own transport is never used again), not
+// left idle until the transport's idle timeout (90 s): a socket and three goroutines here, and a
+// connection on the MCP server, per session closed. Streamable HTTP on both protocols (a
+// legacy session ends with a DELETE, whose connection is the last one to go idle), and legacy
+// HTTP+SSE.
+func TestChurnHTTPAddRemoveLeavesNoConnection(t *testing.T) {
+	for _, tc := range []struct {
+		name, proto string
+		transport   string
+	}{
+		{"http", "", TransportHTTP},
+		{"http-2025-11-25", "2025-11-25", TransportHTTP},
+		{"sse", "", TransportSSE},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := httpFixture(t, newFixture(fixtureOptions{}))
+			if tc.transport == TransportSSE {
+				url = sseFixture(t, newFixture(fixtureOptions{}))
+			}
+			h := run(t, nil, fastConfig())
+			waitUntil(t, "running", h.m.Ready)
+			rec := record(t, h.env, subjects.RegistryAll)
+			cycle := func(i int) {
+				t.Helper()
+				name := fmt.Sprintf("web%d", i)
+				ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+				defer cancel()
+				if err := h.m.Add(ctx, ServerConfig{Name: name, Transport: tc.transport, URL: url, ProtocolVersion: tc.proto}); err != nil {
+					t.Fatal(err)
+				}
+				rec.wait(0, name+" ready", func(e event) bool {
+					return e.subject.Server == name && isStatus(subjects.StatusReady, "")(e)
+				})
+				r := dispatch(t, h, name, subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: json.RawMessage(`{"text":"x"}`)})
+				if r.Error != nil {
+					t.Fatalf("echo: %+v", r.Error)
+				}
+				if err := h.m.Remove(ctx, name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cycle(-1)
+			base := measure(t)
+			for i := range churnCycles {
+				cycle(i)
+			}
+			churnSettled(t, "servers added and removed", base)
+		})
+	}
+}

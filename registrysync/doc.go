@@ -346,7 +346,11 @@
 // only: re-lists of other kinds, and their failures, neither lengthen nor put off its retry. Closing a legacy
 // streamable HTTP session sends its DELETE without waiting for the answer (mcp-go waits up to
 // 5 s: a hung server held the connection_lost status, the reconnection, Remove and a stopping
-// Manager that long). A server that answers
+// Manager that long); closing a 2026-07-28 session over SSE cancels its subscriptions/listen
+// with notifications/cancelled the same way (a request there has no stream of its own whose end
+// would cancel it, and a server that kept it held a goroutine per session closed). A closed HTTP
+// or SSE session's keep-alive connections are closed with it, not left idle until the
+// transport's 90 s idle timeout (a socket here and one on the server per session). A server that answers
 // badly (malformed JSON, endless cursors) keeps its session and is re-listed with backoff. Each
 // connector runs on its own goroutines; panics in its loop and in mcp-go callbacks are
 // recovered and reported (a panicking loop publishes unavailable with code internal and

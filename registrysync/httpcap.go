@@ -51,6 +51,18 @@ type cappedTransport struct {
 	discarded func(what string)
 }
 
+// CloseIdleConnections closes the idle keep-alive connections of the transport underneath.
+// http.Client.CloseIdleConnections calls it only on a transport that has the method: without
+// it, the session's close (see session.close) closed nothing, and each session ended (a
+// reconnection, a server removed) left its connections idle until the idle timeout (90 s) — a
+// socket and three goroutines here, a connection on the MCP server. The transport stays usable:
+// a request after it dials again.
+func (t *cappedTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if o := origin(r.URL); t.origin != "" && o != t.origin {
 		if r.Body != nil {

@@ -155,8 +155,11 @@ type session struct {
 
 	ack        chan struct{}
 	listenDone chan struct{}
-	calls      sync.WaitGroup
-	closeOnce  sync.Once
+	// listenCap is the slot of the subscriptions/listen request last sent (under mu): the id a
+	// session over legacy HTTP+SSE cancels when it closes (see close).
+	listenCap *capture
+	calls     sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // sseNoResponseTimeout is the SSE transport's response timeout: in effect none (see openSession).
@@ -492,6 +495,9 @@ func (s *session) startListening(f mcp.SubscriptionFilter) {
 		wait := time.Second
 		for {
 			ctx, cp := withCapture(s.ctx)
+			s.mu.Lock()
+			s.listenCap = cp
+			s.mu.Unlock()
 			err := s.cl.Listen(ctx, f)
 			if s.ctx.Err() != nil {
 				return
@@ -656,7 +662,8 @@ func (s *session) close(drain time.Duration) {
 		}
 		s.markLost(errSessionClosed)
 		s.cancel()
-		if _, ok := s.cl.GetTransport().(*httpWrap); ok {
+		switch tr := s.cl.GetTransport().(type) {
+		case *httpWrap:
 			// mcp-go's Close ends a legacy streamable HTTP session with a DELETE and waits up
 			// to 5 s (its own constant) for the answer: a hung server, the one a failed probe
 			// closes the session of, held the connection_lost status, the reconnection, Remove
@@ -666,7 +673,31 @@ func (s *session) close(drain time.Duration) {
 				_ = s.cl.Close()
 				s.hc.CloseIdleConnections()
 			}()
-		} else {
+		case *sseWrap:
+			// Over legacy HTTP+SSE a request has no stream of its own whose end would cancel
+			// it, and mcp-go sends no notifications/cancelled on an HTTP transport: the
+			// subscriptions/listen of a 2026-07-28 session was never cancelled, and a server
+			// that does not end a session's requests when its event stream closes (mcp-go's
+			// SSE server) held it, a goroutine, for good — one more per session closed.
+			// Cancelled here, a courtesy like the DELETE above: on its own, bounded.
+			s.mu.Lock()
+			cp := s.listenCap
+			s.mu.Unlock()
+			go func() {
+				if cp != nil {
+					if sent, _, _, _ := cp.snapshot(); sent {
+						ctx, cancel := context.WithTimeout(context.Background(), listenCancelTimeout)
+						_ = tr.SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+							Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
+								Params: mcp.NotificationParams{AdditionalFields: map[string]any{
+									"requestId": cp.requestID(), "reason": "the client closed the session"}}}})
+						cancel()
+					}
+				}
+				_ = s.cl.Close()
+				s.hc.CloseIdleConnections()
+			}()
+		default:
 			_ = s.cl.Close()
 		}
 		if s.child != nil {
@@ -679,6 +710,10 @@ func (s *session) close(drain time.Duration) {
 		}
 	})
 }
+
+// listenCancelTimeout bounds the notifications/cancelled of the subscriptions/listen request a
+// session over legacy HTTP+SSE sends when it closes (see close).
+const listenCancelTimeout = 5 * time.Second
 
 // listPage sends one list request and returns the raw result. Errors are *codedError (the
 // server answered badly: the session is fine), *lostError, or another error for a transport
