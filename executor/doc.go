@@ -194,7 +194,9 @@
 //     naming the bucket: the call is not run without one, nor delivered again to ask again.
 //  10. dispatch tools/call with a timeout (timeoutMs capped at MaxCallTimeout) → timeout; result
 //     over 4 MiB, or too large for its answer to fit a NATS message (the connection's max_payload,
-//     the results stream's message size) → result_too_large (the call ran; not retried); a connector that could not send →
+//     the results stream's message size, or its max_bytes as found at start: JetStream would
+//     acknowledge a larger answer and drop it at once) → result_too_large (the call ran; not
+//     retried); a connector that could not send →
 //     unavailable; protocol_error and outcome_unknown as the connector reports them, their text
 //     redacted and cut to 4 KiB. Over NATS the connector's answer is awaited 2 s past the
 //     deadline (it times the call out on its own clock): a result that came in time is the

@@ -947,9 +947,13 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		// Its answer could never be stored (nor sent): storing it failed until the call was
 		// delivered again, ran again if read-only, and ended internal or outcome_unknown.
 		res.Status = subjects.CallFailed
+		bound := ""
+		if b := e.resultsMaxBytes(); b > 0 {
+			bound = fmt.Sprintf(", the results stream %s's max_bytes %d", subjects.ResultsStream, b)
+		}
 		res.Error = &subjects.Error{Code: subjects.CodeResultTooLarge,
-			Message: fmt.Sprintf("the result of %s is %d bytes; its answer, one NATS message, holds at most %d (the NATS server's max_payload is %d) (the call ran)",
-				t.Public, len(rep.Result), max(e.resultRoom(res, c.seq), 0), e.nc.MaxPayload())}
+			Message: fmt.Sprintf("the result of %s is %d bytes; its answer, one NATS message, holds at most %d (the NATS server's max_payload is %d%s) (the call ran)",
+				t.Public, len(rep.Result), max(e.resultRoom(res, c.seq), 0), e.nc.MaxPayload(), bound)}
 	case !isJSONObject(rep.Result):
 		res.Status = subjects.CallFailed
 		res.Error = &subjects.Error{Code: subjects.CodeProtocolError, Message: "the server's tools/call result is not a JSON object; the call ran"}
@@ -1618,7 +1622,32 @@ const answerSlack = 256
 // (a server's default is 1 MiB) and the results stream's message size bound it whatever
 // MaxResultBytes says.
 func (e *Executor) resultRoom(res subjects.CallResult, seq uint64) int {
-	return answerRoom(e.maxAnswer(), res, seq)
+	return answerRoom(e.maxAnswerOf(res), res, seq)
+}
+
+// storedRecordBytes is what JetStream adds to a message's subject, headers and data when it
+// counts the message against a stream's max_bytes (its record's own fields: at most 34 bytes
+// in nats-server 2.15's file store), with room to spare.
+const storedRecordBytes = 64
+
+// maxAnswerOf is maxAnswer for answer res, within the results stream's max_bytes too (as the
+// executor found it at start): JetStream acknowledges a message larger than a stream's bound
+// with discard old, then drops it at once to stay within the bound (the oldest first, and it
+// is the last), so such an answer was acknowledged and lost.
+func (e *Executor) maxAnswerOf(res subjects.CallResult) int {
+	mp := e.maxAnswer()
+	if b := e.resultsMaxBytes(); b > 0 {
+		mp = min(mp, int(min(b, math.MaxInt32))-len(subjects.Result(res.Tenant, res.ID))-storedRecordBytes)
+	}
+	return mp
+}
+
+// resultsMaxBytes is the results stream's max_bytes when the executor started (≤ 0: none).
+func (e *Executor) resultsMaxBytes() int64 {
+	if e.st == nil || e.st.results == nil {
+		return 0
+	}
+	return e.st.results.CachedInfo().Config.MaxBytes
 }
 
 // maxAnswer is the size of the largest answer message: the connection's max_payload, at most
@@ -1635,7 +1664,7 @@ func (e *Executor) maxAnswer() int {
 // (n ≤ resultRoom), without encoding the answer to count its envelope when n is well within the
 // message size: that envelope is at most answerEnvelope(res) bytes.
 func (e *Executor) resultFits(res subjects.CallResult, seq uint64, n int) bool {
-	mp := e.maxAnswer()
+	mp := e.maxAnswerOf(res)
 	if res.Error == nil && n <= mp-answerEnvelope(res)-answerSlack {
 		return true
 	}

@@ -783,6 +783,11 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc
 				return nil, fmt.Errorf("ensure stream %s: %w%s%s%s", cfg.Name, err, storageHint(err, cfg), existingHint(err, cfg, cur),
 					overlapHint(ctx, js, err, cfg))
 			}
+			if cfg.Name == subjects.RegistryStream {
+				if err := registryBounded(cfg); err != nil {
+					return nil, err
+				}
+			}
 			origins[cfg.Name] = s.CachedInfo().Created
 			break
 		}
@@ -920,6 +925,34 @@ func existingHint(err error, cfg jetstream.StreamConfig, cur *jetstream.StreamCo
 			"%s de-duplication window mcpstream declares: %s)", durationText(cfg.MaxAge), durationText(cfg.Duplicates), fix)
 	}
 	return ""
+}
+
+// registryBounded refuses a registry stream with a bound (kept by keepLimits from `nats stream
+// edit`): catalogs and executors rebuild from its whole history, and what a bound drops — the
+// snapshot of a server whose list did not change within it — a new replica never sees: its
+// catalog lacks those tools, and nothing says so. nil when the stream is unbounded.
+func registryBounded(cfg jetstream.StreamConfig) error {
+	var bounds []string
+	if cfg.MaxAge > 0 {
+		bounds = append(bounds, "max_age "+durationText(cfg.MaxAge))
+	}
+	if cfg.MaxMsgs > 0 {
+		bounds = append(bounds, fmt.Sprintf("max_msgs %d", cfg.MaxMsgs))
+	}
+	if cfg.MaxBytes > 0 {
+		bounds = append(bounds, "max_bytes "+sizeText(cfg.MaxBytes))
+	}
+	if cfg.MaxMsgsPerSubject > 0 {
+		bounds = append(bounds, fmt.Sprintf("max_msgs_per_subject %d", cfg.MaxMsgsPerSubject))
+	}
+	if len(bounds) == 0 {
+		return nil
+	}
+	return fmt.Errorf("stream %s has %s, set outside the configuration: catalogs and executors rebuild from "+
+		"the registry stream's whole history, and a server's snapshot the bound drops (its list unchanged "+
+		"since) is missing from every catalog built after it; the registry stream is kept unbounded: remove "+
+		"the bound (nats stream edit %s) and start again (registrysync publishes again the lists the "+
+		"stream no longer holds)", cfg.Name, strings.Join(bounds, ", "), cfg.Name)
 }
 
 // retentionText names a retention policy as the README does.
