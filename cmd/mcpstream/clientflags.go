@@ -61,18 +61,11 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 	if n.Creds != "" {
 		opts = append(opts, nats.UserCredentials(n.Creds))
 	}
-	if n.Inbox != "" {
-		if strings.ContainsAny(n.Inbox, " \t\r\n*>") || strings.HasPrefix(n.Inbox, ".") || strings.HasSuffix(n.Inbox, ".") {
-			return nil, nil, fmt.Errorf("--nats-inbox %q: want subject tokens without wildcards, e.g. _INBOX.acme", n.Inbox)
-		}
-		opts = append(opts, nats.CustomInboxPrefix(n.Inbox))
+	if err := n.check(); err != nil {
+		return nil, nil, err
 	}
-	for _, u := range strings.Split(n.URL, ",") {
-		// up prints an HTTP URL (health, metrics) beside its NATS URL; a NATS client would
-		// connect there and wait for a NATS greeting that never comes.
-		if l := strings.ToLower(strings.TrimSpace(u)); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
-			return nil, nil, fmt.Errorf("--nats %s: not a NATS URL: want nats://HOST:PORT (mcpstream up prints its NATS URL before its HTTP one)", redactURL(strings.TrimSpace(u)))
-		}
+	if n.Inbox != "" {
+		opts = append(opts, nats.CustomInboxPrefix(n.Inbox))
 	}
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
@@ -94,6 +87,24 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return nc, js, nil
+}
+
+// check refuses a --nats-inbox that is no subject prefix and a --nats URL that is an HTTP one,
+// before connecting (the role commands: before anything is created, as usage errors).
+func (n *natsFlags) check() error {
+	if n.Inbox != "" {
+		if strings.ContainsAny(n.Inbox, " \t\r\n*>") || strings.HasPrefix(n.Inbox, ".") || strings.HasSuffix(n.Inbox, ".") {
+			return fmt.Errorf("--nats-inbox %q: want subject tokens without wildcards, e.g. _INBOX.acme", n.Inbox)
+		}
+	}
+	for _, u := range strings.Split(n.URL, ",") {
+		// up prints an HTTP URL (health, metrics) beside its NATS URL; a NATS client would
+		// connect there and wait for a NATS greeting that never comes.
+		if l := strings.ToLower(strings.TrimSpace(u)); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") {
+			return fmt.Errorf("--nats %s: not a NATS URL: want nats://HOST:PORT (mcpstream up prints its NATS URL before its HTTP one)", redactURL(strings.TrimSpace(u)))
+		}
+	}
+	return nil
 }
 
 // watchPermissions returns a context derived from ctx that ends, with the server's permissions

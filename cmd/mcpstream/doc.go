@@ -16,8 +16,10 @@
 // a usage error, else 1. A usage error — a missing, extra or unknown argument, a flag's value
 // out of its range — is found before anything is connected to or created: either printed with
 // the usage (usageError) and returned as exitCode(2), or returned as a badUsage (usageErrorf),
-// which main prints. runRoles checks the ports and the configuration before it creates --data,
-// and runs each role's prepare (the indexer opens its catalog) before it connects to NATS.
+// which main prints. runRoles checks its flags (--nats and --nats-inbox too: usage errors of a
+// role command, where a client command reports them as it connects), the configuration and
+// the ports before it creates --data, and runs each role's prepare (the indexer opens its
+// catalog) before it connects to NATS.
 //
 // # Subjects
 //

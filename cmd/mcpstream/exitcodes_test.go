@@ -54,6 +54,13 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"indexer", "--memory-limit", "bogus"}, 2, "--memory-limit"},
 		{[]string{"executor", "--workers", "0"}, 2, "--workers"},
 		{[]string{"executor", "--max-approval-waits", "-1"}, 2, "--max-approval-waits"},
+		// The NATS flags of the role commands are read before anything is created (the indexer
+		// opened, and created, its catalog before an http:// --nats was refused, exit status 1).
+		{[]string{"indexer", "--nats", "http://127.0.0.1:1"}, 2, "not a NATS URL"},
+		{[]string{"registrysync", "--nats", "nats://127.0.0.1:1,https://127.0.0.1:2"}, 2, "not a NATS URL"},
+		{[]string{"up", "--nats", "http://127.0.0.1:1"}, 2, "not a NATS URL"},
+		{[]string{"executor", "--nats-inbox", "_INBOX.>"}, 2, "--nats-inbox"},
+		{[]string{"indexer", "--nats-inbox", "bad inbox"}, 2, "--nats-inbox"},
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -65,3 +65,28 @@ func TestIndexerInUseBeforeNATS(t *testing.T) {
 		t.Errorf("indexer --replica ../x with NATS away: %v (status %d); want a usage error", err, exitStatus(err))
 	}
 }
+
+// TestPreparedCatalogReleased: the catalog an indexer opens before connecting is closed when
+// the start fails after it (NATS away): a second start on the same --data reports NATS again,
+// not a catalog "in use" (the in-process runs share one process, as Badger's lock would be
+// held by a leaked catalog). Standalone and under up --nats.
+func TestPreparedCatalogReleased(t *testing.T) {
+	for _, cmd := range [][]string{
+		{"indexer", "--http-listen", ""},
+		{"up", "--http-listen", ""},
+	} {
+		data := t.TempDir()
+		for i := range 3 {
+			_, _, err := boundedRun(t, append(cmd, "--nats", "nats://127.0.0.1:1", "--data", data)...)
+			if err == nil || !strings.Contains(err.Error(), "connect to NATS") {
+				t.Fatalf("%s, start %d with NATS away: %v; want the NATS error", cmd[0], i+1, err)
+			}
+		}
+		// And the catalog can be opened (its lock free) once the command returned.
+		db, err := badger.Open(badger.DefaultOptions(filepath.Join(data, "indexer", "0")).WithLogger(nil))
+		if err != nil {
+			t.Fatalf("%s: the catalog after a failed start: %v", cmd[0], err)
+		}
+		db.Close()
+	}
+}

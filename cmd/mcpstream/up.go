@@ -366,6 +366,12 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 			return err
 		}
 	}
+	if !o.Embedded {
+		// (Checked again when connecting, as for the client commands.)
+		if err := o.NATS.check(); err != nil {
+			return &badUsage{err}
+		}
+	}
 	if o.Embedded && o.StreamReplicas > 1 {
 		return usageErrorf("--stream-replicas %d: the embedded NATS server is a single node, which keeps 1 replica: drop the flag, or run a cluster and give its URLs with --nats", o.StreamReplicas)
 	}
