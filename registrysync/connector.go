@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
@@ -49,9 +50,16 @@ type connector struct {
 	// legacyPassing: legacyHTTP was found after a server/discover that failed for a passing
 	// reason (discover.go): it holds for one connection, and the next probes again (loop only).
 	legacyPassing bool
+	// listWait is, per kind whose last list its server refused HTTP 429 or 503 with a
+	// Retry-After, until when it is not to be listed and that failure (loop only). It outlives
+	// the session: a reconnection meanwhile holds the kind until then as well.
+	listWait map[subjects.Kind]heldList
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// draining counts the sessions the server refused that wait for their calls in flight
+	// before they are closed (closeAfterCalls); the loop waits for them before it returns.
+	draining sync.WaitGroup
 
 	statusMu  sync.Mutex      // orders status publishes (publishCurrent, reclaim, Remove, retire)
 	taskTools map[string]bool // tools to call as tasks (execution.taskSupport "required"); under mu
@@ -130,6 +138,7 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 		requests:   make(chan *relistReq),
 		held:       map[subjects.Kind]*heldBack{},
 		released:   map[subjects.Kind]uint64{},
+		listWait:   map[subjects.Kind]heldList{},
 	}
 	want := map[string]bool{}
 	for _, k := range sc.Kinds {
@@ -228,6 +237,7 @@ func (c *connector) newBackoff() *backoff.ExponentialBackOff {
 // loop connects, serves the session until it is lost, and reconnects with backoff, until ctx
 // ends. Every session it opens is closed before it returns.
 func (c *connector) loop(ctx context.Context) {
+	defer c.draining.Wait() // sessions the server refused, closed once their calls are over
 	cfg := c.m.cfg
 	bo := c.newBackoff()
 	for tries := 1; !c.isLoaded(); tries++ {
@@ -288,7 +298,11 @@ func (c *connector) loop(ctx context.Context) {
 			s.close(cfg.DrainTimeout)
 			return
 		}
-		s.close(0)
+		if refusedSession(err) {
+			c.closeAfterCalls(ctx, s, err)
+		} else {
+			s.close(0)
+		}
 		if time.Since(began) >= cfg.BackoffMax {
 			bo.Reset()
 			attempt = 0
@@ -303,6 +317,35 @@ func (c *connector) loop(ctx context.Context) {
 		c.chose("reconnect", wait)
 		sleepCtx(ctx, wait)
 	}
+}
+
+// refusedSession reports whether a session was lost because the server refused it: it does
+// not know the session any more (HTTP 404 on legacy streamable HTTP, to any of its requests,
+// the listening GET's included: it restarted, or the session expired), or the host's
+// credentials (401).
+func refusedSession(err error) bool {
+	return errors.Is(err, transport.ErrSessionTerminated) || errors.Is(err, transport.ErrAuthorizationRequired)
+}
+
+// closeAfterCalls closes s, a session the server refused (refusedSession), once the calls in
+// flight on it are over, while the loop reconnects. Closing it at once cut them off (mcp-go's
+// Close cancels its requests), and each was answered outcome_unknown, although the server
+// answers such a call HTTP 404 (or 401) without running it, as the call then reports; a call
+// the server took before it forgot the session gets its answer, or its own failure. Each is
+// bounded by its own deadline; once ctx ends (the connector stops), they have DrainTimeout.
+func (c *connector) closeAfterCalls(ctx context.Context, s *session, err error) {
+	s.markLost(err) // (if a list or a probe found it so, not yet)
+	done := s.stopCalls()
+	c.draining.Add(1)
+	go func() {
+		defer c.draining.Done()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			waitChan(done, c.m.cfg.DrainTimeout)
+		}
+		s.close(0)
+	}()
 }
 
 // chose tells the test seam Manager.retryChosen, if set, the wait before the next attempt.
@@ -399,10 +442,20 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 	// again: a kind's retry follows its own failures only (a re-list of other kinds meanwhile
 	// neither advances its backoff nor puts its retry off).
 	retries := map[subjects.Kind]*kindRetry{}
-	// notBefore is when a kind that failed may be listed again at the soonest: the Retry-After
-	// of the HTTP 429 or 503 that refused its last list, counted from that answer. Until then
-	// no re-list asks the server for it (held: the retry timer lists it then).
-	notBefore := map[subjects.Kind]time.Time{}
+	// c.listWait holds when a kind that failed may be listed again at the soonest: the
+	// Retry-After of the HTTP 429 or 503 that refused its last list, counted from that answer.
+	// Until then no re-list asks the server for it (held: the retry timer lists it then), on
+	// this session or, after a reconnection, on the next: a kind still held starts failed as
+	// it was, its retry due when the wait has run.
+	now := time.Now()
+	for k, w := range c.listWait {
+		if !now.Before(w.until) || !c.lists(k) {
+			delete(c.listWait, k)
+			continue
+		}
+		failed[k] = w.err
+		retries[k] = &kindRetry{bo: c.newBackoff(), due: w.until}
+	}
 	var retry, debounce *time.Timer
 	timerC := func(t *time.Timer) <-chan time.Time {
 		if t == nil {
@@ -424,7 +477,7 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 		now := time.Now()
 		var listed, held []subjects.Kind
 		for _, k := range kinds {
-			if failed[k] != nil && now.Before(notBefore[k]) {
+			if failed[k] != nil && now.Before(c.listWait[k].until) {
 				held = append(held, k)
 			} else {
 				listed = append(listed, k)
@@ -446,10 +499,10 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 		}
 		now = time.Now()
 		for k, o := range out {
-			if ra := retryAfterOf(o.err); ra > 0 {
-				notBefore[k] = now.Add(ra)
+			if ra := retryAfterOf(o.err); ra > 0 && failed[k] != nil {
+				c.listWait[k] = heldList{until: now.Add(ra), err: failed[k]}
 			} else {
-				delete(notBefore, k)
+				delete(c.listWait, k)
 			}
 			if failed[k] == nil {
 				delete(retries, k)
@@ -464,12 +517,12 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 				r.wait = r.bo.NextBackOff() // its own failure (a list overtaken by a notification is not)
 			}
 			r.due = now.Add(r.wait)
-			if nb, ok := notBefore[k]; ok && nb.After(r.due) {
-				r.due = nb // no sooner than its server asked
+			if w, ok := c.listWait[k]; ok && w.until.After(r.due) {
+				r.due = w.until // no sooner than its server asked
 			}
 		}
 		for _, k := range held {
-			out[k] = kindOutcome{err: withWait(failed[k], notBefore[k].Sub(now)), held: true}
+			out[k] = kindOutcome{err: withWait(failed[k], c.listWait[k].until.Sub(now)), held: true}
 		}
 		var next time.Time
 		for k := range failed {
@@ -578,6 +631,13 @@ type kindOutcome struct {
 	skipped bool
 	// held: not listed, the server's Retry-After for the kind runs (err carries the wait left).
 	held bool
+}
+
+// heldList is a kind held by its server's Retry-After (connector.listWait): not listed before
+// until; err is the failure that asked for it, the kind's outcome meanwhile.
+type heldList struct {
+	until time.Time
+	err   error
 }
 
 // kindRetry is the retry of a kind whose list failed: its own backoff, the wait it last drew

@@ -86,8 +86,9 @@
 // watch's subscriptions have no pending limits (the NATS client never drops their messages as
 // a slow consumer; the server cutting a slow connection is a disconnection), and an answer
 // stored while the connection was down is read from the stream once it is back (the last
-// snapshot of the kind stored after the waiting ListChanged, or the last Confirmed stored
-// after it whose afterSeq reaches it), so that consumers have the list fresh until the
+// snapshot of the kind stored after the waiting ListChanged, or any Confirmed stored after it
+// whose afterSeq reaches it, even behind a later one that answers nothing; past 256 Confirmed
+// events after it, one is taken to be there), so that consumers have the list fresh until the
 // connection is back, no longer until the connector's own re-list (the debounce after the
 // notification or, its re-lists having failed while NATS was away, the retry backoff, up to
 // BackoffMax). What remains: in a cluster, an answer stored before the watch's interest
@@ -200,7 +201,11 @@
 // not_found).
 // A tools/call an HTTP server refuses unrun — 404 for a session it no longer knows (it
 // restarted), 401 for the host's credentials — is unavailable, and the session is lost at once:
-// the connector reconnects, or reports why it cannot. One whose POST the server (or a proxy in
+// the connector reconnects, or reports why it cannot. A session lost so (by any request's 404
+// or 401, the listening GET's included) is closed once its calls in flight are over (each
+// within its own deadline; DrainTimeout once the connector stops), not at once, which cut them
+// off as outcome_unknown: each reads its own answer, the server's 404 to it a refusal (nothing
+// ran), a call the server had taken its result. One whose POST the server (or a proxy in
 // front of it) answers with a status that by HTTP says it was not processed is refused too, the
 // session kept: 429 is unavailable with retryAfterMs from a Retry-After (at most an hour),
 // 403, 405 and 415 unavailable, 413 too_large, 400 and 422 bad_request. A 5xx, 503 included,
@@ -339,8 +344,9 @@
 // server/discover, which is then not followed by initialize, a periodic probe, and a legacy
 // SSE server's opening GET), the re-list of the kinds that failed (counted from that answer:
 // re-lists of other kinds meanwhile do not put it off). Until then no re-list asks the server
-// for such a kind (a list_changed's, a resync, a reopened stream's: the retry lists it), a
-// relist request for it is answered unavailable at once with retryAfterMs, the wait left, and
+// for such a kind (a list_changed's, a resync, a reopened stream's: the retry lists it), nor
+// does a reconnection meanwhile (the new session holds the kind, failed as it was, and its
+// retry comes when the wait has run), a relist request for it is answered unavailable at once with retryAfterMs, the wait left, and
 // the list's failure is not followed by a liveness probe. Each kind whose list fails is
 // retried on a backoff of its own (BackoffInitial to BackoffMax), advanced by its own failures
 // only: re-lists of other kinds, and their failures, neither lengthen nor put off its retry. Closing a legacy

@@ -2,10 +2,12 @@ package registrysync
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -82,8 +84,12 @@ func (c *connector) recheck(ctx context.Context, kind subjects.Kind) bool {
 }
 
 // answerStored reports whether the stream holds an answer to the ListChanged at after, as
-// sawAnswer takes one: the last snapshot of kind stored after it, or the last Confirmed of kind
-// stored after it with an afterSeq that reaches it.
+// sawAnswer takes one: the last snapshot of kind stored after it, or any Confirmed of kind
+// stored after it with an afterSeq that reaches it. The last Confirmed is not enough: another
+// connector's answer may be followed by a third one's Confirmed of a re-list that began before
+// the ListChanged (a lower afterSeq), which answers nothing. Past maxAnswerScan Confirmed
+// events after it, the stream is taken to hold one (an answer missed leaves consumers fresh
+// with a notification unrepresented; one taken wrongly costs a ListChanged and a re-list).
 func (c *connector) answerStored(ctx context.Context, kind subjects.Kind, after uint64) (bool, error) {
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
@@ -94,13 +100,44 @@ func (c *connector) answerStored(ctx context.Context, kind subjects.Kind, after 
 	if msg != nil && msg.Sequence > after {
 		return true, nil
 	}
-	msg, err = c.m.lastMsg(pctx, subjects.RegistryConfirmed(c.sc.Name, kind))
-	if err != nil || msg == nil || msg.Sequence <= after {
+	subject := subjects.RegistryConfirmed(c.sc.Name, kind)
+	answers := func(msg *jetstream.RawStreamMsg) bool {
+		ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data)
+		return err == nil && ev.Confirmed != nil && ev.Confirmed.AfterSeq >= after
+	}
+	last, err := c.m.lastMsg(pctx, subject)
+	if err != nil || last == nil || last.Sequence <= after {
 		return false, err
 	}
-	ev, err := subjects.DecodeRegistryMsg(msg.Subject, msg.Data)
-	return err == nil && ev.Confirmed != nil && ev.Confirmed.AfterSeq >= after, nil
+	if answers(last) {
+		return true, nil
+	}
+	st, err := c.m.registryStream(pctx)
+	if err != nil {
+		return false, err
+	}
+	for seq, n := after+1, 0; seq < last.Sequence; n++ {
+		if n == maxAnswerScan {
+			return true, nil
+		}
+		msg, err := st.GetMsg(pctx, seq, jetstream.WithGetMsgSubject(subject))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return false, nil
+		case err != nil:
+			return false, err
+		case msg.Sequence >= last.Sequence:
+			return false, nil
+		case answers(msg):
+			return true, nil
+		}
+		seq = msg.Sequence + 1
+	}
+	return false, nil
 }
+
+// maxAnswerScan bounds the Confirmed events answerStored reads.
+const maxAnswerScan = 256
 
 // sawAnswer runs on the NATS client's goroutine for a message on a watched subject: a snapshot
 // (whoever stored it, it lifts every ListChanged before it), or a Confirmed whose afterSeq

@@ -644,6 +644,17 @@ func (s *session) isLost() bool {
 	}
 }
 
+// stopCalls lets no more calls begin on the session, and returns a channel closed once the
+// calls in flight are over.
+func (s *session) stopCalls() <-chan struct{} {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.calls.Wait(); close(done) }()
+	return done
+}
+
 // close ends the session: it waits up to drain for tools/call requests in flight, then closes
 // the client and transport and stops a stdio child (and its process group).
 func (s *session) close(drain time.Duration) {
@@ -656,9 +667,7 @@ func (s *session) close(drain time.Duration) {
 		}
 		s.mu.Unlock()
 		if drain > 0 {
-			done := make(chan struct{})
-			go func() { s.calls.Wait(); close(done) }()
-			waitChan(done, drain)
+			waitChan(s.stopCalls(), drain)
 		}
 		s.markLost(errSessionClosed)
 		s.cancel()

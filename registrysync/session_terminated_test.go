@@ -1,8 +1,10 @@
 package registrysync
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -45,9 +47,8 @@ func TestSessionTerminatedCallNotRun(t *testing.T) {
 	rec := record(t, h.env, subjects.RegistryServer("restarts"))
 	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 	// The restarted server answers the connector's listening GET 405 (no stream offered), not
-	// 404: a 404 there ends the session as well, and a call then in flight is cut off before
-	// its own 404 comes back (outcome_unknown: it was sent, and its answer never read). What
-	// is tested is the calls' own 404.
+	// 404: what is tested is the calls' own 404. (A 404 there ends the session as well; a call
+	// then in flight reads its own answer: TestSessionTerminatedInFlightCallReadsItsRefusal.)
 	next := server.NewStreamableHTTPServer(restarted, server.WithStateful(true))
 	sw.set(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {
@@ -81,7 +82,10 @@ func TestSessionTerminatedCallNotRun(t *testing.T) {
 	})
 }
 
-// refusing answers every POST 401 while refuse is set: the host's credential was revoked.
+// refusing answers every tools/call POST 401 while refuse is set: the host's credential was
+// revoked. Only calls: a re-list the connector makes meanwhile (the one its listening GET
+// stream schedules as it opens, which may come after ready) would meet the 401 first, end the
+// session, and the call would not be sent at all (1 run in about 50 under -race).
 type refusing struct {
 	next   http.Handler
 	refuse atomic.Bool
@@ -89,8 +93,15 @@ type refusing struct {
 
 func (r *refusing) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.refuse.Load() && req.Method == http.MethodPost {
-		http.Error(w, "token expired", http.StatusUnauthorized)
-		return
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == string(mcp.MethodToolsCall) {
+			http.Error(w, "token expired", http.StatusUnauthorized)
+			return
+		}
 	}
 	r.next.ServeHTTP(w, req)
 }
