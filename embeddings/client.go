@@ -375,8 +375,13 @@ func (c *Client) redactBody(body []byte) (out []byte, ok bool) {
 	return out, true
 }
 
-// dropKeyStart returns body without a trailing part that is the start of APIKey.
+// dropKeyStart returns body without a trailing part that is the start of APIKey or of one of
+// Secrets (a URL's credential the endpoint echoes), in any spelling redaction finds them in
+// (redact.Values.PartialEnd: 3 bytes or more of one; of the key, any).
 func (c *Client) dropKeyStart(body []byte) []byte {
+	if len(c.Secrets) > 0 {
+		body = body[:redact.New(append([]string{c.APIKey}, c.Secrets...)...).PartialEnd(string(body))]
+	}
 	for k := min(len(c.APIKey)-1, len(body)); k > 0; k-- {
 		if bytes.HasSuffix(body, []byte(c.APIKey[:k])) {
 			return body[:len(body)-k]

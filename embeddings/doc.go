@@ -59,7 +59,8 @@
 // printable (control and other non-printable characters replaced) and never hold APIKey or
 // Client.Secrets: they are replaced by "[redacted]" wherever they appear, in a JSON body also
 // where it spells them with escapes (decoded first: "\/", "\u0073"); a body that may spell
-// them so but cannot be decoded (not JSON, or cut at 64 KiB) is not quoted. They quote the
+// them so but cannot be decoded (not JSON, or cut at 64 KiB) is not quoted; a body cut short
+// (the read limit, a lost connection) ending with the start of one is quoted without it. They quote the
 // endpoint URL without the query parameters or password of BaseURL, which may hold a
 // credential too.
 //

@@ -402,7 +402,9 @@ func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 	if ev.At.IsZero() {
 		ev.At = time.Now().UTC()
 	}
-	ev.Message = a.redact.String(ev.Message)
+	// (StringCut: a message may quote words cut to size before it got here, truncateString's
+	// "…" where they were cut, and the start of a value that straddled the cut is redacted too.)
+	ev.Message = a.redact.StringCut(ev.Message, "…")
 	capAudit(&ev)
 	data, err := encodeAudit(ev)
 	if err == nil && len(data) > a.maxEvent() {

@@ -37,7 +37,9 @@
 //	                                      tools: the point after which the outcome may be unknown),
 //	                                      result; arguments and results redacted (sensitive keys,
 //	                                      configured secret values), capped (4 KiB) and UTF-8
-//	                                      (invalid bytes as U+FFFD: the answer keeps them); user,
+//	                                      (invalid bytes as U+FFFD: the answer keeps them); the
+//	                                      message redacted too (also the start of a value just
+//	                                      before a "…" where quoted words were cut); user,
 //	                                      roles, tool and message cut (capAudit), and an event
 //	                                      NATS would still refuse stored without them.
 //	                                      Published asynchronously and at least once: an event

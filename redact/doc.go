@@ -18,6 +18,11 @@
 // are matched case-sensitively: folding every value would make "Summer2026" hide "SUMMER2026"
 // and a short value hide ordinary words in any case.
 //
+// Text cut short before it is redacted may end with a value's first bytes, which no longer
+// spell the value: StringCut also replaces the start of a value (MinLen bytes or more of any
+// form) just before each mark of a cut ("…"), and PartialEnd says where text cut with no mark
+// (a body cut by a read limit) ends before one.
+//
 // Every value has at most 16 forms, none longer than 6 times the value: the one-pass matcher
 // (Wu–Manber over 3-byte blocks, a 1–64 KiB shift table) grows with the values' total length,
 // not with a product of forms.

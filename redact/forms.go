@@ -188,6 +188,21 @@ func (m *matcher) find(s string, from int) (p, end int) {
 	return -1, -1
 }
 
+// partialBefore returns the start of the longest text of at least 3 bytes that ends at p in s
+// and is the start of a form (shorter than the form: a form whole is find's), or -1 when there
+// is none. It looks at most m.max-1 bytes back, a map lookup each.
+func (m *matcher) partialBefore(s string, p int) int {
+	for k := min(m.max-1, p); k >= 3; k-- {
+		q := p - k
+		for _, f := range m.cands[key3(s[q], s[q+1], s[q+2])] {
+			if len(f) > k && f[:k] == s[q:p] {
+				return q
+			}
+		}
+	}
+	return -1
+}
+
 // containsDecoded reports whether s holds a form once decoded (see unescape), decoding it a
 // window at a time into one buffer: its memory is bounded whatever the size of s. Windows
 // overlap by as much text as a form can take spelled with escapes (6 bytes a byte: \u00XX).

@@ -139,6 +139,48 @@ func (v Values) String(s string) string {
 	return replaceSpans(s, spans)
 }
 
+// StringCut is String for text that may have been cut short before it was redacted, with mark
+// where it was cut (a quote of a server's words cut to size, "…" appended, inside a longer
+// message): a value that straddled a cut is no longer whole, and String cannot find it. The
+// text before each mark that is the start of a form of a value (MinLen bytes or more of it, as
+// String finds it whole: as is, JSON-escaped, in base64) is replaced too. Fewer bytes, at most
+// MinLen-1 of a value, are left: as short a value is not redacted either.
+func (v Values) StringCut(s, mark string) string {
+	if v.m == nil {
+		return s
+	}
+	spans := findSpans(v.m, s)
+	if mark != "" {
+		for from := 0; ; {
+			i := strings.Index(s[from:], mark)
+			if i < 0 {
+				break
+			}
+			p := from + i
+			if start := v.m.partialBefore(s, p); start >= 0 {
+				spans = addSpan(spans, span{start, p})
+			}
+			from = p + len(mark)
+		}
+	}
+	if spans == nil {
+		return s
+	}
+	return replaceSpans(s, spans)
+}
+
+// PartialEnd returns where s ends with the start of a form of a value (MinLen bytes or more of
+// it, not the whole form), else len(s): text cut there (by a read limit, a lost connection)
+// holds part of the value, which String cannot find; s[:PartialEnd(s)] holds none.
+func (v Values) PartialEnd(s string) int {
+	if v.m != nil {
+		if p := v.m.partialBefore(s, len(s)); p >= 0 {
+			return p
+		}
+	}
+	return len(s)
+}
+
 // Err returns an error's text redacted ("" for nil).
 func (v Values) Err(err error) string {
 	if err == nil {

@@ -496,7 +496,8 @@ func (c *child) drainStderr(red redactor, log zerolog.Logger) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A very long line: keep its start, skip the rest. The start is copied first:
 			// skipping reads into the same buffer.
-			line = append([]byte(nil), line[:min(len(line), stderrKeep)]...)
+			// (cutMark: the start of a value the cut left is redacted as well, see redactor.String)
+			line = append(append([]byte(nil), line[:min(len(line), stderrKeep)]...), cutMark...)
 			if !discardLine(br) {
 				err = io.EOF
 			} else {

@@ -385,7 +385,9 @@
 // name it could not be called. A URL's user info counts in the Basic credential net/http makes
 // of it too, and its user name without a password (https://TOKEN@host) when it looks like a
 // token (pathToken); a configured Basic Authorization header, decoded too. A Go byte dump ("[123 34 ...]", as mcp-go quotes an answer without an id)
-// whose bytes hold a value is replaced whole in errors, reasons and log lines. A header, env variable, URL query parameter or cookie is a credential by the words
+// whose bytes hold a value is replaced whole in errors, reasons and log lines; so is the start
+// of a value (3 bytes or more) just before a cut ("…": a server's words quoted cut to size, a
+// cursor, a schema's type, an id, a long stderr line, are redacted only as the message leaves). A header, env variable, URL query parameter or cookie is a credential by the words
 // of its name (split at non-alphanumerics, camelCase and digits), never by a substring: a word
 // is or ends with token, secret, password, passwd, passphrase, credential, authorization
 // (authorisation), authentication, cookie, signature, auth or mnemonic (or their plurals), or

@@ -21,8 +21,16 @@ type redactor struct{ redact.Values }
 func newRedactor(sc ServerConfig) redactor { return redactor{redact.New(SecretValues(sc)...)} }
 
 // String returns s with every value replaced (redact.Values.String), and every Go byte dump
-// in it ("[123 34 ...]", as %v prints a []byte) whose bytes hold a value replaced whole.
-func (r redactor) String(s string) string { return r.Values.String(r.byteDumps(s)) }
+// in it ("[123 34 ...]", as %v prints a []byte) whose bytes hold a value replaced whole. The
+// start of a value just before a cut (cutMark, which truncate appends) is replaced too: the
+// server's words are quoted cut to size in places (a cursor, a schema's type, an id, a long
+// stderr line), and the message is redacted only as it leaves, when a value that straddled
+// the cut is no longer whole (redact.Values.StringCut).
+func (r redactor) String(s string) string { return r.Values.StringCut(r.byteDumps(s), cutMark) }
+
+// Text is String without the byte dumps: for text that cannot hold one (a rejected definition's
+// name and message; JSON text cut short).
+func (r redactor) Text(s string) string { return r.Values.StringCut(s, cutMark) }
 
 // Err returns an error's text redacted as String does ("" for nil).
 func (r redactor) Err(err error) string {
@@ -659,6 +667,9 @@ func nameWords(name string) []string {
 	return words
 }
 
+// cutMark marks where truncate cut a text (see redactor.String).
+const cutMark = "…"
+
 // truncate shortens s to at most n bytes on a rune boundary, marking the cut.
 func truncate(s string, n int) string {
 	if len(s) <= n {
@@ -667,7 +678,7 @@ func truncate(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + "…"
+	return s[:n] + cutMark
 }
 
 // printable replaces control characters (terminal escapes included) with '?': text that came

@@ -45,6 +45,9 @@ type natsFlags struct {
 
 func (n *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.URL, "nats", defaultNATSURL(), "NATS server or cluster URL(s), comma-separated (env "+envNATS+")")
+	// The usage prints the default, $MCPSTREAM_NATS: its credentials redacted (--help, and the
+	// usage of a command given a wrong argument, which goes to stderr and a unit's journal).
+	fs.Lookup("nats").DefValue = redactURL(defaultNATSURL())
 	fs.StringVar(&n.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file (env "+envNATSCreds+")")
 	fs.StringVar(&n.Inbox, "nats-inbox", os.Getenv(envInbox), "reply inbox prefix, e.g. _INBOX.acme when NATS permissions let a tenant subscribe only to\n_INBOX.acme.> (env "+envInbox+"; default _INBOX)")
 }
@@ -165,14 +168,12 @@ func (n *natsFlags) noJetStream(err error) error {
 }
 
 // redactURL hides the credentials of NATS URLs: the password of nats://user:pass@host, the
-// token of nats://token@host (all of the user part when it has no password).
+// token of nats://token@host (all of the user part when it has no password). A URL without a
+// scheme (user:pass@host:4222), which nats.go takes as nats://, is redacted the same.
 func redactURL(u string) string {
 	parts := strings.Split(u, ",")
 	for i, p := range parts {
-		scheme, rest, ok := strings.Cut(p, "://")
-		if !ok {
-			continue
-		}
+		prefix, rest := splitNATSScheme(p)
 		if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 			user, _, hasPass := strings.Cut(rest[:at], ":")
 			if !hasPass {
@@ -180,19 +181,26 @@ func redactURL(u string) string {
 			} else {
 				user += ":***"
 			}
-			parts[i] = scheme + "://" + user + "@" + rest[at+1:]
+			parts[i] = prefix + user + "@" + rest[at+1:]
 		}
 	}
 	return strings.Join(parts, ",")
 }
 
+// splitNATSScheme splits one URL of a --nats list into what precedes its user info (leading
+// spaces and "scheme://", either possibly absent) and the rest.
+func splitNATSScheme(p string) (prefix, rest string) {
+	if i := strings.Index(p, "://"); i >= 0 {
+		return p[:i+3], p[i+3:]
+	}
+	trimmed := strings.TrimLeft(p, " \t")
+	return p[:len(p)-len(trimmed)], trimmed
+}
+
 // scrubCredentials replaces, in text (an error's, say), the credentials of the URLs in urls.
 func scrubCredentials(text, urls string) string {
 	for _, p := range strings.Split(urls, ",") {
-		_, rest, ok := strings.Cut(p, "://")
-		if !ok {
-			continue
-		}
+		_, rest := splitNATSScheme(p)
 		if at := strings.LastIndexByte(rest, '@'); at > 0 {
 			text = strings.ReplaceAll(text, rest[:at], "***")
 		}
