@@ -669,9 +669,12 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	// with an error instead: started again (systemd's Restart=on-failure), it declares the
 	// streams and rebuilds from them.
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
 	lost := make(chan error, 1)
-	go func() { lost <- watchStreams(watchCtx, js, origins, reconnected) }()
+	watchDone := make(chan struct{})
+	go func() { defer close(watchDone); lost <- watchStreams(watchCtx, js, origins, reconnected) }()
+	// The watch ends before the process's command returns: it outlived it (a test's next run,
+	// reading streamCheckEvery as another test set it, raced).
+	defer func() { stopWatch(); <-watchDone }()
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("stopping")
