@@ -446,7 +446,8 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 	// Retry-After of the HTTP 429 or 503 that refused its last list, counted from that answer.
 	// Until then no re-list asks the server for it (held: the retry timer lists it then), on
 	// this session or, after a reconnection, on the next: a kind still held starts failed as
-	// it was, its retry due when the wait has run.
+	// it was, its retry due when the wait has run (unless the new session does not offer it:
+	// its empty list asks the server nothing, and retracts the old one at once).
 	now := time.Now()
 	for k, w := range c.listWait {
 		if !now.Before(w.until) || !c.lists(k) {
@@ -477,7 +478,9 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 		now := time.Now()
 		var listed, held []subjects.Kind
 		for _, k := range kinds {
-			if failed[k] != nil && now.Before(c.listWait[k].until) {
+			// (a kind the session does not offer is not asked for: its list, empty, is the
+			// connector's own; after a reconnection to a server that dropped it, not held)
+			if has, _ := s.declares(k); has && failed[k] != nil && now.Before(c.listWait[k].until) {
 				held = append(held, k)
 			} else {
 				listed = append(listed, k)

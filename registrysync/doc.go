@@ -346,7 +346,8 @@
 // re-lists of other kinds meanwhile do not put it off). Until then no re-list asks the server
 // for such a kind (a list_changed's, a resync, a reopened stream's: the retry lists it), nor
 // does a reconnection meanwhile (the new session holds the kind, failed as it was, and its
-// retry comes when the wait has run), a relist request for it is answered unavailable at once with retryAfterMs, the wait left, and
+// retry comes when the wait has run; a kind the new session does not offer is retracted at
+// once, its empty list asking the server nothing), a relist request for it is answered unavailable at once with retryAfterMs, the wait left, and
 // the list's failure is not followed by a liveness probe. Each kind whose list fails is
 // retried on a backoff of its own (BackoffInitial to BackoffMax), advanced by its own failures
 // only: re-lists of other kinds, and their failures, neither lengthen nor put off its retry. Closing a legacy
