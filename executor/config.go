@@ -121,6 +121,9 @@ type testHooks struct {
 	// approvalCheck: the request at calls stream sequence seq of call id is about to look
 	// whether another request of the id waits for approval (see approvalConflict).
 	approvalCheck func(id string, seq uint64)
+	// resultsInfoEvery is how long the results stream's max_bytes, as last looked up, is used
+	// (0: resultsInfoEvery; negative: looked up for every answer).
+	resultsInfoEvery time.Duration
 }
 
 // Limits are the executor's rate limits and concurrency caps (the configuration's limits section).

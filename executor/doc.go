@@ -196,7 +196,7 @@
 //     naming the bucket: the call is not run without one, nor delivered again to ask again.
 //  10. dispatch tools/call with a timeout (timeoutMs capped at MaxCallTimeout) → timeout; result
 //     over 4 MiB, or too large for its answer to fit a NATS message (the connection's max_payload,
-//     the results stream's message size, or its max_bytes as found at start: JetStream would
+//     the results stream's message size, or its max_bytes as last looked up, every 5 s: JetStream would
 //     acknowledge a larger answer and drop it at once) → result_too_large (the call ran; not
 //     retried); a connector that could not send →
 //     unavailable; protocol_error and outcome_unknown as the connector reports them, their text

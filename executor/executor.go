@@ -46,7 +46,9 @@ type Executor struct {
 	relist  Relister
 	relists relistGroup
 	st      *state
-	lim     *limiter
+	// resultsBound is the results stream's max_bytes as last looked up (see resultsMaxBytes).
+	resultsBound resultsBound
+	lim          *limiter
 	// slotLease is the lease the heartbeats renew slots within: Config.SlotLease, or the slots
 	// bucket's TTL when that is shorter (the bucket keeps the TTL it was created with).
 	slotLease time.Duration

@@ -1630,8 +1630,8 @@ func (e *Executor) resultRoom(res subjects.CallResult, seq uint64) int {
 // in nats-server 2.15's file store), with room to spare.
 const storedRecordBytes = 64
 
-// maxAnswerOf is maxAnswer for answer res, within the results stream's max_bytes too (as the
-// executor found it at start): JetStream acknowledges a message larger than a stream's bound
+// maxAnswerOf is maxAnswer for answer res, within the results stream's max_bytes too (as last
+// looked up, see resultsMaxBytes): JetStream acknowledges a message larger than a stream's bound
 // with discard old, then drops it at once to stay within the bound (the oldest first, and it
 // is the last), so such an answer was acknowledged and lost.
 func (e *Executor) maxAnswerOf(res subjects.CallResult) int {
@@ -1642,12 +1642,58 @@ func (e *Executor) maxAnswerOf(res subjects.CallResult) int {
 	return mp
 }
 
-// resultsMaxBytes is the results stream's max_bytes when the executor started (≤ 0: none).
+// resultsInfoEvery is how long the results stream's max_bytes, once looked up, is used: the
+// bound may be set or changed while the executor runs (`nats stream edit`, another role process
+// declaring the stream with its own streams.resultsMaxBytes), and an answer sized by the bound
+// found at start was acknowledged and dropped once it was over a bound set since.
+const resultsInfoEvery = 5 * time.Second
+
+// resultsInfoTimeout bounds a look-up of the results stream's max_bytes; the bound last known
+// is used when it fails.
+const resultsInfoTimeout = 2 * time.Second
+
+// resultsBound is the results stream's max_bytes as last looked up, and when.
+type resultsBound struct {
+	mu    sync.Mutex
+	bytes int64
+	at    time.Time // on this host's clock
+	known bool
+}
+
+// resultsMaxBytes is the results stream's max_bytes (≤ 0: none), looked up again once what was
+// last found is older than resultsInfoEvery. Answers sized meanwhile use the bound last known
+// (the one found at start before the first look-up answers, or when it fails).
 func (e *Executor) resultsMaxBytes() int64 {
 	if e.st == nil || e.st.results == nil {
 		return 0
 	}
-	return e.st.results.CachedInfo().Config.MaxBytes
+	every := resultsInfoEvery
+	if e.cfg.hooks.resultsInfoEvery != 0 {
+		every = e.cfg.hooks.resultsInfoEvery
+	}
+	b := &e.resultsBound
+	b.mu.Lock()
+	if !b.known {
+		b.bytes, b.known = e.st.results.CachedInfo().Config.MaxBytes, true
+	}
+	bytes, stale := b.bytes, b.at.IsZero() || time.Since(b.at) >= every
+	if stale {
+		b.at = time.Now() // one look-up at a time; after a failure, the next in resultsInfoEvery
+	}
+	b.mu.Unlock()
+	if !stale {
+		return bytes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resultsInfoTimeout)
+	defer cancel()
+	info, err := e.st.results.Info(ctx)
+	if err != nil {
+		return bytes
+	}
+	b.mu.Lock()
+	b.bytes = info.Config.MaxBytes
+	b.mu.Unlock()
+	return info.Config.MaxBytes
 }
 
 // maxAnswer is the size of the largest answer message: the connection's max_payload, at most

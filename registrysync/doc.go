@@ -354,8 +354,10 @@
 // streamable HTTP session sends its DELETE without waiting for the answer (mcp-go waits up to
 // 5 s: a hung server held the connection_lost status, the reconnection, Remove and a stopping
 // Manager that long); closing a 2026-07-28 session over SSE cancels its subscriptions/listen
-// with notifications/cancelled the same way (a request there has no stream of its own whose end
-// would cancel it, and a server that kept it held a goroutine per session closed). A closed HTTP
+// with notifications/cancelled the same way, its event stream kept open until then (a request
+// there has no stream of its own whose end would cancel it, a server that kept it held a
+// goroutine per session closed, and an SSE server forgets a session whose stream ended: a
+// cancellation sent after the stream was cut was often refused). A closed HTTP
 // or SSE session's keep-alive connections are closed with it, not left idle until the
 // transport's 90 s idle timeout (a socket here and one on the server per session). A server that answers
 // badly (malformed JSON, endless cursors) keeps its session and is re-listed with backoff. Each

@@ -133,6 +133,10 @@ type session struct {
 
 	ctx    context.Context // lives until close
 	cancel context.CancelFunc
+	// endStream ends a legacy HTTP+SSE session's event stream (SSE only): its context is not
+	// ctx once started, so that close can cancel the session's subscriptions/listen while the
+	// stream, which is the session on the server, is still open (see close).
+	endStream context.CancelFunc
 
 	// lctx is cancelled when the session is lost or closed; lostErr says why (set first).
 	lctx     context.Context
@@ -295,9 +299,21 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	// The slot tells the HTTP status and Retry-After of a legacy SSE server's opening GET
 	// (cappedTransport): a 429 or 503 says when to come back.
 	scp := &capture{}
-	err := s.cl.Start(context.WithValue(sctx, openKey{}, scp))
+	startCtx := sctx
+	stopStream := func() bool { return false }
+	if sc.Transport == TransportSSE {
+		// The event stream outlives ctx (until the client's Close): an SSE server forgets a
+		// session whose stream ended, and the notifications/cancelled close sends for its
+		// subscriptions/listen would come too late. Until Start returns, ctx ends it as before.
+		var streamCtx context.Context
+		streamCtx, s.endStream = context.WithCancel(context.Background())
+		stopStream = context.AfterFunc(sctx, s.endStream)
+		startCtx = streamCtx
+	}
+	err := s.cl.Start(context.WithValue(startCtx, openKey{}, scp))
 	startTimer.Stop()
 	stopStart()
+	stopStream()
 	if err == nil && sctx.Err() != nil {
 		err = fmt.Errorf("no answer within %s", cfg.ConnectTimeout)
 		if ctx.Err() != nil {
@@ -527,6 +543,9 @@ func (s *session) startListening(f mcp.SubscriptionFilter) {
 
 func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	defer s.c.recoverPanic("notification handler")
+	if s.ctx.Err() != nil {
+		return // closed: an SSE stream open a moment longer (see endStream) changes nothing
+	}
 	switch n.Method {
 	case string(mcp.MethodNotificationToolsListChanged):
 		s.c.noteChanged(subjects.KindTools)
@@ -689,10 +708,13 @@ func (s *session) close(drain time.Duration) {
 			// that does not end a session's requests when its event stream closes (mcp-go's
 			// SSE server) held it, a goroutine, for good — one more per session closed.
 			// Cancelled here, a courtesy like the DELETE above: on its own, bounded.
+			// The event stream is still open (see endStream): the server knows the session
+			// until the notification is handled, and the stream ends with the client's Close.
 			s.mu.Lock()
 			cp := s.listenCap
 			s.mu.Unlock()
 			go func() {
+				defer s.endStream()
 				if cp != nil {
 					if sent, _, _, _ := cp.snapshot(); sent {
 						ctx, cancel := context.WithTimeout(context.Background(), listenCancelTimeout)
