@@ -157,8 +157,9 @@ const approvalStore = 5 * time.Second
 
 // beginApproval reads the call's approval record, or creates it (the wait begins now). ok is
 // false when the record could not be read or written (the wait is then this delivery's alone,
-// as before approval records); rev is the record's revision.
-func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalRecord, rev uint64, ok bool) {
+// as before approval records); rev is the record's revision, stored its timestamp on the NATS
+// server's clock when it was read back (zero when this delivery created it).
+func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalRecord, rev uint64, stored time.Time, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, approvalStore)
 	defer cancel()
 	key := approvalKey(c.tenant, c.req.ID, c.seq)
@@ -166,18 +167,35 @@ func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalReco
 	val, _ := json.Marshal(rec)
 	rev, err := e.st.claims.Create(ctx, key, val)
 	if err == nil {
-		return rec, rev, true
+		return rec, rev, time.Time{}, true
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		entry, gerr := e.st.claims.Get(ctx, key)
 		var cur approvalRecord
 		if gerr == nil && json.Unmarshal(entry.Value(), &cur) == nil && !cur.Since.IsZero() {
-			return cur, entry.Revision(), true
+			return cur, entry.Revision(), entry.Created(), true
 		}
 		err = cmp.Or(gerr, errors.New("malformed approval record"))
 	}
 	e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approval record not kept: this delivery's approval wait starts now")
-	return approvalRecord{Since: time.Now().UTC(), Seq: c.seq}, 0, false
+	return approvalRecord{Since: time.Now().UTC(), Seq: c.seq}, 0, time.Time{}, false
+}
+
+// approvalDeadline is when, on this host's clock, the approval wait of record rec ends: wait
+// after it began. Since is on the clock of the executor that began it, which may be minutes
+// off this one's: one ahead lengthened the wait, and one behind by more than wait made the
+// next delivery answer approval_timeout at once, asking nobody. A record read back (stored:
+// its timestamp on the NATS server's clock; a record waiting has not been written since it was
+// created) counts from stored, with the offset of that clock the limiter measured (see
+// windowNow); else from Since, never more than wait from now.
+func (e *Executor) approvalDeadline(ctx context.Context, rec approvalRecord, stored time.Time, wait time.Duration) time.Time {
+	now := time.Now()
+	if !stored.IsZero() && e.lim != nil {
+		if since, ok := e.lim.serverSince(ctx, stored); ok {
+			return now.Add(wait - since)
+		}
+	}
+	return minTime(rec.Since.Add(wait), now.Add(wait))
 }
 
 // approvalGateKey is the claims-bucket key of the call id's approval gate: the calls stream
@@ -433,7 +451,7 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 
 	// The wait counts from the call's first needs_approval, over every delivery (see
 	// approvalRecord); an outcome recorded already is the call's.
-	rec, rev, recorded := e.beginApproval(ctx, c)
+	rec, rev, stored, recorded := e.beginApproval(ctx, c)
 	w := newApprovalWait(c)
 	if recorded {
 		w.settle = e.settler(c, rec, rev)
@@ -442,9 +460,7 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 		e.decided(c, true)
 		return e.decidedElsewhere(ctx, c, rec, wait)
 	}
-	// (Since is on the clock of the executor that began the wait: one ahead of this one's never
-	// makes the wait longer than the approval timeout here.)
-	deadline := minTime(rec.Since.Add(wait), time.Now().Add(wait))
+	deadline := e.approvalDeadline(ctx, rec, stored, wait)
 	if !time.Now().Before(deadline) {
 		// Its approval timeout passed while it was handed to another executor: not asked again.
 		if _, ok := w.giveUp(approvalExpired); ok {

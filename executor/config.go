@@ -115,8 +115,9 @@ type testHooks struct {
 	slotBusy func(id string)
 	// rateClock is the limiter's clock instead of time.Now (which rate window a call counts in).
 	rateClock func() time.Time
-	// hostClock is the host's clock as the limiter reads it instead of time.Now (a host whose
-	// clock is off); unlike rateClock, the limiter still follows the NATS server's clock.
+	// hostClock is the host's clock as the limiter and claims read it instead of time.Now (a
+	// host whose clock is off); unlike rateClock, the limiter still follows the NATS server's
+	// clock.
 	hostClock func() time.Time
 	// approvalCheck: the request at calls stream sequence seq of call id is about to look
 	// whether another request of the id waits for approval (see approvalConflict).

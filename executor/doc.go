@@ -154,8 +154,10 @@
 //     request's (a request without a reply subject, Client.Submit's, is told nothing: Await
 //     returns the waiting request's answer). A call
 //     handed back (its executor stopping) and delivered again waits what is left (its needs_approval event says how long), or is answered
-//     approval_timeout at once without asking again; on the clocks of the executors involved,
-//     never more than approvalTimeoutMs on this one's. Two deliveries waiting at once (heartbeats lost past
+//     approval_timeout at once without asking again: what is left counts from the approval
+//     record's stored timestamp on the NATS server's clock (with the offset the limiter
+//     measures, see Limits across workers), never more than approvalTimeoutMs, whatever the clocks of the
+//     executors involved (the record's since, read on this clock, only when no offset is known). Two deliveries waiting at once (heartbeats lost past
 //     AckWait: JetStream delivered the call again) both get an approval, and only the first
 //     outcome recorded counts: the other delivery takes it — denied or approval_timeout alike,
 //     approved by waiting for the answer of the delivery that took it (the call's timeout,
@@ -178,7 +180,11 @@
 //  9. a tool that is neither readOnlyHint nor idempotentHint is claimed (KV MCPSTREAM_INFLIGHT,
 //     Create: atomic, kept 24 h) before dispatch; an existing claim with an answer → that answer
 //     (duplicate: true); without one → outcome_unknown once the claim's holder can no longer
-//     answer: past its deadline (the call's timeout plus AckWait past the claim), or known gone.
+//     answer: past its deadline (the call's timeout plus AckWait past the claim: the claim's
+//     until less its at, on the holder's clock, counted from the claim's stored timestamp on the
+//     NATS server's clock, so that a holder's clock behind or ahead neither cuts the wait short
+//     nor lengthens it; its until, at most that long from now, when no offset is known), or
+//     known gone.
 //     Until then the request waits for the holder's answer (its message kept in progress by the
 //     heartbeats, so the wait costs no deliveries): a resend after the de-duplication window
 //     while the first still runs, also when it is delivered again, and a redelivery of the
@@ -274,7 +280,9 @@
 // Windows follow the NATS server's clock (the limits stream's time in its stream info, measured
 // against the host's at the first call and every 30 s; the host's clock until it could be): on
 // their hosts' clocks, executors whose clocks disagreed by more than a window counted in
-// different windows, never seeing each other's calls, each allowing the whole rate. The
+// different windows, never seeing each other's calls, each allowing the whole rate. The same
+// measured offset times the waits that span executors (a claim's holder's answer, an approval
+// wait handed over), from the stored timestamps of their KV entries. The
 // previous window's count is read once per window and process, and again before a call is
 // refused on a count read in the first second (a quarter of a shorter window) of its window:
 // it may still hold the calls being refused at that window's end, their give-backs not in yet,

@@ -638,3 +638,12 @@ func (e *Executor) heartbeats(ctx context.Context) {
 		}
 	}
 }
+
+// hostNow is this host's clock: time.Now, or the hostClock hook's (tests: a host whose clock
+// is off).
+func (e *Executor) hostNow() time.Time {
+	if f := e.cfg.hooks.hostClock; f != nil {
+		return f()
+	}
+	return time.Now()
+}

@@ -239,6 +239,24 @@ func (l *limiter) syncClock(ctx context.Context) {
 	}()
 }
 
+// serverSince is how long ago t was, a time on the NATS server's clock (a stored message's or
+// key's timestamp): now plus the offset syncClock measured, less t (0 if t is later). ok is
+// false when no offset is known: the server could not be asked, or the limiter follows a clock
+// of its own (the rateClock hook).
+func (l *limiter) serverSince(ctx context.Context, t time.Time) (time.Duration, bool) {
+	if l.serverTime == nil {
+		return 0, false
+	}
+	l.syncClock(ctx)
+	l.clockMu.Lock()
+	known := l.clockKnown
+	l.clockMu.Unlock()
+	if !known {
+		return 0, false
+	}
+	return max(l.now().Add(time.Duration(l.offset.Load())).Sub(t), 0), true
+}
+
 // measureClock asks the server for its time and returns how far it is ahead of now, taking
 // the answer as given halfway through the round trip.
 func (l *limiter) measureClock(ctx context.Context) (time.Duration, bool) {

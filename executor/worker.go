@@ -1168,7 +1168,7 @@ func claimKey(tenant, id string) string { return kvToken(tenant) + "." + kvToken
 // claim records durably that a side-effecting call is about to be dispatched with timeout, and
 // until when its answer may come. It reports false when the call was claimed before.
 func (e *Executor) claim(ctx context.Context, c *call, timeout time.Duration) (bool, error) {
-	now := time.Now().UTC()
+	now := e.hostNow().UTC()
 	cv := claimValue{Tool: c.tool.Public, Server: c.tool.Server, By: e.cfg.Name, At: now,
 		Until: now.Add(timeout + e.cfg.AckWait), Seq: c.seq}
 	if id := e.instance.Load(); id != nil {
@@ -1294,7 +1294,8 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 		return prev, found, err
 	}
 	var cl claimValue // (a claim of an earlier version has no Until: nothing is waited for)
-	if entry, err := e.st.claims.Get(ctx, claimKey(c.tenant, c.req.ID)); err != nil {
+	entry, err := e.st.claims.Get(ctx, claimKey(c.tenant, c.req.ID))
+	if err != nil {
 		return prev, false, err
 	} else if json.Unmarshal(entry.Value(), &cl) != nil {
 		return prev, false, nil
@@ -1302,8 +1303,9 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 	if cl.Seq == 0 && c.redelivered {
 		return prev, false, nil // its own claim, of an earlier version: not waited for
 	}
+	until := e.claimUntil(ctx, cl, entry.Created())
 	var check time.Time // when to ask next whether the holder is gone
-	for time.Now().Before(cl.Until) {
+	for time.Now().Before(until) {
 		if !time.Now().Before(check) {
 			if e.holderGone(ctx, c, cl) {
 				break
@@ -1313,7 +1315,7 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 		select {
 		case <-e.stopping:
 			return prev, false, errStopping
-		case <-time.After(min(claimWaitPoll, time.Until(cl.Until))):
+		case <-time.After(min(claimWaitPoll, time.Until(until))):
 		}
 		if prev, found, err = e.lookupResult(ctx, c.tenant, c.req.ID); err != nil || found {
 			return prev, found, err
@@ -1321,6 +1323,28 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 	}
 	// A last look: the holder may have stored its answer just before it went.
 	return e.lookupResult(ctx, c.tenant, c.req.ID)
+}
+
+// claimUntil is when, on this host's clock, the answer of claim cl's holder is due at the
+// latest. cl's At and Until are on the holder's host clock, which may be minutes off this one's
+// (NTP drift, a VM resumed): compared with this clock, a holder behind made a redelivery stop
+// waiting at once and store outcome_unknown over the call that still ran, and one ahead made
+// it wait the skew longer. Their difference (the holder's budget: its call's timeout and
+// AckWait) is one clock's; it runs from stored, the claim's timestamp on the NATS server's
+// clock, read with the offset of that clock the limiter measured (see windowNow). When no
+// offset is known, Until, but never more than the budget from now.
+func (e *Executor) claimUntil(ctx context.Context, cl claimValue, stored time.Time) time.Time {
+	now := time.Now()
+	if cl.At.IsZero() || cl.Until.IsZero() {
+		return cl.Until // (a claim of an earlier version)
+	}
+	budget := cl.Until.Sub(cl.At)
+	if e.lim != nil && !stored.IsZero() {
+		if since, ok := e.lim.serverSince(ctx, stored); ok {
+			return now.Add(budget - since)
+		}
+	}
+	return minTime(cl.Until, now.Add(budget))
 }
 
 // holderGone reports whether the holder of claim cl can no longer answer: its delivery ended

@@ -46,6 +46,10 @@
 // ttlMs ago (and at least a second ago), so that short TTLs and frequent re-lists do not flood
 // the stream, which keeps every event; its Nats-Msg-Id (<server token>/<kind>/<fingerprint>/
 // confirmed/<period number>) makes concurrent connectors of one server store one per period.
+// The half TTL counts from the listedAt this connector last published or confirmed, or read back
+// from the stream at start (or from a snapshot another connector of the server stored first): one
+// stamped by another host whose clock is ahead of this one's is taken as now, so that it does
+// not hold the confirmations back by the skew.
 // A list without a ttlMs (nothing expires) or with a ttlMs of 0 or less (expired at once) is
 // never confirmed this way. Every Confirmed carries afterSeq, the stream sequence of the last
 // ListChanged of the kind on the stream (whoever stored it) when the re-list began (absent if

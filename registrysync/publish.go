@@ -135,6 +135,8 @@ func (c *connector) loadKind(ctx context.Context, kind subjects.Kind) (kindState
 			}
 		}
 	}
+	// (Stamped by the connector before this one: on another host, whose clock may be ahead.)
+	st.listedAt = notAhead(st.listedAt)
 	msg, err = c.m.lastMsg(ctx, subjects.RegistryChanged(c.sc.Name, kind))
 	if err != nil {
 		return st, err
@@ -143,6 +145,17 @@ func (c *connector) loadKind(ctx context.Context, kind subjects.Kind) (kindState
 		st.changedSeq = msg.Sequence
 	}
 	return st, nil
+}
+
+// notAhead is t, or now when t is later. A listedAt read from the stream was stamped by
+// another connector (one before this one, or another of the same server) on its host's clock:
+// one ahead of this host's held back this connector's confirmations of the list by the skew
+// (confirmUnchanged counts confirmEvery from it), and meanwhile no consumer's TTL restarted.
+func notAhead(t time.Time) time.Time {
+	if now := time.Now().UTC(); t.After(now) {
+		return now
+	}
+	return t
 }
 
 // loadState fills the connector's view of the stream for every kind, so that an unchanged list
@@ -298,7 +311,7 @@ func (c *connector) recordSnapshot(l *listing, fp string, seq uint64, listedAt t
 	defer c.mu.Unlock()
 	st := c.kstate[l.Kind]
 	st.known, st.fp, st.seq, st.empty = true, fp, seq, len(l.Items) == 0
-	st.ttlMs, st.listedAt = l.TTLMs, listedAt
+	st.ttlMs, st.listedAt = l.TTLMs, notAhead(listedAt) // (another connector's, when a duplicate)
 	c.kstate[l.Kind] = st
 }
 

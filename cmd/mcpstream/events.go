@@ -103,7 +103,7 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return &badUsage{err}
 		}
 	}
-	start, err := parseSince(since, time.Now())
+	start, err := parseSince(since, hostClock())
 	if err != nil {
 		return &badUsage{err}
 	}
@@ -112,6 +112,11 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer nc.Close()
+	if age, err := time.ParseDuration(since); err == nil {
+		// JetStream compares the start with its own timestamps: an age counts back from its
+		// clock, not this host's (one ahead by more than the age printed nothing).
+		start = serverNow(ctx, js, streamName).Add(-age)
+	}
 
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: subjectFilters}
 	if !start.IsZero() {
@@ -129,6 +134,19 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, "mcpstream events: no event of server %q is in %s (mcpstream servers lists the servers the registry knows)\n", server, streamName)
 	}
 	return err
+}
+
+// serverNow is the NATS server's time (the stream's info), or this host's when it cannot be
+// asked.
+func serverNow(ctx context.Context, js jetstream.JetStream, stream string) time.Time {
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if st, err := js.Stream(cctx, stream); err == nil {
+		if info, err := st.Info(cctx); err == nil && !info.TimeStamp.IsZero() {
+			return info.TimeStamp
+		}
+	}
+	return hostClock()
 }
 
 // serverUnseen reports whether the stream holds no message of server's registry subjects at all
@@ -317,6 +335,9 @@ func intersect(a, b string) string {
 		}
 	}
 }
+
+// hostClock is this host's clock (a variable: tests set a host whose clock is off).
+var hostClock = time.Now
 
 // parseSince reads --since: "" (everything), a duration before now, or an RFC3339 time.
 func parseSince(s string, now time.Time) (time.Time, error) {
