@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -27,4 +28,29 @@ func TestStatusErrorNoPartialURLSecretOnReadError(t *testing.T) {
 	_, err := c.Embed(t.Context(), []string{"a"})
 	e := asError(t, err)
 	noKeyPrefix(t, e.Message, secret)
+}
+
+// TestStatusErrorNoPartialEscapedSecretOnReadError: the same, for a credential the URL holds
+// percent-escaped (a token with '+' or '/' in a query parameter is sent as %2B, %2F): the
+// echo cut in the middle of the escaped spelling ("qs%2BSecret%2F01") kept it, decoded the
+// start of the value, since only its spelling as it is was looked for at the cut.
+func TestStatusErrorNoPartialEscapedSecretOnReadError(t *testing.T) {
+	const secret = "qs+Secret/0123456789ABCDEF"
+	const escaped = "qs%2BSecret%2F0123456789ABCDEF"
+	for _, cut := range []int{16, 13} { // after "%2F01"; inside "%2F"
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"bad url /v1/embeddings?api_key=`+escaped[:cut])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}))
+		c := &Client{BaseURL: srv.URL + "/v1?api_key=" + escaped, Model: "m", APIKey: "sk-the-key-0123456789", Secrets: []string{secret}}
+		_, err := c.Embed(t.Context(), []string{"a"})
+		srv.Close()
+		e := asError(t, err)
+		if strings.Contains(e.Message, "qs%2BSe") {
+			t.Errorf("cut at %d: the message holds the start of the escaped secret: %q", cut, e.Message)
+		}
+	}
 }

@@ -206,7 +206,8 @@
 //     acknowledge a larger answer and drop it at once) → result_too_large (the call ran; not
 //     retried); a connector that could not send →
 //     unavailable; protocol_error and outcome_unknown as the connector reports them, their text
-//     redacted and cut to 4 KiB. Over NATS the connector's answer is awaited 2 s past the
+//     redacted (also the start of a value before a "…" where the connector cut it) and cut to
+//     4 KiB. Over NATS the connector's answer is awaited 2 s past the
 //     deadline (it times the call out on its own clock): a result that came in time is the
 //     answer, a protocol_error or result_too_large keeps its code, no answer is timeout. Retries
 //     with backoff: a failure before sending (unavailable) for any tool, transport failures and

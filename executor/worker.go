@@ -732,7 +732,7 @@ func (e *Executor) refuse(ctx context.Context, c *call, status string, err *subj
 			return e.answerClaimed(ctx, c)
 		}
 	}
-	err.Message = e.audit.redact.String(err.Message)
+	err.Message = e.audit.redact.StringCut(err.Message, "…") // (words quoted in it may be cut: see emitOn)
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: err.Code, Code: err.Code, Message: err.Message}))
 	res := refusal(c.tenant, c.req, status, err)
 	res.StartedAt = c.started
@@ -745,7 +745,7 @@ func (e *Executor) refuse(ctx context.Context, c *call, status string, err *subj
 // another request of the id that may still run (see approvalConflict). The audit stream
 // records it as any refusal.
 func (e *Executor) refuseReplyOnly(c *call, status string, err *subjects.Error) error {
-	err.Message = e.audit.redact.String(err.Message)
+	err.Message = e.audit.redact.StringCut(err.Message, "…") // (words quoted in it may be cut: see emitOn)
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: err.Code, Code: err.Code, Message: err.Message}))
 	res := refusal(c.tenant, c.req, status, err)
 	res.StartedAt = c.started
@@ -935,8 +935,9 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			res.Status = subjects.CallRefused // nothing ran
 		}
 		msg := *rep.Error
-		// (redacted before it is cut: a secret cut in two would not be found)
-		msg.Message = truncateString(e.audit.redact.String(msg.Message), maxDispatchErrorBytes)
+		// (redacted before it is cut: a secret cut in two would not be found; StringCut: the
+		// connector may have cut the server's words in it already, "…" where it did)
+		msg.Message = truncateString(e.audit.redact.StringCut(msg.Message, "…"), maxDispatchErrorBytes)
 		msg.Reason = truncateString(msg.Reason, maxDispatchErrorBytes)
 		res.Error = &msg
 	case len(rep.Result) > e.cfg.MaxResultBytes:
@@ -964,7 +965,8 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		if out.fail != nil {
 			res.Status = subjects.CallFailed
 			res.Error = out.fail
-			res.Error.Message = truncateString(e.audit.redact.String(res.Error.Message), maxDispatchErrorBytes)
+			// (StringCut: the message quotes a location in the result cut to size, see issuesMessage)
+			res.Error.Message = truncateString(e.audit.redact.StringCut(res.Error.Message, "…"), maxDispatchErrorBytes)
 			if len(res.Error.Path) > maxOutputPath || e.audit.redact.String(res.Error.Path) != res.Error.Path {
 				res.Error.Path = ""
 			}

@@ -20,8 +20,11 @@
 //
 // Text cut short before it is redacted may end with a value's first bytes, which no longer
 // spell the value: StringCut also replaces the start of a value (MinLen bytes or more of any
-// form) just before each mark of a cut ("…"), and PartialEnd says where text cut with no mark
-// (a body cut by a read limit) ends before one.
+// form, or of the value spelled with escapes String decodes: "tok%2Ben%2F…", "hunt\u0065…",
+// an escape cut short "tok%2…" too) just before each mark of a cut ("…"), and PartialEnd says
+// where text cut with no mark (a body cut by a read limit) ends before one. The look back from
+// a mark stops at the mark before it (unless a value holds the mark): time linear in the text
+// however many marks it holds.
 //
 // Every value has at most 16 forms, none longer than 6 times the value: the one-pass matcher
 // (Wu–Manber over 3-byte blocks, a 1–64 KiB shift table) grows with the values' total length,

@@ -2,8 +2,10 @@ package redact
 
 import (
 	"encoding/base64"
+	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -121,6 +123,8 @@ type matcher struct {
 	bits  uint                // log2 len(shift)
 	shift []uint8             // by hash of 3 bytes: how far the window may move when they end it
 	cands map[uint32][]string // forms by their first 3 bytes, longest first
+	bytes [256]bool           // the bytes the forms hold
+	marks atomic.Pointer[markHeld]
 }
 
 func key3(a, b, c byte) uint32 { return uint32(a)<<16 | uint32(b)<<8 | uint32(c) }
@@ -134,6 +138,9 @@ func newMatcher(forms []string) *matcher {
 			continue // every value is at least MinLen (3) bytes; so is every form
 		}
 		seen[f] = true
+		for i := 0; i < len(f); i++ {
+			m.bytes[f[i]] = true
+		}
 		m.n, m.max = min(m.n, len(f)), max(m.max, len(f))
 		k := key3(f[0], f[1], f[2])
 		m.cands[k] = append(m.cands[k], f)
@@ -188,11 +195,11 @@ func (m *matcher) find(s string, from int) (p, end int) {
 	return -1, -1
 }
 
-// partialBefore returns the start of the longest text of at least 3 bytes that ends at p in s
-// and is the start of a form (shorter than the form: a form whole is find's), or -1 when there
-// is none. It looks at most m.max-1 bytes back, a map lookup each.
-func (m *matcher) partialBefore(s string, p int) int {
-	for k := min(m.max-1, p); k >= 3; k-- {
+// partialBefore returns the start of the longest text of at least 3 bytes that ends at p in s,
+// at or after floor, and is the start of a form (shorter than the form: a form whole is
+// find's), or -1 when there is none. It looks at most m.max-1 bytes back, a map lookup each.
+func (m *matcher) partialBefore(s string, p, floor int) int {
+	for k := min(m.max-1, p-floor); k >= 3; k-- {
 		q := p - k
 		for _, f := range m.cands[key3(s[q], s[q+1], s[q+2])] {
 			if len(f) > k && f[:k] == s[q:p] {
@@ -201,6 +208,85 @@ func (m *matcher) partialBefore(s string, p int) int {
 		}
 	}
 	return -1
+}
+
+// cutStart returns where the text that ends s[:p] (at or after floor) starts when it is the
+// start of a form of a value, as it is or decoded (view and idx: unescape's of s, or nil when s
+// holds no escape), perhaps followed by an escape cut short ("tok%2", "hunt\u00"); -1 when
+// none is.
+func (m *matcher) cutStart(s string, p, floor int, view []byte, idx []int) int {
+	if start := m.partialBefore(s, p, floor); start >= 0 {
+		return start
+	}
+	if n := cutEscape(s[floor:p]); n > 0 {
+		if start := m.partialBefore(s, p-n, floor); start >= 0 {
+			return start
+		}
+	}
+	if view == nil {
+		return -1
+	}
+	// The decoded byte of s[p] (the mark's, or the end), and of the floor's.
+	d, df := sort.SearchInts(idx, p), sort.SearchInts(idx, floor)
+	vs := bytesString(view)
+	if start := m.partialBefore(vs, d, df); start >= 0 {
+		return idx[start]
+	}
+	// (an escape cut short is not decoded: its bytes are in the view as they are in s)
+	if n := cutEscape(vs[df:d]); n > 0 {
+		if start := m.partialBefore(vs, d-n, df); start >= 0 {
+			return idx[start]
+		}
+	}
+	return -1
+}
+
+// cutEscape returns the length of the escape cut short that ends s ("%", "%2", "\\", "\\u",
+// "\\u00"...), or 0.
+func cutEscape(s string) int {
+	n := len(s)
+	switch {
+	case n >= 1 && (s[n-1] == '%' || s[n-1] == '\\'):
+		return 1
+	case n >= 2 && s[n-2] == '%' && isHex(s[n-1]):
+		return 2
+	}
+	for k := 0; k <= 3 && k+2 <= n; k++ {
+		if s[n-k-2] == '\\' && s[n-k-1] == 'u' {
+			return k + 2
+		}
+		if !isHex(s[n-k-1]) {
+			break
+		}
+	}
+	return 0
+}
+
+func isHex(c byte) bool { _, ok := hexDigit(c); return ok }
+
+// holds reports whether a form holds sub (a cut mark: the answer for the last one asked is
+// kept, the forms are not searched again for each text).
+func (m *matcher) holds(sub string) bool {
+	if !m.bytes[sub[0]] {
+		return false
+	}
+	if last := m.marks.Load(); last != nil && last.mark == sub {
+		return last.holds
+	}
+	found := false
+	for _, fs := range m.cands {
+		for _, f := range fs {
+			found = found || strings.Contains(f, sub)
+		}
+	}
+	m.marks.Store(&markHeld{sub, found})
+	return found
+}
+
+// markHeld says whether a form holds mark.
+type markHeld struct {
+	mark  string
+	holds bool
 }
 
 // containsDecoded reports whether s holds a form once decoded (see unescape), decoding it a
@@ -242,7 +328,13 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 
 // findSpans returns the spans of s where a form is, as it is and decoded (see unescape).
 func findSpans(m *matcher, s string) []span {
-	var spans []span
+	spans, _, _ := findSpansView(m, s)
+	return spans
+}
+
+// findSpansView is findSpans, also returning unescape's view of s and its idx (nil when s holds
+// no escape).
+func findSpansView(m *matcher, s string) (spans []span, view []byte, idx []int) {
 	for from := 0; ; {
 		p, end := m.find(s, from)
 		if p < 0 {
@@ -251,9 +343,9 @@ func findSpans(m *matcher, s string) []span {
 		spans = addSpan(spans, span{p, end})
 		from = p + 1
 	}
-	view, idx := unescape(s, true)
+	view, idx = unescape(s, true)
 	if view == nil {
-		return spans
+		return spans, nil, nil
 	}
 	vs := bytesString(view)
 	for from := 0; ; {
@@ -270,7 +362,7 @@ func findSpans(m *matcher, s string) []span {
 		spans = addSpan(spans, span{idx[p], idx[k]})
 		from = p + 1
 	}
-	return spans
+	return spans, view, idx
 }
 
 // addSpan appends sp to spans, or joins it to the last span when they overlap (matches are

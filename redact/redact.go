@@ -143,24 +143,35 @@ func (v Values) String(s string) string {
 // where it was cut (a quote of a server's words cut to size, "…" appended, inside a longer
 // message): a value that straddled a cut is no longer whole, and String cannot find it. The
 // text before each mark that is the start of a form of a value (MinLen bytes or more of it, as
-// String finds it whole: as is, JSON-escaped, in base64) is replaced too. Fewer bytes, at most
+// String finds it whole: as is, JSON-escaped, in base64, spelled with percent or JSON escapes,
+// an escape cut short by the cut too) is replaced too. Fewer bytes, at most
 // MinLen-1 of a value, are left: as short a value is not redacted either.
 func (v Values) StringCut(s, mark string) string {
 	if v.m == nil {
 		return s
 	}
-	spans := findSpans(v.m, s)
+	spans, view, idx := findSpansView(v.m, s)
 	if mark != "" {
-		for from := 0; ; {
+		// Before a mark, the look back stops at the mark before it when no form holds the
+		// mark (the start of a form cannot reach past it): each byte is looked at for one mark
+		// at most, however many marks the text holds.
+		crosses, known := false, false
+		for from, floor := 0, 0; ; {
 			i := strings.Index(s[from:], mark)
 			if i < 0 {
 				break
 			}
 			p := from + i
-			if start := v.m.partialBefore(s, p); start >= 0 {
+			if !known {
+				crosses, known = v.m.holds(mark), true
+			}
+			if start := v.m.cutStart(s, p, floor, view, idx); start >= 0 {
 				spans = addSpan(spans, span{start, p})
 			}
 			from = p + len(mark)
+			if !crosses {
+				floor = from
+			}
 		}
 	}
 	if spans == nil {
@@ -170,11 +181,13 @@ func (v Values) StringCut(s, mark string) string {
 }
 
 // PartialEnd returns where s ends with the start of a form of a value (MinLen bytes or more of
-// it, not the whole form), else len(s): text cut there (by a read limit, a lost connection)
-// holds part of the value, which String cannot find; s[:PartialEnd(s)] holds none.
+// it, not the whole form; as it is or spelled with escapes, perhaps followed by an escape cut
+// short), else len(s): text cut there (by a read limit, a lost connection) holds part of the
+// value, which String cannot find; s[:PartialEnd(s)] holds none.
 func (v Values) PartialEnd(s string) int {
 	if v.m != nil {
-		if p := v.m.partialBefore(s, len(s)); p >= 0 {
+		view, idx := unescape(s, true)
+		if p := v.m.cutStart(s, len(s), 0, view, idx); p >= 0 {
 			return p
 		}
 	}
