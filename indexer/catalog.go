@@ -45,6 +45,9 @@ type Catalog struct {
 
 	seq        atomic.Uint64
 	streamLast atomic.Uint64 // the registry stream's last sequence, as last seen (follow, watchOrigin)
+	// noFirst: the catalog's origin (keyFirst) is not recorded yet: it is empty, or applied
+	// only confirmations since (see applyMsg). Follow's goroutine only, and Open.
+	noFirst    bool
 	ready      atomic.Bool
 	applied    atomic.Uint64
 	badEvents  atomic.Uint64
@@ -209,6 +212,7 @@ func Open(cfg Config) (*Catalog, error) {
 		db.Close()
 		return nil, fmt.Errorf("%w: sweep vectors: %w", ErrStore, err)
 	}
+	c.noFirst = c.Seq() == 0 // else recorded, or checkOrigin records it
 	return c, nil
 }
 
@@ -224,6 +228,7 @@ func (c *Catalog) reset() {
 	c.version++
 	c.serverSet++
 	c.seq.Store(0)
+	c.noFirst = true
 }
 
 // Close closes the store. Follow and Serve must have returned (cancel their context first).
@@ -537,9 +542,25 @@ func decodeEvent(subject string, data []byte) (subjects.RegistryEvent, error) {
 func (c *Catalog) applyMsg(seq uint64, subject string, data []byte) error {
 	var first []write
 	if c.Seq() == 0 {
-		// The first message of an empty catalog: see checkOrigin (and load: the format).
-		first = []write{{Key: keyFirst, Value: seqValue(seq)}, {Key: keyFormat, Value: []byte(catalogFormat)}}
+		// The first message of an empty catalog: see load (the format).
+		first = []write{{Key: keyFormat, Value: []byte(catalogFormat)}}
 	}
+	recordFirst := false
+	if c.noFirst {
+		// The origin (see checkOrigin) is the first message that is not a confirmation: one
+		// applied to a catalog that holds no snapshot changes nothing, and registrysync stores
+		// most with a per-message TTL, so the stream's first sequence moves past them without
+		// a purge.
+		if sub, err := subjects.ParseRegistry(subject); err != nil || sub.Event != subjects.EventConfirmed {
+			first = append(first, write{Key: keyFirst, Value: seqValue(seq)})
+			recordFirst = true
+		}
+	}
+	defer func() {
+		if recordFirst && c.Seq() == seq {
+			c.noFirst = false
+		}
+	}()
 	ev, err := decodeEvent(subject, data)
 	if err != nil {
 		c.badEvents.Add(1)

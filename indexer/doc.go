@@ -76,8 +76,8 @@
 //
 //	m/seq             last applied stream sequence (8 bytes, big endian)
 //	m/stream          creation time of the stream it was built from (a recreated stream rebuilds)
-//	m/first           stream sequence of the first message applied (a stream purged past it rebuilds,
-//	                  at start or while following)
+//	m/first           stream sequence of the first message applied that is not a confirmation (those
+//	                  may expire; a stream purged past it rebuilds, at start or while following)
 //	m/format          what this code stores of a stream (catalogFormat): a catalog stored in
 //	                  another format (older, or newer after a downgrade) is not read at Open,
 //	                  and is dropped and rebuilt by replay when Follow starts

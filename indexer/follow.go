@@ -261,10 +261,12 @@ func originLost(info *jetstream.StreamInfo, stored string, first, seq uint64) st
 	case seq > info.State.LastSeq:
 		return "the catalog is ahead of the registry stream"
 	case seq > 0 && (seq < info.State.FirstSeq || first > 0 && first < info.State.FirstSeq):
-		// The registry stream keeps every event (no limits): events the catalog applied are
-		// gone only if it was purged (whole, or up to a sequence, even one behind the
-		// catalog's position), whatever was published since. A replica built now would not
-		// have them, so this one drops what it built from them.
+		// The registry stream keeps every event (no limits) but the confirmations registrysync
+		// stores with a per-message TTL, which are never a catalog's origin (applyMsg), and a
+		// snapshot is kept before any of them: events the catalog applied are gone only
+		// if it was purged (whole, or up to a sequence, even one behind the catalog's
+		// position), whatever was published since. A replica built now would not have them,
+		// so this one drops what it built from them.
 		return "the registry stream no longer holds the events the catalog was built from (purged)"
 	}
 	return ""

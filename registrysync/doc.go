@@ -44,8 +44,14 @@
 // every executor show it fresh again, not only the executor that asked, and a replay restores
 // it. One is published only when the list was last published or confirmed at least half its
 // ttlMs ago (and at least a second ago), so that short TTLs and frequent re-lists do not flood
-// the stream, which keeps every event; its Nats-Msg-Id (<server token>/<kind>/<fingerprint>/
-// confirmed/<period number>) makes concurrent connectors of one server store one per period.
+// the stream; its Nats-Msg-Id (<server token>/<kind>/<fingerprint>/confirmed/<period number>)
+// makes concurrent connectors of one server store one per period. It is stored with a
+// per-message TTL (Nats-TTL) of twice the ttlMs, at least an hour: the stream drops it once the
+// list would be out of date anyway without a later event (kept as long or longer), so a server
+// whose list never changes does not grow the stream, and every replay, without bound. It never
+// answers a ListChanged alone (below: those are answered by a snapshot or a Confirmed kept for
+// good). A registry stream declared without allow_msg_ttl refuses the TTL: the event is stored
+// without one, with a warning, and confirmations go without one for 10 minutes.
 // The half TTL counts from the listedAt this connector last published or confirmed, or read back
 // from the stream at start (or from a snapshot another connector of the server stored first): one
 // stamped by another host whose clock is ahead of this one's is taken as now, so that it does

@@ -45,6 +45,9 @@ type Manager struct {
 	log zerolog.Logger
 	// changedN numbers the ListChanged events this process publishes (their Nats-Msg-Id).
 	changedN atomic.Uint64
+	// msgTTLRefused is when (Unix ns) the registry stream last refused a per-message TTL (a
+	// stream declared without allow_msg_ttl): see publishConfirmed.
+	msgTTLRefused atomic.Int64
 
 	// beforeDispatch, when set, runs on a dispatch handler's goroutine before the call (a
 	// test seam: it lets a test make the handler panic).

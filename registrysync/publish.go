@@ -322,13 +322,57 @@ const minConfirmEvery = time.Second
 // of it is confirmed on the stream again: half its ttlMs, so that a list re-listed at least
 // that often never runs out in any consumer, and at least minConfirmEvery, so that short TTLs
 // and frequent re-lists (resyncs, every executor's re-list of an expired list) do not flood
-// the registry stream, which keeps every event. 0 means never: without a ttlMs nothing
-// expires, and a ttlMs of 0 or less is out of date at once, confirmed or not.
+// the registry stream. 0 means never: without a ttlMs nothing expires, and a ttlMs of 0 or
+// less is out of date at once, confirmed or not.
 func confirmEvery(ttlMs *int64) time.Duration {
 	if ttlMs == nil || *ttlMs <= 0 {
 		return 0
 	}
 	return max(staleness.TTL(*ttlMs)/2, minConfirmEvery)
+}
+
+// minConfirmTTL is the shortest time the registry stream keeps a confirmation of an unchanged
+// list (a variable: tests shorten it; JetStream takes no per-message TTL under a second).
+var minConfirmTTL = time.Hour
+
+// maxConfirmTTL: a confirmation that would be kept longer than this is kept for good (a list
+// whose ttlMs is years is confirmed about never).
+const maxConfirmTTL = 10 * 365 * 24 * time.Hour
+
+// confirmTTL is how long the registry stream keeps a Confirmed event that confirmUnchanged
+// publishes for a list of ttlMs (its per-message TTL, Nats-TTL): twice the TTL, and at least
+// minConfirmTTL, so that `mcpstream events --since 1h` still shows the recent ones. 0: kept for
+// good. Such an event only restarts the list's TTL: once the stream drops it, the list it
+// confirmed has been out of date for at least a TTL in every consumer (the second TTL is room
+// for the clocks of registrysync's host, the NATS server and the consumer to differ), unless a
+// later event, kept as long or longer, confirmed or replaced it; and it never answers a
+// ListChanged that no kept event answers (confirmUnchanged). A replay after it expired therefore
+// ends in the freshness states of a consumer that applied it, and the stream keeps at most
+// confirmTTL/confirmEvery of them per list (about 120 for a ttlMs of a minute, 3,600 for one of
+// 2 s or less) instead of every one ever published.
+func confirmTTL(ttlMs *int64) time.Duration {
+	if ttlMs == nil || *ttlMs <= 0 {
+		return 0
+	}
+	ttl := staleness.TTL(*ttlMs)
+	if ttl > maxConfirmTTL/2 {
+		return 0
+	}
+	return max(2*ttl, minConfirmTTL)
+}
+
+// msgTTLRetryEvery is how long after the registry stream refused a per-message TTL the
+// connectors publish confirmations without one before trying again.
+const msgTTLRetryEvery = 10 * time.Minute
+
+// jsErrCodeMsgTTLDisabled is JetStream's answer to a message with a per-message TTL (Nats-TTL)
+// on a stream declared without allow_msg_ttl. nats.go does not name it.
+const jsErrCodeMsgTTLDisabled jetstream.ErrorCode = 10166
+
+// msgTTLDisabled reports whether err is JetStream refusing a per-message TTL on the stream.
+func msgTTLDisabled(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMsgTTLDisabled
 }
 
 // confirmUnchanged publishes a Confirmed event for a re-list that found the list st holds
@@ -340,6 +384,13 @@ func confirmEvery(ttlMs *int64) time.Duration {
 // meanwhile is stored after it, with a higher sequence than after (and the confirmation does
 // not lift it). A failed publish is logged and not retried: the list is unchanged, the next
 // re-list confirms it.
+//
+// The event is stored with a per-message TTL (confirmTTL): the stream drops it once it no
+// longer matters to any consumer, so that a server whose list never changes does not grow the
+// registry stream, and every replay, without bound. It never answers a ListChanged alone: it is
+// published only when none waits in st (st.needsConfirm is false, or the list began before the
+// one that waits), so the ListChanged events up to its afterSeq are answered by a snapshot
+// stored after them or by an answerChanged event, both kept for good.
 func (c *connector) confirmUnchanged(ctx context.Context, kind subjects.Kind, st kindState, after uint64) {
 	every := confirmEvery(st.ttlMs)
 	now := time.Now().UTC()
@@ -349,7 +400,7 @@ func (c *connector) confirmUnchanged(ctx context.Context, kind subjects.Kind, st
 	// Connectors of one server that confirm within the same period store one event.
 	id := subjects.EncodeToken(c.sc.Name) + "/" + string(kind) + "/" + st.fp + "/confirmed/" +
 		strconv.FormatInt(now.UnixNano()/int64(every), 10)
-	if err := c.publishConfirmed(ctx, kind, st, after, now, id); err != nil {
+	if err := c.publishConfirmed(ctx, kind, st, after, now, id, confirmTTL(st.ttlMs)); err != nil {
 		if ctx.Err() == nil {
 			c.log.Warn().Err(err).Str("kind", string(kind)).Msg("cannot publish a confirmation; the next re-list will")
 		}
@@ -363,10 +414,12 @@ func (c *connector) confirmUnchanged(ctx context.Context, kind subjects.Kind, st
 // st unchanged. Consumers holding that list make it fresh again; no copy of the snapshot is
 // stored. Its Nats-Msg-Id is <server token>/<kind>/<fingerprint>/confirmed@<after>, so that
 // connectors of one server answering the same ListChanged store one. The caller holds pubMu
-// (see confirmUnchanged). A failed publish is returned: the ListChanged still waits.
+// (see confirmUnchanged). A failed publish is returned: the ListChanged still waits. The event
+// is kept for good (no per-message TTL): consumers that replay the stream lift the ListChanged
+// with it.
 func (c *connector) answerChanged(ctx context.Context, kind subjects.Kind, st kindState, after uint64) error {
 	id := subjects.EncodeToken(c.sc.Name) + "/" + string(kind) + "/" + st.fp + "/confirmed@" + strconv.FormatUint(after, 10)
-	if err := c.publishConfirmed(ctx, kind, st, after, time.Now().UTC(), id); err != nil {
+	if err := c.publishConfirmed(ctx, kind, st, after, time.Now().UTC(), id, 0); err != nil {
 		return err
 	}
 	c.log.Debug().Str("kind", string(kind)).Uint64("changed", after).Msg("list_changed answered: list unchanged")
@@ -374,8 +427,13 @@ func (c *connector) answerChanged(ctx context.Context, kind subjects.Kind, st ki
 }
 
 // publishConfirmed stores a Confirmed event of the list st holds, listed at now, answering the
-// ListChanged events up to after, and records it.
-func (c *connector) publishConfirmed(ctx context.Context, kind subjects.Kind, st kindState, after uint64, now time.Time, id string) error {
+// ListChanged events up to after, and records it. With ttl > 0 the stream drops the event ttl
+// after storing it (Nats-TTL). A registry stream declared without allow_msg_ttl (by an
+// mcpstream before it, on a server that could not be updated) refuses such a message: the event
+// is then stored without one, kept for good as before, with a warning, and for msgTTLRetryEvery
+// every connector of the process publishes its confirmations without one (a declaration in the
+// meantime, a role's restart, enables it).
+func (c *connector) publishConfirmed(ctx context.Context, kind subjects.Kind, st kindState, after uint64, now time.Time, id string, ttl time.Duration) error {
 	data, err := encodeJSON(subjects.Confirmed{
 		V: subjects.Version, Type: subjects.EventConfirmed, Server: c.sc.Name, Kind: kind,
 		Fingerprint: st.fp, ListedAt: now, AfterSeq: after,
@@ -385,7 +443,21 @@ func (c *connector) publishConfirmed(ctx context.Context, kind subjects.Kind, st
 	}
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	if _, err := c.m.publish(pctx, subjects.RegistryConfirmed(c.sc.Name, kind), subjects.EventConfirmed, id, data); err != nil {
+	subject := subjects.RegistryConfirmed(c.sc.Name, kind)
+	if ttl > 0 && time.Since(time.Unix(0, c.m.msgTTLRefused.Load())) >= msgTTLRetryEvery {
+		_, err = c.m.publish(pctx, subject, subjects.EventConfirmed, id, data, jetstream.WithMsgTTL(ttl))
+		if msgTTLDisabled(err) {
+			// Refused before anything was stored (its Nats-Msg-Id is not taken): again without.
+			c.m.msgTTLRefused.Store(time.Now().UnixNano())
+			c.log.Warn().Str("stream", subjects.RegistryStream).Msg("the registry stream takes no per-message TTL " +
+				"(declared without allow_msg_ttl, by an earlier mcpstream or by hand, and not declared again since): " +
+				"confirmations of unchanged lists are kept for good; restart a role to declare the stream again")
+			_, err = c.m.publish(pctx, subject, subjects.EventConfirmed, id, data)
+		}
+	} else {
+		_, err = c.m.publish(pctx, subject, subjects.EventConfirmed, id, data)
+	}
+	if err != nil {
 		return err
 	}
 	c.mu.Lock()

@@ -12,11 +12,12 @@
 //
 // # Subject map
 //
-//	stream MCPSTREAM_REGISTRY (limits, file, history kept; replay rebuilds every catalog)
+//	stream MCPSTREAM_REGISTRY (limits, file, history kept; replay rebuilds every catalog; allow_msg_ttl)
 //	  mcpstream.v1.registry.<server>.snapshot.<kind>   Snapshot: the whole list of one kind
 //	  mcpstream.v1.registry.<server>.changed.<kind>    ListChanged: the server's list_changed notification
 //	  mcpstream.v1.registry.<server>.confirmed.<kind>  Confirmed: re-listed unchanged (restarts its ttlMs;
-//	                                                   with afterSeq, answers a ListChanged)
+//	                                                   with afterSeq, answers a ListChanged); one that
+//	                                                   answers none expires (Nats-TTL: 2 × ttlMs, ≥ 1 h)
 //	  mcpstream.v1.registry.<server>.status            Status: connecting | ready | unavailable | removed
 //	  mcpstream.v1.registry.<server>.revoked           Revocation: tools an operator revoked
 //	stream MCPSTREAM_CALLS (work queue, file; deduplicated by call id; discard new: a full

@@ -154,8 +154,10 @@ type ListChanged struct {
 // registrysync publishes one for an unchanged re-list that answers a ListChanged (instead of a
 // copy of the snapshot: one per ListChanged), and otherwise only for a list that has a ttlMs
 // (without one nothing expires), at most once per half that TTL (and at most once a second)
-// per list, so that frequent re-lists do not flood the registry stream, which keeps every
-// event.
+// per list, so that frequent re-lists do not flood the registry stream. Those are stored with a
+// per-message TTL (Nats-TTL) of twice the ttlMs, at least an hour: the stream drops them once
+// the list they confirmed would be out of date anyway unless a later event confirmed or replaced
+// it, so a replay ends in the same freshness. The ones that answer a ListChanged are kept.
 type Confirmed struct {
 	V           int       `json:"v"`
 	Type        string    `json:"type"` // "confirmed"

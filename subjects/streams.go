@@ -59,6 +59,12 @@ func Streams(o StreamOptions) []jetstream.StreamConfig {
 			Duplicates:  o.DedupWin,
 			MaxMsgSize:  MaxEventBytes,
 			Discard:     jetstream.DiscardOld,
+			// Every event is kept but the confirmations of unchanged lists, which registrysync
+			// stores with a per-message TTL (Nats-TTL, nats-server 2.11 or later): they only
+			// restart a list's TTL, and kept for good they grew the stream, and every replay,
+			// by one per list every half TTL. JetStream enables it on an existing stream, and
+			// never disables it.
+			AllowMsgTTL: true,
 		},
 		{
 			Name:        CallsStream,

@@ -828,10 +828,11 @@ func notOurs(cur jetstream.StreamConfig) error {
 // and deny_purge (tamper protection: JetStream cannot cancel them, so declaring without them
 // would stop every role at start; mcpstream never deletes nor purges messages), per-message TTLs
 // and message schedules (which JetStream cannot disable either), compression, placement and
-// user metadata.
+// user metadata. Per-message TTLs that mcpstream declares (the registry stream's) are enabled
+// on a stream that has none: an earlier mcpstream declared it without.
 func keepOperatorSettings(cfg *jetstream.StreamConfig, cur jetstream.StreamConfig) {
 	cfg.DenyDelete, cfg.DenyPurge = cur.DenyDelete, cur.DenyPurge
-	cfg.AllowMsgTTL, cfg.AllowMsgSchedules = cur.AllowMsgTTL, cur.AllowMsgSchedules
+	cfg.AllowMsgTTL, cfg.AllowMsgSchedules = cfg.AllowMsgTTL || cur.AllowMsgTTL, cur.AllowMsgSchedules
 	cfg.Compression = cur.Compression
 	cfg.Placement = cur.Placement
 	if len(cur.Metadata) > 0 {
