@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -84,14 +85,20 @@ func testStopOnceCallsDone(t *testing.T, args []string, embedded, inFlight bool)
 	defer ccancel()
 	var held *nats.Msg
 	var heldID string
+	var dispatched chan *nats.Msg
 	if inFlight {
 		publishDemoTools(t, env, "slow", "wait_for_it")
 		// The connector of server "slow" (over NATS): it holds the call until released.
-		dispatched := make(chan *nats.Msg, 1)
+		// Every dispatch is kept and answered: on a loaded machine a call's dispatch may come
+		// after the loop below gave up on it and submitted the next id, which is then
+		// dispatched too (held as the first dispatch was, it must be answered, or up waits for
+		// its call timeout).
+		dispatched = make(chan *nats.Msg, 128)
 		sub, err := env.NC.Subscribe(subjects.Dispatch("slow"), func(m *nats.Msg) {
 			select {
 			case dispatched <- m:
 			default:
+				t.Errorf("more than %d dispatches", cap(dispatched))
 			}
 		})
 		if err != nil {
@@ -114,7 +121,11 @@ func testStopOnceCallsDone(t *testing.T, args []string, embedded, inFlight bool)
 			wctx, wcancel := context.WithTimeout(cctx, 100*time.Millisecond)
 			select {
 			case held = <-dispatched:
-				heldID = id
+				var req subjects.DispatchRequest
+				if err := json.Unmarshal(held.Data, &req); err != nil {
+					t.Fatalf("dispatch request: %v", err)
+				}
+				heldID = req.CallID // (an earlier id's, when its dispatch came late)
 			case <-wctx.Done():
 			}
 			wcancel()
@@ -128,6 +139,17 @@ func testStopOnceCallsDone(t *testing.T, args []string, embedded, inFlight bool)
 		if err := held.Respond(data); err != nil {
 			t.Fatal(err)
 		}
+		// Later dispatches (see dispatched), as they come until up has stopped.
+		go func() {
+			for {
+				select {
+				case m := <-dispatched:
+					m.Respond(data)
+				case <-cctx.Done():
+					return
+				}
+			}
+		}()
 	}
 	select {
 	case err := <-done:
@@ -135,8 +157,10 @@ func testStopOnceCallsDone(t *testing.T, args []string, embedded, inFlight bool)
 			t.Errorf("%s stopped with %v\n%s", args[0], err, errOut.String())
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("%s still running 60s after the interrupt (the executor's grace is %s: it waits for the grace, not for its calls)\n%s",
-			args[0], inFlightGrace(10*time.Minute), errOut.String())
+		var stacks strings.Builder
+		pprof.Lookup("goroutine").WriteTo(&stacks, 1) // where it waits
+		t.Fatalf("%s still running 60s after the interrupt (the executor's grace is %s: it waits for the grace, not for its calls)\n%s\ngoroutines:\n%s",
+			args[0], inFlightGrace(10*time.Minute), errOut.String(), stacks.String())
 	}
 	if held != nil && !embedded { // (the embedded NATS stopped with up)
 		res, err := cl.Await(cctx, "local", heldID)
