@@ -718,10 +718,21 @@ func (s *session) close(drain time.Duration) {
 				if cp != nil {
 					if sent, _, _, _ := cp.snapshot(); sent {
 						ctx, cancel := context.WithTimeout(context.Background(), listenCancelTimeout)
-						_ = tr.SendNotification(ctx, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+						n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
 							Notification: mcp.Notification{Method: string(mcp.MethodNotificationCancelled),
 								Params: mcp.NotificationParams{AdditionalFields: map[string]any{
-									"requestId": cp.requestID(), "reason": "the client closed the session"}}}})
+									"requestId": cp.requestID(), "reason": "the client closed the session"}}}}
+						// Sent again a moment later: an SSE server answers each POST 202 and
+						// handles its message on a goroutine of its own (mcp-go's does), so a
+						// cancellation may be handled before the listen request it names is
+						// registered, and be ignored (a cancellation of an unknown request is).
+						if tr.SendNotification(ctx, n) == nil {
+							select {
+							case <-time.After(listenCancelAgain):
+								_ = tr.SendNotification(ctx, n)
+							case <-ctx.Done():
+							}
+						}
 						cancel()
 					}
 				}
@@ -745,6 +756,10 @@ func (s *session) close(drain time.Duration) {
 // listenCancelTimeout bounds the notifications/cancelled of the subscriptions/listen request a
 // session over legacy HTTP+SSE sends when it closes (see close).
 const listenCancelTimeout = 5 * time.Second
+
+// listenCancelAgain is how long after that notifications/cancelled it is sent once more (see
+// close).
+const listenCancelAgain = 250 * time.Millisecond
 
 // listPage sends one list request and returns the raw result. Errors are *codedError (the
 // server answered badly: the session is fine), *lostError, or another error for a transport
