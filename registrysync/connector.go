@@ -823,8 +823,9 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 	return out, nil
 }
 
-// list reads every page of one kind.
-func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (*listing, error) {
+// list reads every page of one kind. A list too large for an event says what bounds it.
+func (c *connector) list(ctx context.Context, s *session, kind subjects.Kind) (l *listing, err error) {
+	defer func() { err = c.m.explainTooLarge(err) }()
 	cfg := c.m.cfg
 	ctx, cancel := context.WithTimeout(ctx, cfg.ListTimeout)
 	defer cancel()

@@ -35,8 +35,12 @@
 // Nats-Msg-Id is <server token>/<kind>/<fingerprint> (the server name encoded with
 // subjects.EncodeToken), so JetStream drops a second copy. An unchanged re-list publishes
 // nothing: the connector remembers the last fingerprint of every kind and reads it back from
-// the stream at start (GetLastMsgForSubject), so a restart does not republish either. A kind
-// the server stops offering gets an empty snapshot.
+// the stream at start (GetLastMsgForSubject), so a restart does not republish either. A
+// Manager keeps at most 256 such reads of the stream in flight, whatever its servers: all its
+// connectors start at once, and the NATS server's JetStream API queue (10,000 requests by
+// default, shared by every client) drops every request waiting once it is full. A kind
+// the server stops offering gets an empty snapshot. A snapshot_too_large reason ends with the
+// bound: one event, and the NATS server's max_payload when it binds.
 //
 // An unchanged re-list of a list that has a ttlMs (on demand, as an executor asks when the TTL
 // ran out, a periodic resync, a re-list after a reconnection) publishes a small Confirmed event

@@ -120,7 +120,12 @@ func (c *connector) answerStored(ctx context.Context, kind subjects.Kind, after 
 		if n == maxAnswerScan {
 			return true, nil
 		}
+		done, err := c.m.streamRead(pctx)
+		if err != nil {
+			return false, err
+		}
 		msg, err := st.GetMsg(pctx, seq, jetstream.WithGetMsgSubject(subject))
+		done()
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			return false, nil

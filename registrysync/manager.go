@@ -85,6 +85,7 @@ type Manager struct {
 	stream   jetstream.Stream
 
 	calls    chan struct{} // semaphore of NATS dispatches in flight
+	reads    chan struct{} // semaphore of registry stream reads in flight (maxStreamReads)
 	handlers sync.WaitGroup
 
 	svc    micro.Service                   // while running
@@ -108,6 +109,7 @@ func New(js jetstream.JetStream, nc *nats.Conn, cfg Config, log zerolog.Logger) 
 		conns:    map[string]*connector{},
 		children: map[*child]struct{}{},
 		calls:    make(chan struct{}, cfg.MaxConcurrentCalls),
+		reads:    make(chan struct{}, maxStreamReads),
 
 		retireBudget: retireTimeout,
 		lineBytes:    maxLineBytes,

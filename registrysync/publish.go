@@ -66,6 +66,23 @@ func (m *Manager) payloadLimit() int {
 	return limit - headerRoom
 }
 
+// explainTooLarge adds to a snapshot_too_large error what bounds a list: one registry event,
+// and the NATS server's max_payload when it binds (1 MiB by default), so that an operator sees
+// that raising it lets a server of many tools be listed. Other errors are returned as they are.
+func (m *Manager) explainTooLarge(err error) error {
+	coded, ok := err.(*codedError) // (not one wrapped: its wrapper, a wait say, is kept as it is)
+	if !ok || coded.code != subjects.CodeSnapshotTooLarge {
+		return err
+	}
+	note := fmt.Sprintf("a list is one registry event, of at most %d bytes", m.payloadLimit())
+	if m.nc != nil {
+		if mp := m.nc.MaxPayload(); mp > 0 && mp < subjects.MaxEventBytes {
+			note += fmt.Sprintf(": the NATS server's max_payload is %d; mcpstream takes up to %d: raise it, as nats.conf does, or have the server list less", mp, subjects.MaxEventBytes)
+		}
+	}
+	return &codedError{code: coded.code, msg: coded.msg + " (" + note + ")", nats: coded.nats}
+}
+
 // registryStream returns the registry stream handle, looked up once.
 func (m *Manager) registryStream(ctx context.Context) (jetstream.Stream, error) {
 	m.streamMu.Lock()
@@ -81,8 +98,32 @@ func (m *Manager) registryStream(ctx context.Context) (jetstream.Stream, error) 
 	return st, nil
 }
 
+// maxStreamReads bounds the reads of the registry stream (JetStream API requests: the last
+// message of a subject, a message by sequence) a Manager has in flight at once. At start every
+// connector reads the last events of its server (up to 9 requests, one at a time), all at once:
+// unbounded, n servers put n requests at once in the NATS server's JetStream API queue, whose
+// limit (10,000 by default, shared by every client) drops every request waiting, each then
+// failing after publishTimeout. A read waits for its turn within its own deadline.
+const maxStreamReads = 256
+
+// streamRead takes one of the Manager's maxStreamReads turns to read the registry stream,
+// waiting for one until ctx ends; done gives it back.
+func (m *Manager) streamRead(ctx context.Context) (done func(), err error) {
+	select {
+	case m.reads <- struct{}{}:
+		return func() { <-m.reads }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for a turn to read the registry stream (%d reads in flight): %w", cap(m.reads), ctx.Err())
+	}
+}
+
 // lastMsg returns the last message on subject, or nil if there is none.
 func (m *Manager) lastMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
+	done, err := m.streamRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	st, err := m.registryStream(ctx)
 	if err != nil {
 		return nil, err
@@ -245,8 +286,8 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 		return publishResult{}, fmt.Errorf("encode snapshot: %w", err)
 	}
 	if limit := c.m.payloadLimit(); len(data) > limit {
-		return publishResult{}, codedf(subjects.CodeSnapshotTooLarge,
-			"%s snapshot is %d bytes (%d items), more than the %d an event may hold", l.Kind, len(data), len(l.Items), limit)
+		return publishResult{}, c.m.explainTooLarge(codedf(subjects.CodeSnapshotTooLarge,
+			"%s snapshot is %d bytes (%d items), more than the %d an event may hold", l.Kind, len(data), len(l.Items), limit))
 	}
 	subject := subjects.RegistrySnapshot(c.sc.Name, l.Kind)
 	id := subjects.EncodeToken(c.sc.Name) + "/" + string(l.Kind) + "/" + fp

@@ -17,6 +17,7 @@
 // the names it may offer, so that names hidden from the principal never change (nor hint at
 // themselves in) what it is offered.
 //
-// The package has no state of its own and no I/O; Index is not safe for concurrent use (its
-// owner guards it).
+// The package has no state of its own and no I/O; an Index is safe for concurrent use (a
+// Lookup folds in the changes made since, under the Index's own lock), and its owner keeps it
+// in step with the rest of what it holds.
 package suggest

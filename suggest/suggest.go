@@ -4,6 +4,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -119,12 +120,23 @@ func within[B string | []byte](a string, b B, max int) (int, bool) {
 // early (a budget) stops at the same names however and in whatever order they were added. Its
 // owner removes the names no longer listed, so that what it holds is what is listed now.
 //
-// The names under a key are kept as a sorted slice, replaced (never changed in place) by each
-// Update that touches the key: an update costs, per key it touches, the names under it plus the
-// sorting of those it adds. A server may list thousands of names that differ only in case and
-// separators: its owner gives a whole list's changes to one Update, not a name at a time.
+// The names under a key are kept as a sorted slice, replaced (never changed in place) when the
+// changes made to the key since are folded in: by the first Lookup of the key after them, which
+// costs the names under it plus the sorting of those added. An Update only records what it
+// changes (a map write per pair and key, and a binary search of the names held): many servers
+// list a tool of one name (search, fetch), each adding its public name under that name's key,
+// and an index that merged each Update at once copied every name under the key for each, n²/2
+// names for n servers replayed at start. Changes recorded and not looked up are only those that
+// change what the key holds (a name added then removed again leaves nothing), so they take no
+// more room than the names themselves.
 type Index struct {
+	// mu guards byKey and pending: Lookup folds pending changes in, and its owner may call it
+	// under a read lock of its own, from several goroutines at once.
+	mu    sync.Mutex
 	byKey map[string][]string
+	// pending holds, per key, the public names whose presence under it differs from byKey's:
+	// true to add, false to drop.
+	pending map[string]map[string]bool
 }
 
 // Pair is a tool's public name and its original name on its server.
@@ -146,81 +158,104 @@ func (p Pair) keys() []string {
 
 // Update removes the pairs of remove, then adds those of add: each public name under its key
 // and the key of its original name. Adding a pair again, or removing one not held, changes
-// nothing.
+// nothing. The changes are folded in by the next Lookup of each key they touch.
 func (ix *Index) Update(remove, add []Pair) {
 	if len(remove) == 0 && len(add) == 0 {
 		return
 	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
 	if ix.byKey == nil {
-		ix.byKey = map[string][]string{}
-	}
-	type change struct {
-		drop map[string]bool
-		add  []string
-	}
-	changes := map[string]*change{}
-	at := func(k string) *change {
-		c := changes[k]
-		if c == nil {
-			c = &change{drop: map[string]bool{}}
-			changes[k] = c
-		}
-		return c
+		ix.byKey, ix.pending = map[string][]string{}, map[string]map[string]bool{}
 	}
 	for _, p := range remove {
 		for _, k := range p.keys() {
-			at(k).drop[p.Public] = true
+			ix.set(k, p.Public, false)
 		}
 	}
 	for _, p := range add {
 		for _, k := range p.keys() {
-			c := at(k)
-			delete(c.drop, p.Public)
-			c.add = append(c.add, p.Public)
-		}
-	}
-	for k, c := range changes { // each key on its own: the order keys are taken in is no matter
-		slices.Sort(c.add)
-		c.add = slices.Compact(c.add)
-		old := ix.byKey[k]
-		out := make([]string, 0, len(old)+len(c.add))
-		i := 0
-		for _, p := range old {
-			if c.drop[p] {
-				continue
-			}
-			for i < len(c.add) && c.add[i] < p {
-				out = append(out, c.add[i])
-				i++
-			}
-			if i < len(c.add) && c.add[i] == p {
-				i++ // held already
-			}
-			out = append(out, p)
-		}
-		out = append(out, c.add[i:]...)
-		if len(out) == 0 {
-			delete(ix.byKey, k)
-		} else {
-			ix.byKey[k] = out
+			ix.set(k, p.Public, true)
 		}
 	}
 }
 
+// set records that public is (held) or is not under k (ix.mu held): a change only where that
+// differs from what byKey holds.
+func (ix *Index) set(k, public string, held bool) {
+	_, in := slices.BinarySearch(ix.byKey[k], public)
+	ch := ix.pending[k]
+	if in == held {
+		if ch != nil {
+			delete(ch, public)
+			if len(ch) == 0 {
+				delete(ix.pending, k)
+			}
+		}
+		return
+	}
+	if ch == nil {
+		ch = map[string]bool{}
+		ix.pending[k] = ch
+	}
+	ch[public] = held
+}
+
+// fold merges the pending changes of k into byKey (ix.mu held), in a new slice.
+func (ix *Index) fold(k string) {
+	ch := ix.pending[k]
+	if ch == nil {
+		return
+	}
+	delete(ix.pending, k)
+	var add []string
+	for p, held := range ch {
+		if held {
+			add = append(add, p) // not under k: see set
+		}
+	}
+	slices.Sort(add)
+	old := ix.byKey[k]
+	out := make([]string, 0, len(old)+len(add))
+	i := 0
+	for _, p := range old {
+		if held, ok := ch[p]; ok && !held {
+			continue
+		}
+		for i < len(add) && add[i] < p {
+			out = append(out, add[i])
+			i++
+		}
+		out = append(out, p)
+	}
+	out = append(out, add[i:]...)
+	if len(out) == 0 {
+		delete(ix.byKey, k)
+	} else {
+		ix.byKey[k] = out
+	}
+}
+
 // Add indexes public (the tool's public name) under its key and the key of name (its original
-// name on its server): Update(nil, {{public, name}}), which costs the names under those keys.
+// name on its server): Update(nil, {{public, name}}).
 func (ix *Index) Add(public, name string) { ix.Update(nil, []Pair{{public, name}}) }
 
 // Remove undoes Add(public, name): Update({{public, name}}, nil).
 func (ix *Index) Remove(public, name string) { ix.Update([]Pair{{public, name}}, nil) }
 
 // Lookup returns the public names indexed under key, sorted (shared: do not modify; a later
-// Update replaces it rather than changing it, so a caller may keep ranging over it after
-// releasing its owner's lock). Its size is not bounded: a caller with a budget stops ranging
-// over it when the budget is spent, and, the order being the names', stops at the same names on
-// every replica and for every request. A caller that spends its budget only on the names it may
-// offer (asking what the caller may see first) offers the same names whatever else is indexed.
-func (ix *Index) Lookup(key string) []string { return ix.byKey[key] }
+// change replaces it rather than changing it, so a caller may keep ranging over it after
+// releasing its owner's lock), folding in the changes made under key since its last look-up.
+// Its size is not bounded: a caller with a budget stops ranging over it when the budget is
+// spent, and, the order being the names', stops at the same names on every replica and for
+// every request. A caller that spends its budget only on the names it may offer (asking what
+// the caller may see first) offers the same names whatever else is indexed.
+func (ix *Index) Lookup(key string) []string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.fold(key)
+	return ix.byKey[key]
+}
 
 // Lengths yields the key lengths a key of length n can be within MaxDistance edits of, nearest
 // first: n, n−1, n+1, n−2, n+2, … (none below 0). A caller that looks at a server's tools by

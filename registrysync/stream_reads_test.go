@@ -1,0 +1,111 @@
+package registrysync
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// TestStartOfManyServersBoundsStreamReads: at start every connector reads the registry stream's
+// last events of its server (9 JetStream API requests per server of one tool, one at a time),
+// all connectors at once: a registrysync of n servers had n requests waiting at once in the NATS
+// server's JetStream API queue (all 1,000 of a start of 1,000, measured). Past that queue's
+// limit (10,000 by default, shared by every client of the server) the server drops every
+// request waiting, and each connector waited publishTimeout (10 s) for its answer, logged
+// "cannot read the registry stream (is it declared?)" and tried again later, all together
+// again (400 servers against a queue limit of 100: ready after 43 s instead of 2). A Manager
+// keeps at most maxStreamReads of its reads in flight.
+func TestStartOfManyServersBoundsStreamReads(t *testing.T) {
+	const n = 600 // more than maxStreamReads, few enough for -race on 2 cores
+	env := natstest.Start(t)
+	srv := server.NewMCPServer("fake", "1.0", server.WithToolCapabilities(true))
+	srv.AddTool(mcp.NewTool("t", mcp.WithDescription("a tool")), func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	})
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(srv))
+	t.Cleanup(ts.Close)
+
+	// The reads in flight, as NATS routes them: a request seen and its answer not yet (one
+	// connection gets both, in the order the server sent them, into one channel).
+	seen := make(chan *nats.Msg, 1<<16)
+	mon := env.Connect(t)
+	reqs, err := mon.ChanSubscribe("$JS.API.STREAM.MSG.GET."+subjects.RegistryStream, seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers, err := mon.ChanSubscribe("_INBOX.>", seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mon.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	waiting := map[string]bool{}
+	requests, most := 0, 0
+	stop := make(chan struct{})
+	var counting sync.WaitGroup
+	counting.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case m := <-seen:
+				mu.Lock()
+				if m.Sub == reqs {
+					requests++
+					waiting[m.Reply] = true
+					most = max(most, len(waiting))
+				} else {
+					delete(waiting, m.Subject)
+				}
+				mu.Unlock()
+			}
+		}
+	})
+	defer counting.Wait()
+	defer close(stop)
+
+	var scs []ServerConfig
+	for i := range n {
+		scs = append(scs, ServerConfig{Name: fmt.Sprintf("s%04d", i), Transport: "http", URL: fmt.Sprintf("%s/mcp?i=%d", ts.URL, i)})
+	}
+	h := run(t, env, fastConfig(scs...))
+	// (Generous: 600 connections and lists take a while under -race on a busy machine.)
+	for deadline := time.Now().Add(5 * time.Minute); !h.m.Ready(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every server's first connection was over within 5 minutes")
+		}
+	}
+	ready := 0
+	for _, st := range h.m.Statuses() {
+		if st.Status == subjects.StatusReady {
+			ready++
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	dropped, _ := answers.Dropped()
+	if d, _ := reqs.Dropped(); d > 0 {
+		dropped += d
+	}
+	t.Logf("%d of %d servers ready; %d registry stream reads, at most %d in flight; %d left, %d dropped", ready, n, requests, most, len(waiting), dropped)
+	if ready != n {
+		t.Errorf("%d of %d servers ready", ready, n)
+	}
+	// (The monitor may see a request before the answer that freed its turn: the server writes
+	// to each connection on its own. Unbounded, all n were in flight at once.)
+	if bound := maxStreamReads + maxStreamReads/8; most > bound {
+		t.Errorf("%d registry stream reads in flight at once, want about %d at most (the NATS server's JetStream API queue drops every request waiting past its limit)", most, maxStreamReads)
+	}
+}
