@@ -198,6 +198,22 @@ func (e *Executor) approvalDeadline(ctx context.Context, rec approvalRecord, sto
 	return minTime(rec.Since.Add(wait), now.Add(wait))
 }
 
+// approvalAge is how long ago the approval wait of record rec began: from stored, the record's
+// timestamp on the NATS server's clock (a record waiting has not been written since it was
+// created), with the offset of that clock the limiter measured; else from Since, on the clock
+// of the executor that began it. Read from Since on this clock, an executor behind by more than
+// MaxApprovalTimeout made its waiting request look expired (see requestWaits): another
+// request of the id, for another call, took the gate and waited beside it, and one approval
+// decided both.
+func (e *Executor) approvalAge(ctx context.Context, rec approvalRecord, stored time.Time) time.Duration {
+	if !stored.IsZero() && e.lim != nil {
+		if since, ok := e.lim.serverSince(ctx, stored); ok {
+			return since
+		}
+	}
+	return time.Since(rec.Since)
+}
+
 // approvalGateKey is the claims-bucket key of the call id's approval gate: the calls stream
 // sequence of the request of the id whose approval wait holds the id's approvals subject.
 func approvalGateKey(tenant, id string) string {
@@ -284,7 +300,7 @@ func (e *Executor) requestWaits(ctx context.Context, c *call, seq uint64) (waits
 		return false, false, err
 	default:
 		var rec approvalRecord
-		if json.Unmarshal(entry.Value(), &rec) == nil && (rec.Outcome != "" || time.Since(rec.Since) >= e.cfg.MaxApprovalTimeout) {
+		if json.Unmarshal(entry.Value(), &rec) == nil && (rec.Outcome != "" || e.approvalAge(ctx, rec, entry.Created()) >= e.cfg.MaxApprovalTimeout) {
 			return false, false, nil
 		}
 	}

@@ -146,7 +146,9 @@
 //     name the id, so one would decide both): the request whose wait holds the id's gate
 //     (key <tenant>.<id>.approval.gate, taken atomically: of two at once, one) waits, and
 //     the other is refused bad_request, until the holder's record holds an outcome, or
-//     MaxApprovalTimeout has passed since it began, or it left the calls stream
+//     MaxApprovalTimeout has passed since it began (since the record's stored timestamp, on
+//     the NATS server's clock as the limiter measures it, not the holder's clock), or it left
+//     the calls stream
 //     (approvalConflict); a resend of the same call (the same tool and principal, arguments
 //     that are the same JSON value however written: sameCall, sameJSON) waits for the same
 //     decision. That refusal is not the id's answer: it goes to the refused request's reply
