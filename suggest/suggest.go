@@ -122,21 +122,21 @@ func within[B string | []byte](a string, b B, max int) (int, bool) {
 //
 // The names under a key are kept as a sorted slice, replaced (never changed in place) when the
 // changes made to the key since are folded in: by the first Lookup of the key after them, which
-// costs the names under it plus the sorting of those added. An Update only records what it
-// changes (a map write per pair and key, and a binary search of the names held): many servers
+// costs the names under it plus the sorting of those added. An Update changes a key of fewer
+// than fewNames names at once (copying them) and only records what it changes under a key of
+// more (a map write per pair and key, and a binary search of the names held): many servers
 // list a tool of one name (search, fetch), each adding its public name under that name's key,
 // and an index that merged each Update at once copied every name under the key for each, n²/2
 // names for n servers replayed at start. Changes recorded and not looked up are only those that
-// change what the key holds (a name added then removed again leaves nothing), so they take no
-// more room than the names themselves.
+// change what the key holds (a name added then removed again leaves nothing), and only under
+// the few keys of many names.
 type Index struct {
 	// mu guards byKey and pending: Lookup folds pending changes in, and its owner may call it
 	// under a read lock of its own, from several goroutines at once.
 	mu    sync.Mutex
 	byKey map[string][]string
-	// pending holds, per key, the public names whose presence under it differs from byKey's:
-	// true to add, false to drop.
-	pending map[string]map[string]bool
+	// pending holds, per key of many names, the changes recorded under it (see set).
+	pending map[string]*changes
 }
 
 // Pair is a tool's public name and its original name on its server.
@@ -158,7 +158,7 @@ func (p Pair) keys() []string {
 
 // Update removes the pairs of remove, then adds those of add: each public name under its key
 // and the key of its original name. Adding a pair again, or removing one not held, changes
-// nothing. The changes are folded in by the next Lookup of each key they touch.
+// nothing. The changes to a key of many names are folded in by its next Lookup (see Index).
 func (ix *Index) Update(remove, add []Pair) {
 	if len(remove) == 0 && len(add) == 0 {
 		return
@@ -166,7 +166,7 @@ func (ix *Index) Update(remove, add []Pair) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.byKey == nil {
-		ix.byKey, ix.pending = map[string][]string{}, map[string]map[string]bool{}
+		ix.byKey, ix.pending = map[string][]string{}, map[string]*changes{}
 	}
 	for _, p := range remove {
 		for _, k := range p.keys() {
@@ -180,34 +180,86 @@ func (ix *Index) Update(remove, add []Pair) {
 	}
 }
 
+// fewNames bounds the names of a key that an Update changes at once, in a new slice (copying
+// at most that many), rather than recording the change: most keys hold one name or a few (a
+// public name's own key, an original name of one server) and are never looked up, and a map
+// of changes kept for each of them until a Lookup took three times the memory of the names.
+// Recorded changes that leave a key this few names are folded in at once (once: the key then
+// holds few).
+const fewNames = 32
+
+// changes are the changes recorded under a key: the public names whose presence under it
+// differs from byKey's (true to add, false to drop), and how many more they add than drop.
+type changes struct {
+	held map[string]bool
+	net  int
+}
+
 // set records that public is (held) or is not under k (ix.mu held): a change only where that
-// differs from what byKey holds.
+// differs from what byKey holds. Under a key of fewer than fewNames names and no change
+// recorded, the change is made at once.
 func (ix *Index) set(k, public string, held bool) {
-	_, in := slices.BinarySearch(ix.byKey[k], public)
+	old := ix.byKey[k]
+	at, in := slices.BinarySearch(old, public)
 	ch := ix.pending[k]
-	if in == held {
-		if ch != nil {
-			delete(ch, public)
-			if len(ch) == 0 {
-				delete(ix.pending, k)
-			}
+	if ch == nil && len(old) < fewNames {
+		if in == held {
+			return
+		}
+		out := make([]string, 0, len(old)+1) // never in place: see Lookup
+		out = append(out, old[:at]...)
+		if held {
+			out = append(out, public)
+			out = append(out, old[at:]...)
+		} else {
+			out = append(out, old[at+1:]...)
+		}
+		if len(out) == 0 {
+			delete(ix.byKey, k)
+		} else {
+			ix.byKey[k] = out
 		}
 		return
 	}
-	if ch == nil {
-		ch = map[string]bool{}
-		ix.pending[k] = ch
+	step := func(held bool) int {
+		if held {
+			return 1
+		}
+		return -1
 	}
-	ch[public] = held
+	if in == held {
+		if ch != nil {
+			if was, ok := ch.held[public]; ok {
+				delete(ch.held, public)
+				ch.net -= step(was)
+				if len(ch.held) == 0 {
+					delete(ix.pending, k)
+				}
+			}
+		}
+	} else {
+		if ch == nil {
+			ch = &changes{held: map[string]bool{}}
+			ix.pending[k] = ch
+		}
+		if _, ok := ch.held[public]; !ok { // (else recorded already: held differs from in once)
+			ch.held[public] = held
+			ch.net += step(held)
+		}
+	}
+	if ch != nil && ix.pending[k] == ch && len(old)+ch.net <= fewNames {
+		ix.fold(k)
+	}
 }
 
 // fold merges the pending changes of k into byKey (ix.mu held), in a new slice.
 func (ix *Index) fold(k string) {
-	ch := ix.pending[k]
-	if ch == nil {
+	pc := ix.pending[k]
+	if pc == nil {
 		return
 	}
 	delete(ix.pending, k)
+	ch := pc.held
 	var add []string
 	for p, held := range ch {
 		if held {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -288,4 +289,46 @@ func (ix *Index) folded() map[string][]string {
 		ix.fold(k)
 	}
 	return ix.byKey
+}
+
+// TestIndexHeldNamesCostNoMapOfChanges: most keys hold one name or a few (every public name's
+// own key, an original name of one server) and are never looked up. An Index that recorded the
+// changes of every key in a map of its own until its next Lookup kept that map for each of them
+// for good: about 350 bytes per pair held, where the names themselves take about 110 (3×
+// the memory for the tools of thousands of servers). The index's heap per pair held without a
+// look-up stays near the names'.
+func TestIndexHeldNamesCostNoMapOfChanges(t *testing.T) {
+	const servers, tools = 200, 100
+	var adds [][]Pair
+	for s := range servers {
+		var add []Pair
+		for i := range tools {
+			n := fmt.Sprintf("tool_%d", i)
+			add = append(add, Pair{Public: fmt.Sprintf("srv%d__%s", s, n), Name: n})
+		}
+		adds = append(adds, add)
+	}
+	var ix Index
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for _, add := range adds {
+		ix.Update(nil, add)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perPair := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / (servers * tools)
+	runtime.KeepAlive(adds)
+	t.Logf("%d bytes of heap per pair held", perPair)
+	if perPair > 200 {
+		t.Errorf("the index holds %d bytes per pair, want about the names' (110): a map of changes kept per key never looked up", perPair)
+	}
+	// What it holds is what was added.
+	if got := ix.Lookup(Key("srv7__tool_3")); !slices.Equal(got, []string{"srv7__tool_3"}) {
+		t.Errorf("names under srv7__tool_3's key: %v", got)
+	}
+	if got := ix.Lookup(Key("tool_3")); len(got) != servers || !slices.IsSorted(got) {
+		t.Errorf("%d names under tool_3's key, want %d sorted", len(got), servers)
+	}
+	runtime.KeepAlive(&ix)
 }
