@@ -120,12 +120,7 @@ func (c *connector) answerStored(ctx context.Context, kind subjects.Kind, after 
 		if n == maxAnswerScan {
 			return true, nil
 		}
-		done, err := c.m.streamRead(pctx)
-		if err != nil {
-			return false, err
-		}
-		msg, err := st.GetMsg(pctx, seq, jetstream.WithGetMsgSubject(subject))
-		done()
+		msg, err := c.m.getMsg(pctx, st, seq, subject)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			return false, nil
@@ -229,4 +224,15 @@ func (c *connector) answered(ctx context.Context, kind subjects.Kind) error {
 	default:
 	}
 	return nil
+}
+
+// getMsg reads the message of subject at seq or after it, in one of the Manager's turns to read
+// the stream (streamRead), given back whatever happens.
+func (m *Manager) getMsg(ctx context.Context, st jetstream.Stream, seq uint64, subject string) (*jetstream.RawStreamMsg, error) {
+	done, err := m.streamRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return st.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
 }
