@@ -144,6 +144,11 @@ type approvalRecord struct {
 	// executor stopped while it waited for a concurrency slot, see handBackApproved): the next
 	// delivery goes on as approved at once.
 	HandedBack bool `json:"handedBack,omitempty"`
+
+	// stored is the record's timestamp on the NATS server's clock when read back (not part of
+	// the record); of a record with an outcome, when the outcome was written (see
+	// decidedElsewhere).
+	stored time.Time
 }
 
 // approvalKey is the claims-bucket key of the approval record of the request at calls stream
@@ -173,6 +178,7 @@ func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalReco
 		entry, gerr := e.st.claims.Get(ctx, key)
 		var cur approvalRecord
 		if gerr == nil && json.Unmarshal(entry.Value(), &cur) == nil && !cur.Since.IsZero() {
+			cur.stored = entry.Created()
 			return cur, entry.Revision(), entry.Created(), true
 		}
 		err = cmp.Or(gerr, errors.New("malformed approval record"))
@@ -368,6 +374,7 @@ func (e *Executor) settler(c *call, rec approvalRecord, rev uint64) func(string,
 			case cur.Delivery == c.delivery && cur.Seq == next.Seq && cur.Outcome == outcome:
 				return cur, false // this delivery's own write (its PubAck lost)
 			default:
+				cur.stored = entry.Created()
 				return cur, true
 			}
 		}
@@ -583,7 +590,15 @@ func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRe
 		return nil
 	}
 	due := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout) + e.cfg.RelistTimeout + e.cfg.AckWait
-	until := minTime(rec.At.Add(due), time.Now().Add(due)) // (At on the deciding executor's clock)
+	// From the decision's stored timestamp on the NATS server's clock, as in claimUntil: At is
+	// on the deciding executor's clock, and one behind by more than due made this delivery go
+	// on at once, running a call not claimed (read-only, idempotent) a second time.
+	until := minTime(rec.At.Add(due), time.Now().Add(due))
+	if !rec.stored.IsZero() && e.lim != nil {
+		if since, ok := e.lim.serverSince(ctx, rec.stored); ok {
+			until = time.Now().Add(due - since)
+		}
+	}
 	for {
 		prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
 		if err != nil {

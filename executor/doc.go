@@ -163,7 +163,8 @@
 //     AckWait: JetStream delivered the call again) both get an approval, and only the first
 //     outcome recorded counts: the other delivery takes it — denied or approval_timeout alike,
 //     approved by waiting for the answer of the delivery that took it (the call's timeout,
-//     RelistTimeout and AckWait past the decision; once the call is claimed, the claim's
+//     RelistTimeout and AckWait past the decision, counted from the decided record's stored
+//     timestamp on the NATS server's clock as above; once the call is claimed, the claim's
 //     answer as in step 9, so a holder that left its claim or is gone is not waited for), then
 //     going on as approved (the claim keeps a side-effecting call from running twice) — and its
 //     approver is told OK only when the
