@@ -187,39 +187,6 @@ func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalReco
 	return approvalRecord{Since: time.Now().UTC(), Seq: c.seq}, 0, time.Time{}, false
 }
 
-// approvalDeadline is when, on this host's clock, the approval wait of record rec ends: wait
-// after it began. Since is on the clock of the executor that began it, which may be minutes
-// off this one's: one ahead lengthened the wait, and one behind by more than wait made the
-// next delivery answer approval_timeout at once, asking nobody. A record read back (stored:
-// its timestamp on the NATS server's clock; a record waiting has not been written since it was
-// created) counts from stored, with the offset of that clock the limiter measured (see
-// windowNow); else from Since, never more than wait from now.
-func (e *Executor) approvalDeadline(ctx context.Context, rec approvalRecord, stored time.Time, wait time.Duration) time.Time {
-	now := time.Now()
-	if !stored.IsZero() && e.lim != nil {
-		if since, ok := e.lim.serverSince(ctx, stored); ok {
-			return now.Add(wait - since)
-		}
-	}
-	return minTime(rec.Since.Add(wait), now.Add(wait))
-}
-
-// approvalAge is how long ago the approval wait of record rec began: from stored, the record's
-// timestamp on the NATS server's clock (a record waiting has not been written since it was
-// created), with the offset of that clock the limiter measured; else from Since, on the clock
-// of the executor that began it. Read from Since on this clock, an executor behind by more than
-// MaxApprovalTimeout made its waiting request look expired (see requestWaits): another
-// request of the id, for another call, took the gate and waited beside it, and one approval
-// decided both.
-func (e *Executor) approvalAge(ctx context.Context, rec approvalRecord, stored time.Time) time.Duration {
-	if !stored.IsZero() && e.lim != nil {
-		if since, ok := e.lim.serverSince(ctx, stored); ok {
-			return since
-		}
-	}
-	return time.Since(rec.Since)
-}
-
 // approvalGateKey is the claims-bucket key of the call id's approval gate: the calls stream
 // sequence of the request of the id whose approval wait holds the id's approvals subject.
 func approvalGateKey(tenant, id string) string {
@@ -306,7 +273,7 @@ func (e *Executor) requestWaits(ctx context.Context, c *call, seq uint64) (waits
 		return false, false, err
 	default:
 		var rec approvalRecord
-		if json.Unmarshal(entry.Value(), &rec) == nil && (rec.Outcome != "" || e.approvalAge(ctx, rec, entry.Created()) >= e.cfg.MaxApprovalTimeout) {
+		if json.Unmarshal(entry.Value(), &rec) == nil && (rec.Outcome != "" || !time.Now().Before(e.storedDeadline(ctx, rec.Since, entry.Created(), e.cfg.MaxApprovalTimeout))) {
 			return false, false, nil
 		}
 	}
@@ -483,7 +450,8 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 		e.decided(c, true)
 		return e.decidedElsewhere(ctx, c, rec, wait)
 	}
-	deadline := e.approvalDeadline(ctx, rec, stored, wait)
+	// (Since is on the clock of the executor that began the wait: see storedDeadline.)
+	deadline := e.storedDeadline(ctx, rec.Since, stored, wait)
 	if !time.Now().Before(deadline) {
 		// Its approval timeout passed while it was handed to another executor: not asked again.
 		if _, ok := w.giveUp(approvalExpired); ok {
@@ -593,12 +561,7 @@ func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRe
 	// From the decision's stored timestamp on the NATS server's clock, as in claimUntil: At is
 	// on the deciding executor's clock, and one behind by more than due made this delivery go
 	// on at once, running a call not claimed (read-only, idempotent) a second time.
-	until := minTime(rec.At.Add(due), time.Now().Add(due))
-	if !rec.stored.IsZero() && e.lim != nil {
-		if since, ok := e.lim.serverSince(ctx, rec.stored); ok {
-			until = time.Now().Add(due - since)
-		}
-	}
+	until := e.storedDeadline(ctx, rec.At, rec.stored, due)
 	for {
 		prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
 		if err != nil {

@@ -1333,20 +1333,32 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 // waiting at once and store outcome_unknown over the call that still ran, and one ahead made
 // it wait the skew longer. Their difference (the holder's budget: its call's timeout and
 // AckWait) is one clock's; it runs from stored, the claim's timestamp on the NATS server's
-// clock, read with the offset of that clock the limiter measured (see windowNow). When no
-// offset is known, Until, but never more than the budget from now.
+// clock (see storedDeadline).
 func (e *Executor) claimUntil(ctx context.Context, cl claimValue, stored time.Time) time.Time {
-	now := time.Now()
 	if cl.At.IsZero() || cl.Until.IsZero() {
 		return cl.Until // (a claim of an earlier version)
 	}
-	budget := cl.Until.Sub(cl.At)
-	if e.lim != nil && !stored.IsZero() {
+	return e.storedDeadline(ctx, cl.At, stored, cl.Until.Sub(cl.At))
+}
+
+// storedDeadline is when, on this host's clock, a wait of budget ends that another executor
+// began at start, on its own host's clock, and stored in a record whose timestamp on the NATS
+// server's clock is stored (zero: not known). Host clocks may be minutes apart (NTP drift, a VM
+// resumed): compared with this one, a start from a host behind ended the wait at once (a
+// redelivery stored outcome_unknown over a call still running, an approval wait handed over
+// answered approval_timeout asking nobody, an approval gate looked expired, a decided approval
+// went on before the earlier delivery's answer could come), and one from a host ahead made it
+// longer. The budget runs from stored instead, read with the offset of the server's clock the
+// limiter measured (see windowNow); when no offset is known, from start, but never more than
+// budget from now.
+func (e *Executor) storedDeadline(ctx context.Context, start, stored time.Time, budget time.Duration) time.Time {
+	now := time.Now()
+	if !stored.IsZero() && e.lim != nil {
 		if since, ok := e.lim.serverSince(ctx, stored); ok {
 			return now.Add(budget - since)
 		}
 	}
-	return minTime(cl.Until, now.Add(budget))
+	return minTime(start.Add(budget), now.Add(budget))
 }
 
 // holderGone reports whether the holder of claim cl can no longer answer: its delivery ended

@@ -141,10 +141,8 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func serverNow(ctx context.Context, js jetstream.JetStream, stream string) time.Time {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if st, err := js.Stream(cctx, stream); err == nil {
-		if info, err := st.Info(cctx); err == nil && !info.TimeStamp.IsZero() {
-			return info.TimeStamp
-		}
+	if st, err := js.Stream(cctx, stream); err == nil && !st.CachedInfo().TimeStamp.IsZero() {
+		return st.CachedInfo().TimeStamp // (the look-up's own info: one request)
 	}
 	return hostClock()
 }
