@@ -81,7 +81,8 @@
 //     principal and the policy (step 4) come before freshness: a principal who may not call a
 //     tool learns nothing of its state and makes no re-list of its server.
 //  4. policy on the definition held: a tool only a cacheScope private list of another
-//     authorization context holds → not_found (invisible, as in the catalog); Decide →
+//     authorization context holds → not_found (invisible, as in the catalog; a removed tool
+//     by the scope of the list it was last in, not of the list that left it out); Decide →
 //     forbidden. Asked again of what step 5 leaves (a re-list), and after approval: a list
 //     that became such meanwhile is not_found, also where step 5 would refuse it.
 //  5. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the

@@ -34,6 +34,10 @@
 // now: the TTL runs from when the list reached the view, not the TTL plus the skew, and later
 // confirmations are not ignored as older than a time in the future.
 //
+// A Verdict carries the cacheScope and authContext of the list its item is in (its consumers
+// decide by them who may learn its state): for an item removed, of the list it was last in, not
+// of the list that left it out.
+//
 // A View holds no I/O and no goroutines: its state lives in memory and is rebuilt by replaying
 // the registry stream. It is safe for concurrent use.
 package staleness

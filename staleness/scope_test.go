@@ -32,3 +32,41 @@ func TestVerdictKeepsScope(t *testing.T) {
 	v.Apply(status("payroll", subjects.StatusRemoved))
 	check("server removed", "list_staff", Removed)
 }
+
+// A tool removed from a list keeps the scope of the list it was in, not that of the list that
+// left it out: a private list of tenant acme re-listed public without get_salary must not tell
+// everyone that get_salary was there (the catalog's removed record keeps the old list's scope),
+// and a public list re-listed private to acme without a tool still tells everyone it was removed.
+func TestRemovedKeepsScopeOfItsList(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	v := New(func() time.Time { return t0 })
+	v.Apply(status("payroll", subjects.StatusReady))
+	listed := func(scope, authContext string, names ...string) {
+		ev := snap("payroll", nil, t0, names...)
+		ev.Snapshot.CacheScope, ev.Snapshot.AuthContext = scope, authContext
+		v.Apply(ev)
+	}
+	check := func(step, tool string, want State, scope, authContext string) {
+		t.Helper()
+		got := v.Tool("payroll", tool)
+		if got.State != want || got.CacheScope != scope || got.AuthContext != authContext {
+			t.Errorf("%s: %s: got %s scope %q %q, want %s scope %q %q", step, tool, got.State, got.CacheScope, got.AuthContext, want, scope, authContext)
+		}
+	}
+	listed(subjects.ScopePrivate, "tenant:acme", "get_salary", "list_staff")
+	listed(subjects.ScopePublic, "", "list_staff")
+	check("removed from acme's list", "get_salary", Removed, subjects.ScopePrivate, "tenant:acme")
+	check("listed publicly", "list_staff", Fresh, subjects.ScopePublic, "")
+	listed(subjects.ScopePublic, "", "list_staff", "org_chart")
+	check("still removed, a list later", "get_salary", Removed, subjects.ScopePrivate, "tenant:acme")
+	v.Apply(subjects.RegistryEvent{Revocation: &subjects.Revocation{V: 1, Type: subjects.EventRevoked, Server: "payroll", Tools: []string{"get_salary"}}})
+	check("removed, then revoked", "get_salary", Revoked, subjects.ScopePrivate, "tenant:acme")
+	v.Apply(subjects.RegistryEvent{Revocation: &subjects.Revocation{V: 1, Type: subjects.EventRevoked, Server: "payroll", Restore: []string{"get_salary"}}})
+
+	listed(subjects.ScopePrivate, "tenant:acme", "list_staff")
+	check("removed from a public list", "org_chart", Removed, subjects.ScopePublic, "")
+	check("get_salary still acme's", "get_salary", Removed, subjects.ScopePrivate, "tenant:acme")
+	v.Apply(status("payroll", subjects.StatusRemoved))
+	check("server removed", "org_chart", Removed, subjects.ScopePublic, "")
+	check("server removed, listed", "list_staff", Removed, subjects.ScopePrivate, "tenant:acme")
+}

@@ -47,9 +47,12 @@ type Verdict struct {
 type kindState struct {
 	// listed says a snapshot of the kind was applied: a list_changed alone (before the first
 	// listing, or after a failed one) makes a kindState that lists nothing yet.
-	listed  bool
-	items   map[string]struct{}
-	removed map[string]struct{}
+	listed bool
+	items  map[string]struct{}
+	// removed holds the names the kind remembers as removed, each with the scope of the list
+	// it was last in (not the scope of the list that left it out): who may not see that list
+	// may not learn that it held the name.
+	removed map[string]listScope
 	stale   bool
 	// staleSeq is the stream sequence of the ListChanged that made the list stale (the latest
 	// applied); 0 while stale: unknown, and only a snapshot lifts it.
@@ -60,6 +63,9 @@ type kindState struct {
 	authContext string
 	fingerprint string
 }
+
+// listScope is the cache scope and authorization context of a list.
+type listScope struct{ cacheScope, authContext string }
 
 type serverState struct {
 	status  string
@@ -98,7 +104,7 @@ func (v *View) server(name string) *serverState {
 func (s *serverState) kind(k subjects.Kind) *kindState {
 	ks := s.kinds[k]
 	if ks == nil {
-		ks = &kindState{items: map[string]struct{}{}, removed: map[string]struct{}{}}
+		ks = &kindState{items: map[string]struct{}{}, removed: map[string]listScope{}}
 		s.kinds[k] = ks
 	}
 	return ks
@@ -125,7 +131,7 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		}
 		for n := range ks.items {
 			if _, ok := next[n]; !ok {
-				ks.removed[n] = struct{}{}
+				ks.removed[n] = listScope{ks.cacheScope, ks.authContext}
 			}
 		}
 		for n := range next {
@@ -253,11 +259,17 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 		return Verdict{State: Unknown, Reason: "server " + server + " is not known"}
 	}
 	// A revoked or removed item keeps the scope of the list it was in: who may not see that list
-	// may not learn its state either.
+	// may not learn its state either. An item the last list left out was in an earlier one,
+	// whose scope it keeps (see kindState.removed).
 	ks := s.kinds[kind]
 	var out Verdict
 	if ks != nil {
 		out = Verdict{ListedAt: ks.listedAt, CacheScope: ks.cacheScope, AuthContext: ks.authContext, Fingerprint: ks.fingerprint}
+		if _, listed := ks.items[name]; !listed {
+			if sc, was := ks.removed[name]; was {
+				out.CacheScope, out.AuthContext = sc.cacheScope, sc.authContext
+			}
+		}
 	}
 	if s.allRev {
 		out.State, out.Reason = Revoked, "every tool of "+server+" is revoked"
