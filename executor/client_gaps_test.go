@@ -294,7 +294,9 @@ func TestRefundWhenNothingReachedTheServer(t *testing.T) {
 		return r.mgr.Dispatch(ctx, server, req)
 	})
 	r = startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	ex = r.startExecutor(r.managerConfig(Config{Limits: limits, Dispatcher: disp}), r.env.NC)
+	// (No reconnect grace: a connector refusing every call "not connected" in the executor's
+	// first ReconnectGrace is waited for, as after a restart; here it stays down.)
+	ex = r.startExecutor(r.managerConfig(Config{Limits: limits, Dispatcher: disp, ReconnectGrace: -1}), r.env.NC)
 	r.waitTool("fixture__echo")
 	other := newTestLimiter(t, r.env, Config{Limits: limits})
 	scope := scopeLimit{subjects.LimitScopeTool, "fixture__echo", rate}

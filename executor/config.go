@@ -79,8 +79,9 @@ type Config struct {
 	// ReconnectGrace is how long after the executor starts a call to a server that is
 	// connecting, or whose connector stopped or fell silent, waits for it to be ready (at most
 	// the call's timeout) instead of being refused unavailable: after a restart, the calls
-	// queued while everything was down are taken before the connectors are back. 0 → 30s;
-	// negative: no wait.
+	// queued while everything was down are taken before the connectors are back. So too a call
+	// its connector refuses unsent (not connected yet) while the server's status says ready:
+	// after a crash that is the dead connector's last status. 0 → 30s; negative: no wait.
 	ReconnectGrace time.Duration
 	// RelistTimeout bounds a re-list of an expired tool list; 0 → 10s.
 	RelistTimeout time.Duration

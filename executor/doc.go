@@ -219,7 +219,11 @@
 //     listed as such at the retry: a tool re-listed as neither since is not sent again, the
 //     earlier attempt's answer stands); never before the retryAfterMs of
 //     the server's refusal (429), and not at all when that is over 1 s or past the deadline
-//     (the answer carries it).
+//     (the answer carries it). A connector's refusal before sending (not connected, no
+//     connector serving the server) in the first Config.ReconnectGrace, while the server's
+//     status is ready or it is coming back (as in step 5), is retried past Config.RetryMax
+//     until the grace or the deadline ends: after a crash the server's last status is the
+//     dead connector's ready, and the new connector refuses calls until it is connected.
 //  11. a result that is not isError (to a case-sensitive reader and to encoding/json alike),
 //     of a tool that declares an outputSchema, against that schema (of the definition admitted
 //     in steps 3–7; the inputSchema's validator, bounds, step budget and backstop): no

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,5 +67,49 @@ func TestRestartWaitsForReconnect(t *testing.T) {
 	})
 	if res := r.call("local", "vault__peek", `{}`); res.Error == nil || res.Error.Code != subjects.CodeUnavailable {
 		t.Errorf("got %s %+v, want unavailable", res.Status, res.Error)
+	}
+}
+
+// After a crash (SIGKILL of `mcpstream up`, power loss) the registry's last status of a server
+// is the dead connector's ready: nothing said it stopped. The calls queued across the restart
+// are taken while the new process's connector still connects, and it refuses them, nothing
+// sent ("not connected (connecting)", or no connector serves the server yet). In the
+// executor's first ReconnectGrace such a refusal is waited out as awaitReconnect waits for a
+// connecting server: before, the call was retried RetryMax times within about a second and
+// answered unavailable, the queued call thrown away (seen killing up under load: calls
+// accepted before the kill refused "server ticketing is not connected (connecting)").
+func TestCrashRestartWaitsForConnector(t *testing.T) {
+	var mu sync.Mutex
+	refusals := 0
+	const back = DefaultRetryMax + 2 // the connector is connected from this dispatch on
+	disp := funcDispatcher(func(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
+		mu.Lock()
+		defer mu.Unlock()
+		if refusals < back {
+			refusals++
+			if refusals == 1 {
+				return subjects.DispatchReply{V: 1, NotSent: true, Error: &subjects.Error{Code: subjects.CodeUnavailable,
+					Message: "no connector serves server vault; nothing was sent"}}
+			}
+			return subjects.DispatchReply{V: 1, NotSent: true, Error: &subjects.Error{Code: subjects.CodeUnavailable,
+				Message: "server vault is not connected (connecting); nothing was sent"}}
+		}
+		return subjects.DispatchReply{V: 1, Result: json.RawMessage(`{"content":[]}`)}
+	})
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	// What the killed process's connector published last: ready, and the list.
+	r.publishRegistry(subjects.RegistryStatus("vault"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "vault", Status: subjects.StatusReady})
+	r.publishRegistry(subjects.RegistrySnapshot("vault", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot,
+		Server: "vault", Kind: subjects.KindTools, Fingerprint: "f1", ListedAt: time.Now(),
+		Items: []json.RawMessage{json.RawMessage(`{"name":"push","inputSchema":{"type":"object"}}`)}})
+	r.startExecutor(r.managerConfig(Config{Dispatcher: disp}), r.env.NC)
+	r.waitTool("vault__push")
+
+	res := r.call("local", "vault__push", `{}`)
+	mu.Lock()
+	n := refusals
+	mu.Unlock()
+	if res.Status != subjects.CallOK {
+		t.Errorf("got %s %+v after %d refusals of the connector, want ok once it is connected (refused %d times before)", res.Status, res.Error, n, back)
 	}
 }

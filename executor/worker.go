@@ -1098,7 +1098,23 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		}
 		safe := rep.Error.Code == subjects.CodeUnavailable ||
 			c.tool.retrySafe() && (rep.Error.Code == subjects.CodeTransportError || rep.Error.Code == subjects.CodeOutcomeUnknown)
-		if !safe || c.attempt >= e.cfg.RetryMax {
+		// A connector that refused the call before sending it (not connected yet, or none
+		// serving the server) in the executor's first ReconnectGrace is a restart under way:
+		// after a crash the server's last status is the dead connector's ready, so admission
+		// let the call through while the new connector still connects. It is waited for as
+		// awaitReconnect waits for a connecting server (the grace and the call's deadline
+		// bound it), not given up after RetryMax quick attempts, which threw away the calls
+		// queued across the restart.
+		restarting := false
+		if rep.Error.Code == subjects.CodeUnavailable && neverSent(rep) && rep.Error.RetryAfterMs == 0 {
+			switch e.awaitReconnect(ctx, c, c.tool.Server) {
+			case reconnected:
+				restarting = true
+			case reconnectStopping:
+				return rep
+			}
+		}
+		if !safe || c.attempt >= e.cfg.RetryMax && !restarting {
 			return rep
 		}
 		last = &rep
@@ -1117,9 +1133,15 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		if ra > maxRetryWait || time.Until(deadline) <= wait {
 			return rep // with the server's retryAfterMs, for the caller
 		}
+		var stopping <-chan struct{} // (a wait for a connector only until the executor stops)
+		if restarting {
+			stopping = e.stopping
+		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
+			return rep
+		case <-stopping:
 			return rep
 		}
 	}
