@@ -12,7 +12,9 @@
 // Heartbeats (subjects.HeartbeatAll, a plain subscription read by the checking goroutine; only
 // those of connectors that some server's last status names are kept), and the last status of
 // every server and then each new one (subjects.RegistryAllStatus on the registry stream, an
-// ordered consumer delivering the last message per subject first).
+// ordered consumer delivering the last message per subject first). A lost consumer is made again
+// by the watchdog, with a backoff that watches Run's context: while the stream is missing
+// (deleted, NATS restarted without its store) Run still returns once its context ends.
 //
 // # Produces
 //

@@ -235,6 +235,11 @@ func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 	cons, err := w.JS.OrderedConsumer(ctx, subjects.RegistryStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.RegistryAllStatus},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		// One try to make the consumer again when it is lost: nats.go's own retries (for
+		// good by default) do not watch ctx, and while the stream is missing (deleted, NATS
+		// restarted without its store) Next never returned, nor did Run once its context
+		// ended. follow makes a new one, with its backoff, until ctx ends.
+		MaxResetAttempts: 1,
 	})
 	if err != nil {
 		return false, err

@@ -582,7 +582,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		return fmt.Errorf("jetstream: %w", err)
 	}
 	startCtx, cancelStart := context.WithTimeout(ctx, 30*time.Second)
-	origins, err := ensureStreams(startCtx, js, o.StreamReplicas, cfg)
+	origins, err := declareStreams(startCtx, js, o.StreamReplicas, cfg, log)
 	cancelStart()
 	if err != nil {
 		return o.NATS.noJetStream(err)
@@ -757,12 +757,19 @@ func (h *host) stopRoles(started []role, timeout time.Duration) error {
 	return nil
 }
 
-// ensureStreams declares mcpstream's streams and returns when each was created. With replicas 0
+// ensureStreams is declareStreams without a log.
+func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) (map[string]time.Time, error) {
+	return declareStreams(ctx, js, replicas, fc, zerolog.Nop())
+}
+
+// declareStreams declares mcpstream's streams and returns when each was created. With replicas 0
 // an existing stream keeps its replica count (a role process never scales a cluster's streams
 // down) and a new one gets 1. An existing stream keeps the limits the configuration does not
 // give (see keepLimits) and the operator's settings mcpstream does not rely on (see
-// keepOperatorSettings); a mirror is refused, not promoted (see notOurs).
-func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig) (map[string]time.Time, error) {
+// keepOperatorSettings); a mirror is refused, not promoted (see notOurs). A change JetStream
+// cannot undo that an earlier mcpstream cannot declare over (allow_msg_ttl turned on, see
+// msgTTLTurnedOn) is logged as a warning.
+func declareStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc *fileConfig, log zerolog.Logger) (map[string]time.Time, error) {
 	origins := map[string]time.Time{}
 	for _, declared := range subjects.Streams(fc.streamOptions(max(replicas, 1))) {
 		// A second try when another process created the stream between the look and the
@@ -797,11 +804,28 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, replicas int, fc
 					return nil, err
 				}
 			}
+			if cur != nil && !cur.AllowMsgTTL && s.CachedInfo().Config.AllowMsgTTL {
+				msgTTLTurnedOn(log, cfg.Name)
+			}
 			origins[cfg.Name] = s.CachedInfo().Created
 			break
 		}
 	}
 	return origins, nil
+}
+
+// msgTTLTurnedOn logs that the declaration turned allow_msg_ttl on, in place, on stream name,
+// which an earlier mcpstream declared without it: JetStream never turns it off again, and the
+// builds from before keepOperatorSettings (which declare the stream without it and keep nothing
+// of the existing one's) stop at start on that stream for good, with JetStream's bare refusal.
+// Found on upgrade tests: a rollback, or a role of such a build restarting during a rolling
+// upgrade, could not start and said nothing of why.
+func msgTTLTurnedOn(log zerolog.Logger, name string) {
+	log.Warn().Str("stream", name).Msg("allow_msg_ttl turned on on stream " + name + " (per-message TTLs, for the " +
+		"confirmations of unchanged lists); JetStream cannot turn it off again: an mcpstream built before commit " +
+		"7425bd7 (which declares the stream without it and keeps nothing of the existing one) now stops at start with " +
+		"\"message TTL status can not be disabled\": upgrade every process that declares the streams (up, and " +
+		"every role), and roll forward, not back (see README Operations, Upgrades)")
 }
 
 // notOurs refuses a stream of mcpstream's name that mcpstream must not change: one holding
