@@ -197,20 +197,7 @@ func TestNATSConfAuthorizationExample(t *testing.T) {
 			t.Errorf("up did not stop cleanly: %v", err)
 		}
 	})
-	waitFor(t, "up's start line", 600, func() bool {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("up exited: %v\n%s", err, p.errOut.String())
-		default:
-		}
-		m := startLine.FindStringSubmatch(p.out.String())
-		if m == nil {
-			return false
-		}
-		p.nats, p.http = m[1], m[2]
-		return true
-	})
+	p.nats, p.http = waitStartLine(t, "up", 600, p.out, p.errOut, p.done)
 	p.nats = "nats://mcpstream:svc-pw@" + addr // the start line hides the password
 	waitFor(t, "up healthy", 600, func() bool { code, _ := p.healthz(t); return code == 200 })
 	p.waitDemoReady(t)

@@ -121,19 +121,7 @@ func startRole(t *testing.T, args ...string) *roleProcess {
 			t.Errorf("%s still running 40s after the interrupt", args[0])
 		}
 	})
-	waitFor(t, args[0]+"'s start line", 600, func() bool {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("%s exited: %v\n%s", args[0], err, p.errOut.String())
-		default:
-		}
-		m := startLine.FindStringSubmatch(out.String())
-		if m != nil {
-			p.http = m[2]
-		}
-		return m != nil
-	})
+	_, p.http = waitStartLine(t, args[0], 600, out, p.errOut, p.done)
 	return p
 }
 

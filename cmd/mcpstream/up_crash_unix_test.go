@@ -50,20 +50,7 @@ func startCrashUp(t *testing.T, args ...string) *crashUp {
 		<-p.done
 		p.done <- nil
 	})
-	waitFor(t, "up's start line", 1200, func() bool {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("up exited: %v\n%s", err, p.errOut.String())
-		default:
-		}
-		m := startLine.FindStringSubmatch(p.out.String())
-		if m == nil {
-			return false
-		}
-		p.nats, p.health = m[1], m[2]
-		return true
-	})
+	p.nats, p.health = waitStartLine(t, "up", 1200, p.out, p.errOut, p.done)
 	c := http.Client{Timeout: 5 * time.Second}
 	waitFor(t, "/healthz 200", 1200, func() bool {
 		resp, err := c.Get(p.health + "/healthz")

@@ -32,6 +32,28 @@ type upProcess struct {
 
 var startLine = regexp.MustCompile(`NATS (nats://\S+), HTTP (http://\S+) `)
 
+// waitStartLine waits (at most limit polls) for the start line of a process (up or a role) on
+// out and returns the NATS and HTTP addresses it prints; the process exiting meanwhile (on done,
+// which keeps the result for others to read) fails the test with its stderr.
+func waitStartLine(t *testing.T, what string, limit int, out, errOut fmt.Stringer, done chan error) (natsURL, httpURL string) {
+	t.Helper()
+	waitFor(t, what+"'s start line", limit, func() bool {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("%s exited: %v\n%s", what, err, errOut.String())
+		default:
+		}
+		m := startLine.FindStringSubmatch(out.String())
+		if m == nil {
+			return false
+		}
+		natsURL, httpURL = m[1], m[2]
+		return true
+	})
+	return natsURL, httpURL
+}
+
 // startUp runs up with the demo servers; cleanup stops it and checks it stopped cleanly.
 func startUp(t *testing.T, extra ...string) *upProcess {
 	t.Helper()
@@ -49,20 +71,7 @@ func startUp(t *testing.T, extra ...string) *upProcess {
 			t.Errorf("up did not stop cleanly: %v", err)
 		}
 	})
-	waitFor(t, "up's start line", 600, func() bool {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("up exited: %v\n%s", err, p.errOut.String())
-		default:
-		}
-		m := startLine.FindStringSubmatch(p.out.String())
-		if m == nil {
-			return false
-		}
-		p.nats, p.http = m[1], m[2]
-		return true
-	})
+	p.nats, p.http = waitStartLine(t, "up", 600, p.out, p.errOut, p.done)
 	return p
 }
 
