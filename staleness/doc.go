@@ -34,6 +34,11 @@
 // now: the TTL runs from when the list reached the view, not the TTL plus the skew, and later
 // confirmations are not ignored as older than a time in the future.
 //
+// A tools list holds what the catalog and the executor take of its snapshot: a definition over
+// subjects.MaxDefinitionBytes, or whose name is over subjects.MaxToolNameBytes, is not in it
+// (a tool re-listed so is removed, as the catalog records it, not fresh under its old
+// definition).
+//
 // A Verdict carries the cacheScope and authContext of the list its item is in (its consumers
 // decide by them who may learn its state): for an item removed, of the list it was last in, not
 // of the list that left it out.

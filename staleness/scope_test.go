@@ -1,6 +1,8 @@
 package staleness
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +71,29 @@ func TestRemovedKeepsScopeOfItsList(t *testing.T) {
 	v.Apply(status("payroll", subjects.StatusRemoved))
 	check("server removed", "org_chart", Removed, subjects.ScopePublic, "")
 	check("server removed, listed", "list_staff", Removed, subjects.ScopePrivate, "tenant:acme")
+}
+
+// What the catalog and the executor skip of a tools list (a definition over
+// subjects.MaxDefinitionBytes, a name over MaxToolNameBytes) is not listed: a tool re-listed so is
+// removed, with the scope of the list it was in, as the catalog's removed record says.
+func TestSkippedItemsNotListed(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	v := New(func() time.Time { return t0 })
+	v.Apply(status("payroll", subjects.StatusReady))
+	long := strings.Repeat("n", subjects.MaxToolNameBytes+1)
+	ev := snap("payroll", nil, t0, "get_salary", "list_staff", long)
+	ev.Snapshot.CacheScope, ev.Snapshot.AuthContext = subjects.ScopePrivate, "tenant:acme"
+	v.Apply(ev)
+	if got := v.Tool("payroll", long); got.State != Unknown || v.Remembers("payroll", subjects.KindTools, long) {
+		t.Errorf("a name over MaxToolNameBytes: %s (remembered: %v), want unknown", got.State, v.Remembers("payroll", subjects.KindTools, long))
+	}
+	ev = snap("payroll", nil, t0, "list_staff")
+	ev.Snapshot.Items = append(ev.Snapshot.Items, json.RawMessage(`{"name":"get_salary","description":"`+strings.Repeat("x", subjects.MaxDefinitionBytes)+`"}`))
+	v.Apply(ev)
+	if got := v.Tool("payroll", "get_salary"); got.State != Removed || got.CacheScope != subjects.ScopePrivate || got.AuthContext != "tenant:acme" {
+		t.Errorf("re-listed too large: %s scope %q %q, want removed from acme's list", got.State, got.CacheScope, got.AuthContext)
+	}
+	if got := v.Tool("payroll", "list_staff"); got.State != Fresh || got.CacheScope != "" {
+		t.Errorf("list_staff: %s scope %q, want fresh, public", got.State, got.CacheScope)
+	}
 }

@@ -121,7 +121,10 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		ks := s.kind(sn.Kind)
 		next := make(map[string]struct{}, len(sn.Items))
 		for _, raw := range sn.Items {
-			if n := ItemName(sn.Kind, raw); n != "" {
+			if sn.Kind == subjects.KindTools && len(raw) > subjects.MaxDefinitionBytes {
+				continue // skipped by the catalog and the executor: not in the list
+			}
+			if n := ItemName(sn.Kind, raw); n != "" && (sn.Kind != subjects.KindTools || len(n) <= subjects.MaxToolNameBytes) {
 				next[n] = struct{}{}
 			}
 		}
