@@ -223,7 +223,14 @@
 //     connector serving the server) in the first Config.ReconnectGrace, while the server's
 //     status is ready or it is coming back (as in step 5), is retried past Config.RetryMax
 //     until the grace or the deadline ends: after a crash the server's last status is the
-//     dead connector's ready, and the new connector refuses calls until it is connected.
+//     dead connector's ready, and the new connector refuses calls until it is connected. So
+//     too a refusal that lasts (no connector ever comes back for a ready server, a tool that
+//     requires tasks on a protocol without them): in the grace it is answered when the grace
+//     or the deadline ends, after an attempt about every second. A retry is sent only under
+//     the definition admitted, in a list its caller may still use: a tool listed again
+//     otherwise since (its schemas or hints: the new connector's first list may be an
+//     upgrade's; or private to another context) is not sent, stale, nothing sent (the earlier
+//     attempt's answer stands when it may have reached the server).
 //  11. a result that is not isError (to a case-sensitive reader and to encoding/json alike),
 //     of a tool that declares an outputSchema, against that schema (of the definition admitted
 //     in steps 3–7; the inputSchema's validator, bounds, step budget and backstop): no

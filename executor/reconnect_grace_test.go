@@ -113,3 +113,60 @@ func TestCrashRestartWaitsForConnector(t *testing.T) {
 		t.Errorf("got %s %+v after %d refusals of the connector, want ok once it is connected (refused %d times before)", res.Status, res.Error, n, back)
 	}
 }
+
+// A call waiting in dispatch for its server's new connector (TestCrashRestartWaitsForConnector)
+// was admitted against the dead connector's last list. The new connector lists the server
+// again once connected, and what it lists may differ (the restart is also an upgrade): a tool
+// that is now destructive needs approval, one with another inputSchema takes other arguments.
+// The call was sent anyway, under a definition nobody admitted: here a side-effecting tool
+// re-listed destructive ran without the approval the default policy asks for. It is answered
+// stale now, nothing sent, as a call found stale at dispatch is.
+func TestCrashRestartRelistedWhileWaiting(t *testing.T) {
+	var r *rig
+	var ex *Executor
+	var mu sync.Mutex
+	refusals, sent := 0, 0
+	relist := func(destructive bool) {
+		ann := ""
+		fp := "f1"
+		if destructive {
+			ann, fp = `,"annotations":{"destructiveHint":true}`, "f2"
+		}
+		r.publishRegistry(subjects.RegistrySnapshot("vault", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot,
+			Server: "vault", Kind: subjects.KindTools, Fingerprint: fp, ListedAt: time.Now(),
+			Items: []json.RawMessage{json.RawMessage(`{"name":"push","inputSchema":{"type":"object"}` + ann + `}`)}})
+	}
+	disp := funcDispatcher(func(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
+		mu.Lock()
+		defer mu.Unlock()
+		// Refused until past RetryMax (the new connector still connecting); meanwhile it
+		// lists the server: push is destructive now.
+		if refusals < DefaultRetryMax+1 {
+			refusals++
+			if refusals == DefaultRetryMax {
+				relist(true)
+				waitFor(t, "the re-list applied", func() bool {
+					tl := ex.reg.lookup("vault__push")
+					return tl != nil && tl.Destructive
+				})
+			}
+			return subjects.DispatchReply{V: 1, NotSent: true, Error: &subjects.Error{Code: subjects.CodeUnavailable,
+				Message: "server vault is not connected (connecting); nothing was sent"}}
+		}
+		sent++
+		return subjects.DispatchReply{V: 1, Result: json.RawMessage(`{"content":[]}`)}
+	})
+	r = startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.publishRegistry(subjects.RegistryStatus("vault"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "vault", Status: subjects.StatusReady})
+	relist(false)
+	ex = r.startExecutor(r.managerConfig(Config{Dispatcher: disp}), r.env.NC)
+	r.waitTool("vault__push")
+
+	res := r.call("local", "vault__push", `{}`)
+	mu.Lock()
+	n := sent
+	mu.Unlock()
+	if n != 0 || res.Status != subjects.CallRefused || res.Error == nil || res.Error.Code != subjects.CodeStale {
+		t.Errorf("got %s %+v, sent %d times after push was re-listed destructive (approval required); want refused stale, nothing sent", res.Status, res.Error, n)
+	}
+}

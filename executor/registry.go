@@ -45,6 +45,14 @@ type tool struct {
 	outputWarned atomic.Bool
 }
 
+// sameDefinition reports whether t and u are one definition of one tool: what admission
+// authorized, approved and validated a call against (name, schemas, hints).
+func (t *tool) sameDefinition(u *tool) bool {
+	return t == u || t.Public == u.Public && t.Server == u.Server && t.Name == u.Name &&
+		bytes.Equal(t.InputSchema, u.InputSchema) && bytes.Equal(t.OutputSchema, u.OutputSchema) &&
+		t.ReadOnly == u.ReadOnly && t.Idempotent == u.Idempotent && t.Destructive == u.Destructive
+}
+
 // retrySafe reports whether the tool may run again: read-only or idempotent by annotation.
 func (t *tool) retrySafe() bool { return t.ReadOnly || t.Idempotent }
 

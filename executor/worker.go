@@ -1040,7 +1040,8 @@ const maxRetryWait = time.Second
 // idempotent tools. Never a protocol error, never past the call's deadline, never before the
 // server's retryAfterMs (not at all when that is past maxRetryWait or the deadline: the answer
 // carries it). Each attempt first
-// checks the freshness view: a tool revoked, removed or stale since admission is not sent.
+// checks the freshness view: a tool revoked, removed or stale since admission is not sent, nor
+// (a retry) one listed since with another definition or in a list its caller may not use.
 func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration) subjects.DispatchReply {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -1051,7 +1052,8 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		// A tool revoked, removed or made stale since it was admitted (or since the previous
 		// attempt) is not dispatched (again): a revoked tool never executes, retry or not. Nor
 		// is one the view no longer knows (a removal it stopped remembering: unknown).
-		if v := e.reg.view.Tool(c.tool.Server, c.tool.Name); v.State == staleness.Revoked || v.State == staleness.Removed ||
+		v := e.reg.view.Tool(c.tool.Server, c.tool.Name)
+		if v.State == staleness.Revoked || v.State == staleness.Removed ||
 			v.State == staleness.Stale || v.State == staleness.Unknown {
 			if last != nil && !notSent(last.Error.Code) {
 				return *last // what the earlier attempt did stands; it is not retried
@@ -1067,6 +1069,21 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			if cur := e.reg.lookup(c.tool.Public); cur != c.tool && (cur == nil || !cur.retrySafe() ||
 				cur.Server != c.tool.Server || cur.Name != c.tool.Name) {
 				return *last
+			}
+		}
+		if last != nil {
+			// Sent again only under the definition admitted, in a list its caller may use: a
+			// retry may come after a re-list (the new connector's first list, after a crash:
+			// see ReconnectGrace), and the call was not authorized, approved or validated
+			// against what it lists now (a tool now destructive, another inputSchema, a list
+			// private to another context).
+			if cur := e.reg.lookup(c.tool.Public); cur == nil || !cur.sameDefinition(c.tool) ||
+				!e.cfg.Policy.MayUseScope(c.pr, v.CacheScope, v.AuthContext) {
+				if !notSent(last.Error.Code) {
+					return *last // what the earlier attempt did stands; it is not retried
+				}
+				return subjects.DispatchReply{V: subjects.Version, NotSent: true, Error: &subjects.Error{Code: subjects.CodeStale,
+					Message: c.tool.Public + " was listed again, otherwise, since the call was admitted; nothing was sent", Reason: "re-listed"}}
 			}
 		}
 		c.attempt++
