@@ -3,7 +3,10 @@ package executor
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/dlclark/regexp2/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -23,19 +26,153 @@ import (
 // keep one validation running past the backstop and its grace, which gives the definition up
 // for every caller.
 
+// Go's regexp and ECMA-262 read some of what both compile differently: in ECMAScript "\s" is
+// every Unicode space separator (Zs) plus \t \n \v \f \r, U+FEFF, U+2028 and U+2029 (Go's:
+// [\t\n\f\r ]), "\S" the rest, and "." matches anything but \n, \r, U+2028 and U+2029 (Go's:
+// anything but \n). goSyntax writes those three in Go's syntax with ECMAScript's meaning before
+// Go compiles the pattern, so that "^\S+$" refuses a no-break space and "^.+$" a carriage
+// return as ajv (and every ECMAScript validator) does. \d, \w, \b, ^ and $ mean the same in
+// both (ASCII digits and word characters; ^ and $ at the ends of the text). What only Go reads
+// (\Q...\E, POSIX classes, flag groups such as (?i)) keeps Go's meaning; a pattern with an
+// (?s) flag keeps Go's ".".
+
+// ecmaSpaces is ECMAScript's \s as the members of a Go character class, and ecmaNonSpaces its
+// complement (for "\S" inside a class): code point ranges computed from the same table.
+var ecmaSpaces, ecmaNonSpaces = ecmaSpaceClasses()
+
+func ecmaSpaceClasses() (in, out string) {
+	spaces := []rune{'\t', '\n', '\v', '\f', '\r', '\ufeff', '\u2028', '\u2029'}
+	for _, r := range unicode.Zs.R16 {
+		for c := rune(r.Lo); c <= rune(r.Hi); c += rune(r.Stride) {
+			spaces = append(spaces, c)
+		}
+	}
+	for _, r := range unicode.Zs.R32 {
+		for c := rune(r.Lo); c <= rune(r.Hi); c += rune(r.Stride) {
+			spaces = append(spaces, c)
+		}
+	}
+	slices.Sort(spaces)
+	spaces = slices.Compact(spaces)
+	var b, c strings.Builder
+	next := rune(0) // the first code point not yet in the complement
+	for _, r := range spaces {
+		fmt.Fprintf(&b, `\x{%x}`, r)
+		if r > next {
+			fmt.Fprintf(&c, `\x{%x}-\x{%x}`, next, r-1)
+		}
+		next = r + 1
+	}
+	fmt.Fprintf(&c, `\x{%x}-\x{%x}`, next, unicode.MaxRune)
+	return b.String(), c.String()
+}
+
+// ecmaDot is ECMAScript's "." (without the s flag) in Go's syntax.
+const ecmaDot = `[^\n\r\x{2028}\x{2029}]`
+
+// goDotAll finds a Go flag group that turns s on ("(?s)", "(?is:"): Go's own syntax, not
+// ECMAScript's, whose "." is then left as it is.
+var goDotAll = regexp.MustCompile(`\(\?[imU]*s[imsU]*(-[imsU]*)?[:)]`)
+
+// goSyntax rewrites ECMAScript's ".", "\s" and "\S" in pattern into Go's syntax (see above),
+// scanning it as Go's parser does: escapes, character classes ("[:alpha:]" inside one is a
+// POSIX class) and \Q...\E quoting. It reports false for a class that begins with "]" ("[]",
+// "[^]"): ECMAScript's empty class and any character, where Go's class goes on to the next
+// "]" ("^[^]+[ab]$" is a single class to Go); such a pattern is left to the ECMAScript engine.
+func goSyntax(pattern string) (string, bool) {
+	dotAll := goDotAll.MatchString(pattern)
+	var b strings.Builder
+	inClass := false
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch {
+		case c == '\\' && i+1 < len(pattern):
+			switch n := pattern[i+1]; {
+			case n == 's' && inClass:
+				b.WriteString(ecmaSpaces)
+			case n == 's':
+				b.WriteString("[" + ecmaSpaces + "]")
+			case n == 'S' && inClass:
+				b.WriteString(ecmaNonSpaces)
+			case n == 'S':
+				b.WriteString("[^" + ecmaSpaces + "]")
+			case n == 'Q' && !inClass: // literal text up to \E, or to the end
+				end := len(pattern)
+				if j := strings.Index(pattern[i+2:], `\E`); j >= 0 {
+					end = i + 2 + j + 2
+				}
+				b.WriteString(pattern[i:end])
+				i = end - 2
+			default:
+				b.WriteString(pattern[i : i+2])
+			}
+			i++
+		case inClass && c == ']':
+			inClass = false
+			b.WriteByte(c)
+		case inClass && c == '[' && strings.HasPrefix(pattern[i:], "[:"):
+			end := i + 1
+			if j := strings.Index(pattern[i+2:], ":]"); j >= 0 {
+				end = i + 2 + j + 2
+			}
+			b.WriteString(pattern[i:end])
+			i = end - 1
+		case !inClass && c == '[':
+			inClass = true
+			j := i + 1
+			if j < len(pattern) && pattern[j] == '^' {
+				j++
+			}
+			if j < len(pattern) && pattern[j] == ']' {
+				return "", false
+			}
+			b.WriteString(pattern[i:j])
+			i = j - 1
+		case !inClass && c == '.' && !dotAll:
+			b.WriteString(ecmaDot)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+// goPattern is a pattern Go's regexp compiled (from goSyntax's rewriting of it); it is named
+// as written.
+type goPattern struct {
+	re     *regexp.Regexp
+	source string
+}
+
+func (p goPattern) String() string            { return p.source }
+func (p goPattern) MatchString(s string) bool { return p.re.MatchString(s) }
+
 // ecmaMatchTimeout bounds the time one validation spends matching patterns only the ECMAScript
 // engine compiles.
 const ecmaMatchTimeout = time.Second
 
-// compilePattern is the compiler's regexp engine: Go's regexp, else regexp2 (ECMAScript). The
-// matches of a regexp2 pattern count against m's ECMAScript time (nil: each match has
+// compilePattern is the compiler's regexp engine: Go's regexp (on goSyntax's rewriting), else
+// regexp2 (ECMAScript), else Go's regexp on the pattern as written. The matches of a regexp2 pattern count against m's ECMAScript time (nil: each match has
 // ecmaMatchTimeout of its own).
 func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error) {
-	re, err := regexp.Compile(pattern)
-	if err == nil {
-		return re, nil
+	asGo, goErr := regexp.Compile(pattern)
+	if goErr == nil {
+		// (the pattern as written decides which engine: goSyntax only changes what it means)
+		if rewritten, ok := goSyntax(pattern); ok {
+			if re, err := regexp.Compile(rewritten); err == nil {
+				return goPattern{re, pattern}, nil
+			}
+		}
 	}
-	ecma, err2 := regexp2.Compile(pattern, regexp2.ECMAScript)
+	// With the u flag, as ajv compiles patterns (\u{1F600}, surrogate pairs, \p{Script=Latin});
+	// without it for what only Annex B's looser syntax reads (\#, \e, a{,3}).
+	ecma, err2 := regexp2.Compile(pattern, regexp2.ECMAScript|regexp2.Unicode)
+	if err2 != nil {
+		ecma, err2 = regexp2.Compile(pattern, regexp2.ECMAScript)
+	}
+	if err2 != nil && goErr == nil {
+		return goPattern{asGo, pattern}, nil // only Go's syntax reads it: Go's meaning
+	}
 	if err2 != nil {
 		return nil, fmt.Errorf("not an ECMA-262 regular expression: %w", err2)
 	}
