@@ -9,7 +9,10 @@
 //	unavailable  the server is connecting, disconnected or unreachable (with the reason)
 //	removed      a later snapshot no longer holds the tool, or the server was removed (a kind
 //	             remembers MaxRemembered removed names beyond its list, then forgets them:
-//	             unknown; Remembers says which names a kind still knows)
+//	             unknown; Remembers says which names a kind still knows). A removal drops the
+//	             server's lists, as the catalog does: a server added again under its name
+//	             lists nothing until its next snapshot, and the items of its old lists stay
+//	             removed meanwhile (not fresh, stale or unavailable again with its next status)
 //	revoked      an operator revoked it
 //	unknown      never listed
 //

@@ -165,6 +165,16 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		s := v.server(st.Server)
 		s.status, s.code, s.reason = st.Status, st.Code, st.Reason
 		s.gone = st.Status == subjects.StatusRemoved
+		if s.gone {
+			// Its lists go with it, as the catalog drops them: a server added again under the
+			// name lists nothing until its next snapshot. Without this, its old lists came
+			// back fresh (or stale, or unavailable) with its next status, while every catalog
+			// said their tools were removed. Their items are remembered as removed, each with
+			// the scope of its list.
+			for _, ks := range s.kinds {
+				ks.forget()
+			}
+		}
 	case ev.Revocation != nil:
 		s := v.server(ev.Revocation.Server)
 		s.allRev = ev.Revocation.Apply(s.revoked, s.allRev)
@@ -173,6 +183,21 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 		v.lift(cf)
 		v.confirm(cf.Server, cf.Kind, cf.Fingerprint, cf.ListedAt)
 	}
+}
+
+// forget drops the list of a kind (its server was removed): its items are remembered as
+// removed, and the kind lists nothing, as before its first snapshot.
+func (ks *kindState) forget() {
+	if len(ks.removed)+len(ks.items) >= MaxRemembered {
+		// Bounded, as a snapshot bounds it; and below the bound after (unless the list alone
+		// reaches it), so that the snapshot that follows a removal (registrysync retracts
+		// every kind with an empty one) does not forget the names just removed.
+		clear(ks.removed)
+	}
+	for n := range ks.items {
+		ks.removed[n] = listScope{ks.cacheScope, ks.authContext}
+	}
+	*ks = kindState{items: map[string]struct{}{}, removed: ks.removed}
 }
 
 // TTL is the duration of a ttlMs: negative values are 0, and values past what a
@@ -285,6 +310,14 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 	if s.gone {
 		out.State, out.Reason = Removed, "server "+server+" was removed"
 		return out
+	}
+	if ks != nil && !ks.listed {
+		if _, was := ks.removed[name]; was {
+			// Of a list dropped with its server (removed, then added again), not listed
+			// since.
+			out.State, out.Reason = Removed, name+" is no longer listed by "+server
+			return out
+		}
 	}
 	if ks == nil || !ks.listed {
 		// Never listed (a list_changed may have come first): while the server is not ready it

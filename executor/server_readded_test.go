@@ -1,0 +1,43 @@
+package executor
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// TestServerAddedAgainBeforeListed: a server removed and then added again under its name is
+// refused stale (removed) for the tools of its old list until it lists them again, by the
+// executor as by the catalog. The executor's view kept the old list across the removal: with
+// the server's next status (connecting, ready) its tools were unavailable, then fresh, and a
+// call of one went through, while every catalog replica said it was removed.
+func TestServerAddedAgainBeforeListed(t *testing.T) {
+	now := time.Now()
+	st := func(s string) diffEvent {
+		return diffEvent{subjects.RegistryStatus("crm"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "crm", Status: s, At: now}}
+	}
+	events := []diffEvent{
+		st(subjects.StatusReady),
+		{subjects.RegistrySnapshot("crm", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot, Server: "crm", Kind: subjects.KindTools,
+			Fingerprint: "f1", ListedAt: now, Pages: 1, Items: []json.RawMessage{
+				json.RawMessage(`{"name":"lookup","inputSchema":{"type":"object","required":["x"],"properties":{"x":{"type":"string"}}}}`)}}},
+		st(subjects.StatusRemoved),
+		st(subjects.StatusConnecting),
+		st(subjects.StatusReady),
+	}
+	r, _, cl := startBoth(t, nil, events)
+	res := r.call("local", "crm__lookup", `{}`)
+	if res.Error == nil || res.Error.Code != subjects.CodeStale || !strings.Contains(res.Error.Message, "no longer listed") {
+		t.Errorf("call of a tool of the old list: %s %+v, want stale (no longer listed)", res.Status, res.Error)
+	}
+	det, err := cl.Details(t.Context(), "local", subjects.DetailsRequest{V: 1, Names: []string{"crm__lookup"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if det.Error == nil || det.Error.Reason != subjects.StateRemoved {
+		t.Errorf("catalog details: %+v, want removed", det.Error)
+	}
+}
