@@ -113,9 +113,10 @@
 //     its step budget (see schema.go). Patterns are ECMA-262: Go's regexp runs those it
 //     compiles, with ECMAScript's ".", "\s" and "\S" (pattern.go), regexp2 (ECMAScript mode,
 //     with the u flag as ajv when the pattern allows it) the rest, and those holding "[]" or
-//     "[^]"; regexp2's matches in one call are cut off after 1 s in all → invalid_arguments
-//     for that call only. "format" is checked under drafts 4 to 7 only; under 2019-09,
-//     2020-12 and without $schema it is an annotation, as those drafts say.
+//     "[^]" (not "[^]]", a lone "]" to ECMAScript with the u flag: Go's meaning); regexp2's
+//     matches in one call are cut off after 1 s in all → invalid_arguments for that call only.
+//     "format" is checked under drafts 4 to 7 only; under 2019-09, 2020-12 and without
+//     $schema it is an annotation, as those drafts say.
 //     Checked before approval so nobody is asked to approve a call that cannot run. Decoding
 //     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
 //     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).

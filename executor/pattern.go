@@ -33,8 +33,8 @@ import (
 // Go compiles the pattern, so that "^\S+$" refuses a no-break space and "^.+$" a carriage
 // return as ajv (and every ECMAScript validator) does. \d, \w, \b, ^ and $ mean the same in
 // both (ASCII digits and word characters; ^ and $ at the ends of the text). What only Go reads
-// (\Q...\E, POSIX classes, flag groups such as (?i)) keeps Go's meaning; a pattern with an
-// (?s) flag keeps Go's ".".
+// (\Q...\E, POSIX classes, flag groups such as (?i)) keeps Go's meaning; a pattern with a
+// flag group that turns s on ("(?s)", "(?is:", not in a class or \Q...\E) keeps Go's ".".
 
 // ecmaSpaces is ECMAScript's \s as the members of a Go character class, and ecmaNonSpaces its
 // complement (for "\S" inside a class): code point ranges computed from the same table.
@@ -54,14 +54,21 @@ func ecmaSpaceClasses() (in, out string) {
 	}
 	slices.Sort(spaces)
 	spaces = slices.Compact(spaces)
+	// Both are written as ranges only ("\x{20}-\x{20}", not "\x{20}"): after a range, a "-"
+	// is a literal to Go, as it is after "\s" or "\S" ("[\s-z]" is the spaces, "-" and "z"),
+	// where after a single "\x{feff}" it would begin the range "\x{feff}-z".
 	var b, c strings.Builder
 	next := rune(0) // the first code point not yet in the complement
-	for _, r := range spaces {
-		fmt.Fprintf(&b, `\x{%x}`, r)
-		if r > next {
-			fmt.Fprintf(&c, `\x{%x}-\x{%x}`, next, r-1)
+	for i := 0; i < len(spaces); {
+		lo, hi := spaces[i], spaces[i]
+		for i++; i < len(spaces) && spaces[i] == hi+1; i++ {
+			hi = spaces[i]
 		}
-		next = r + 1
+		fmt.Fprintf(&b, `\x{%x}-\x{%x}`, lo, hi)
+		if lo > next {
+			fmt.Fprintf(&c, `\x{%x}-\x{%x}`, next, lo-1)
+		}
+		next = hi + 1
 	}
 	fmt.Fprintf(&c, `\x{%x}-\x{%x}`, next, unicode.MaxRune)
 	return b.String(), c.String()
@@ -70,17 +77,30 @@ func ecmaSpaceClasses() (in, out string) {
 // ecmaDot is ECMAScript's "." (without the s flag) in Go's syntax.
 const ecmaDot = `[^\n\r\x{2028}\x{2029}]`
 
-// goDotAll finds a Go flag group that turns s on ("(?s)", "(?is:"): Go's own syntax, not
-// ECMAScript's, whose "." is then left as it is.
-var goDotAll = regexp.MustCompile(`\(\?[imU]*s[imsU]*(-[imsU]*)?[:)]`)
+// goDotAll is a Go flag group that turns s on ("(?s)", "(?is:"), at the start of the text:
+// Go's own syntax, not ECMAScript's, whose "." is then left as it is. goSyntax looks for it
+// where its scan finds a group, not in a class ("[(?s)]"), after an escaped "\(" or in
+// \Q...\E.
+var goDotAll = regexp.MustCompile(`^\(\?[imU]*s[imsU]*(-[imsU]*)?[:)]`)
 
 // goSyntax rewrites ECMAScript's ".", "\s" and "\S" in pattern into Go's syntax (see above),
 // scanning it as Go's parser does: escapes, character classes ("[:alpha:]" inside one is a
 // POSIX class) and \Q...\E quoting. It reports false for a class that begins with "]" ("[]",
 // "[^]"): ECMAScript's empty class and any character, where Go's class goes on to the next
-// "]" ("^[^]+[ab]$" is a single class to Go); such a pattern is left to the ECMAScript engine.
+// "]" ("^[^]+[ab]$" is a single class to Go); such a pattern is left to the ECMAScript engine
+// unless ECMAScript's reading leaves a "]" outside a class ("[^]]": Go's meaning, see
+// compilePattern).
 func goSyntax(pattern string) (string, bool) {
-	dotAll := goDotAll.MatchString(pattern)
+	rewritten, ok, dotAll := rewriteGoSyntax(pattern, false)
+	if ok && dotAll {
+		rewritten, ok, _ = rewriteGoSyntax(pattern, true)
+	}
+	return rewritten, ok
+}
+
+// rewriteGoSyntax is goSyntax's scan, which leaves "." as it is if dotAll; it reports whether
+// the pattern has a Go flag group that turns s on.
+func rewriteGoSyntax(pattern string, dotAll bool) (_ string, ok, sawDotAll bool) {
 	var b strings.Builder
 	inClass := false
 	for i := 0; i < len(pattern); i++ {
@@ -124,18 +144,44 @@ func goSyntax(pattern string) (string, bool) {
 				j++
 			}
 			if j < len(pattern) && pattern[j] == ']' {
-				return "", false
+				return "", false, false
 			}
 			b.WriteString(pattern[i:j])
 			i = j - 1
 		case !inClass && c == '.' && !dotAll:
 			b.WriteString(ecmaDot)
+		case !inClass && c == '(' && goDotAll.MatchString(pattern[i:]):
+			sawDotAll = true
+			b.WriteByte(c)
 		default:
 			b.WriteByte(c)
 		}
 	}
-	return b.String(), true
+	return b.String(), true, sawDotAll
 }
+
+// ecmaLoneBracket reports whether pattern, read as ECMAScript reads it (a class ends at its
+// first unescaped "]", so "[]" and "[^]" are whole classes), has a "]" outside any class.
+func ecmaLoneBracket(pattern string) bool {
+	inClass := false
+	for i := 0; i < len(pattern); i++ {
+		switch c := pattern[i]; {
+		case c == '\\':
+			i++
+		case c == '[':
+			inClass = true
+		case c == ']' && !inClass:
+			return true
+		case c == ']':
+			inClass = false
+		}
+	}
+	return false
+}
+
+// maxPatternRewriteGrowth bounds how many bytes goSyntax's rewriting may add to a pattern
+// (about 400 \s or \S, or 2,700 .): past it the pattern keeps Go's meaning.
+const maxPatternRewriteGrowth = 64 << 10
 
 // goPattern is a pattern Go's regexp compiled (from goSyntax's rewriting of it); it is named
 // as written.
@@ -159,10 +205,23 @@ func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error)
 	if goErr == nil {
 		// (the pattern as written decides which engine: goSyntax only changes what it means)
 		if rewritten, ok := goSyntax(pattern); ok {
+			if len(rewritten)-len(pattern) > maxPatternRewriteGrowth {
+				// Each \s, \S or . grows to a class of up to ~170 bytes, and compiling that
+				// costs memory in proportion (a 1 MiB pattern of them: over 1 GB allocated):
+				// a pattern with thousands of them, which only a hostile definition writes,
+				// keeps Go's meaning, as before the rewriting, rather than that cost.
+				return goPattern{asGo, pattern}, nil
+			}
 			if re, err := regexp.Compile(rewritten); err == nil {
 				return goPattern{re, pattern}, nil
 			}
 		}
+	}
+	if goErr == nil && ecmaLoneBracket(pattern) {
+		// "[^]]" is anything but "]" to Go (and PCRE, Python, Rust); to ECMAScript a lone "]"
+		// after "[^]" is invalid with the u flag (ajv refuses it) and only Annex B reads "any
+		// character, then ]". regexp2 compiles it even with its u flag.
+		return goPattern{asGo, pattern}, nil
 	}
 	// With the u flag, as ajv compiles patterns (\u{1F600}, surrogate pairs, \p{Script=Latin});
 	// without it for what only Annex B's looser syntax reads (\#, \e, a{,3}).
