@@ -2,10 +2,12 @@ package executor
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -39,5 +41,45 @@ func TestServerAddedAgainBeforeListed(t *testing.T) {
 	}
 	if det.Error == nil || det.Error.Reason != subjects.StateRemoved {
 		t.Errorf("catalog details: %+v, want removed", det.Error)
+	}
+}
+
+// TestServerRemovedLargeListRefusedStale: a server with staleness.MaxRemembered tools or more is
+// removed as `servers remove` does it (its removed status, then an empty tools snapshot), and
+// added again: a call of a tool of its old list is refused stale (removed), as the catalog
+// answers removed. The view moved the whole list into the names it remembers beyond its list,
+// and the retraction found them past the bound and forgot them: the executor dropped their
+// entries and answered not_found.
+func TestServerRemovedLargeListRefusedStale(t *testing.T) {
+	now := time.Now()
+	st := func(s string) diffEvent {
+		return diffEvent{subjects.RegistryStatus("big"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "big", Status: s, At: now}}
+	}
+	list := func(fp string, n int) diffEvent {
+		items := make([]json.RawMessage, n)
+		for i := range items {
+			items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%05d","inputSchema":{"type":"object"}}`, i))
+		}
+		return diffEvent{subjects.RegistrySnapshot("big", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot, Server: "big",
+			Kind: subjects.KindTools, Fingerprint: fp, ListedAt: now, Pages: 1, Items: items}}
+	}
+	events := []diffEvent{
+		st(subjects.StatusReady), list("f1", staleness.MaxRemembered+10),
+		st(subjects.StatusRemoved), list("f0", 0), // servers remove
+		st(subjects.StatusConnecting), st(subjects.StatusReady),
+	}
+	r, _, cl := startBoth(t, nil, events)
+	for _, pub := range []string{"big__t00000", "big__t04105"} {
+		res := r.call("local", pub, `{}`)
+		if res.Error == nil || res.Error.Code != subjects.CodeStale {
+			t.Errorf("call of %s of the old list: %s %+v, want stale (removed)", pub, res.Status, res.Error)
+		}
+		det, err := cl.Details(t.Context(), "local", subjects.DetailsRequest{V: 1, Names: []string{pub}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if det.Error == nil || det.Error.Reason != subjects.StateRemoved {
+			t.Errorf("catalog details of %s: %+v, want removed", pub, det.Error)
+		}
 	}
 }

@@ -12,7 +12,9 @@
 //	             unknown; Remembers says which names a kind still knows). A removal drops the
 //	             server's lists, as the catalog does: a server added again under its name
 //	             lists nothing until its next snapshot, and the items of its old lists stay
-//	             removed meanwhile (not fresh, stale or unavailable again with its next status)
+//	             removed meanwhile (not fresh, stale or unavailable again with its next status;
+//	             the dropped list still counts as its list for MaxRemembered, so the empty
+//	             snapshot that retracts it, or a repeated removal, forgets none of its names)
 //	revoked      an operator revoked it
 //	unknown      never listed
 //

@@ -53,7 +53,10 @@ type kindState struct {
 	// it was last in (not the scope of the list that left it out): who may not see that list
 	// may not learn that it held the name.
 	removed map[string]listScope
-	stale   bool
+	// held counts the names of removed that the list dropped with its server held (see
+	// forget): until the next snapshot they count as its list for the bound, not beyond it.
+	held  int
+	stale bool
 	// staleSeq is the stream sequence of the ListChanged that made the list stale (the latest
 	// applied); 0 while stale: unknown, and only a snapshot lifts it.
 	staleSeq    uint64
@@ -128,10 +131,13 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 				next[n] = struct{}{}
 			}
 		}
-		if len(ks.removed) >= MaxRemembered {
-			// Bounded: older removals fall back to "unknown" (refused just the same).
+		if len(ks.removed)-ks.held >= MaxRemembered {
+			// Bounded: older removals fall back to "unknown" (refused just the same). The
+			// names of a list dropped with its server count as that list, as if it were
+			// this snapshot's predecessor.
 			clear(ks.removed)
 		}
+		ks.held = 0
 		for n := range ks.items {
 			if _, ok := next[n]; !ok {
 				ks.removed[n] = listScope{ks.cacheScope, ks.authContext}
@@ -186,18 +192,21 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 }
 
 // forget drops the list of a kind (its server was removed): its items are remembered as
-// removed, and the kind lists nothing, as before its first snapshot.
+// removed, and the kind lists nothing, as before its first snapshot. The names it moves count
+// as the dropped list for the bound (held): the snapshot that follows a removal (registrysync
+// retracts every kind with an empty one) or a repeated removal forgets no more than a snapshot
+// replacing that list would, also when the list alone reaches MaxRemembered.
 func (ks *kindState) forget() {
-	if len(ks.removed)+len(ks.items) >= MaxRemembered {
-		// Bounded, as a snapshot bounds it; and below the bound after (unless the list alone
-		// reaches it), so that the snapshot that follows a removal (registrysync retracts
-		// every kind with an empty one) does not forget the names just removed.
+	if len(ks.items) > 0 && len(ks.removed)-ks.held >= MaxRemembered {
+		// Bounded, as a snapshot bounds it; a kind that lists nothing (a repeated removal)
+		// adds no name, and forgets none.
 		clear(ks.removed)
+		ks.held = 0
 	}
 	for n := range ks.items {
 		ks.removed[n] = listScope{ks.cacheScope, ks.authContext}
 	}
-	*ks = kindState{items: map[string]struct{}{}, removed: ks.removed}
+	*ks = kindState{items: map[string]struct{}{}, removed: ks.removed, held: ks.held + len(ks.items)}
 }
 
 // TTL is the duration of a ttlMs: negative values are 0, and values past what a
