@@ -231,6 +231,57 @@ type diffEvent struct {
 	v       any
 }
 
+// xTool is a definition of a tool named n whose inputSchema requires "x": a call without it is
+// refused invalid_arguments, after every check that tells whether the tool may be called, and
+// nothing is dispatched.
+func xTool(n string) json.RawMessage {
+	return json.RawMessage(`{"name":"` + n + `","inputSchema":{"type":"object","required":["x"]}}`)
+}
+
+// agreeCase is a call of tool by a principal of tenant (user "u", no arguments) and what the
+// executor answers it (want: an error code) and the catalog's details of it say: not_found,
+// with reason removed or not, or the tool shown where want is invalid_arguments.
+type agreeCase struct {
+	tenant, tool string
+	want         string
+	removed      bool
+}
+
+// checkAgree runs cases through r's executor and cl's catalog (see agreeCase). A not_found
+// call never says that the tool is no longer listed: that tells the principal it was.
+func checkAgree(t *testing.T, r *rig, cl indexer.Client, cases []agreeCase) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	for _, c := range cases {
+		pr := subjects.Principal{User: "u"}
+		res := r.call(c.tenant, c.tool, `{}`, func(req *subjects.CallRequest) { req.Principal = pr })
+		if res.Error == nil || res.Error.Code != c.want || c.want == subjects.CodeNotFound && strings.Contains(res.Error.Message, "no longer listed") {
+			t.Errorf("%s calls %.40s: got %s %+v, want %s", c.tenant, c.tool, res.Status, res.Error, c.want)
+		}
+		det, err := cl.Details(ctx, c.tenant, subjects.DetailsRequest{V: 1, Names: []string{c.tool}, Principal: pr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.want == subjects.CodeInvalidArguments {
+			if det.Error != nil {
+				t.Errorf("%s: details %.40s: %+v, want it shown", c.tenant, c.tool, det.Error)
+			}
+			continue
+		}
+		if det.Error == nil || det.Error.Code != subjects.CodeNotFound || (det.Error.Reason == subjects.StateRemoved) != c.removed {
+			t.Errorf("%s: details %.40s: %+v, want not_found, removed: %v", c.tenant, c.tool, det.Error, c.removed)
+		}
+	}
+}
+
+// toolList is a one-page snapshot of server's tools, listed at at.
+func toolList(at time.Time, server, fp, scope, authContext string, items ...json.RawMessage) diffEvent {
+	sn := subjects.Snapshot{V: 1, Type: subjects.EventSnapshot, Server: server, Kind: subjects.KindTools, Fingerprint: fp, ListedAt: at, Pages: 1,
+		CacheScope: scope, AuthContext: authContext, Items: append([]json.RawMessage{}, items...)}
+	return diffEvent{subjects.RegistrySnapshot(server, subjects.KindTools), sn}
+}
+
 // startBoth publishes events on a new embedded NATS, then starts an executor and a catalog
 // replica served on NATS, both enforcing pol, and waits until both applied the events.
 func startBoth(t *testing.T, pol *policy.Policy, events []diffEvent) (*rig, *Executor, indexer.Client) {

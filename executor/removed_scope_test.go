@@ -1,9 +1,7 @@
 package executor
 
 import (
-	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,16 +18,12 @@ import (
 // executor answer not_found to the others where the catalog says it was removed.
 func TestRemovedFromPrivateListNotTold(t *testing.T) {
 	now := time.Now()
-	tool := func(n string) json.RawMessage {
-		return json.RawMessage(`{"name":"` + n + `","inputSchema":{"type":"object","required":["x"]}}`)
-	}
 	list := func(server, fp, scope, authContext string, names ...string) diffEvent {
-		sn := subjects.Snapshot{V: 1, Type: subjects.EventSnapshot, Server: server, Kind: subjects.KindTools, Fingerprint: fp, ListedAt: now, Pages: 1,
-			CacheScope: scope, AuthContext: authContext, Items: []json.RawMessage{}}
+		var items []json.RawMessage
 		for _, n := range names {
-			sn.Items = append(sn.Items, tool(n))
+			items = append(items, xTool(n))
 		}
-		return diffEvent{subjects.RegistrySnapshot(server, subjects.KindTools), sn}
+		return toolList(now, server, fp, scope, authContext, items...)
 	}
 	r, _, cl := startBoth(t, policy.Open(), []diffEvent{
 		{subjects.RegistryStatus("payroll"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "payroll", Status: subjects.StatusReady, At: now}},
@@ -40,13 +34,7 @@ func TestRemovedFromPrivateListNotTold(t *testing.T) {
 		list("hr", "h1", subjects.ScopePublic, "", "holidays", "directory"),
 		list("hr", "h2", subjects.ScopePrivate, "tenant:acme", "holidays"), // directory removed from a public list
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	for _, c := range []struct {
-		tenant, tool string
-		want         string // the executor's code
-		removed      bool   // the catalog's details say removed
-	}{
+	checkAgree(t, r, cl, []agreeCase{
 		{"beta", "payroll__get_salary", subjects.CodeNotFound, false},
 		{"acme", "payroll__get_salary", subjects.CodeStale, true},
 		{"beta", "payroll__org_chart", subjects.CodeStale, true},
@@ -54,18 +42,5 @@ func TestRemovedFromPrivateListNotTold(t *testing.T) {
 		{"beta", "hr__directory", subjects.CodeStale, true},
 		{"acme", "hr__directory", subjects.CodeStale, true},
 		{"beta", "hr__holidays", subjects.CodeNotFound, false},
-	} {
-		pr := subjects.Principal{User: "u"}
-		res := r.call(c.tenant, c.tool, `{}`, func(req *subjects.CallRequest) { req.Principal = pr })
-		if res.Error == nil || res.Error.Code != c.want || c.want == subjects.CodeNotFound && strings.Contains(res.Error.Message, "no longer listed") {
-			t.Errorf("%s calls %s: got %s %+v, want %s", c.tenant, c.tool, res.Status, res.Error, c.want)
-		}
-		det, err := cl.Details(ctx, c.tenant, subjects.DetailsRequest{V: 1, Names: []string{c.tool}, Principal: pr})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if det.Error == nil || det.Error.Code != subjects.CodeNotFound || (det.Error.Reason == subjects.StateRemoved) != c.removed {
-			t.Errorf("%s: details %s: %+v, want not_found, removed: %v", c.tenant, c.tool, det.Error, c.removed)
-		}
-	}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -17,15 +19,7 @@ func TestRegistryStreamMsgTTLEnabled(t *testing.T) {
 	js := declareJS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	old := subjects.Streams(subjects.StreamOptions{})[0]
-	if old.Name != subjects.RegistryStream {
-		t.Fatalf("first stream %s", old.Name)
-	}
-	old.AllowMsgTTL = false // as declared before
-	s, err := js.CreateStream(ctx, old)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s := earlierRegistryStream(ctx, t, js)
 	created := s.CachedInfo().Created
 	origins, err := ensureStreams(ctx, js, 0, &fileConfig{})
 	if err != nil {
@@ -56,4 +50,20 @@ func TestRegistryStreamMsgTTLEnabled(t *testing.T) {
 			t.Errorf("%s declared with allow_msg_ttl", name)
 		}
 	}
+}
+
+// earlierRegistryStream creates the registry stream as an earlier mcpstream declared it (and,
+// before keepOperatorSettings, declares it again): without allow_msg_ttl.
+func earlierRegistryStream(ctx context.Context, t *testing.T, js jetstream.JetStream) (jetstream.StreamConfig, jetstream.Stream) {
+	t.Helper()
+	old := subjects.Streams(subjects.StreamOptions{})[0]
+	if old.Name != subjects.RegistryStream {
+		t.Fatalf("first stream %s", old.Name)
+	}
+	old.AllowMsgTTL = false
+	s, err := js.CreateStream(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old, s
 }

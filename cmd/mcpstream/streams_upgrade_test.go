@@ -27,14 +27,7 @@ func TestRegistryMsgTTLOneWayWarned(t *testing.T) {
 	js := declareJS(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	old := subjects.Streams(subjects.StreamOptions{})[0]
-	if old.Name != subjects.RegistryStream {
-		t.Fatalf("first stream %s", old.Name)
-	}
-	old.AllowMsgTTL = false // as an earlier mcpstream declared it, and declares it again
-	if _, err := js.CreateStream(ctx, old); err != nil {
-		t.Fatal(err)
-	}
+	old, _ := earlierRegistryStream(ctx, t, js)
 	var logs bytes.Buffer
 	log := zerolog.New(&logs)
 	if _, err := declareStreams(ctx, js, 0, &fileConfig{}, log); err != nil {
