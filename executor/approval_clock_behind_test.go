@@ -24,33 +24,9 @@ func TestApprovalWaitFromAClockBehind(t *testing.T) {
 	id := handBackWaitingCall(t, r, ctx, timeout)
 
 	// The record as executor A wrote it with its clock an hour behind.
-	kv, err := r.env.JS.KeyValue(ctx, subjects.InflightBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := kv.ListKeysFiltered(ctx, claimKey("local", id)+".approval.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for k := range keys.Keys() {
-		if k != approvalGateKey("local", id) {
-			key = k
-		}
-	}
-	entry, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatalf("approval record %q: %v", key, err)
-	}
-	var rec approvalRecord
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Since = rec.Since.Add(-time.Hour)
-	val, _ := json.Marshal(rec)
-	if _, err := kv.Update(ctx, key, val, entry.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	editApprovalRecord(t, ctx, r, id, func(rec *approvalRecord) {
+		rec.Since = rec.Since.Add(-time.Hour)
+	})
 
 	r.startExecutor(r.managerConfig(Config{ApprovalTimeout: timeout, FrontEnd: new(bool)}), r.env.Connect(t))
 	timedOut := func() bool {
@@ -74,5 +50,38 @@ func TestApprovalWaitFromAClockBehind(t *testing.T) {
 	}
 	if res.Status != subjects.CallOK {
 		t.Errorf("got %s %+v, want ok (approved within the approval timeout)", res.Status, res.Error)
+	}
+}
+
+// editApprovalRecord rewrites the approval record of call id (tenant local; not its gate) with
+// edit, as an executor that wrote it so would have: a clock behind or ahead, a decision taken.
+func editApprovalRecord(t *testing.T, ctx context.Context, r *rig, id string, edit func(*approvalRecord)) {
+	t.Helper()
+	kv, err := r.env.JS.KeyValue(ctx, subjects.InflightBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeysFiltered(ctx, claimKey("local", id)+".approval.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for k := range keys.Keys() {
+		if k != approvalGateKey("local", id) {
+			key = k
+		}
+	}
+	entry, err := kv.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("approval record %q: %v", key, err)
+	}
+	var rec approvalRecord
+	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	edit(&rec)
+	val, _ := json.Marshal(rec)
+	if _, err := kv.Update(ctx, key, val, entry.Revision()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -51,34 +51,10 @@ func TestApprovalDecidedOnAClockBehind(t *testing.T) {
 
 	// Its record as if A had taken an approval just now, its clock an hour behind, and then died
 	// while running the call (no answer yet).
-	kv, err := r.env.JS.KeyValue(ctx, subjects.InflightBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := kv.ListKeysFiltered(ctx, claimKey("local", id)+".approval.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for k := range keys.Keys() {
-		if k != approvalGateKey("local", id) {
-			key = k
-		}
-	}
-	entry, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatalf("approval record %q: %v", key, err)
-	}
-	var rec approvalRecord
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Since = rec.Since.Add(-time.Hour)
-	rec.Outcome, rec.At, rec.Delivery, rec.By = outcomeApproved, time.Now().Add(-time.Hour).UTC(), 1, "ops"
-	val, _ := json.Marshal(rec)
-	if _, err := kv.Update(ctx, key, val, entry.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	editApprovalRecord(t, ctx, r, id, func(rec *approvalRecord) {
+		rec.Since = rec.Since.Add(-time.Hour)
+		rec.Outcome, rec.At, rec.Delivery, rec.By = outcomeApproved, time.Now().Add(-time.Hour).UTC(), 1, "ops"
+	})
 
 	elsewhere := make(chan struct{}, 1)
 	cfg := r.managerConfig(Config{Approve: approve, FrontEnd: new(bool)})

@@ -18,33 +18,9 @@ func TestApprovalGateHolderClockBehind(t *testing.T) {
 	r, ctx, first := reviewedWaitingPastDedup(t, "deploy-skew")
 
 	// The first request's record as an executor two hours behind wrote it.
-	kv, err := r.env.JS.KeyValue(ctx, subjects.InflightBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := kv.ListKeysFiltered(ctx, claimKey("local", first.ID)+".approval.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for k := range keys.Keys() {
-		if k != approvalGateKey("local", first.ID) {
-			key = k
-		}
-	}
-	entry, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatalf("approval record %q: %v", key, err)
-	}
-	var rec approvalRecord
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Since = rec.Since.Add(-2 * DefaultMaxApprovalTimeout)
-	val, _ := json.Marshal(rec)
-	if _, err := kv.Update(ctx, key, val, entry.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	editApprovalRecord(t, ctx, r, first.ID, func(rec *approvalRecord) {
+		rec.Since = rec.Since.Add(-2 * DefaultMaxApprovalTimeout)
+	})
 
 	second := subjects.CallRequest{ID: first.ID, Tool: "ticketing__createIssue", Arguments: json.RawMessage(`{"title":"Unreviewed","body":"b","priority":"high"}`)}
 	if _, dup, err := r.client.Submit(ctx, "local", second); err != nil || dup {

@@ -101,31 +101,9 @@ func TestApprovalDeadlineFromAClockAhead(t *testing.T) {
 	id := handBackWaitingCall(t, r, ctx, timeout)
 
 	// The record as executor A wrote it with its clock an hour ahead.
-	kv, err := r.env.JS.KeyValue(ctx, subjects.InflightBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := kv.ListKeysFiltered(ctx, claimKey("local", id)+".approval.>")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key string
-	for k := range keys.Keys() {
-		key = k
-	}
-	entry, err := kv.Get(ctx, key)
-	if err != nil {
-		t.Fatalf("approval record %q: %v", key, err)
-	}
-	var rec approvalRecord
-	if err := json.Unmarshal(entry.Value(), &rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Since = rec.Since.Add(time.Hour)
-	val, _ := json.Marshal(rec)
-	if _, err := kv.Update(ctx, key, val, entry.Revision()); err != nil {
-		t.Fatal(err)
-	}
+	editApprovalRecord(t, ctx, r, id, func(rec *approvalRecord) {
+		rec.Since = rec.Since.Add(time.Hour)
+	})
 
 	r.startExecutor(r.managerConfig(Config{ApprovalTimeout: timeout, FrontEnd: new(bool)}), r.env.Connect(t))
 	waitFor(t, "needs_approval again", func() bool { return r.approvalWaits(id) == 2 })
