@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
 		os.Exit(serveChild(mode))
 	}
+	if pidFile := os.Getenv(parentEnv); pidFile != "" {
+		os.Exit(serveParent(pidFile))
+	}
 	os.Exit(m.Run())
 }
 

@@ -12,9 +12,11 @@ import (
 )
 
 // setProcessGroup starts the child in its own process group so that stopping it also stops
-// the processes it started (npx → node, shell wrappers).
+// the processes it started (npx → node, shell wrappers). On Linux the child also gets SIGKILL
+// when this process dies without stopping it (see setDeathSignal).
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to the child's process group; kill reports whether SIGKILL was meant.
