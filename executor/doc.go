@@ -298,7 +298,10 @@
 // whole calls still inside the sliding window, as if spread evenly) must stay within the limit,
 // else the call subtracts its 1 and is refused with the time until the estimate allows it.
 // Windows follow the NATS server's clock (the limits stream's time in its stream info, measured
-// against the host's at the first call and every 30 s; the host's clock until it could be): on
+// against the host's at the first call and every 30 s, from the quickest of up to 5 round trips:
+// one slowed round trip put executors on one clock tens of milliseconds apart, and a call
+// refused by one, retried after its retryAfterMs on another, was refused again; the host's
+// clock until it could be measured): on
 // their hosts' clocks, executors whose clocks disagreed by more than a window counted in
 // different windows, never seeing each other's calls, each allowing the whole rate. The same
 // measured offset times the waits that span executors (a claim's holder's answer, an approval

@@ -191,6 +191,10 @@ const (
 	// clockSyncMaxRTT: a measurement whose round trip took longer is not taken (its offset
 	// could be off by half of it).
 	clockSyncMaxRTT = 250 * time.Millisecond
+	// clockSyncSamples round trips at most per measurement, the quickest taken; one within
+	// clockSyncQuickRTT (an offset off by half a millisecond at most) ends it.
+	clockSyncSamples  = 5
+	clockSyncQuickRTT = time.Millisecond
 )
 
 // windowNow is the time that says which rate window a call counts in: the NATS server's clock,
@@ -258,17 +262,34 @@ func (l *limiter) serverSince(ctx context.Context, t time.Time) (time.Duration, 
 }
 
 // measureClock asks the server for its time and returns how far it is ahead of now, taking
-// the answer as given halfway through the round trip.
+// each answer as given halfway through its round trip, which puts the offset off by up to half
+// of it: of up to clockSyncSamples round trips (fewer once one is quick), the quickest counts.
+// With one, a round trip slowed on one side (CPU contention as executors start, a pause) put
+// executors on the same clock tens of milliseconds apart: a call one of them refused, retried
+// after its retryAfterMs on another, came early on that one's clock and was refused again.
 func (l *limiter) measureClock(ctx context.Context) (time.Duration, bool) {
 	ctx, cancel := context.WithTimeout(ctx, clockSyncTimeout)
 	defer cancel()
-	sent, start := l.now(), time.Now()
-	ts, err := l.serverTime(ctx)
-	rtt := time.Since(start)
-	if err != nil || ts.IsZero() || rtt > clockSyncMaxRTT {
-		return 0, false
+	var off, best time.Duration
+	found := false
+	for range clockSyncSamples {
+		sent, start := l.now(), time.Now()
+		ts, err := l.serverTime(ctx)
+		rtt := time.Since(start)
+		if err != nil || ts.IsZero() || rtt > clockSyncMaxRTT {
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if !found || rtt < best {
+			off, best, found = ts.Sub(sent.Add(rtt/2)), rtt, true
+		}
+		if best <= clockSyncQuickRTT {
+			break
+		}
 	}
-	return ts.Sub(sent.Add(rtt / 2)), true
+	return off, found
 }
 
 type prevWindow struct {
