@@ -97,10 +97,21 @@
 // most tools return nothing (translations count toward it as the words they
 // translate; a character of a longer CJK word of the query does not count
 // alone: 汽车, car, is not found in 火车, train, through 车). Ties are broken
-// by ID, so results are deterministic.
+// by ID, so results are deterministic. Name and server-name coverage and name
+// proximity rerank the 50 best candidates by the other scores, whatever K: a
+// larger K adds the next candidates after them, as they scored (reranking
+// only raises a score), so the best K tools of a lexical search are the first
+// K of its best K+n.
 //
 // Query.Allow filters before ranking: a rejected tool is never scored, never
-// returned, and never takes one of the K places. Collection statistics (IDF,
+// returned, and never takes one of the K places. One that is in the
+// statistics (a tool the searcher may see that a request's own filter
+// rejects) still counts among the query words its server's tools match
+// between them (server coverage, a server statistic), so that a filter picks
+// among the tools without changing their scores, as long as the tools it
+// lets through are among the 50 best candidates without it and the query
+// implies no file operation (whose tool is looked for among those it lets
+// through). Collection statistics (IDF,
 // average lengths, server statistics, the score floor) are those of the
 // whole catalog, or with Query.Visible those of the tools the searcher may
 // see: the search then ranks and scores exactly as over an index holding

@@ -14,7 +14,10 @@ type Query struct {
 	// Allow filters candidates before ranking: a tool it rejects is never
 	// scored, never returned and never takes one of the K places. It is
 	// called at most once per tool and query, under the index's read lock,
-	// so it must not call back into the index. nil allows every tool.
+	// so it must not call back into the index. nil allows every tool. A
+	// rejected tool of the statistics (every tool, or those Visible accepts)
+	// still counts toward its server's coverage of the query (see the package
+	// doc): a request's filter picks among tools, it does not rescore them.
 	Allow func(id string) bool
 	// Vector is the embedding of the request, for hybrid search (nil:
 	// none). It is used only when the index holds vectors of the same
@@ -267,24 +270,26 @@ func (ix *Index) searchLexical(sc *scratch, pq parsedQuery, q Query, k int) ([]c
 			defer pq.release()
 		}
 	}
-	top, exact := ix.rank(sc, &pq, q.Allow, k)
+	top, exact, head := ix.rank(sc, &pq, q.Allow, k)
 	var pinned []uint32
 	for _, c := range top[:exact] {
 		pinned = append(pinned, c.slot)
 	}
 	if len(pq.ops) > 0 {
 		var placed []uint32
-		top, placed = ix.placeFileOps(sc, pq.ops, top, exact, q.Allow)
+		top, placed = ix.placeFileOps(sc, pq.ops, top, exact, head, q.Allow)
 		pinned = append(pinned, placed...)
 	}
 	return top, pinned
 }
 
 // rank scores pq and returns the head of the ranking (at least k deep when
-// there are that many candidates), best first, and how many of its first
-// tools are there because the query names them exactly. The ranking is
+// there are that many candidates), best first, how many of its first tools
+// are there because the query names them exactly, and how many of its first
+// tools are the same for every k (the reranked head and the exact mentions;
+// the rest, for a k above the rerank depth, follow as they scored). The ranking is
 // sc's memory: it is not to be used after sc is put back.
-func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k int) ([]cand, int) {
+func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k int) ([]cand, int, int) {
 	cfg := &ix.cfg
 	st := sc.st
 	n := st.n
@@ -362,9 +367,17 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 		}
 	}
 
-	// Rerank the head by name and server-name coverage and name proximity.
+	// Rerank the head by name and server-name coverage and name proximity: the best
+	// rerankDepth by the scores so far, whatever k, so that the best k are the first k of the
+	// best k+n (a deeper k adds the next candidates after the head, as they score: reranking
+	// only raises a score, so none of them passes a tool of the head).
 	top := ix.selectTop(sc, max(cfg.rerankDepth, k))
-	for i := range top {
+	head := len(top)
+	if head > cfg.rerankDepth {
+		slices.SortFunc(top, ix.compare)
+		head = cfg.rerankDepth
+	}
+	for i := range top[:head] {
 		rec := &ix.docs[top[i].slot]
 		name := rec.terms[:rec.nName]
 		f := 1 + cfg.coverage*ix.coverage(sc, name)
@@ -377,6 +390,9 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 
 	// Exact mentions of a public name or a multi-word original name go first.
 	exact := map[uint32]uint8{}
+	inHead := func(d uint32) bool {
+		return slices.ContainsFunc(top[:head], func(c cand) bool { return c.slot == d })
+	}
 	ids := sc.ids[:0]
 	for _, c := range pq.chunks {
 		ids = ix.lowerIDSlots(ids[:0], c)
@@ -390,6 +406,11 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	}
 	sc.ids = ids
 	nExact := len(exact)
+	for d := range exact {
+		if !inHead(d) {
+			head++ // an exact mention comes first at any k
+		}
+	}
 	if len(exact) > 0 {
 		best := 0.0
 		for _, c := range top {
@@ -406,7 +427,7 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 		}
 	}
 	slices.SortFunc(top, ix.compare)
-	return top, nExact
+	return top, nExact, head
 }
 
 // tinyCatalog is the size up to which a catalog has no score floor (see rank).
@@ -431,12 +452,15 @@ func (ix *Index) verdict(sc *scratch, d uint32, allow func(string) bool) uint8 {
 
 // scoreTerms accumulates the BM25F score, the matched IDF mass and the
 // server statistics of every tool in the postings of terms. Tools that allow
-// rejects are skipped before any scoring.
+// rejects are not scored; those of them in the statistics (the tools the
+// searcher may see, which a request's own filters reject) still count among
+// the query terms their server's tools match between them, so that a filter
+// picks among tools without changing how they score.
 func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string) bool) {
 	cfg := &ix.cfg
 	k1, b := cfg.k1, cfg.b
 	st := sc.st
-	norms := st.norms
+	norms, vis := st.norms, st.vis
 	slots, hot := sc.slots, ix.hot
 	for ti, t := range terms {
 		wIDF := t.w * t.idf * (k1 + 1)
@@ -448,10 +472,9 @@ func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string
 		for _, p := range ix.terms[t.id].post {
 			d := p.doc
 			st := &slots[d]
-			if st.state != slotAllowed {
-				if st.state == slotDenied || ix.verdict(sc, d, allow) == slotDenied {
-					continue
-				}
+			denied := st.state == slotDenied || st.state != slotAllowed && ix.verdict(sc, d, allow) == slotDenied
+			if denied && (hot[d].dead || vis != nil && !hasBit(vis, d)) {
+				continue // not in the statistics: weighs on nothing
 			}
 			l := &hot[d].lens
 			tf := 0.0
@@ -462,6 +485,10 @@ func (ix *Index) scoreTerms(sc *scratch, terms []resolvedTerm, allow func(string
 				x &^= maxFieldTF << shift
 			}
 			if tf == 0 {
+				continue
+			}
+			if denied {
+				st.matched |= bit // for its server's evidence alone
 				continue
 			}
 			st.score += float32(wIDF * tf / (k1 + tf))
@@ -668,16 +695,18 @@ func (ix *Index) selectTop(sc *scratch, n int) []cand {
 // else to the best tool named for it that a search for the operation alone
 // (in the request's own verbs: "save file") finds. A catalog with no tool
 // named for it gets nothing added. It also returns the tools that hold
-// such a place.
-func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact int, allow func(string) bool) ([]cand, []uint32) {
+// such a place. Only the first head tools of top, the same for every k (see
+// rank), are looked at and placed among, so that the best k are the first k
+// of the best k+n here too.
+func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact, head int, allow func(string) bool) ([]cand, []uint32) {
 	var placed []uint32
 	for oi, op := range ops {
-		pos := min(exact+oi, len(top))
+		pos := min(exact+oi, head)
 		named, ok := ix.opNamed(op)
 		if !ok {
 			continue
 		}
-		found := slices.IndexFunc(top, func(c cand) bool { return named(c.slot) })
+		found := slices.IndexFunc(top[:head], func(c cand) bool { return named(c.slot) })
 		if found >= 0 && found <= pos {
 			placed = append(placed, top[found].slot)
 			continue
@@ -686,24 +715,30 @@ func (ix *Index) placeFileOps(sc *scratch, ops []fileOp, top []cand, exact int, 
 		if found >= 0 {
 			c = top[found]
 			top = slices.Delete(top, found, found+1)
+			head--
 		} else {
 			if c, ok = ix.searchOp(sc, op, named, allow); !ok {
 				continue
 			}
 			if i := slices.IndexFunc(top, func(x cand) bool { return x.slot == c.slot }); i >= 0 {
 				top = slices.Delete(top, i, i+1)
+				if i < head {
+					head--
+				}
 			}
 		}
+		pos = min(pos, head)
 		// Score it between its neighbours, so scores stay ordered.
 		switch {
 		case pos == 0 && len(top) > 0:
 			c.score = top[0].score + 1
-		case pos < len(top):
+		case pos < head:
 			c.score = (top[pos-1].score + top[pos].score) / 2
 		case pos > 0:
 			c.score = top[pos-1].score / 2
 		}
 		top = slices.Insert(top, pos, c)
+		head++
 		placed = append(placed, c.slot)
 	}
 	return top, placed
@@ -785,7 +820,7 @@ func (ix *Index) searchOp(sc *scratch, op fileOp, named func(uint32) bool, allow
 	}
 	osc := ix.getScratch()
 	osc.parent, osc.st = sc, sc.st
-	list, _ := ix.rank(osc, &pq, allow, 1)
+	list, _, _ := ix.rank(osc, &pq, allow, 1)
 	var r opResult
 	if i := slices.IndexFunc(list, func(c cand) bool { return named(c.slot) }); i >= 0 {
 		r = opResult{list[i], true}
