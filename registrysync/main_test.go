@@ -23,6 +23,7 @@ import (
 //	fixture           the fixture server below (exit and pid tools included)
 //	hostile:<mode>    demoservers.ServeHostileStdio
 //	raw:<mode>        serveRawChild (hostile_raw_test.go)
+//	mutate:<seed>     serveMutateChild (mutate_test.go): the ticketing demo server behind a mutating proxy
 //	rogue:<mode>      serveRogueChild (rogue_test.go)
 //	demo:<name>       demoservers.ServeStdio, control file in MCPSTREAM_TEST_CONTROL
 const childEnv = "MCPSTREAM_TEST_SERVER"
@@ -48,6 +49,8 @@ func serveChild(mode string) int {
 		err = server.NewStdioServer(srv).Listen(ctx, os.Stdin, os.Stdout)
 	case strings.HasPrefix(mode, "raw:"):
 		return serveRawChild(strings.TrimPrefix(mode, "raw:"))
+	case strings.HasPrefix(mode, "mutate:"):
+		return serveMutateChild(strings.TrimPrefix(mode, "mutate:"))
 	case strings.HasPrefix(mode, "rogue:"):
 		return serveRogueChild(strings.TrimPrefix(mode, "rogue:"))
 	case strings.HasPrefix(mode, "hostile:"):
