@@ -85,7 +85,9 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 		case approvalHandedBack:
 			return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: "call " + w.id + " no longer waits for approval here: its executor is stopping and hands it to another (decide again once it waits again)"}}, true
 		default:
-			return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "call " + w.id + " was already decided"}}, true
+			// No call waits any more (its waiter leaves a moment later, and then NATS answers no
+			// responders): not_found, as `approve` and Client.Decide (ErrNoWaiter) report it.
+			return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeNotFound, Message: "call " + w.id + " was already decided"}}, true
 		}
 	}
 	if w.settle != nil {
@@ -101,7 +103,7 @@ func (w *approvalWait) answer(data []byte) (subjects.ApprovalReply, bool) {
 			case rec.Outcome == outcomeExpired:
 				return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeApprovalTimeout, Message: "call " + w.id + " no longer waits for approval: it timed out"}}, true
 			default:
-				return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "call " + w.id + " was already decided (" + rec.Outcome + ")"}}, true
+				return subjects.ApprovalReply{Error: &subjects.Error{Code: subjects.CodeNotFound, Message: "call " + w.id + " was already decided (" + rec.Outcome + ")"}}, true
 			}
 		}
 	}

@@ -80,15 +80,17 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 	subject := subjects.Approvals(cmp.Or(tenant, policy.Local.Tenant), id)
 	wctx, stop, watch := cf.watchPermissions(ctx, subject)
 	defer stop(nil)
-	nc, _, err := cf.connect(name, watch)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	cctx, cancel := context.WithTimeout(wctx, wait)
-	defer cancel()
-	rep, err := executor.Client{NC: nc}.Decide(cctx, subjects.Approval{ID: id, Approve: approve, Tenant: tenant, By: by, Reason: reason})
+	// A connection that failed decided nothing: with --json it is the JSON error (unavailable),
+	// as every client command reports one.
 	code := subjects.CodeUnavailable // (--json: the error's code)
+	var rep subjects.ApprovalReply
+	nc, _, err := cf.connect(name, watch)
+	if err == nil {
+		defer nc.Close()
+		cctx, cancel := context.WithTimeout(wctx, wait)
+		defer cancel()
+		rep, err = executor.Client{NC: nc}.Decide(cctx, subjects.Approval{ID: id, Approve: approve, Tenant: tenant, By: by, Reason: reason})
+	}
 	if perr := cf.permissionsError(wctx, name, subject); err != nil && perr != nil {
 		// Not "no call is waiting": NATS never let the decision (or its answer) through.
 		err, code = perr, subjects.CodeForbidden

@@ -60,7 +60,9 @@ func runInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer cs.close()
 	rep, err := cs.cl.Details(cs.ctx, cs.tenant, subjects.DetailsRequest{
-		V: subjects.Version, Names: []string{strings.TrimSpace(rest[0])}, Principal: cs.pr,
+		// The name as given, as call sends it: a name with spaces around it is no public name,
+		// not_found with the one meant, as the details request and the call of it say.
+		V: subjects.Version, Names: []string{rest[0]}, Principal: cs.pr,
 	})
 	if err != nil {
 		return requestFailure(stdout, cf.JSON, cs.failed(err))

@@ -220,7 +220,9 @@ func catalogFailure(stdout io.Writer, asJSON bool, e *subjects.Error) error {
 	if e.Reason != "" && !strings.Contains(e.Message, "("+e.Reason+")") {
 		msg += " (" + e.Reason + ")"
 	}
-	return errors.New(msg)
+	// Safe for a terminal, as call prints a refusal: the message may quote the name asked
+	// for, control and format characters (a bidi override) included.
+	return errors.New(termBlock(msg))
 }
 
 // catalogTimeoutOK reports whether --timeout (a catalog request's bound; 0 = indexer.Client's

@@ -161,12 +161,12 @@ func runServers(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	nc, js, err := cf.connect("servers")
 	if err != nil {
-		return err
+		return requestFailure(stdout, cf.JSON, err)
 	}
 	defer nc.Close()
 	rows, bad, err := readServers(ctx, js)
 	if err != nil {
-		return cf.noJetStream(err)
+		return requestFailure(stdout, cf.JSON, cf.noJetStream(err))
 	}
 	if bad > 0 {
 		fmt.Fprintf(stderr, "mcpstream servers: skipped %d malformed registry event(s)\n", bad)
