@@ -75,8 +75,11 @@ func TestPolicyWatchHostileAndLeakFree(t *testing.T) {
 	if checks < 3 {
 		t.Fatalf("only %d checks ran", checks)
 	}
-	if w.mismatched.Load() == 0 {
-		t.Errorf("the liars' digests were not seen as a mismatch")
+	// Seen by some check (the log's warning), not necessarily the last: on a loaded machine a
+	// check's second of collecting can end before the liar's answers come, and that check sees
+	// nobody (then logs that the others agree again, the gauge 0).
+	if !strings.Contains(logs.String(), "MISMATCH") {
+		t.Errorf("the liars' digests were not seen as a mismatch by any check:\n%.2000s", logs.String())
 	}
 	lines := strings.Count(logs.String(), "\n")
 	if int64(lines) > checks {
