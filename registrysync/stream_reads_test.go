@@ -104,8 +104,12 @@ func TestStartOfManyServersBoundsStreamReads(t *testing.T) {
 		t.Errorf("%d of %d servers ready", ready, n)
 	}
 	// (The monitor may see a request before the answer that freed its turn: the server writes
-	// to each connection on its own. Unbounded, all n were in flight at once.)
-	if bound := maxStreamReads + maxStreamReads/8; most > bound {
+	// to each connection on its own. Unbounded, all n were in flight at once.) A read past its
+	// deadline gives its turn back while the NATS server still holds its request, and is made
+	// again: on a machine so loaded that reads time out (CI under load: 6,280 reads for 5,400,
+	// 460 in flight), each read beyond the 9 per server of a quiet start may have left one.
+	abandoned := max(0, requests-9*n)
+	if bound := maxStreamReads + maxStreamReads/8 + abandoned; most > bound {
 		t.Errorf("%d registry stream reads in flight at once, want about %d at most (the NATS server's JetStream API queue drops every request waiting past its limit)", most, maxStreamReads)
 	}
 }
