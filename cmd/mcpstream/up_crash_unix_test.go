@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,20 +65,9 @@ func startCrashUp(t *testing.T, args ...string) *crashUp {
 // children returns the pids of the processes whose parent is up.
 func (p *crashUp) children() []int {
 	var out []int
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(stat), ')')
-		fields := strings.Fields(string(stat[i+1:]))
-		if len(fields) >= 2 && fields[1] == strconv.Itoa(p.cmd.Process.Pid) {
-			out = append(out, pid)
+	for _, pr := range processes() {
+		if pr.ppid == p.cmd.Process.Pid {
+			out = append(out, pr.pid)
 		}
 	}
 	return out

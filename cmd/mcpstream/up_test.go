@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -311,30 +309,14 @@ func TestUpEndToEnd(t *testing.T) {
 // demoChildren returns the pids of this process's children running `demo-server NAME`, by name.
 func demoChildren(t *testing.T) map[string]int {
 	t.Helper()
-	out := map[string]int{}
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Fatalf("read /proc: %v", err)
 	}
+	out := map[string]int{}
 	me := os.Getpid()
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) < 2 || fields[0] == "Z" || fields[1] != strconv.Itoa(me) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		args := strings.Split(string(cmdline), "\x00")
-		if i := slices.Index(args, "demo-server"); i >= 0 && i+1 < len(args) {
-			out[args[i+1]] = pid
+	for _, pr := range processes() {
+		if i := slices.Index(pr.args, "demo-server"); pr.ppid == me && i >= 0 && i+1 < len(pr.args) {
+			out[pr.args[i+1]] = pr.pid
 		}
 	}
 	return out
