@@ -109,9 +109,12 @@
 // rejects) still counts among the query words its server's tools match
 // between them (server coverage, a server statistic), so that a filter picks
 // among the tools without changing their scores, as long as the tools it
-// lets through are among the 50 best candidates without it and the query
+// lets through are among the 50 best candidates without it, the query
 // implies no file operation (whose tool is looked for among those it lets
-// through). Collection statistics (IDF,
+// through) and the search is lexical (a fusion with vectors scores by rank).
+// A tool the query names exactly keeps its place first, but its score, set
+// above the best of the others', follows those the filter lets through.
+// Collection statistics (IDF,
 // average lengths, server statistics, the score floor) are those of the
 // whole catalog, or with Query.Visible those of the tools the searcher may
 // see: the search then ranks and scores exactly as over an index holding

@@ -37,3 +37,25 @@ func TestKPrefix(t *testing.T) {
 		t.Errorf("%d searches are not the prefix of k=100 (by k: %v)", bad, perK)
 	}
 }
+
+// TestExactMentionsOutsideTheHead: a query naming tools exactly that are not among the reranked
+// candidates (here 20 servers' get_item, whose words are in every tool: no candidate clears the
+// floor) puts them first, at every k. Before, counting them into the head sliced the ranking past
+// its end: a panic once past its capacity (a fresh index's first search), else stale memory.
+func TestExactMentionsOutsideTheHead(t *testing.T) {
+	ix := New(Config{})
+	for i := range 20 {
+		ix.Upsert(Doc{ID: fmt.Sprintf("s%02d__get_item", i), Server: fmt.Sprintf("s%02d", i), Name: "get_item", Description: "Get an item"})
+	}
+	for _, q := range []string{"get_item", "get_item and write it to /tmp/item.txt"} {
+		all := ix.Search(Query{Text: q, K: 100})
+		if len(all) != 20 || all[0].ID != "s00__get_item" {
+			t.Fatalf("%q: %v, want the 20 get_item first", q, all)
+		}
+		for k := 1; k <= 25; k++ {
+			if got, want := ix.Search(Query{Text: q, K: k}), all[:min(k, len(all))]; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%q k=%d:\n got  %v\n want %v", q, k, got, want)
+			}
+		}
+	}
+}

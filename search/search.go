@@ -390,9 +390,6 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 
 	// Exact mentions of a public name or a multi-word original name go first.
 	exact := map[uint32]uint8{}
-	inHead := func(d uint32) bool {
-		return slices.ContainsFunc(top[:head], func(c cand) bool { return c.slot == d })
-	}
 	ids := sc.ids[:0]
 	for _, c := range pq.chunks {
 		ids = ix.lowerIDSlots(ids[:0], c)
@@ -406,8 +403,9 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	}
 	sc.ids = ids
 	nExact := len(exact)
+	reranked := head
 	for d := range exact {
-		if !inHead(d) {
+		if !slices.ContainsFunc(top[:reranked], func(c cand) bool { return c.slot == d }) {
 			head++ // an exact mention comes first at any k
 		}
 	}
