@@ -159,8 +159,13 @@ type Stats struct {
 	AuditDropped int64
 	// RegistrySeq is the last registry stream sequence the executor applied; RegistryLast the
 	// stream's last sequence as it last saw it (each message taken, and the stream's info
-	// every 5 s). RegistryLast − RegistrySeq is its lag behind the registry, in messages.
+	// every 5 s).
 	RegistrySeq, RegistryLast uint64
+	// RegistryLag is how many messages of the registry up to RegistryLast the executor has not
+	// applied yet: RegistryLast − RegistrySeq, less the messages up to the stream's last
+	// sequence when it started that were deleted before it read them (confirmations whose TTL
+	// ran out while it was stopped), known once it took everything after its position.
+	RegistryLag uint64
 }
 
 type stats struct {
@@ -174,7 +179,7 @@ func (e *Executor) Stats() Stats {
 		Dispatched: e.stats.dispatched.Load(), Refused: e.stats.refused.Load(), Failed: e.stats.failed.Load(),
 		ToolErrors: e.stats.toolErrors.Load(), Seconds: float64(e.stats.nanos.Load()) / 1e9,
 		AuditFailed: e.audit.failed.Load(), AuditDropped: e.audit.dropped.Load(),
-		RegistrySeq: e.reg.applied.Load(), RegistryLast: e.reg.streamLast.Load()}
+		RegistrySeq: e.reg.applied.Load(), RegistryLast: e.reg.streamLast.Load(), RegistryLag: e.reg.lag()}
 }
 
 // Ready reports whether the executor serves: registry replayed, front end and workers running.

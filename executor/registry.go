@@ -66,10 +66,16 @@ type registry struct {
 	tools   map[string]*tool
 	applied atomic.Uint64 // last registry stream sequence applied
 	// streamLast is the registry stream's last sequence as last seen (from each message taken,
-	// and the stream's info every registryInfoEvery): streamLast − applied is the lag.
+	// and the stream's info every registryInfoEvery): streamLast − max(applied, through) is
+	// the lag.
 	streamLast atomic.Uint64
-	waiters    map[uint64][]chan struct{}
-	log        zerolog.Logger
+	// through is a sequence through which the executor took every message the stream still
+	// held (follow: the stream's last sequence at its start, once nothing is pending after
+	// the executor's position): messages deleted before it read them (confirmations whose
+	// TTL ran out) are no lag.
+	through atomic.Uint64
+	waiters map[uint64][]chan struct{}
+	log     zerolog.Logger
 
 	// listed holds, per server, the names its last tools list gave the table: a public name
 	// one of them holds is not taken by another pair (see apply). Guarded by mu.
@@ -446,11 +452,14 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 	if err != nil {
 		return fmt.Errorf("registry stream: %w", err)
 	}
-	last := stream.CachedInfo().State.LastSeq
+	state := stream.CachedInfo().State
+	last := state.LastSeq
 	r.sawLast(last)
 	var once sync.Once
 	markReady := func() { once.Do(func() { close(ready) }) }
-	if last == 0 {
+	if last == 0 || state.Msgs == 0 {
+		// Nothing to replay. (A stream purged, or whose every event had a TTL that ran out,
+		// holds no message at its last sequence: none will come to say the replay reached it.)
 		markReady()
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
@@ -467,6 +476,9 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 		}
 		r.sawLast(md.Sequence.Stream + md.NumPending)
 		r.apply(m.Subject(), m.Data(), md.Sequence.Stream)
+		if md.NumPending == 0 {
+			noteMax(&r.through, last) // what it did not apply up to last was deleted
+		}
 		if md.Sequence.Stream >= last || md.NumPending == 0 {
 			markReady()
 		}
@@ -477,6 +489,9 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 	}))
 	if err != nil {
 		return fmt.Errorf("registry consume: %w", err)
+	}
+	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
+		noteMax(&r.through, last) // nothing held after the executor's position
 	}
 	// The stream's end, read now and then: a consumer that stalls takes no message that would
 	// say how far behind it is.
@@ -499,10 +514,19 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 const registryInfoEvery = 5 * time.Second
 
 // sawLast raises streamLast to n when n is larger.
-func (r *registry) sawLast(n uint64) {
+func (r *registry) sawLast(n uint64) { noteMax(&r.streamLast, n) }
+
+// lag is how many registry messages up to streamLast the executor has not applied yet.
+func (r *registry) lag() uint64 {
+	applied, last := r.applied.Load(), r.streamLast.Load()
+	return last - min(max(applied, r.through.Load()), last)
+}
+
+// noteMax raises v to n when n is larger.
+func noteMax(v *atomic.Uint64, n uint64) {
 	for {
-		old := r.streamLast.Load()
-		if n <= old || r.streamLast.CompareAndSwap(old, n) {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
 			return
 		}
 	}

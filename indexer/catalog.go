@@ -45,6 +45,11 @@ type Catalog struct {
 
 	seq        atomic.Uint64
 	streamLast atomic.Uint64 // the registry stream's last sequence, as last seen (follow, watchOrigin)
+	// through is a sequence through which the replica took every message the stream still
+	// held (follow: the stream's last sequence at its start, once nothing is pending after
+	// the replica's position): messages deleted before the replica read them (confirmations
+	// whose TTL ran out) are no lag.
+	through atomic.Uint64
 	// noFirst: the catalog's origin (keyFirst) is not recorded yet: it is empty, or applied
 	// only confirmations since (see applyMsg). Follow's goroutine only, and Open.
 	noFirst    bool
@@ -272,8 +277,9 @@ func (c *Catalog) Stats() Stats {
 		endpoints[name] = EndpointStats{Requests: ec.requests.Load(), Errors: ec.errors.Load(),
 			Seconds: float64(ec.nanos.Load()) / 1e9}
 	}
+	seq, last := c.Seq(), c.streamLast.Load()
 	return Stats{
-		Seq: c.Seq(), StreamLast: c.streamLast.Load(), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
+		Seq: seq, StreamLast: last, Lag: last - min(max(seq, c.through.Load()), last), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
 		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
 		Vectors: vectors, VectorsPending: pending, EmbedErrors: c.embedErrors.Load(), BadVectors: c.badVectors.Load(),
 		Endpoints: endpoints, ValueLogBytes: vlogBytes(c.cfg.Dir), ValueLogRewrites: c.vlogRewrites.Load(),

@@ -113,9 +113,14 @@ type Stats struct {
 	Seq uint64 // last applied stream sequence
 	// StreamLast is the registry stream's last sequence as the replica last saw it: from each
 	// message it takes (its sequence plus the messages pending after it) and from the stream's
-	// info, read every 5 s while it follows (0 before it follows). StreamLast − Seq is the
-	// replica's lag, in messages; it grows when the replica falls behind or is stuck.
+	// info, read every 5 s while it follows (0 before it follows).
 	StreamLast uint64
+	// Lag is how many messages of the stream up to StreamLast the replica has not applied yet:
+	// StreamLast − Seq, less the messages up to the stream's last sequence when it started
+	// following that were deleted before it read them (confirmations whose TTL ran out while
+	// it was stopped), known once it took everything after its position. It grows when the
+	// replica falls behind or is stuck.
+	Lag        uint64
 	Applied    uint64 // messages applied since Open
 	BadEvents  uint64 // malformed messages skipped since Open
 	Collisions uint64 // public names refused because another pair holds them, since Open

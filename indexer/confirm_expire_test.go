@@ -41,6 +41,10 @@ func TestExpiredConfirmationsReplay(t *testing.T) {
 		}
 		return ack.Sequence
 	}
+	// The live replica follows as the events come: started after them, it may find the
+	// confirmations expired already on a loaded machine (a second's TTL), and not be the
+	// replica that applied them.
+	live := startReplicaConfig(t, env, Config{Now: now}, nil)
 	publish(t, env.JS, status("kb", subjects.StatusReady), sn)
 	withTTL(t0.Add(20 * time.Second))
 	withTTL(t0.Add(40 * time.Second))
@@ -49,8 +53,6 @@ func TestExpiredConfirmationsReplay(t *testing.T) {
 	answer.AfterSeq = chSeq
 	answerSeq := publish(t, env.JS, answer)
 	last := withTTL(t0.Add(60 * time.Second))
-
-	live := startReplicaConfig(t, env, Config{Now: now}, nil)
 	waitSeq(t, live.Catalog, last)
 
 	confSubject := subjects.RegistryConfirmed("kb", subjects.KindTools)
@@ -117,5 +119,37 @@ func TestExpiredFirstConfirmationNotPurge(t *testing.T) {
 	}
 	if why := originLost(info, stored, first, r.Seq()); why != "" {
 		t.Errorf("after the confirmation #%d expired: %s", ack.Sequence, why)
+	}
+}
+
+// The lag of a replica started after the stream's last message, a confirmation with a TTL,
+// expired is 0, not 1 for as long as the registry stays idle (an hour or more): nothing is
+// left to apply. Before, mcpstream_catalog_lag said 1, and an alert on a lag above 0 fired.
+func TestLagWithoutExpiredLastMessage(t *testing.T) {
+	env := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sn := snapshot("kb", "Knowledge base", tool("search", "Search articles."))
+	publish(t, env.JS, status("kb", subjects.StatusReady), sn)
+	subject, data := eventMsg(t, confirmed("kb", sn.Fingerprint, t0.Add(time.Second)))
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	ack, err := env.JS.PublishMsg(ctx, msg, jetstream.WithMsgTTL(time.Second))
+	if err != nil {
+		t.Fatalf("publish with a TTL: %v", err)
+	}
+	st, err := env.JS.Stream(ctx, subjects.RegistryStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the confirmation to expire", func() bool {
+		info, err := st.Info(ctx)
+		return err == nil && info.State.Msgs == ack.Sequence-1
+	})
+	r := startReplica(t, env, "", nil, nil)
+	waitSeq(t, r.Catalog, ack.Sequence-1)
+	waitFor(t, "the stream's last sequence seen", func() bool { return r.Stats().StreamLast == ack.Sequence })
+	if s := r.Stats(); s.Lag != 0 {
+		t.Errorf("lag %d (seq %d, stream last %d), want 0: the message after the replica's position expired", s.Lag, s.Seq, s.StreamLast)
 	}
 }

@@ -99,6 +99,9 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 	stop := context.AfterFunc(ctx, it.Stop)
 	defer stop()
 	defer it.Stop()
+	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
+		noteMax(&c.through, target) // nothing held after the replica's position
+	}
 	if ci := cons.CachedInfo(); !c.Ready() && ci != nil && ci.NumPending == 0 {
 		// Nothing after the replica's position: the stream's last messages were deleted
 		// (`nats stream rmm`, a subject purged), so no message will come at its last sequence
@@ -142,6 +145,9 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 			return err
 		}
 		bo.Reset()
+		if md.NumPending == 0 {
+			noteMax(&c.through, target) // what it did not apply up to target was deleted
+		}
 		if !c.Ready() && (seq >= target || md.NumPending == 0) {
 			c.markReady()
 			c.log.Info().Uint64("seq", seq).Int("tools", c.Stats().Tools).Msg("catalog caught up with the registry stream")

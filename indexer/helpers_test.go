@@ -190,7 +190,13 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 func waitSeq(t testing.TB, c *Catalog, seq uint64) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("seq %d (at %d)", seq, c.Seq()), func() bool { return c.Seq() >= seq && c.Ready() })
+	for range 2000 {
+		if c.Seq() >= seq && c.Ready() {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for seq %d (at %d, ready %v)", seq, c.Seq(), c.Ready())
 }
 
 func names(tools []subjects.ToolInfo) []string {

@@ -89,7 +89,7 @@ func executorMetrics(ex *executor.Executor) collectFunc {
 		counter(ch, auditFailed, float64(st.AuditFailed))
 		counter(ch, auditDropped, float64(st.AuditDropped))
 		gauge(ch, execRegSeq, float64(st.RegistrySeq))
-		gauge(ch, execRegLag, float64(st.RegistryLast-min(st.RegistrySeq, st.RegistryLast)))
+		gauge(ch, execRegLag, float64(st.RegistryLag))
 	}
 }
 
@@ -97,7 +97,7 @@ var (
 	catReady          = desc("mcpstream_catalog_ready", "1 once the replica has caught up with the registry stream and serves.", "replica")
 	catSeq            = desc("mcpstream_catalog_sequence", "Last registry stream sequence applied.", "replica")
 	catStreamSeq      = desc("mcpstream_catalog_stream_sequence", "The registry stream's last sequence as the replica last saw it (each message taken, and the stream's info every 5 s).", "replica")
-	catLag            = desc("mcpstream_catalog_lag", "Registry messages the replica has not applied yet (stream_sequence - sequence): grows while it falls behind or is stuck.", "replica")
+	catLag            = desc("mcpstream_catalog_lag", "Registry messages the replica has not applied yet (stream_sequence - sequence, less those deleted before it read them): grows while it falls behind or is stuck.", "replica")
 	catApplied        = desc("mcpstream_catalog_applied_total", "Registry messages applied since the replica opened.", "replica")
 	catBadEvents      = desc("mcpstream_catalog_bad_events_total", "Malformed registry messages skipped.", "replica")
 	catCollisions     = desc("mcpstream_catalog_name_collisions_total", "Public names refused because another (server, tool) pair holds them.", "replica")
@@ -122,7 +122,7 @@ func catalogMetrics(cat *indexer.Catalog, replica string) collectFunc {
 		gauge(ch, catReady, boolValue(cat.Ready()), replica)
 		gauge(ch, catSeq, float64(st.Seq), replica)
 		gauge(ch, catStreamSeq, float64(st.StreamLast), replica)
-		gauge(ch, catLag, float64(st.StreamLast-min(st.Seq, st.StreamLast)), replica)
+		gauge(ch, catLag, float64(st.Lag), replica)
 		counter(ch, catApplied, float64(st.Applied), replica)
 		counter(ch, catBadEvents, float64(st.BadEvents), replica)
 		counter(ch, catCollisions, float64(st.Collisions), replica)
