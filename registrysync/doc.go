@@ -283,8 +283,7 @@
 //
 // Stdio children are started by the connector itself in their own process group (on Linux
 // with a parent-death signal: the kernel SIGKILLs a child whose process dies without stopping
-// it), with a
-// minimal inherited environment (PATH, HOME, USER, LANG, TMPDIR, the npx and uvx caches...)
+// it), with a minimal inherited environment (PATH, HOME, USER, LANG, TMPDIR, the npx and uvx caches...)
 // plus ServerConfig.Env, so other servers' credentials never reach them
 // (ServerConfig.InheritEnv passes everything); a command without a path separator is looked
 // up on the PATH that Env sets, if it sets one (as the MCP SDKs do; its entries that are not

@@ -85,18 +85,23 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 	code := subjects.CodeUnavailable // (--json: the error's code)
 	var rep subjects.ApprovalReply
 	nc, _, err := cf.connect(name, watch)
-	if err == nil {
+	connected := err == nil
+	if connected {
 		defer nc.Close()
 		cctx, cancel := context.WithTimeout(wctx, wait)
 		defer cancel()
 		rep, err = executor.Client{NC: nc}.Decide(cctx, subjects.Approval{ID: id, Approve: approve, Tenant: tenant, By: by, Reason: reason})
 	}
-	if perr := cf.permissionsError(wctx, name, subject); err != nil && perr != nil {
+	switch perr := cf.permissionsError(wctx, name, subject); {
+	case !connected:
+		// Nothing was sent: the connection's error (unavailable). A dial that timed out is a
+		// context.DeadlineExceeded too, and no decision whose answer did not come.
+	case err != nil && perr != nil:
 		// Not "no call is waiting": NATS never let the decision (or its answer) through.
 		err, code = perr, subjects.CodeForbidden
-	} else if errors.Is(err, executor.ErrNoWaiter) {
+	case errors.Is(err, executor.ErrNoWaiter):
 		err, code = fmt.Errorf("%s: no call %s is waiting for approval (already decided, timed out, or another tenant's)", name, id), subjects.CodeNotFound
-	} else if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		// The decision reached an executor (else NATS answers no responders at once), and its
 		// answer did not come back: the call may have taken it.
 		err, code = fmt.Errorf("%s: no answer about call %s within %s: the decision may or may not have been taken (its answer lost, or the executor slow); the audit stream says (mcpstream events --subject 'audit.%s.decision', approved or denied), or %s again",

@@ -82,7 +82,7 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 			}
 		}
 		err = &scrubbedError{msg: scrubCredentials(err.Error(), n.URL), err: err} // a url.Error quotes the URL
-		return nil, nil, fmt.Errorf("connect to NATS at %s: %w%s", redactURL(n.URL), err, hint)
+		return nil, nil, &notReachedError{fmt.Errorf("connect to NATS at %s: %w%s", redactURL(n.URL), err, hint)}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -207,6 +207,13 @@ func scrubCredentials(text, urls string) string {
 	}
 	return text
 }
+
+// notReachedError is the error of a connection to NATS that failed: nothing was sent, and a
+// client command's --json error is unavailable (NATS not reached), also when the dial timed
+// out (a net timeout is a context.DeadlineExceeded, which a request's error says: timeout).
+type notReachedError struct{ error }
+
+func (e *notReachedError) Unwrap() error { return e.error }
 
 // scrubbedError is err with its text scrubbed of credentials (see scrubCredentials).
 type scrubbedError struct {

@@ -249,9 +249,12 @@ func requestFailure(stdout io.Writer, asJSON bool, err error) error {
 	}
 	code := subjects.CodeUnavailable
 	var bad *badRequestError
+	var notReached *notReachedError
 	switch {
 	case errors.As(err, &bad):
 		code = subjects.CodeBadRequest
+	case errors.As(err, &notReached):
+		// (A dial that timed out included: nothing was sent.)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		code = subjects.CodeTimeout
 	}
