@@ -68,16 +68,7 @@ func (p *httpMutator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Name      string `json:"name"`
-			Arguments struct {
-				Title string `json:"title"`
-			} `json:"arguments"`
-		} `json:"params"`
-	}
+	var m clientFrame
 	_ = json.Unmarshal(body, &m)
 	if m.Method == "" && bytes.HasPrefix(m.ID, []byte(`"mut-`)) {
 		w.WriteHeader(http.StatusAccepted) // the answer to a request the mutator made

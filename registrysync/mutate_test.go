@@ -270,6 +270,19 @@ func cmpOr(a, b []byte) []byte {
 	return b
 }
 
+// clientFrame is what the mutators read of a client's message: its id and method, and the
+// tool and title of a tools/call (createIssue is counted by title).
+type clientFrame struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Title string `json:"title"`
+		} `json:"arguments"`
+	} `json:"params"`
+}
+
 // serveMutateChild is the child of childEnv=mutate:<seed>.
 func serveMutateChild(arg string) int {
 	seed, _ := strconv.ParseUint(arg, 10, 64)
@@ -310,16 +323,7 @@ func serveMutateChild(arg string) int {
 		sc.Buffer(make([]byte, 1<<20), 64<<20)
 		for sc.Scan() {
 			l := sc.Bytes()
-			var m struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params struct {
-					Name      string `json:"name"`
-					Arguments struct {
-						Title string `json:"title"`
-					} `json:"arguments"`
-				} `json:"params"`
-			}
+			var m clientFrame
 			_ = json.Unmarshal(l, &m)
 			if m.Method == "" && bytes.HasPrefix(m.ID, []byte(`"mut-`)) {
 				continue // the answer to a request the mutator made

@@ -179,6 +179,49 @@ func (o cliOutcome) jsonError() *subjects.Error {
 	return e.Error
 }
 
+// catalogErrorsAgree checks a catalog reply three ways: the raw reply's code against its
+// Nats-Service-Error-Code header, and, when it is an error, the Go client's error and the
+// CLI's --json error (exit 1) against it. It counts the code in seen under op and reports
+// whether the reply was an error (nothing more to compare), and whether the Go client and the
+// CLI agreed with it (else text mode is not worth checking).
+func catalogErrorsAgree(t *testing.T, what, op string, seen map[string]int, raw rawReply, goErr *subjects.Error, cli cliOutcome) (isError, cliAgrees bool) {
+	t.Helper()
+	if raw.errorCode() != raw.Header.Get("Nats-Service-Error-Code") {
+		t.Errorf("%s: raw reply's code %q, header %q", what, raw.errorCode(), raw.Header.Get("Nats-Service-Error-Code"))
+	}
+	seen[op+" "+raw.errorCode()]++
+	if raw.errorCode() == "" {
+		return false, true
+	}
+	e := cli.jsonError()
+	switch {
+	case goErr == nil || goErr.Code != raw.errorCode() || goErr.Message != raw.errorMessage():
+		t.Errorf("%s: Go client %+v, raw %s", what, goErr, raw.Data)
+	case cli.status != 1 || e == nil || e.Code != raw.errorCode() || e.Message != raw.errorMessage():
+		t.Errorf("%s: CLI exit %d %s; raw %s", what, cli.status, cli.out, raw.Data)
+	default:
+		return true, true
+	}
+	return true, false
+}
+
+// wantUsageError checks that the CLI refused its arguments as a usage error: exit 2, nothing
+// on stdout.
+func (o cliOutcome) wantUsageError(t *testing.T, what string) {
+	t.Helper()
+	if o.status != 2 || o.out != "" {
+		t.Errorf("%s: CLI exit %d stdout %.200q; want a usage error (exit 2, nothing on stdout)", what, o.status, o.out)
+	}
+}
+
+// wantBadRequest checks that the CLI refused a request as bad_request: exit 1 and the JSON error.
+func (o cliOutcome) wantBadRequest(t *testing.T, what string) {
+	t.Helper()
+	if e := o.jsonError(); o.status != 1 || e == nil || e.Code != subjects.CodeBadRequest {
+		t.Errorf("%s: CLI exit %d stdout %.200q; want exit 1 and a bad_request JSON error", what, o.status, o.out)
+	}
+}
+
 func rawRequestErr(nc *nats.Conn, subject string, body []byte) (rawReply, error) {
 	m, err := nc.Request(subject, body, 20*time.Second)
 	if err != nil {
@@ -250,15 +293,11 @@ func TestDifferentialCLIClientRaw(t *testing.T) {
 		cli := runCLI(t, args...)
 		trimmed := strings.TrimSpace(q)
 		if trimmed == "" || k < 0 || k > indexer.MaxK || !slices.Contains([]string{"name", "summary", "full"}, detail) {
-			if cli.status != 2 || cli.out != "" {
-				t.Errorf("%s: CLI exit %d stdout %.200q; want a usage error (exit 2, nothing on stdout)", what, cli.status, cli.out)
-			}
+			cli.wantUsageError(t, what)
 			continue
 		}
 		if !pr.ok {
-			if e := cli.jsonError(); cli.status != 1 || e == nil || e.Code != subjects.CodeBadRequest {
-				t.Errorf("%s: CLI exit %d stdout %.200q; want exit 1 and a bad_request JSON error", what, cli.status, cli.out)
-			}
+			cli.wantBadRequest(t, what)
 			continue
 		}
 		member, tenant := pr.rawJSON()
@@ -275,18 +314,7 @@ func TestDifferentialCLIClientRaw(t *testing.T) {
 			t.Errorf("%s: Go client error %v, raw error %v", what, goErr, rawErr)
 			continue
 		}
-		if raw.errorCode() != raw.Header.Get("Nats-Service-Error-Code") {
-			t.Errorf("%s: raw reply's code %q, header %q", what, raw.errorCode(), raw.Header.Get("Nats-Service-Error-Code"))
-		}
-		seen["search "+raw.errorCode()]++
-		if raw.errorCode() != "" {
-			e := cli.jsonError()
-			switch {
-			case goRep.Error == nil || goRep.Error.Code != raw.errorCode() || goRep.Error.Message != raw.errorMessage():
-				t.Errorf("%s: Go client %+v, raw %s", what, goRep.Error, raw.Data)
-			case cli.status != 1 || e == nil || e.Code != raw.errorCode() || e.Message != raw.errorMessage():
-				t.Errorf("%s: CLI exit %d %s; raw %s", what, cli.status, cli.out, raw.Data)
-			}
+		if isError, _ := catalogErrorsAgree(t, what, "search", seen, raw, goRep.Error, cli); isError {
 			continue
 		}
 		var cliTools []map[string]any
@@ -333,9 +361,7 @@ func TestDifferentialCLIClientRaw(t *testing.T) {
 		what := fmt.Sprintf("inspect #%d %.70q principal %.40q", i, name, pr.flag)
 		cli := runCLI(t, append(append(append([]string{"inspect", "--json"}, natsArgs...), pr.args()...), "--", name)...)
 		if !pr.ok {
-			if e := cli.jsonError(); cli.status != 1 || e == nil || e.Code != subjects.CodeBadRequest {
-				t.Errorf("%s: CLI exit %d stdout %.200q; want exit 1 and a bad_request JSON error", what, cli.status, cli.out)
-			}
+			cli.wantBadRequest(t, what)
 			continue
 		}
 		member, tenant := pr.rawJSON()
@@ -347,18 +373,8 @@ func TestDifferentialCLIClientRaw(t *testing.T) {
 			t.Errorf("%s: Go client error %v, raw error %v", what, goErr, rawErr)
 			continue
 		}
-		if raw.errorCode() != raw.Header.Get("Nats-Service-Error-Code") {
-			t.Errorf("%s: raw reply's code %q, header %q", what, raw.errorCode(), raw.Header.Get("Nats-Service-Error-Code"))
-		}
-		seen["details "+raw.errorCode()]++
-		if raw.errorCode() != "" {
-			e := cli.jsonError()
-			switch {
-			case goRep.Error == nil || goRep.Error.Code != raw.errorCode() || goRep.Error.Message != raw.errorMessage():
-				t.Errorf("%s: Go client %+v, raw %s", what, goRep.Error, raw.Data)
-			case cli.status != 1 || e == nil || e.Code != raw.errorCode() || e.Message != raw.errorMessage():
-				t.Errorf("%s: CLI exit %d %s; raw %s", what, cli.status, cli.out, raw.Data)
-			default:
+		if isError, cliAgrees := catalogErrorsAgree(t, what, "details", seen, raw, goRep.Error, cli); isError {
+			if cliAgrees {
 				// Text: the same code and message (what main prints), safe for a terminal.
 				tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 				out, _, err := runCmd(t, tctx, append(append(append([]string{"inspect"}, natsArgs...), pr.args()...), "--", name)...)
@@ -404,9 +420,7 @@ func TestDifferentialCLIClientRaw(t *testing.T) {
 		id := fmt.Sprintf("diff-%d-%d", diffSeed, i)
 		cli := runCLI(t, append(append(append([]string{"call", "--json", "--id", id + "-cli"}, natsArgs...), pr.args()...), "--", name, arguments)...)
 		if !pr.ok {
-			if e := cli.jsonError(); cli.status != 1 || e == nil || e.Code != subjects.CodeBadRequest {
-				t.Errorf("%s: CLI exit %d stdout %.200q; want exit 1 and a bad_request JSON error", what, cli.status, cli.out)
-			}
+			cli.wantBadRequest(t, what)
 			continue
 		}
 		member, tenant := pr.rawJSON()
@@ -483,15 +497,11 @@ func TestDifferentialCLIClientRaw(t *testing.T) {
 		args := append(append([]string{"servers", "--catalog", "--json", "--limit", strconv.Itoa(limit), "--after", after}, natsArgs...), pr.args()...)
 		cli := runCLI(t, args...)
 		if limit < 0 || limit > indexer.MaxServers {
-			if cli.status != 2 || cli.out != "" {
-				t.Errorf("%s: CLI exit %d stdout %.200q; want a usage error (exit 2, nothing on stdout)", what, cli.status, cli.out)
-			}
+			cli.wantUsageError(t, what)
 			continue
 		}
 		if !pr.ok {
-			if e := cli.jsonError(); cli.status != 1 || e == nil || e.Code != subjects.CodeBadRequest {
-				t.Errorf("%s: CLI exit %d stdout %.200q; want exit 1 and a bad_request JSON error", what, cli.status, cli.out)
-			}
+			cli.wantBadRequest(t, what)
 			continue
 		}
 		member, tenant := pr.rawJSON()
@@ -510,18 +520,7 @@ func TestDifferentialCLIClientRaw(t *testing.T) {
 			t.Errorf("%s: Go client error %v, raw error %v", what, goErr, rawErr)
 			continue
 		}
-		seen["servers "+raw.errorCode()]++
-		if raw.errorCode() != raw.Header.Get("Nats-Service-Error-Code") {
-			t.Errorf("%s: raw reply's code %q, header %q", what, raw.errorCode(), raw.Header.Get("Nats-Service-Error-Code"))
-		}
-		if raw.errorCode() != "" {
-			e := cli.jsonError()
-			switch {
-			case goRep.Error == nil || goRep.Error.Code != raw.errorCode() || goRep.Error.Message != raw.errorMessage():
-				t.Errorf("%s: Go client %+v, raw %s", what, goRep.Error, raw.Data)
-			case cli.status != 1 || e == nil || e.Code != raw.errorCode() || e.Message != raw.errorMessage():
-				t.Errorf("%s: CLI exit %d %s; raw %s", what, cli.status, cli.out, raw.Data)
-			}
+		if isError, _ := catalogErrorsAgree(t, what, "servers", seen, raw, goRep.Error, cli); isError {
 			continue
 		}
 		var cliRows []map[string]any
