@@ -232,6 +232,9 @@ func (c *Catalog) reset() {
 	c.nextOrd = 0
 	c.version++
 	c.serverSet++
+	// Before seq (Stats reads seq first): what the replica took through a sequence of the
+	// stream it dropped the catalog of says nothing of the messages it replays now.
+	c.through.Store(0)
 	c.seq.Store(0)
 	c.noFirst = true
 }
@@ -277,13 +280,20 @@ func (c *Catalog) Stats() Stats {
 		endpoints[name] = EndpointStats{Requests: ec.requests.Load(), Errors: ec.errors.Load(),
 			Seconds: float64(ec.nanos.Load()) / 1e9}
 	}
-	seq, last := c.Seq(), c.streamLast.Load()
+	seq, last, lag := c.position()
 	return Stats{
-		Seq: seq, StreamLast: last, Lag: last - min(max(seq, c.through.Load()), last), Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
+		Seq: seq, StreamLast: last, Lag: lag, Applied: c.applied.Load(), BadEvents: c.badEvents.Load(),
 		Collisions: c.collisions.Load(), BadItems: c.badItems.Load(), Tools: tools, Servers: n,
 		Vectors: vectors, VectorsPending: pending, EmbedErrors: c.embedErrors.Load(), BadVectors: c.badVectors.Load(),
 		Endpoints: endpoints, ValueLogBytes: vlogBytes(c.cfg.Dir), ValueLogRewrites: c.vlogRewrites.Load(),
 	}
+}
+
+// position returns the replica's last applied sequence, the stream's last sequence as last
+// seen, and the lag (see Stats.Lag).
+func (c *Catalog) position() (seq, last, lag uint64) {
+	seq, last = c.Seq(), c.streamLast.Load()
+	return seq, last, last - min(max(seq, c.through.Load()), last)
 }
 
 // Digest hashes the stored catalog (not the position): replicas that applied the same stream

@@ -1,11 +1,13 @@
 package indexer
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
 )
 
 // TestLagWhileStuck: Stats.StreamLast follows the registry stream's end even while the replica
@@ -40,5 +42,55 @@ func TestLagWhileStuck(t *testing.T) {
 	waitSeq(t, r.Catalog, last)
 	if st := r.Stats(); st.StreamLast != st.Seq {
 		t.Fatalf("caught up again: seq %d, stream last %d", st.Seq, st.StreamLast)
+	}
+}
+
+// TestLagAfterStreamRecreated: a replica that took every message of its stream through a
+// sequence (Stats.Lag counts none deleted up to it) and then dropped its catalog, the stream
+// recreated, counts the lag of the new stream's messages from its new position: the old
+// stream's sequence said nothing of the new one's messages. Before, a replica stuck behind
+// them read a lag of 0 up to the old stream's last sequence (an alert on the lag never fired).
+func TestLagAfterStreamRecreated(t *testing.T) {
+	old := originCheckEvery
+	originCheckEvery = 20 * time.Millisecond
+	t.Cleanup(func() { originCheckEvery = old })
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, demoEvents(t)...)
+	r := startReplica(t, env, filepath.Join(t.TempDir(), "r"), nil, nil)
+	waitSeq(t, r.Catalog, seq)
+
+	ctx := context.Background()
+	if err := env.JS.DeleteStream(ctx, subjects.RegistryStream); err != nil {
+		t.Fatal(err)
+	}
+	if err := subjects.EnsureStreams(ctx, env.JS, subjects.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := publish(t, env.JS, status("solo", subjects.StatusReady), snapshot("solo", "", tool("only_tool", "the only tool")))
+	if first >= seq-2 {
+		t.Fatalf("the recreated stream is at %d, want below %d", first, seq-2)
+	}
+	waitFor(t, "the catalog rebuilt from the recreated stream", func() bool {
+		st := r.Stats()
+		return r.Ready() && st.Seq == first && st.Tools == 1
+	})
+
+	r.mu.Lock() // a stuck replica: no message can be applied
+	locked := true
+	defer func() {
+		if locked {
+			r.mu.Unlock()
+		}
+	}()
+	last := publish(t, env.JS, status("other", subjects.StatusReady), snapshot("other", "", tool("new_tool", "a new tool")))
+	waitFor(t, "the stuck replica to see the stream's end", func() bool { return r.streamLast.Load() == last })
+	if s, l, lag := r.position(); s >= last || lag != l-s {
+		t.Errorf("stuck at %d behind %d: lag %d, want %d", s, l, lag, l-s)
+	}
+	r.mu.Unlock()
+	locked = false
+	waitSeq(t, r.Catalog, last)
+	if st := r.Stats(); st.Lag != 0 {
+		t.Errorf("caught up: lag %d (seq %d, stream last %d)", st.Lag, st.Seq, st.StreamLast)
 	}
 }
