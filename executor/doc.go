@@ -6,7 +6,11 @@
 // # Consumes and produces
 //
 //	mcpstream.v1.exec.<tenant>            request/reply, queue group "mcpstream-executor" (front end):
-//	                                      CallRequest → CallResult. Checks the envelope and persists the
+//	                                      CallRequest → CallResult. Checks the envelope (a refusal of it,
+//	                                      bad_request or too_large, is recorded in the audit stream as a
+//	                                      worker records the same request on calls.<tenant>: request,
+//	                                      decision, and with an id the result; see
+//	                                      auditRefusedEnvelope) and persists the
 //	                                      request on the calls stream (Nats-Msg-Id = call:<tenant>:<id>,
 //	                                      Mcpstream-Reply-To = the caller's inbox): the worker answers the
 //	                                      caller directly. A duplicate id gets the earlier answer
@@ -44,6 +48,9 @@
 //	                                      NATS would still refuse stored without them.
 //	                                      Published asynchronously and at least once: an event
 //	                                      not stored is published again until it is (see auditor).
+//	                                      A result event records the answer given: the id's earlier
+//	                                      stored answer when a resend past the de-duplication window
+//	                                      ran again (its message says how that run ended; see finish).
 //	mcpstream.v1.approvals.<tenant>.<id>  request/reply: Approval → ApprovalReply, for calls waiting in
 //	                                      needs_approval (`mcpstream approve|deny ID`).
 //	mcpstream.v1.registry.>               stream MCPSTREAM_REGISTRY, replayed from the start by an

@@ -88,16 +88,21 @@ func (e *Executor) respond(m *nats.Msg, res subjects.CallResult) {
 func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	tenant, err := subjects.TenantOf(m.Subject)
 	if err != nil {
-		return subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused,
-			Error: &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + strings.TrimPrefix(err.Error(), subjects.ErrBadSubject.Error()+": ")}}, nil, false
+		req, _ := decodeCall(m.Data)
+		bad := &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + strings.TrimPrefix(err.Error(), subjects.ErrBadSubject.Error()+": ")}
+		e.auditRefusedEnvelope(m, "", req, bad)
+		return subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused, Error: bad}, nil, false
 	}
 	if len(m.Data) > subjects.MaxCallBytes {
 		req, _ := decodeCall(m.Data)
-		return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeTooLarge,
-			Message: fmt.Sprintf("call request is %d bytes; the limit is %d", len(m.Data), subjects.MaxCallBytes)}), nil, false
+		res := refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeTooLarge,
+			Message: fmt.Sprintf("call request is %d bytes; the limit is %d", len(m.Data), subjects.MaxCallBytes)})
+		e.auditRefusedEnvelope(m, tenant, req, res.Error)
+		return res, nil, false
 	}
 	req, bad := decodeCall(m.Data)
 	if bad != nil {
+		e.auditRefusedEnvelope(m, tenant, req, bad)
 		return refusal(tenant, req, subjects.CallRefused, bad), nil, false
 	}
 
@@ -328,5 +333,31 @@ func (c *tenantCounts) give(tenant string) {
 	defer c.mu.Unlock()
 	if c.n[tenant]--; c.n[tenant] <= 0 {
 		delete(c.n, tenant)
+	}
+}
+
+// auditRefusedEnvelope records a request the front end refuses for its envelope (no valid tenant
+// token, too large, not a valid CallRequest) as a worker records the same request published on
+// the calls stream (see process): the request (its whole message as arguments, capped and
+// redacted), the decision with its code, and, when it names an id, the result (the refusal
+// sent to the caller, never stored: nothing was). Without a valid tenant token the events go
+// under the token no tenant has (subjects.AuditNoTenant). Every request is an audit event,
+// whichever way it came.
+func (e *Executor) auditRefusedEnvelope(m *nats.Msg, tenant string, req subjects.CallRequest, bad *subjects.Error) {
+	c := &call{tenant: tenant, req: req}
+	args, n, trunc := e.audit.payload(m.Data)
+	msg := e.audit.redact.StringCut(bad.Message, "…")
+	reqEv := c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc})
+	decEv := c.audit(subjects.AuditEvent{Decision: bad.Code, Code: bad.Code, Message: msg})
+	if tenant == "" {
+		reqEv.Message = msg
+		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditRequest), subjects.AuditRequest, reqEv)
+		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditDecision), subjects.AuditDecision, decEv)
+		return
+	}
+	e.audit.emit(subjects.AuditRequest, reqEv)
+	e.audit.emit(subjects.AuditDecision, decEv)
+	if req.ID != "" {
+		e.audit.emit(subjects.AuditResult, c.audit(subjects.AuditEvent{Decision: subjects.CallRefused, Code: bad.Code, Message: msg}))
 	}
 }

@@ -777,8 +777,29 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 			e.stats.toolErrors.Add(1)
 		}
 	}
-	if err := e.answerFor(ctx, c.seq, res, c.replyTo, count); err != nil {
+	given, err := e.answerGiven(ctx, c.seq, res, c.replyTo, count)
+	if err != nil {
 		return fmt.Errorf("%w: %w", errRetry, err)
+	}
+	if given != nil {
+		// The call id's answer stored before is the one given (a resend past the calls
+		// stream's de-duplication window that ran again: a read-only or idempotent tool): the
+		// result event records that answer, as the caller got it, and says how this run ended.
+		own := res.Status
+		if res.Error != nil {
+			own += " " + res.Error.Code
+		}
+		ev := subjects.AuditEvent{Decision: given.Status, IsError: isToolError(given.Result),
+			Message: "answered with the call id's earlier answer (duplicate); this request's own run ended " + own}
+		if given.Error != nil {
+			ev.Code = given.Error.Code
+			ev.Message = given.Error.Message + " (" + ev.Message + ")"
+		}
+		if len(given.Result) > 0 {
+			ev.Result, ev.ResBytes, ev.Truncated = e.audit.resultPayload(given.Result)
+		}
+		e.audit.emit(subjects.AuditResult, c.audit(ev))
+		return nil
 	}
 	ev := subjects.AuditEvent{Decision: res.Status, IsError: toolError}
 	if res.Error != nil {
@@ -1518,26 +1539,35 @@ func (e *Executor) answer(ctx context.Context, res subjects.CallResult, replyTo 
 
 // answerFor is answer by the request at calls stream sequence seq (0: unknown).
 func (e *Executor) answerFor(ctx context.Context, seq uint64, res subjects.CallResult, replyTo string, stored func()) error {
+	_, err := e.answerGiven(ctx, seq, res, replyTo, stored)
+	return err
+}
+
+// answerGiven is answerFor, and returns the answer of the call id stored before, when that one
+// (not res) is the answer given (nil otherwise).
+func (e *Executor) answerGiven(ctx context.Context, seq uint64, res subjects.CallResult, replyTo string, stored func()) (*subjects.CallResult, error) {
 	data, err := encodeResult(res)
 	if err != nil {
-		return fmt.Errorf("encode result: %w", err)
+		return nil, fmt.Errorf("encode result: %w", err)
 	}
 	earlier, err := e.storeResult(ctx, seq, res, data)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var given *subjects.CallResult
 	switch {
 	case earlier != nil && !res.Duplicate && !bytes.Equal(earlier, data): // (a Duplicate is the stored answer already)
 		// An answer of this call id was stored before (the results stream refused this one):
 		// that one is the call's answer, and the one the caller gets.
 		var prev subjects.CallResult
 		if err := json.Unmarshal(earlier, &prev); err != nil {
-			return fmt.Errorf("decode the stored answer: %w", err)
+			return nil, fmt.Errorf("decode the stored answer: %w", err)
 		}
 		prev.Duplicate = true
 		if data, err = encodeResult(prev); err != nil {
-			return fmt.Errorf("encode result: %w", err)
+			return nil, fmt.Errorf("encode result: %w", err)
 		}
+		given = &prev
 	case stored != nil:
 		stored() // stored now, or by an attempt of this very answer whose PubAck was lost
 	}
@@ -1547,7 +1577,7 @@ func (e *Executor) answerFor(ctx context.Context, seq uint64, res subjects.CallR
 		}
 		yieldToReply()
 	}
-	return nil
+	return given, nil
 }
 
 // yieldToReply lets the goroutines that carry an answer just published to its caller run
