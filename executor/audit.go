@@ -136,7 +136,8 @@ func (r redactor) JSON(raw []byte, max int) (out json.RawMessage, truncated bool
 // escapes. A payload within max that may hold something to redact is decoded, walked and
 // encoded again, as is one that is not UTF-8 (encoding/json takes invalid bytes in strings, and
 // they would reach the audit stream as they came; encoded again, they are U+FFFD). Text that is
-// not JSON is redacted as text (redactText).
+// not a JSON document is redacted as JSON as far as it is (redactPrefix: its start, truncated),
+// and as text (redactText) when it is not JSON from its start.
 func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, truncated bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, false
@@ -164,7 +165,15 @@ func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, tr
 			}
 		}
 		if text == nil {
-			text = r.redactText(raw)
+			// Not a JSON document: redacted as one as far as it is one (redactPrefix; the
+			// text's key/value pattern misses a sensitive key's array value, or one that is
+			// not JSON), the rest left out; as text only when it is not JSON from its start.
+			var ok bool
+			if text, ok = r.redactPrefix(raw, max); ok {
+				truncated = true
+			} else {
+				text = r.redactText(raw)
+			}
 		}
 	}
 	if len(text) > max {
@@ -313,18 +322,42 @@ func (r redactor) redactText(raw []byte) []byte {
 	return []byte(r.Text(redactKeysText(string(raw))))
 }
 
-// keyValueRe matches "key": value pairs in JSON text, the value possibly cut at the end.
-var keyValueRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"(\s*:\s*)("(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*$|[-+0-9.eE]+|true|false|null)`)
+// keyColonRe matches a "key": in JSON text; valueRe a value after it that redactKeysText
+// replaces whole: a string (possibly cut at the end), or a number or literal that ends where
+// the text or a JSON delimiter does.
+var (
+	keyColonRe = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"(\s*:\s*)`)
+	valueRe    = regexp.MustCompile(`^(?:"(?:[^"\\]|\\.)*"|"(?:[^"\\]|\\.)*$|(?:[-+0-9.eE]+|true|false|null)(?:$|[\s,}\]]))`)
+)
 
-// redactKeysText replaces the values of sensitive keys in (possibly cut) JSON text.
+// redactKeysText replaces the values of sensitive keys in (possibly cut) JSON text. An object
+// is walked (as Walk walks one); any other value it cannot take whole (an array, text that is
+// not JSON) is where the text is cut: none of what follows is kept.
 func redactKeysText(text string) string {
-	return keyValueRe.ReplaceAllStringFunc(text, func(m string) string {
-		sub := keyValueRe.FindStringSubmatch(m)
-		if !sensitiveKey(sub[1]) {
-			return m
+	var b strings.Builder
+	for {
+		loc := keyColonRe.FindStringSubmatchIndex(text)
+		if loc == nil {
+			b.WriteString(text)
+			return b.String()
 		}
-		return `"` + sub[1] + `"` + sub[2] + `"` + redact.Placeholder + `"`
-	})
+		rest := text[loc[1]:]
+		if !sensitiveKey(text[loc[2]:loc[3]]) || strings.HasPrefix(rest, "{") {
+			b.WriteString(text[:loc[1]])
+			text = rest
+			continue
+		}
+		b.WriteString(text[:loc[1]])
+		b.WriteString(`"` + redact.Placeholder + `"`)
+		v := valueRe.FindString(rest)
+		if v == "" {
+			return b.String()
+		}
+		if last := v[len(v)-1]; v[0] != '"' && (last == ',' || last == '}' || last == ']' || last == ' ' || last == '\t' || last == '\n' || last == '\r') {
+			v = v[:len(v)-1] // (the delimiter after a number or literal is kept)
+		}
+		text = rest[len(v):]
+	}
 }
 
 func truncateBytes(s string, n int) string {

@@ -7,7 +7,8 @@
 //
 //	mcpstream.v1.exec.<tenant>            request/reply, queue group "mcpstream-executor" (front end):
 //	                                      CallRequest → CallResult. Checks the envelope (a refusal of it,
-//	                                      bad_request or too_large, is recorded in the audit stream as a
+//	                                      bad_request or too_large, or of the calls stream's, too_large
+//	                                      or unavailable, is recorded in the audit stream as a
 //	                                      worker records the same request on calls.<tenant>: request,
 //	                                      decision, and with an id the result; see
 //	                                      auditRefusedEnvelope) and persists the

@@ -133,7 +133,11 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	own := err == nil && ack.Duplicate && unknown
 	if err != nil {
 		if code := notPersistedCode(err); code == subjects.CodeTooLarge || publishRefused(err) {
-			return refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: notPersistedMessage(err)}), nil, false
+			// Refused, nothing stored (over the stream's size with its headers, the stream
+			// full): no worker records it, the front end does.
+			res := refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: notPersistedMessage(err)})
+			e.auditRefusedEnvelope(m, tenant, req, res.Error)
+			return res, nil, false
 		}
 		// Never acknowledged: it may be stored and run all the same, so it is not refused.
 		return refusal(tenant, req, subjects.CallFailed, &subjects.Error{Code: subjects.CodeTimeout,
@@ -337,7 +341,8 @@ func (c *tenantCounts) give(tenant string) {
 }
 
 // auditRefusedEnvelope records a request the front end refuses for its envelope (no valid tenant
-// token, too large, not a valid CallRequest) as a worker records the same request published on
+// token, too large, not a valid CallRequest), or that the calls stream refused to store (too
+// large with its headers, the stream full), as a worker records the same request published on
 // the calls stream (see process): the request (its whole message as arguments, capped and
 // redacted), the decision with its code, and, when it names an id, the result (the refusal
 // sent to the caller, never stored: nothing was). Without a valid tenant token the events go
