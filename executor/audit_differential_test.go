@@ -59,14 +59,7 @@ func (c *auditCase) frontEndRefused() bool {
 // MCPSTREAM_TEST_AUDIT_SEEDS=N runs N seeds (default 2) from MCPSTREAM_TEST_AUDIT_SEED0 (1);
 // MCPSTREAM_TEST_AUDIT_TRAILS=1 logs each call's trail.
 func TestAuditDifferential(t *testing.T) {
-	seeds := 2
-	if v, err := strconv.Atoi(os.Getenv("MCPSTREAM_TEST_AUDIT_SEEDS")); err == nil && v > 0 {
-		seeds = v
-	}
-	first := uint64(1)
-	if v, err := strconv.ParseUint(os.Getenv("MCPSTREAM_TEST_AUDIT_SEED0"), 10, 64); err == nil {
-		first = v
-	}
+	first, seeds := envSeeds("MCPSTREAM_TEST_AUDIT", 2)
 	pol, err := policy.New(&policy.Config{
 		Principals: map[string]policy.PrincipalConfig{
 			"local": {Tenant: "local", Roles: []string{"admin"}},

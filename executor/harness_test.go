@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -303,6 +304,19 @@ func startRig(t testing.TB, o rigOptions) *rig {
 }
 
 var firstTool = map[string]string{"ticketing": "createIssue", "logging": "getLogs", "kb": "search_knowledge_base"}
+
+// envSeeds is the seeds a seeded test runs: PREFIX_SEEDS=N of them (def when unset) from
+// PREFIX_SEED0 (1 when unset).
+func envSeeds(prefix string, def int) (first uint64, n int) {
+	first, n = 1, def
+	if v, err := strconv.Atoi(os.Getenv(prefix + "_SEEDS")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.ParseUint(os.Getenv(prefix+"_SEED0"), 10, 64); err == nil {
+		first = v
+	}
+	return first, n
+}
 
 // startExecutor runs another executor process on nc (stopped at cleanup).
 func (r *rig) startExecutor(cfg Config, nc *nats.Conn) *Executor {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -137,14 +136,7 @@ type seedResult struct {
 // invalid_arguments, takes no count). Then, quiet, a call retried after its retryAfterMs runs.
 // MCPSTREAM_TEST_LIMIT_SEEDS=N runs N seeds (default 3).
 func TestLimitsSeeded(t *testing.T) {
-	seeds := 3
-	if v, err := strconv.Atoi(os.Getenv("MCPSTREAM_TEST_LIMIT_SEEDS")); err == nil && v > 0 {
-		seeds = v
-	}
-	first := uint64(1)
-	if v, err := strconv.ParseUint(os.Getenv("MCPSTREAM_TEST_LIMIT_SEED0"), 10, 64); err == nil {
-		first = v
-	}
+	first, seeds := envSeeds("MCPSTREAM_TEST_LIMIT", 3)
 	r := startRig(t, rigOptions{servers: []string{"fixture", "kb", "logging"}, noExecutor: true})
 	for seed := first; seed < first+uint64(seeds); seed++ {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) { runLimitsSeed(t, r, seed) })

@@ -14,13 +14,7 @@ import (
 // applies nothing (here: its catalog lock held, as by a stuck write), so StreamLast − Seq, the
 // lag the metrics export, grows; it falls back to 0 once the replica catches up.
 func TestLagWhileStuck(t *testing.T) {
-	old := originCheckEvery
-	originCheckEvery = 20 * time.Millisecond
-	t.Cleanup(func() { originCheckEvery = old })
-	env := natstest.Start(t)
-	seq := publish(t, env.JS, demoEvents(t)...)
-	r := startReplica(t, env, filepath.Join(t.TempDir(), "r"), nil, nil)
-	waitSeq(t, r.Catalog, seq)
+	env, r, seq := caughtUpReplica(t)
 	if st := r.Stats(); st.StreamLast != seq || st.Seq != seq {
 		t.Fatalf("caught up: seq %d, stream last %d; want both %d", st.Seq, st.StreamLast, seq)
 	}
@@ -51,13 +45,7 @@ func TestLagWhileStuck(t *testing.T) {
 // stream's sequence said nothing of the new one's messages. Before, a replica stuck behind
 // them read a lag of 0 up to the old stream's last sequence (an alert on the lag never fired).
 func TestLagAfterStreamRecreated(t *testing.T) {
-	old := originCheckEvery
-	originCheckEvery = 20 * time.Millisecond
-	t.Cleanup(func() { originCheckEvery = old })
-	env := natstest.Start(t)
-	seq := publish(t, env.JS, demoEvents(t)...)
-	r := startReplica(t, env, filepath.Join(t.TempDir(), "r"), nil, nil)
-	waitSeq(t, r.Catalog, seq)
+	env, r, seq := caughtUpReplica(t)
 
 	ctx := context.Background()
 	if err := env.JS.DeleteStream(ctx, subjects.RegistryStream); err != nil {
@@ -93,4 +81,18 @@ func TestLagAfterStreamRecreated(t *testing.T) {
 	if st := r.Stats(); st.Lag != 0 {
 		t.Errorf("caught up: lag %d (seq %d, stream last %d)", st.Lag, st.Seq, st.StreamLast)
 	}
+}
+
+// caughtUpReplica starts a replica, on disk, that has applied the demo events, and that reads
+// the stream's info every 20 ms (originCheckEvery); seq is the last event's sequence.
+func caughtUpReplica(t *testing.T) (*natstest.Env, *replica, uint64) {
+	t.Helper()
+	old := originCheckEvery
+	originCheckEvery = 20 * time.Millisecond
+	t.Cleanup(func() { originCheckEvery = old })
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, demoEvents(t)...)
+	r := startReplica(t, env, filepath.Join(t.TempDir(), "r"), nil, nil)
+	waitSeq(t, r.Catalog, seq)
+	return env, r, seq
 }
