@@ -34,6 +34,22 @@ type seedDispatcher struct {
 	quiet    bool                 // every call is sent
 }
 
+// expect records that call id, sent next, counts under keys.
+func (d *seedDispatcher) expect(id string, keys []string) {
+	d.mu.Lock()
+	d.keys[id] = keys
+	d.mu.Unlock()
+}
+
+// limitKeys are the keys (scope + "\x00" + key) a call of t by tenant counts under.
+func limitKeys(limits Limits, tenant string, t *tool) []string {
+	var keys []string
+	for _, s := range limits.limitsFor(tenant, t) {
+		keys = append(keys, s.scope+"\x00"+s.key)
+	}
+	return keys
+}
+
 func (d *seedDispatcher) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
 	d.mu.Lock()
 	keys, ok := d.keys[req.CallID]
@@ -241,13 +257,7 @@ func runLimitsSeed(t *testing.T, r *rig, seed uint64) {
 					args = `{}`
 				}
 				id := NewCallID()
-				var keys []string
-				for _, s := range limits.limitsFor(tenant, lookup(tl.public)) {
-					keys = append(keys, s.scope+"\x00"+s.key)
-				}
-				d.mu.Lock()
-				d.keys[id] = keys
-				d.mu.Unlock()
+				d.expect(id, limitKeys(limits, tenant, lookup(tl.public)))
 				sr := seedResult{id: id, tenant: tenant, tool: tl.public, sent: time.Now(), invalid: invalid}
 				cctx, ccancel := context.WithTimeout(context.Background(), waitLimit)
 				if tl.public == "fixture__wipe" {
@@ -400,13 +410,8 @@ func runLimitsSeed(t *testing.T, r *rig, seed uint64) {
 		tl := seedTools[rng.IntN(len(seedTools)-1)] // (not fixture__wipe, the last: no approver now)
 		for range 8 {
 			id := NewCallID()
-			var keys []string
-			for _, s := range limits.limitsFor(tenant, lookup(tl.public)) {
-				keys = append(keys, s.scope+"\x00"+s.key)
-			}
-			d.mu.Lock()
-			d.keys[id] = keys
-			d.mu.Unlock()
+			keys := limitKeys(limits, tenant, lookup(tl.public))
+			d.expect(id, keys)
 			res := r.call(tenant, tl.public, tl.args, func(req *subjects.CallRequest) { req.ID = id })
 			if res.Status == subjects.CallOK {
 				continue
@@ -416,9 +421,7 @@ func runLimitsSeed(t *testing.T, r *rig, seed uint64) {
 			}
 			time.Sleep(time.Duration(res.Error.RetryAfterMs) * time.Millisecond)
 			id = NewCallID()
-			d.mu.Lock()
-			d.keys[id] = keys
-			d.mu.Unlock()
+			d.expect(id, keys)
 			again := r.call(tenant, tl.public, tl.args, func(req *subjects.CallRequest) { req.ID = id })
 			if again.Status != subjects.CallOK {
 				for i, x := range exs {

@@ -694,6 +694,20 @@ func stdioChild(t *testing.T, s *lcServer) int {
 	return pid
 }
 
+// killChild SIGKILLs s's stdio demo server (op i), runs meanwhile (nil: nothing) right after
+// the kill, and waits for the status that says the connection was lost.
+func (r *lcRig) killChild(t *testing.T, s *lcServer, i int, meanwhile func()) {
+	t.Helper()
+	pid := stdioChild(t, s)
+	r.logf("SIGKILL %s (pid %d)", s.name, pid)
+	seq := r.lastSeq()
+	syscall.Kill(pid, syscall.SIGKILL)
+	if meanwhile != nil {
+		meanwhile()
+	}
+	r.awaitStatus(s.name, seq, fmt.Sprintf("op %d: kill %s", i, s.name), lost)
+}
+
 // runLifecycle applies ops random operations of seed.
 func runLifecycle(t *testing.T, seed uint64, ops int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -713,11 +727,7 @@ func runLifecycle(t *testing.T, seed uint64, ops int) {
 			if s.dropped {
 				continue // no process runs it
 			}
-			pid := stdioChild(t, s)
-			r.logf("SIGKILL %s (pid %d)", s.name, pid)
-			seq := r.lastSeq()
-			syscall.Kill(pid, syscall.SIGKILL)
-			r.awaitStatus(s.name, seq, fmt.Sprintf("op %d: kill %s", i, s.name), lost)
+			r.killChild(t, s, i, nil)
 			r.settle(fmt.Sprintf("op %d: kill %s", i, s.name), r.allReady())
 		case 1: // the HTTP server away, then back
 			closeConns := rng.IntN(2) == 0
@@ -801,12 +811,7 @@ func runLifecycle(t *testing.T, seed uint64, ops int) {
 			if s.dropped {
 				continue // no process runs it
 			}
-			pid := stdioChild(t, s)
-			r.logf("SIGKILL %s (pid %d)", s.name, pid)
-			seq := r.lastSeq()
-			syscall.Kill(pid, syscall.SIGKILL)
-			r.randomTools(rng, s)
-			r.awaitStatus(s.name, seq, fmt.Sprintf("op %d: kill %s", i, s.name), lost)
+			r.killChild(t, s, i, func() { r.randomTools(rng, s) })
 			r.settle(fmt.Sprintf("op %d: kill %s, tools changed", i, s.name), r.allReady())
 		case 12: // registrysync killed outright, started again at once
 			r.stopRS(true)
