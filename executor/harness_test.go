@@ -191,6 +191,8 @@ type rigOptions struct {
 	// extra are more connectors, configured as given (real npm servers, say): the rig does
 	// not wait for their tools.
 	extra []registrysync.ServerConfig
+	// heartbeatEvery is the connectors' HeartbeatEvery (0: registrysync's default).
+	heartbeatEvery time.Duration
 }
 
 // rig is one test's system: embedded JetStream, a real registrysync manager with the servers as
@@ -264,7 +266,7 @@ func startRig(t testing.TB, o rigOptions) *rig {
 	}
 	r.mgr = registrysync.New(env.JS, env.NC, registrysync.Config{
 		Servers: scs, Debounce: 5 * time.Millisecond, BackoffInitial: bi, BackoffMax: max(bi, 400*time.Millisecond),
-		ResyncEvery: -1, PingEvery: -1, DrainTimeout: 2 * time.Second,
+		ResyncEvery: -1, PingEvery: -1, DrainTimeout: 2 * time.Second, HeartbeatEvery: o.heartbeatEvery,
 	}, testLogger(t).With().Str("role", "registrysync").Logger())
 	mctx, mcancel := context.WithCancel(context.Background())
 	mdone := make(chan error, 1)

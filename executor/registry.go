@@ -65,6 +65,9 @@ type registry struct {
 	// stale, the view says removed) while the view remembers them: see forget.
 	tools   map[string]*tool
 	applied atomic.Uint64 // last registry stream sequence applied
+	// first is the sequence of the first message applied that is not a confirmation (0: none
+	// yet): see originLost.
+	first atomic.Uint64
 	// streamLast is the registry stream's last sequence as last seen (from each message taken,
 	// and the stream's info every registryInfoEvery): streamLast − max(applied, through) is
 	// the lag.
@@ -447,16 +450,59 @@ func isTrue(v json.RawMessage) bool {
 
 // follow consumes the registry stream from its start with an ordered consumer until ctx ends.
 // ready is closed once the replay reached the stream's end as it was when follow started.
+//
+// A stream purged whole, or deleted and created again, while the executor follows it (the
+// ordered consumer just goes on, from its position: in a new stream, past the events stored
+// first) is noticed at the next read of its info (registryInfoEvery): the executor then drops
+// what it knows and replays the stream from its start, as a catalog replica does, so that it
+// holds what a new executor would: the lists registrysync publishes again, and not the tools
+// of servers nobody publishes any more.
 func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready chan<- struct{}) error {
 	stream, err := js.Stream(ctx, subjects.RegistryStream)
 	if err != nil {
 		return fmt.Errorf("registry stream: %w", err)
 	}
-	state := stream.CachedInfo().State
-	last := state.LastSeq
-	r.sawLast(last)
 	var once sync.Once
 	markReady := func() { once.Do(func() { close(ready) }) }
+	info := stream.CachedInfo()
+	for replays := 0; ; replays++ {
+		lost, why, err := r.replay(ctx, stream, info, markReady)
+		switch {
+		case err != nil && replays == 0:
+			return err
+		case err != nil:
+			// Once ready (the first replay's errors end Run): the stream deleted again, NATS
+			// away. Tried again once the stream's info is read.
+			r.log.Warn().Err(err).Msg("cannot replay the registry stream again; retrying")
+			for {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(registryInfoEvery):
+				}
+				if info, err = stream.Info(ctx); err == nil {
+					break
+				}
+			}
+			r.reset(info.State.LastSeq)
+			continue
+		case lost == nil:
+			return nil
+		}
+		r.log.Warn().Str("why", why).Uint64("seq", r.applied.Load()).Uint64("stream_first", lost.State.FirstSeq).
+			Uint64("stream_last", lost.State.LastSeq).Msg("dropping the registry view to replay the stream from its start")
+		r.reset(lost.State.LastSeq)
+		info = lost
+	}
+}
+
+// replay consumes the registry stream, which info describes, from its start until ctx ends
+// (it returns nil) or the stream no longer holds what the executor applied (it returns the
+// stream's info and why: see originLost).
+func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *jetstream.StreamInfo, markReady func()) (*jetstream.StreamInfo, string, error) {
+	state, created := info.State, info.Created
+	last := state.LastSeq
+	r.sawLast(last)
 	if last == 0 || state.Msgs == 0 {
 		// Nothing to replay. (A stream purged, or whose every event had a TTL that ran out,
 		// holds no message at its last sequence: none will come to say the replay reached it.)
@@ -467,14 +513,30 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
-		return fmt.Errorf("registry consumer: %w", err)
+		return nil, "", fmt.Errorf("registry consumer: %w", err)
 	}
+	// stopped: the replay is over; a message its consumer hands over after is not applied.
+	var applyMu sync.Mutex
+	stopped := false
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
 			return
 		}
+		applyMu.Lock()
+		defer applyMu.Unlock()
+		if stopped {
+			return
+		}
 		r.sawLast(md.Sequence.Stream + md.NumPending)
+		if r.first.Load() == 0 {
+			// The origin: the first message that is not a confirmation, which registrysync
+			// stores with a per-message TTL (the stream's first sequence moves past those
+			// without a purge).
+			if sub, err := subjects.ParseRegistry(m.Subject()); err != nil || sub.Event != subjects.EventConfirmed {
+				r.first.Store(md.Sequence.Stream)
+			}
+		}
 		r.apply(m.Subject(), m.Data(), md.Sequence.Stream)
 		if md.NumPending == 0 {
 			noteMax(&r.through, last) // what it did not apply up to last was deleted
@@ -488,30 +550,78 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 		}
 	}))
 	if err != nil {
-		return fmt.Errorf("registry consume: %w", err)
+		return nil, "", fmt.Errorf("registry consume: %w", err)
+	}
+	stop := func() {
+		applyMu.Lock()
+		stopped = true
+		applyMu.Unlock()
+		cc.Stop()
 	}
 	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
 		noteMax(&r.through, last) // nothing held after the executor's position
 	}
 	// The stream's end, read now and then: a consumer that stalls takes no message that would
-	// say how far behind it is.
+	// say how far behind it is; and whether the stream still holds what was applied.
 	t := time.NewTicker(registryInfoEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			cc.Stop()
-			return nil
+			stop()
+			return nil, "", nil
 		case <-t.C:
-			if info, err := stream.Info(ctx); err == nil {
-				r.sawLast(info.State.LastSeq)
+			info, err := stream.Info(ctx)
+			if err != nil {
+				continue
+			}
+			r.sawLast(info.State.LastSeq)
+			if why := r.originLost(info, created); why != "" {
+				stop()
+				return info, why, nil
 			}
 		}
 	}
 }
 
-// registryInfoEvery is how often a following executor reads the registry stream's info.
-const registryInfoEvery = 5 * time.Second
+// originLost says why the events the executor applied, from the stream created at created, are
+// not those the stream info describes holds ("": they are): the stream was created again, or
+// purged (the first event applied that is not a confirmation is gone: the stream keeps every
+// other event for good).
+func (r *registry) originLost(info *jetstream.StreamInfo, created time.Time) string {
+	first, applied := r.first.Load(), r.applied.Load()
+	switch {
+	case !info.Created.Equal(created):
+		return "the registry stream was created again"
+	case applied > info.State.LastSeq:
+		return "the executor is ahead of the registry stream"
+	case first > 0 && first < info.State.FirstSeq:
+		return "the registry stream no longer holds the events the executor applied (purged)"
+	}
+	return ""
+}
+
+// reset forgets every event applied (see follow); last is the stream's last sequence.
+func (r *registry) reset(last uint64) {
+	r.mu.Lock()
+	for server, names := range r.listed {
+		r.unindex(server, names, nil)
+	}
+	clear(r.tools)
+	clear(r.listed)
+	clear(r.gone)
+	clear(r.sorted)
+	r.view.Reset()
+	r.first.Store(0)
+	r.applied.Store(0)
+	r.through.Store(0)
+	r.streamLast.Store(last)
+	r.mu.Unlock()
+}
+
+// registryInfoEvery is how often a following executor reads the registry stream's info (a
+// variable: tests shorten it).
+var registryInfoEvery = 5 * time.Second
 
 // sawLast raises streamLast to n when n is larger.
 func (r *registry) sawLast(n uint64) { noteMax(&r.streamLast, n) }

@@ -73,6 +73,11 @@ type connector struct {
 		ok           bool
 	}
 	attempted bool // first connection attempt finished
+	// statusSeq is the stream sequence of the last status this connector stored (0: none
+	// since it started, or since restore).
+	statusSeq uint64
+	// restoring: a restore runs (see Manager.checkStream).
+	restoring atomic.Bool
 	loaded    bool // kstate read from the stream
 	kstate    map[subjects.Kind]kindState
 	changed   map[subjects.Kind]bool          // notified, ListChanged not yet published

@@ -173,6 +173,19 @@
 // or when it answered a probe too slowly), and after a removal it publishes the server's lists
 // again too.
 //
+// At every heartbeat period a running Manager also reads the registry stream's info (one
+// request, whatever its number of servers): when the stream no longer holds what a connector
+// stored or found there (its last status, the snapshot of a kind: purged whole with `nats
+// stream purge`, or up to past them), or was deleted and created again (its creation time
+// changed), the connector forgets what it knew of the stream and publishes again its current
+// status and, at its next re-list (at once when connected, else when it connects), every list,
+// as at start: catalog replicas rebuild from the stream, and they, and executors started since,
+// would otherwise know none of its tools until a list changed or the process restarted. JetStream
+// keeps the Nats-Msg-Id of a purged message until its de-duplication window ends (a stream
+// created again starts with none): a snapshot answered as a duplicate of a message the stream
+// no longer holds is published again under <id>@<the duplicate's sequence>, an id of its own
+// (passing over those that copies stored after earlier purges took, a few at most).
+//
 // Whether another process runs a server (before connector_stopped, and before Remove retracts a
 // server this Manager does not run) is asked on its relist subject with a kind no server lists:
 // a registrysync answers at once (bad_request) without listing; only an answer within a second

@@ -21,6 +21,8 @@ import (
 // published again too). Such a status is seen live on the status subjects, or, when it was
 // stored while this process was cut off, or dropped by the NATS client (a burst of statuses
 // past the subscription's pending limits), on the stream after the reconnection or the drop.
+// At every period it also checks that the registry stream still holds what the connectors
+// stored (checkStream).
 func (m *Manager) heartbeats(ctx context.Context) {
 	every := m.cfg.HeartbeatEvery
 	if every <= 0 || m.nc == nil {
@@ -61,6 +63,8 @@ func (m *Manager) heartbeats(ctx context.Context) {
 			}
 		}
 	})
+	var restores sync.WaitGroup // (see checkStream)
+	defer restores.Wait()
 	reconnects := m.nc.Stats().Reconnects
 	var dropped int // statuses the NATS client dropped from sub (a slow consumer)
 	tick := time.NewTicker(every)
@@ -90,6 +94,7 @@ func (m *Manager) heartbeats(ctx context.Context) {
 				reconnects = r
 				m.reclaimDeclared(ctx)
 			}
+			m.checkStream(ctx, &restores)
 		}
 	}
 }

@@ -83,6 +83,9 @@ type Manager struct {
 
 	streamMu sync.Mutex
 	stream   jetstream.Stream
+	// streamCreated is the creation time of the registry stream the connectors wrote to, as
+	// last read (see checkStream). Guarded by streamMu.
+	streamCreated time.Time
 
 	calls    chan struct{} // semaphore of NATS dispatches in flight
 	reads    chan struct{} // semaphore of registry stream reads in flight (maxStreamReads)

@@ -94,7 +94,7 @@ func (m *Manager) registryStream(ctx context.Context) (jetstream.Stream, error) 
 	if err != nil {
 		return nil, fmt.Errorf("registry stream: %w", err)
 	}
-	m.stream = st
+	m.stream, m.streamCreated = st, st.CachedInfo().Created
 	return st, nil
 }
 
@@ -300,9 +300,13 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	if err != nil {
 		return publishResult{}, err
 	}
-	if ack.Duplicate {
+	for tries := 1; ack.Duplicate; tries++ {
 		// Stored before within the de-duplication window. If it is still the current snapshot
-		// there is nothing to do; otherwise another list came in between: store it again.
+		// there is nothing to do; otherwise another list came in between, or the stream no
+		// longer holds it (purged: JetStream keeps the ids of purged messages until the window
+		// ends): store it again, under an id that follows the last one stored (the sequence the
+		// duplicate was stored at). Each try follows a later one, so ids taken by copies stored
+		// after earlier purges are passed over, a few at most (one per purge in the window).
 		last, err := c.m.lastMsg(pctx, subject)
 		if err != nil {
 			return publishResult{}, fmt.Errorf("read last snapshot: %w", err)
@@ -312,11 +316,15 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 			c.recordSnapshot(l, fp, last.Sequence, head.ListedAt)
 			return publishResult{fp: fp, seq: last.Sequence}, nil
 		}
-		after := st.changedSeq
+		after := max(st.changedSeq, ack.Sequence)
 		if last != nil && last.Sequence > after {
 			after = last.Sequence
 		}
-		id = subjects.EncodeToken(c.sc.Name) + "/" + string(l.Kind) + "/" + fp + "@" + strconv.FormatUint(after, 10)
+		next := subjects.EncodeToken(c.sc.Name) + "/" + string(l.Kind) + "/" + fp + "@" + strconv.FormatUint(after, 10)
+		if next == id || tries > maxDuplicateTries {
+			return publishResult{}, fmt.Errorf("publish %s: answered as a duplicate of sequence %d, which the stream no longer holds (id %s)", subject, ack.Sequence, id)
+		}
+		id = next
 		ack, err = c.m.publish(pctx, subject, subjects.EventSnapshot, id, data)
 		if err != nil {
 			return publishResult{}, err
@@ -325,6 +333,10 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	c.recordSnapshot(l, fp, ack.Sequence, snap.ListedAt)
 	return publishResult{fp: fp, seq: ack.Sequence, published: !ack.Duplicate}, nil
 }
+
+// maxDuplicateTries bounds the ids one snapshot publish tries after the first is answered as a
+// duplicate (see publishSnapshot).
+const maxDuplicateTries = 8
 
 // streamFingerprint is the fingerprint of the stream's last snapshot of kind ("" if none): that
 // fp, that of the snapshot at seq, without decoding it when it is still the last.
@@ -602,6 +614,12 @@ func (c *connector) publishStatus(ctx context.Context, st subjects.Status, opts 
 	}
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
-	_, err = c.m.publish(pctx, subjects.RegistryStatus(c.sc.Name), subjects.EventStatus, "", data, opts...)
-	return err
+	ack, err := c.m.publish(pctx, subjects.RegistryStatus(c.sc.Name), subjects.EventStatus, "", data, opts...)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.statusSeq = ack.Sequence
+	c.mu.Unlock()
+	return nil
 }

@@ -95,6 +95,14 @@ func New(now func() time.Time) *View {
 	return &View{servers: map[string]*serverState{}, now: now}
 }
 
+// Reset forgets every server, as a new view would (a consumer replaying a registry stream that
+// was purged, or deleted and created again).
+func (v *View) Reset() {
+	v.mu.Lock()
+	clear(v.servers)
+	v.mu.Unlock()
+}
+
 func (v *View) server(name string) *serverState {
 	s := v.servers[name]
 	if s == nil {
