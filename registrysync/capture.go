@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -175,6 +176,14 @@ func (t *base) send(ctx context.Context, req transport.JSONRPCRequest) (*transpo
 			// The connector's own answer for an answer it discarded (oversize.go).
 			resp, err = nil, lerr
 		}
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if resp == nil && (errors.As(err, &syn) || errors.As(err, &typ)) {
+		// A JSON body mcp-go could not decode, read whole (a body cut short is
+		// io.ErrUnexpectedEOF: the connection may have failed): the server answered, not with a
+		// JSON-RPC response (an "error" of the wrong shape, a NaN).
+		err = fmt.Errorf("%w: %v", errMalformedAnswer, innerError(err))
 	}
 	if resp != nil && idValue(resp.ID) != idValue(req.ID) && !(resp.ID.IsNil() && resp.Error != nil) {
 		// mcp-go's streamable HTTP transport takes the answer to a POST for the request's,

@@ -123,6 +123,9 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 			return dispatchErr(subjects.CodeProtocolError,
 				"the tool asked for user input (input_required), which mcpstream does not provide; the call did not complete", "")
 		}
+		if bad := resultShapeProblem(r.raw); bad != "" {
+			return dispatchErr(subjects.CodeProtocolError, "server answered a result whose "+bad+"; the call ran", "")
+		}
 		// mcp-go may have failed to decode it (an unknown content type, say): the raw result
 		// is still the server's answer — without the host's secrets in it.
 		res, changed := c.red.JSON(r.raw)
@@ -143,6 +146,9 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return dispatchErr(subjects.CodeResultTooLarge, "the server's answer is larger than an event can hold; the call ran: "+redact(errText(r.err)), "")
 	case errors.Is(r.err, errBadBatch):
 		return dispatchErr(subjects.CodeProtocolError, errBadBatch.Error()+"; the call was sent and may have run", "")
+	case errors.Is(r.err, errMalformedAnswer):
+		// (as a stdio answer that is not valid JSON, or whose error has the wrong shape)
+		return dispatchErr(subjects.CodeProtocolError, truncate(redact(errText(r.err)), 512)+"; the call was sent and may have run", "")
 	case errors.Is(r.err, errAnotherID):
 		return dispatchErr(subjects.CodeOutcomeUnknown, "the server answered with the id of another request; the call was sent and may have run", "")
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) || pastDeadline(cctx):
@@ -193,6 +199,39 @@ func resultTypeInputRequired(raw []byte) (inputRequired, ok bool) {
 		return false, false
 	}
 	return inputRequired, true
+}
+
+// resultShapeProblem says what is wrong with the members of raw, a tools/call result (a JSON
+// object), that say what the call did ("" if nothing): an isError that is not a boolean (or
+// null), a content that is not an array (or null) of objects. As encoding/json reads them
+// (names in any case), which is how the executor tells a tool's failure: it took a result whose
+// isError was "true" (a decode error) for a success, and the caller got it as one. A content
+// item of a type this version does not know is passed on (a later protocol's), as is a result
+// without content (mcp-go servers write a structured-only one with "content": null).
+func resultShapeProblem(raw []byte) string {
+	problem := ""
+	jsonscan.Members(raw, func(rawName, value []byte) {
+		switch {
+		case problem != "":
+		case isMemberName(rawName, "isError"):
+			if v := string(value); v != "true" && v != "false" && v != "null" {
+				problem = "isError is not a boolean: whether the tool failed cannot be told"
+			}
+		case isMemberName(rawName, "content"):
+			switch value[0] {
+			case 'n':
+			case '[':
+				jsonscan.Elements(value, func(item []byte) {
+					if problem == "" && item[0] != '{' {
+						problem = "content holds an item that is not an object"
+					}
+				})
+			default:
+				problem = "content is not an array"
+			}
+		}
+	})
+	return problem
 }
 
 // isMemberName reports whether rawName, a member name as it is written (quoted), is one that

@@ -10,8 +10,12 @@
 //	mcpstream.v1.registry.<server>.confirmed.<kind> subjects.Confirmed
 //	mcpstream.v1.registry.<server>.status           subjects.Status
 //
-// A Snapshot is the whole list of one kind over every page (Config.MaxPages caps them; a
-// nextCursor over 64 KiB, or one handed out before, is malformed_response; a list, or a page,
+// A Snapshot is the whole list of one kind over every page (Config.MaxPages caps them; a page
+// without its item array ({}: MCP requires the array; "tools": null, as older mcp-go servers
+// write an empty list, is one),
+// or whose array is not one, and a nextCursor that is not a string, over 64 KiB, or one handed
+// out before, are malformed_response: the list fails, nothing is published, the last list is
+// kept; a list, or a page,
 // of more items or bytes than an event can hold is snapshot_too_large, found by counting the
 // items before any is decoded; the bytes are those of the items kept and of the rejections, so
 // an item left out as too large takes none of them, and a list reads at most 4 times what an
@@ -244,6 +248,15 @@
 // protocol_error.)
 // A server's JSON-RPC error becomes protocol_error with its code and its message, redacted and
 // cut to 1 KiB (also in list failures and logs): a hostile server's message may be megabytes.
+// So does an answer the call's id carries that is not of a JSON-RPC response's shape (an
+// "error" that is neither an object with an integer code nor a string, a "jsonrpc" that is no
+// string; over HTTP also a JSON body that is not valid JSON but whole, a NaN in it: a body cut
+// short is outcome_unknown, as the connection may have failed), in a JSON body as on an event
+// stream (mcp-go dropped it there, and the call failed outcome_unknown when the stream ended,
+// or waited out its timeout), and a result whose isError is not a boolean or whose content is
+// not an array of objects (null or absent are fine; names in any case, as encoding/json reads
+// them), which the executor read as a success: the call ran (a content item of a type this
+// version does not know is passed on).
 // Manager.Dispatch and Manager.Relist are the same in-process.
 //
 // A tool whose definition in the last tools listing says execution.taskSupport "required" is
@@ -252,7 +265,8 @@
 // any tool. A task that asks for input (input_required), reports an unknown status or is
 // cancelled by the server ends protocol_error; a deadline that passes sends tasks/cancel and
 // ends timeout. A tasks/get that fails is asked again (the call ends outcome_unknown, and the
-// task is cancelled, after 3 failures in a row). 2026-07-28 has no tasks/result: on such a
+// task is cancelled, after 3 failures in a row); one answered with what is no JSON-RPC
+// response (see above) is not: protocol_error at once, the task cancelled. 2026-07-28 has no tasks/result: on such a
 // session a task tool is refused unavailable, nothing sent (ServerConfig.ProtocolVersion
 // "2025-11-25" runs it).
 //

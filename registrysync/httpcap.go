@@ -558,15 +558,21 @@ func (f *sseRequests) endSkip() {
 	f.refused(what+", an answer to id "+truncate(string(id), 40), id, localTooLarge, what)
 }
 
-// take answers and reports true when event is a message holding a JSON-RPC request.
+// take answers and reports true when event is a message holding a JSON-RPC request; it also
+// takes (true) an answer to another request on a request's own stream, and replaces with a
+// local answer (errMalformedAnswer) an answer that mcp-go could not decode (malformedAnswer),
+// which it would drop: the request waited for its timeout, or failed outcome_unknown when the
+// stream ended.
 func (f *sseRequests) take(event []byte) bool {
 	name, data, _ := parseEvent(event)
-	if name != "" && name != "message" || f.want == "" && !mayHoldMember(data, "method") {
+	if name != "" && name != "message" || f.want == "" && !mayHoldMember(data, "method") && !mayHoldMember(data, "error") {
 		return false
 	}
 	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+		JSONRPC json.RawMessage `json:"jsonrpc"`
+		Error   json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(data, &m) != nil || len(m.ID) == 0 || string(m.ID) == "null" {
 		return false // a notification (or not JSON): mcp-go handles it
@@ -578,14 +584,38 @@ func (f *sseRequests) take(event []byte) bool {
 		return true
 	}
 	if f.want == "" {
+		// A legacy SSE stream: mcp-go's transport matches the answer to its request by id.
+		if bad := malformedAnswer(nil, m.Error); bad != "" {
+			f.refused("an answer "+bad, m.ID, localMalformed, bad)
+			return true
+		}
 		return false
 	}
 	var id mcp.RequestId
 	if json.Unmarshal(m.ID, &id) != nil || idValue(id) != f.want {
 		return true // the answer to another request
 	}
+	if bad := malformedAnswer(m.JSONRPC, m.Error); bad != "" {
+		// mcp-go would drop it (a message it cannot decode) and wait on: the request fails now.
+		f.refused("an answer "+bad, m.ID, localMalformed, bad)
+		return true
+	}
 	f.last = true
 	return false
+}
+
+// malformedAnswer says why an answer whose members jsonrpc and error (raw, absent: nil) are
+// these is one mcp-go cannot decode as a JSON-RPC response ("" if it can).
+func malformedAnswer(jsonrpc, rpcErr json.RawMessage) string {
+	var s string
+	if len(jsonrpc) > 0 && json.Unmarshal(jsonrpc, &s) != nil {
+		return `whose "jsonrpc" is not a string`
+	}
+	var e mcp.JSONRPCErrorDetails
+	if len(rpcErr) > 0 && json.Unmarshal(rpcErr, &e) != nil {
+		return `whose "error" is neither an object with an integer code and a string message nor a string`
+	}
+	return ""
 }
 
 // maxRetryAfterWait bounds how long a connector waits, before reconnecting or listing again,

@@ -58,9 +58,11 @@ type page struct {
 // listKey is the result member holding the items of a kind.
 func listKey(k subjects.Kind) string { return string(k) }
 
-// parsePage decodes one raw list result tolerantly: unknown members are ignored, a missing or
-// null item array is an empty page, but a result that is not a JSON object, an item array that
-// is not an array, or a cursor that is not a string or longer than maxCursorBytes is a
+// parsePage decodes one raw list result tolerantly: unknown members are ignored, and a null item
+// array is an empty page (Go servers built on mcp-go before it guarded against it write an
+// empty list so), but a result that is not a JSON object, an item array that is missing (MCP
+// requires it: read as an empty page, {} would have removed every item of the kind from the
+// catalog) or not an array, or a cursor that is not a string or longer than maxCursorBytes is a
 // malformed response. A page of more than maxItems items is snapshot_too_large, found before
 // the items are decoded (a few MB of tiny items would otherwise take hundreds of MB).
 func parsePage(kind subjects.Kind, raw []byte, maxItems int) (page, error) {
@@ -72,13 +74,15 @@ func parsePage(kind subjects.Kind, raw []byte, maxItems int) (page, error) {
 		return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result is null", kind)
 	}
 	var p page
-	if v, ok := fields[listKey(kind)]; ok && !isNull(v) {
-		if n := countItems(v, 0, maxItems); n > maxItems {
-			return page{}, codedf(subjects.CodeSnapshotTooLarge, "%s/list: a page of more than %d items, more than a snapshot can hold", kind, maxItems)
-		}
-		if err := json.Unmarshal(v, &p.items); err != nil {
-			return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: %q is not an array", kind, listKey(kind))
-		}
+	v, ok := fields[listKey(kind)]
+	if !ok {
+		return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result has no %q array, which MCP requires (an empty list is [])", kind, listKey(kind))
+	}
+	if n := countItems(v, 0, maxItems); n > maxItems {
+		return page{}, codedf(subjects.CodeSnapshotTooLarge, "%s/list: a page of more than %d items, more than a snapshot can hold", kind, maxItems)
+	}
+	if err := json.Unmarshal(v, &p.items); err != nil {
+		return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: %q is not an array", kind, listKey(kind))
 	}
 	if v, ok := fields["nextCursor"]; ok && !isNull(v) {
 		if err := json.Unmarshal(v, &p.nextCursor); err != nil {

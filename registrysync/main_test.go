@@ -25,6 +25,7 @@ import (
 //	raw:<mode>        serveRawChild (hostile_raw_test.go)
 //	mutate:<seed>     serveMutateChild (mutate_test.go): the ticketing demo server behind a mutating proxy
 //	rogue:<mode>      serveRogueChild (rogue_test.go)
+//	script            serveScriptChild (hostile_answers_test.go)
 //	demo:<name>       demoservers.ServeStdio, control file in MCPSTREAM_TEST_CONTROL
 const childEnv = "MCPSTREAM_TEST_SERVER"
 
@@ -47,6 +48,8 @@ func serveChild(mode string) int {
 		pageSize, _ := strconv.Atoi(os.Getenv("MCPSTREAM_TEST_PAGE"))
 		srv := newFixture(fixtureOptions{pageSize: pageSize, child: true})
 		err = server.NewStdioServer(srv).Listen(ctx, os.Stdin, os.Stdout)
+	case mode == "script":
+		return serveScriptChild()
 	case strings.HasPrefix(mode, "raw:"):
 		return serveRawChild(strings.TrimPrefix(mode, "raw:"))
 	case strings.HasPrefix(mode, "mutate:"):

@@ -226,8 +226,8 @@ func (x *mutator) line(l []byte) {
 			x.write(l)
 			break
 		}
-		// (A list result without its items, {} or {"tools":null}, is an empty list as Go
-		// servers write one: not a mutation the catalog check could tell from the server.)
+		// (Not {} or {"tools":null} for a list: a list result without its items is
+		// malformed_response, the last list kept; see TestListWithoutItemsKeepsCatalog.)
 		rs := []string{`null`, `[]`, `""`, `0`, `{}`, `{"content":null}`, `{"tools":null}`}
 		if isList {
 			rs = rs[:4]

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -50,9 +51,17 @@ var localMarker = func() string {
 
 // Kinds of local answers.
 const (
-	localTooLarge = "too_large"
-	localBatch    = "batch"
+	localTooLarge  = "too_large"
+	localBatch     = "batch"
+	localMalformed = "malformed"
 )
+
+// errMalformedAnswer is the error of a request whose answer, valid JSON with the request's id,
+// is not of the shape of a JSON-RPC response (an "error" member that is neither an object with
+// an integer code nor a string, a "jsonrpc" that is no string): mcp-go drops such an answer on
+// an event stream, and the request waited for its timeout, or failed as if the connection had
+// (see sseRequests.take), and fails to decode it in a JSON body (see malformedAnswer).
+var errMalformedAnswer = errors.New("the server's answer is not a JSON-RPC response of the shape MCP gives it")
 
 // localAnswer is one line of JSON-RPC: an error answer to id (a JSON number or string, as
 // oversizeID returns it) that base.SendRequest turns into the error of kind.
@@ -81,6 +90,8 @@ func localError(e *mcp.JSONRPCErrorDetails) error {
 		return fmt.Errorf("%w (%s)", errResponseTooLarge, detail)
 	case localBatch:
 		return errBadBatch
+	case localMalformed:
+		return fmt.Errorf("%w (%s)", errMalformedAnswer, detail)
 	}
 	return nil
 }

@@ -813,7 +813,8 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %s", kind, mal.Error())
 	case s.isLost():
 		return nil, &lostError{err: s.lostErr}
-	case errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errAnotherID):
+	case errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errAnotherID) ||
+		errors.Is(err, errMalformedAnswer):
 		// The server answered, but not with JSON (a cut body decodes to unexpected EOF), or
 		// with the id of another request.
 		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %v", kind, err)

@@ -27,6 +27,8 @@ import (
 //	hugelist    answers tools/list with an event over the bound, its id last
 //	batch       answers tools/list and tools/call with JSON-RPC batches (a list_changed, or
 //	            the ping request, then the result)
+//	script      answers a tools/call whose argument "l" is set with its lines, "$ID" replaced
+//	            by the call's id (see hostileCalls)
 type rawSSEServer struct {
 	mode string
 	out  chan string // data of message events to push
@@ -82,6 +84,17 @@ func (s *rawSSEServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.out <- `{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}`
 		case "tools/call":
+			var params struct {
+				Arguments struct {
+					L *string `json:"l"`
+				} `json:"arguments"`
+			}
+			if _ = json.Unmarshal(m["params"], &params); s.mode == "script" && params.Arguments.L != nil {
+				for line := range strings.SplitSeq(*params.Arguments.L, "\n") {
+					s.out <- strings.ReplaceAll(line, "$ID", id)
+				}
+				return
+			}
 			if s.mode == "batch" {
 				s.out <- `[{"jsonrpc":"2.0","id":` + id + `,"method":"ping"},{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"the real answer"}]}}]`
 				return

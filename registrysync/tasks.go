@@ -208,9 +208,9 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 			// server's protocol is broken, asking again would not mend it)
 			s.cancelTask(task.TaskID)
 			return callResult{sent: true, bad: r.bad}
-		case r.raw == nil && errors.Is(r.err, errBadBatch):
+		case r.raw == nil && (errors.Is(r.err, errBadBatch) || errors.Is(r.err, errMalformedAnswer)):
 			s.cancelTask(task.TaskID)
-			return callResult{sent: true, bad: "tasks/get: " + errBadBatch.Error()}
+			return callResult{sent: true, bad: "tasks/get: " + truncate(s.c.red.String(r.err.Error()), 512)}
 		case r.raw == nil:
 			if !s.isLost() && failures+1 < maxTaskGetFailures {
 				failures++

@@ -66,8 +66,16 @@ func TestParsePage(t *testing.T) {
 	}{
 		{"plain", `{"tools":[{"name":"a"}],"nextCursor":"c2"}`, 1, "c2", -1, "", ""},
 		{"hints", `{"tools":[],"ttlMs":1500,"cacheScope":"private"}`, 0, "", 1500, "private", ""},
-		{"missing list", `{"nextCursor":null}`, 0, "", -1, "", ""},
+		// MCP requires the item array: a result without it is no empty list (read so, {} wiped
+		// every tool of the server from the catalog).
+		{"missing list", `{"nextCursor":null}`, 0, "", -1, "", subjects.CodeMalformedResponse},
+		{"empty result", `{}`, 0, "", -1, "", subjects.CodeMalformedResponse},
+		// (older mcp-go servers write an empty list as null)
 		{"null list", `{"tools":null}`, 0, "", -1, "", ""},
+		{"other kind's list", `{"prompts":[]}`, 0, "", -1, "", subjects.CodeMalformedResponse},
+		{"list in another case", `{"Tools":[]}`, 0, "", -1, "", subjects.CodeMalformedResponse},
+		{"list a string", `{"tools":"x"}`, 0, "", -1, "", subjects.CodeMalformedResponse},
+		{"list an empty object", `{"tools":{}}`, 0, "", -1, "", subjects.CodeMalformedResponse},
 		{"bad ttl ignored", `{"tools":[],"ttlMs":"soon"}`, 0, "", -1, "", ""},
 		{"unknown fields", `{"tools":[{"name":"a"}],"_meta":{"x":1},"resultType":"complete"}`, 1, "", -1, "", ""},
 		{"not an object", `[1,2]`, 0, "", -1, "", subjects.CodeMalformedResponse},
