@@ -368,7 +368,8 @@
 // In memory per process: the registry view (rebuilt by replay at start; workers start once it
 // caught up; dropped and rebuilt by replay from the stream's start, within seconds, when the
 // registry stream is purged whole or deleted and created again while the process runs: calls
-// of its tools are answered not_found until registrysync has published its lists again), compiled schemas, the last count of closed rate windows, the offset of the NATS
+// of its tools are answered not_found until registrysync has published its lists again, and the
+// revocations the stream held are gone with it: publish them again), compiled schemas, the last count of closed rate windows, the offset of the NATS
 // server's clock. In JetStream: the calls work queue, results (24 h), audit (7 d), claims
 // (24 h), rate counters and slot leases. The
 // rate counters and slot leases are in memory storage: a NATS server restarted (not clustered)

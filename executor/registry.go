@@ -571,12 +571,15 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 			stop()
 			return nil, "", nil
 		case <-t.C:
+			// What was applied is read before the stream's info: an event applied while the
+			// request travels lies past the info's last sequence.
+			first, applied := r.first.Load(), r.applied.Load()
 			info, err := stream.Info(ctx)
 			if err != nil {
 				continue
 			}
 			r.sawLast(info.State.LastSeq)
-			if why := r.originLost(info, created); why != "" {
+			if why := originLost(info, created, first, applied); why != "" {
 				stop()
 				return info, why, nil
 			}
@@ -587,9 +590,8 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 // originLost says why the events the executor applied, from the stream created at created, are
 // not those the stream info describes holds ("": they are): the stream was created again, or
 // purged (the first event applied that is not a confirmation is gone: the stream keeps every
-// other event for good).
-func (r *registry) originLost(info *jetstream.StreamInfo, created time.Time) string {
-	first, applied := r.first.Load(), r.applied.Load()
+// other event for good). first and applied are r's, read before info was.
+func originLost(info *jetstream.StreamInfo, created time.Time, first, applied uint64) string {
 	switch {
 	case !info.Created.Equal(created):
 		return "the registry stream was created again"

@@ -94,7 +94,14 @@ func (m *Manager) heartbeats(ctx context.Context) {
 				reconnects = r
 				m.reclaimDeclared(ctx)
 			}
-			m.checkStream(ctx, &restores)
+			if m.checking.CompareAndSwap(false, true) {
+				// (on a goroutine of its own: with NATS away the read waits up to
+				// publishTimeout, which would hold up declarations and reclaims)
+				restores.Go(func() {
+					defer m.checking.Store(false)
+					m.checkStream(ctx, &restores)
+				})
+			}
 		}
 	}
 }

@@ -86,6 +86,8 @@ type Manager struct {
 	// streamCreated is the creation time of the registry stream the connectors wrote to, as
 	// last read (see checkStream). Guarded by streamMu.
 	streamCreated time.Time
+	// checking: a checkStream runs (one at a time).
+	checking atomic.Bool
 
 	calls    chan struct{} // semaphore of NATS dispatches in flight
 	reads    chan struct{} // semaphore of registry stream reads in flight (maxStreamReads)

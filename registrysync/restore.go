@@ -30,6 +30,12 @@ func (m *Manager) checkStream(ctx context.Context, restores *sync.WaitGroup) {
 	if !running || st == nil {
 		return // (not read yet: the connectors read what it holds when they start)
 	}
+	// What the connectors stored is read before the stream's info: one stored while the
+	// request travels lies past the info's last sequence, and would be taken for purged.
+	stored := make([][]uint64, len(conns))
+	for i, c := range conns {
+		stored[i] = c.stored()
+	}
 	ictx, cancel := context.WithTimeout(ctx, publishTimeout)
 	info, err := st.Info(ictx)
 	cancel()
@@ -43,9 +49,9 @@ func (m *Manager) checkStream(ctx context.Context, restores *sync.WaitGroup) {
 		m.streamMu.Unlock()
 		why = "the registry stream was created again"
 	}
-	for _, c := range conns {
+	for i, c := range conns {
 		reason := why
-		if reason == "" && !c.heldBy(info.State) {
+		if reason == "" && !heldBy(stored[i], info.State) {
 			reason = "the registry stream no longer holds the server's events (purged)"
 		}
 		if reason == "" || !c.restoring.CompareAndSwap(false, true) {
@@ -58,19 +64,29 @@ func (m *Manager) checkStream(ctx context.Context, restores *sync.WaitGroup) {
 	}
 }
 
-// heldBy reports whether a stream in state still holds what the connector knows it stored or
-// found there: its last status and the snapshot of every kind it knows. The registry stream
-// keeps them for good (only confirmations expire), so one before its first sequence, or past
-// its last, was purged (or belongs to a stream since deleted).
-func (c *connector) heldBy(state jetstream.StreamState) bool {
-	gone := func(seq uint64) bool { return seq > 0 && (seq < state.FirstSeq || seq > state.LastSeq) }
+// stored returns the sequences of what the connector knows it stored or found on the registry
+// stream: its last status and the snapshot of every kind it knows (0s left out).
+func (c *connector) stored() []uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gone(c.statusSeq) {
-		return false
+	var seqs []uint64
+	if c.statusSeq > 0 {
+		seqs = append(seqs, c.statusSeq)
 	}
 	for _, st := range c.kstate {
-		if st.known && gone(st.seq) {
+		if st.known && st.seq > 0 {
+			seqs = append(seqs, st.seq)
+		}
+	}
+	return seqs
+}
+
+// heldBy reports whether a stream in state still holds seqs (see stored), read before state
+// was. The registry stream keeps them for good (only confirmations expire), so one before its
+// first sequence, or past its last, was purged (or belongs to a stream since deleted).
+func heldBy(seqs []uint64, state jetstream.StreamState) bool {
+	for _, seq := range seqs {
+		if seq < state.FirstSeq || seq > state.LastSeq {
 			return false
 		}
 	}
