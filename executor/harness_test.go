@@ -45,6 +45,7 @@ const waitLimit = 30 * time.Second
 //
 //	demo:<name>   demoservers.ServeStdio, control file in MCPSTREAM_TEST_CONTROL
 //	fixture       the fixture server below
+//	transport     newTransportFixture (TestTransportDifferential)
 const childEnv = "MCPSTREAM_TEST_SERVER"
 
 func TestMain(m *testing.M) {
@@ -69,6 +70,8 @@ func serveChild(mode string) int {
 	switch {
 	case mode == "fixture":
 		err = server.NewStdioServer(newFixture()).Listen(ctx, os.Stdin, os.Stdout)
+	case mode == "transport":
+		err = server.NewStdioServer(newTransportFixture()).Listen(ctx, os.Stdin, os.Stdout)
 	case strings.HasPrefix(mode, "demo:"):
 		err = demoservers.ServeStdio(ctx, strings.TrimPrefix(mode, "demo:"),
 			demoservers.Options{ControlFile: os.Getenv("MCPSTREAM_TEST_CONTROL"), ControlInterval: 10 * time.Millisecond, Logs: 3000},

@@ -327,13 +327,8 @@ func (c *child) brokenAnswer(msg []byte) bool {
 	}
 	// Where it breaks (json's syntax error names one character at most, quoted), and how it
 	// begins: the sample is redacted whole before it is cut, so no secret is cut in half.
-	what := "it is cut short"
-	var syn *json.SyntaxError
-	if err := json.Unmarshal(msg, new(json.RawMessage)); errors.As(err, &syn) && syn.Offset < int64(len(msg)) {
-		what = fmt.Sprintf("%s at byte %d of %d", syn.Error(), syn.Offset, len(msg))
-	}
 	sample := printable(truncate(c.red.jsonSample(string(msg)), 120))
-	ch <- fastResponse{malformed: printable(what) + "; it begins " + sample}
+	ch <- fastResponse{malformed: brokenJSON(msg) + "; it begins " + sample}
 	c.log.Warn().Str("id", string(id)).Str("sample", sample).Msg("server answered a tools/call with a line that is not valid JSON: the call fails")
 	return true
 }

@@ -335,7 +335,11 @@
 // call's; any other broken line (another id, none, a request) fails no call, but the
 // handshake or the lists in flight with malformed_response at once (mcp-go would skip it and
 // let the request time out, as a call used to wait out its timeout); plain text on stdout is
-// logged and ignored. While no tools/call waits for an answer, a stdout line
+// logged and ignored. An HTTP answer that is not valid JSON — a JSON body, or an event of a
+// request's stream or of a legacy SSE stream whose id can be read so — fails its request the
+// same way (a tools/call protocol_error, a list or the handshake malformed_response), not as a
+// failed connection (outcome_unknown, "unexpected nil response" from an event stream, or a
+// legacy SSE call left waiting for its timeout). While no tools/call waits for an answer, a stdout line
 // is capped as an HTTP response is (what an event holds, plus 1 MiB); otherwise at 64 MiB.
 //
 // A message too large to take — a stdout line over its cap, an event of an HTTP or SSE event

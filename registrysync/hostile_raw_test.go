@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,8 @@ import (
 //	          notification or a ping request, then the result
 //	bigbatch  answers tools/list with a batch of more than maxBatch messages
 //	echoresult answers tools/call with the JSON of its argument "r" as the result
+//	rawresult answers tools/call with the bytes its argument "b64" holds (base64) as the result,
+//	          whatever they are (TestRawResultAcrossTransports)
 //	taskbadget, taskbadresult, taskhuge  list "t" as requiring tasks and answer its tools/call
 //	          with a task, then tasks/get (or tasks/result) with an "error" of the wrong shape,
 //	          or tasks/result with a line longer than maxLineBytes
@@ -76,7 +79,8 @@ func serveRawChild(mode string) int {
 			Method string          `json:"method"`
 			Params struct {
 				Arguments struct {
-					R json.RawMessage `json:"r"`
+					R   json.RawMessage `json:"r"`
+					B64 string          `json:"b64"`
 				} `json:"arguments"`
 			} `json:"params"`
 		}
@@ -204,6 +208,9 @@ func serveRawChild(mode string) int {
 				}
 			case "echoresult":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":` + string(m.Params.Arguments.R) + `}`)
+			case "rawresult":
+				raw, _ := base64.StdEncoding.DecodeString(m.Params.Arguments.B64)
+				write(`{"jsonrpc":"2.0","id":` + id + `,"result":` + string(raw) + `}`)
 			case "errhuge":
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32000,"message":"call ` + strings.Repeat("spam ", 400<<10) + `"}}`)
 			case "huge":

@@ -121,9 +121,32 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			resp.Header.Del("Content-Length")
 			resp.ContentLength = -1
 			resp.Body = events(batch, t.limit+sseReadSize) // (the event's framing on top)
+		} else if batch == nil && isJSON(resp) {
+			resp.Body = brokenJSONBody(resp.Body, want)
+			resp.ContentLength = -1
+			resp.Header.Del("Content-Length")
 		}
 	}
 	return resp, nil
+}
+
+// brokenJSONBody reads the JSON body of resp, the answer to request want, that is not an
+// array, and returns it whole or, when it is not valid JSON (a NaN in it, cut short, a member
+// after the message), a local answer that fails the request as a stdio line that is not JSON
+// fails its call (brokenAnswerError: protocol_error, not outcome_unknown; a list
+// malformed_response). A body whose reading fails (the connection lost, over the bound) fails
+// as before, with that error; an empty one is passed on as it is.
+func brokenJSONBody(body io.ReadCloser, want mcp.RequestId) io.ReadCloser {
+	data, err := io.ReadAll(body)
+	_ = body.Close()
+	switch {
+	case err != nil:
+		return io.NopCloser(&errReader{err})
+	case len(bytes.TrimSpace(data)) > 0 && !json.Valid(data):
+		wantJSON, _ := json.Marshal(want)
+		data = brokenAnswerLocal(wantJSON, data)
+	}
+	return io.NopCloser(bytes.NewReader(data))
 }
 
 // jsonBatch reads the JSON body of resp, the answer to request want, when it is an array (a
@@ -132,7 +155,7 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // reports false, having read no more than the whitespace before it, for a body of another type
 // or that is not an array.
 func jsonBatch(resp *http.Response, want mcp.RequestId) (io.ReadCloser, bool) {
-	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if !isJSON(resp) {
 		return nil, false
 	}
 	br := bufio.NewReaderSize(resp.Body, 512)
@@ -171,6 +194,12 @@ func jsonBatch(resp *http.Response, want mcp.RequestId) (io.ReadCloser, bool) {
 	ev := append([]byte("event: message\ndata: "), line.Bytes()...)
 	ev = append(ev, "\n\n"...)
 	return io.NopCloser(bytes.NewReader(ev)), true
+}
+
+// isJSON reports whether resp's body is application/json.
+func isJSON(resp *http.Response) bool {
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return err == nil && mt == "application/json"
 }
 
 type errReader struct{ err error }
@@ -450,6 +479,25 @@ func (f *sseRequests) emit(event []byte) {
 			}
 		}
 		return
+	}
+	if msg := bytes.TrimSpace(data); (name == "" || name == "message") && len(msg) > 0 && !json.Valid(msg) {
+		// An answer that is not valid JSON (mcp-go would drop it, and its request wait for an
+		// answer that never comes, or its stream end without one) fails its request as a
+		// stdio line that is not JSON fails its call: when its id can be read as that of an
+		// event too large (oversizeID), and, on a request's own stream, is that request's.
+		id, ok := oversizeID(msg[:min(len(msg), idWindow)], msg[max(0, len(msg)-idWindow):])
+		if ok && (f.want == "" || strings.Trim(string(id), `"`) == f.want) {
+			if f.discarded != nil {
+				f.discarded("an event that is not valid JSON, an answer to id " + truncate(string(id), 40))
+			}
+			if f.want != "" {
+				f.last = true
+			}
+			f.out = append(f.out, "event: message\ndata: "...)
+			f.out = append(f.out, brokenAnswerLocal(id, msg)...)
+			f.out = append(f.out, "\n\n"...)
+			return
+		}
 	}
 	if !f.take(event) {
 		f.out = append(f.out, event...)

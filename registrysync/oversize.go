@@ -54,6 +54,8 @@ const (
 	localTooLarge  = "too_large"
 	localBatch     = "batch"
 	localMalformed = "malformed"
+	// localBroken: an answer that is not valid JSON (brokenAnswerLocal).
+	localBroken = "broken"
 )
 
 // errMalformedAnswer is the error of a request whose answer, valid JSON with the request's id,
@@ -62,6 +64,36 @@ const (
 // an event stream, and the request waited for its timeout, or failed as if the connection had
 // (see sseRequests.take), and fails to decode it in a JSON body (see malformedAnswer).
 var errMalformedAnswer = errors.New("the server's answer is not a JSON-RPC response of the shape MCP gives it")
+
+// brokenHead bounds the start of a broken answer a local answer carries (for the sample the
+// error quotes once redacted; see brokenAnswerError).
+const brokenHead = 64 << 10
+
+// brokenAnswerError is the error of a request whose answer, an HTTP body or an event, was not
+// valid JSON (a NaN in it, cut short): what is where it breaks, head how it begins (not
+// redacted: see session.brokenText). On stdio the reader tells it straight to the call
+// (child.brokenAnswer).
+type brokenAnswerError struct{ what, head string }
+
+func (e *brokenAnswerError) Error() string {
+	return "the server's answer is not valid JSON: " + e.what
+}
+
+// brokenJSON says where msg, that is not valid JSON, breaks (json's syntax error names one
+// character at most, quoted), or that it is cut short.
+func brokenJSON(msg []byte) string {
+	what := "it is cut short"
+	var syn *json.SyntaxError
+	if err := json.Unmarshal(msg, new(json.RawMessage)); errors.As(err, &syn) && syn.Offset < int64(len(msg)) {
+		what = fmt.Sprintf("%s at byte %d of %d", syn.Error(), syn.Offset, len(msg))
+	}
+	return printable(what)
+}
+
+// brokenAnswerLocal is the local answer to id for msg, an answer that is not valid JSON.
+func brokenAnswerLocal(id, msg []byte) []byte {
+	return localAnswer(id, localBroken, brokenJSON(msg)+"\n"+string(msg[:min(len(msg), brokenHead)]))
+}
 
 // localAnswer is one line of JSON-RPC: an error answer to id (a JSON number or string, as
 // oversizeID returns it) that base.SendRequest turns into the error of kind.
@@ -92,6 +124,9 @@ func localError(e *mcp.JSONRPCErrorDetails) error {
 		return errBadBatch
 	case localMalformed:
 		return fmt.Errorf("%w (%s)", errMalformedAnswer, detail)
+	case localBroken:
+		what, head, _ := strings.Cut(detail, "\n")
+		return &brokenAnswerError{what: what, head: head}
 	}
 	return nil
 }

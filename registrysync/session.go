@@ -350,7 +350,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return fail(s.lostErr)
 		case errors.As(context.Cause(ictx), &mal):
 			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %s", mal.Error()))
-		case errors.Is(err, errResponseTooLarge) || errors.Is(err, errBadBatch):
+		case errors.Is(err, errResponseTooLarge) || errors.Is(err, errBadBatch) || errors.As(err, new(*brokenAnswerError)):
 			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %v", innerError(err)))
 		case errors.Is(err, transport.ErrLegacySSEServer):
 			if st, ra := hcp.httpStatus(); st != 0 {
@@ -803,6 +803,7 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	var mal *malformedError
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
+	var broken *brokenAnswerError
 	switch cause := context.Cause(ctx); {
 	case errors.Is(err, errResponseTooLarge):
 		// A page that no event could hold: a stdio line, an HTTP body or event over its bound.
@@ -814,7 +815,7 @@ func (s *session) listPage(ctx context.Context, kind subjects.Kind, cursor strin
 	case s.isLost():
 		return nil, &lostError{err: s.lostErr}
 	case errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errAnotherID) ||
-		errors.Is(err, errMalformedAnswer):
+		errors.Is(err, errMalformedAnswer) || errors.As(err, &broken):
 		// The server answered, but not with JSON (a cut body decodes to unexpected EOF), or
 		// with the id of another request.
 		return nil, codedf(subjects.CodeMalformedResponse, "%s/list: %v", kind, err)
@@ -1114,6 +1115,12 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 	if err == nil && terr != nil {
 		err = terr
 	}
+	if broken := (*brokenAnswerError)(nil); raw == nil && rpcErr == nil && errors.As(err, &broken) {
+		// An HTTP body or event that is not valid JSON answered it (cappedTransport): the
+		// protocol_error a stdio line that is not JSON gets, not a failed connection.
+		quoted, _ := json.Marshal(tool)
+		return callResult{sent: true, err: err, bad: s.brokenText(string(mcp.MethodToolsCall)+" "+truncate(string(quoted), 100), broken)}
+	}
 	var refused *subjects.Error
 	var retryAfter int64
 	if raw == nil && rpcErr == nil {
@@ -1126,6 +1133,14 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 		s.cancelHTTP(cp.requestID(), ctx)
 	}
 	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err, refused: refused, retryAfterMs: retryAfter}
+}
+
+// brokenText is the error text of request what (a method, a tool's quoted name after it)
+// whose answer was not valid JSON, as a stdio call's (fastRequest): where it breaks and how it
+// begins, redacted whole before it is cut.
+func (s *session) brokenText(what string, broken *brokenAnswerError) string {
+	return "the server's answer to " + what + " is not valid JSON: " + broken.what +
+		"; it begins " + printable(truncate(s.c.red.jsonSample(broken.head), 120))
 }
 
 // unavailableRetryAfter is the Retry-After, in milliseconds, of a request answered HTTP 503
