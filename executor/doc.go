@@ -113,10 +113,11 @@
 //     characters or with an exponent beyond ±1000 (the validator's exact arithmetic costs grow
 //     with them, unmetered: see numbers.go) → invalid_arguments at that number.
 //     A schema that cannot be used → invalid_schema, for every call of the definition: it does
-//     not compile (the message says what and where: a JSON pointer into the schema, at most 512
-//     bytes), nests more than 128 levels or holds more than 10,000 objects and booleans (true
-//     and false are schemas too) or a number beyond those bounds (all checked on its bytes
-//     before compiling), is part of itself
+//     not compile or fails its draft's whole meta-schema (what is under "definitions" too; the
+//     message says what and where: a JSON pointer into the schema, at most 512 bytes), nests
+//     more than 128 levels or holds more than 10,000 objects and booleans (true and false are
+//     schemas too) or a number beyond those bounds (all checked on its bytes before
+//     compiling), is part of itself
 //     through $ref and same-value applicators (a $ref cycle), or validating against it overran
 //     its step budget (see schema.go). Patterns are ECMA-262: Go's regexp runs those it
 //     compiles, with ECMAScript's ".", "\s" and "\S" (pattern.go), regexp2 (ECMAScript mode,

@@ -43,6 +43,7 @@ func FuzzValidateArguments(f *testing.F) {
 	f.Add(`{"properties":{"s":{"type":"string","pattern":"^(a+)+$","format":"email"}}}`, `{"s":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"}`)
 	f.Add(`{"$ref":"http://example.com/schema"}`, `{}`)
 	f.Add(`true`, `[]`)
+	f.Add(`{"properties":{"n":{"$ref":"#/definitions/n"}},"definitions":{"n":{"multipleOf":0}}}`, `{"n":1}`)
 	f.Add(`{"type":"object"}`, `{"a":`)
 	f.Fuzz(func(t *testing.T, schema, args string) {
 		tl := &tool{Public: "s__t", InputSchema: json.RawMessage(schema)}

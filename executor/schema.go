@@ -231,6 +231,9 @@ func (p *validatorPool) serve(f func()) {
 func (c *compiledSchema) check(raw []byte) error {
 	c.once.Do(func() {
 		m, err := c.compileCopy(raw)
+		if err == nil {
+			err = checkMetaSchema(raw)
+		}
 		if err != nil {
 			c.err = err
 			return
@@ -388,6 +391,37 @@ func compileSchema(raw []byte, meter *meteredSchema) (*jsonschema.Schema, error)
 		return nil, invalidSchema(refCycleText(loc), nil)
 	}
 	return sch, nil
+}
+
+// checkMetaSchema checks raw (which compiled with the meter) against the whole meta-schema of
+// its draft, by compiling it as the library does without the meter's vocabulary. With a
+// vocabulary registered and AssertVocabs, the library checks a 2019-09 or 2020-12 schema
+// against the meta-schemas of the vocabularies in use only (core, applicator, unevaluated,
+// validation), not the draft's own: nothing under "definitions" or "dependencies" (which that
+// meta-schema still describes, and generators without $schema write), nor the meta-data, format
+// and content keywords. A malformed subschema there would compile into something the library
+// does not expect ("multipleOf": 0 divides by zero on every validation; "type": ["string", 5]
+// reads as "string"). Once per definition (compiledSchema.check): the copies compile the
+// same text.
+func checkMetaSchema(raw []byte) error {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return invalidSchema(firstLine(err.Error()), err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(func(pattern string) (jsonschema.Regexp, error) { return compilePattern(pattern, nil) })
+	if err := c.AddResource(schemaURL, doc); err != nil {
+		return invalidSchema(compileErrorText(err), err)
+	}
+	if _, err := c.Compile(schemaURL); err != nil {
+		return invalidSchema(compileErrorText(err), err)
+	}
+	return nil
 }
 
 // refCycleText says that the schema object at loc is part of itself.
