@@ -7,26 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
-
-// infoThen is a registry stream whose Info runs then after reading the stream's info, before
-// returning it: what the executor applies while the answer travels.
-type infoThen struct {
-	jetstream.Stream
-	then func()
-}
-
-func (s infoThen) Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
-	info, err := s.Stream.Info(ctx, opts...)
-	if err == nil {
-		s.then()
-	}
-	return info, err
-}
 
 // An event stored and applied while the stream's info is read (its sequence past the info's
 // last) is no sign of a stream created again: the executor took itself for ahead of the
@@ -58,7 +41,7 @@ func TestRegistryEventAppliedWhileInfoRead(t *testing.T) {
 	n := 0
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
-	racing := infoThen{Stream: st, then: func() {
+	racing := natstest.InfoThen{Stream: st, Then: func() {
 		if n++; n > rounds {
 			rcancel()
 			return

@@ -75,3 +75,20 @@ func (e *Env) Connect(t testing.TB) *nats.Conn {
 	t.Cleanup(nc.Close)
 	return nc
 }
+
+// InfoThen is a stream whose Info runs Then after reading the stream's info, before returning
+// it: what is stored or applied while the answer travels (a test of code that compares the
+// info with what it knows).
+type InfoThen struct {
+	jetstream.Stream
+	Then func()
+}
+
+// Info reads the stream's info, then runs Then (when the read succeeded).
+func (s InfoThen) Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
+	info, err := s.Stream.Info(ctx, opts...)
+	if err == nil {
+		s.Then()
+	}
+	return info, err
+}

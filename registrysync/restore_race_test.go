@@ -7,26 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
-
-// infoThen is a registry stream whose Info runs then after reading the stream's info, before
-// returning it: what the connectors store while the answer travels.
-type infoThen struct {
-	jetstream.Stream
-	then func()
-}
-
-func (s infoThen) Info(ctx context.Context, opts ...jetstream.StreamInfoOpt) (*jetstream.StreamInfo, error) {
-	info, err := s.Stream.Info(ctx, opts...)
-	if err == nil {
-		s.then()
-	}
-	return info, err
-}
 
 // A status stored while the stream's info is read (its sequence past the info's last) is no
 // purge: checkStream restored the connector, publishing its status and every list again into
@@ -50,7 +33,7 @@ func TestCheckStreamStoreWhileInfoRead(t *testing.T) {
 	}
 	var raced uint64
 	h.m.streamMu.Lock()
-	h.m.stream = infoThen{Stream: st, then: func() {
+	h.m.stream = natstest.InfoThen{Stream: st, Then: func() {
 		if !h.m.republishStatus(ctx, c, "a status stored while the stream's info is read") {
 			t.Error("status not published")
 		}
