@@ -113,7 +113,9 @@
 //     characters or with an exponent beyond ±1000 (the validator's exact arithmetic costs grow
 //     with them, unmetered: see numbers.go) → invalid_arguments at that number.
 //     A schema that cannot be used → invalid_schema, for every call of the definition: it does
-//     not compile or fails its draft's whole meta-schema (what is under "definitions" too; the
+//     not compile or fails its draft's whole meta-schema (what is under "definitions" too; for
+//     2019-09 and 2020-12, not for a wrong type of annotation keywords alone, such as
+//     "description": null or "examples" as an object, which validation ignores; the
 //     message says what and where: a JSON pointer into the schema, at most 512 bytes), nests
 //     more than 128 levels or holds more than 10,000 objects and booleans (true and false are
 //     schemas too) or a number beyond those bounds (all checked on its bytes before

@@ -402,7 +402,8 @@ func compileSchema(raw []byte, meter *meteredSchema) (*jsonschema.Schema, error)
 // and content keywords. A malformed subschema there would compile into something the library
 // does not expect ("multipleOf": 0 divides by zero on every validation; "type": ["string", 5]
 // reads as "string"). Once per definition (compiledSchema.check): the copies compile the
-// same text.
+// same text. Faults only in the types of annotation keywords (onlyAnnotationFaults) are let
+// through, as before.
 func checkMetaSchema(raw []byte) error {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil
@@ -418,10 +419,55 @@ func checkMetaSchema(raw []byte) error {
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return invalidSchema(compileErrorText(err), err)
 	}
-	if _, err := c.Compile(schemaURL); err != nil {
+	if _, err := c.Compile(schemaURL); err != nil && !onlyAnnotationFaults(err) {
 		return invalidSchema(compileErrorText(err), err)
 	}
 	return nil
+}
+
+// annotationMetaSchemas are the meta-schemas of the 2019-09 and 2020-12 vocabularies whose
+// keywords only annotate for the executor: meta-data (title, description, default, examples,
+// deprecated, readOnly, writeOnly), format (never asserted) and content (never asserted).
+var annotationMetaSchemas = map[string]bool{
+	"https://json-schema.org/draft/2020-12/meta/meta-data":         true,
+	"https://json-schema.org/draft/2020-12/meta/format-annotation": true,
+	"https://json-schema.org/draft/2020-12/meta/content":           true,
+	"https://json-schema.org/draft/2019-09/meta/meta-data":         true,
+	"https://json-schema.org/draft/2019-09/meta/format":            true,
+	"https://json-schema.org/draft/2019-09/meta/content":           true,
+}
+
+// onlyAnnotationFaults reports whether err, a failure against the meta-schema, fails only
+// rules of annotationMetaSchemas ("description": null, "examples" as an object): the library
+// reads those keywords only when they have the right type, and ignores them otherwise, so the
+// schema validates as if they were absent. Such schemas compiled before checkMetaSchema (with
+// the meter, which leaves those vocabularies out), real servers send them (hand-written
+// "description": None, examples keyed by name), and the TypeScript SDK accepts them (ajv with
+// validateSchema false). A contentSchema is checked as a schema all the same.
+func onlyAnnotationFaults(err error) bool {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &sve) || !errors.As(sve.Err, &ve) {
+		return false
+	}
+	var only func(*jsonschema.ValidationError) bool
+	only = func(v *jsonschema.ValidationError) bool {
+		if len(v.Causes) == 0 {
+			doc, _, _ := strings.Cut(v.SchemaURL, "#")
+			return annotationMetaSchemas[doc]
+		}
+		if _, ok := v.ErrorKind.(*kind.AnyOf); ok {
+			// (a branch failing only on annotations passes once they are ignored)
+			return slices.ContainsFunc(v.Causes, only)
+		}
+		for _, c := range v.Causes {
+			if !only(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return only(ve)
 }
 
 // refCycleText says that the schema object at loc is part of itself.

@@ -13,11 +13,11 @@ import (
 // executor's meter vocabulary. Registering that vocabulary (with AssertVocabs) made the
 // library check such a schema against its core, applicator, unevaluated and validation
 // vocabularies only: nothing under "definitions" or "dependencies" (still in the 2020-12
-// meta-schema, and what pydantic v1 and other generators write without $schema), nor the
-// meta-data, format and content keywords, so a malformed subschema there compiled: a
-// "multipleOf": 0 reached by $ref panicked (division by zero) in every validation, answered
-// internal for arguments and outcome_unknown for the result of a call that ran; a "type":
-// ["string", 5] was read as "string".
+// meta-schema, and what pydantic v1 and other generators write without $schema), so a
+// malformed subschema there compiled: a "multipleOf": 0 reached by $ref panicked (division by
+// zero) in every validation, answered internal for arguments and outcome_unknown for the
+// result of a call that ran; a "type": ["string", 5] was read as "string". (Annotation
+// keywords of the wrong type are let through: TestSchemaAnnotationsNotChecked.)
 func TestSchemaWholeMetaSchema(t *testing.T) {
 	bad := []struct{ schema, args string }{
 		{`{"$ref":"#/definitions/x","definitions":{"x":{"properties":{"n":{"multipleOf":0}}}}}`, `{"n":1}`},
@@ -25,9 +25,6 @@ func TestSchemaWholeMetaSchema(t *testing.T) {
 		{`{"$ref":"#/definitions/x","definitions":{"x":{"type":["string",5]}}}`, `{}`},
 		{`{"$ref":"#/dependencies/a","dependencies":{"a":{"required":5}}}`, `{}`},
 		{`{"definitions":{"x":5}}`, `{}`},
-		{`{"type":"object","title":5}`, `{}`},
-		{`{"properties":{"s":{"format":5}}}`, `{}`},
-		{`{"properties":{"s":{"contentMediaType":{}}}}`, `{}`},
 	}
 	for _, c := range bad {
 		func() {
@@ -75,6 +72,59 @@ func TestSchemaWholeMetaSchema(t *testing.T) {
 		got := validateArguments(tl, []byte(c.args))
 		if c.ok && got != nil || !c.ok && (got == nil || got.Code != subjects.CodeInvalidArguments) {
 			t.Errorf("schema %s, arguments %s: got %+v, want ok %v", c.schema, c.args, got, c.ok)
+		}
+	}
+}
+
+// TestSchemaAnnotationsNotChecked: the whole-meta-schema check (checkMetaSchema) does not
+// refuse a schema whose only faults are the types of annotation keywords of the meta-data,
+// format and content vocabularies ("description": null, "examples" as an object, "deprecated":
+// "true", "format": null): the library reads them only if they have the right type, the
+// executor asserts neither formats nor content, and the TypeScript SDK (ajv with
+// validateSchema: false) accepts such schemas. Before, each made every call of a tool
+// invalid_schema (its result unchecked), though 2019-09 and 2020-12 schemas, the default
+// without $schema, had compiled with them.
+func TestSchemaAnnotationsNotChecked(t *testing.T) {
+	cases := []struct {
+		schema, args string
+		ok           bool
+	}{
+		{`{"type":"object","properties":{"q":{"type":"string","description":null}},"required":["q"]}`, `{"q":"x"}`, true},
+		{`{"type":"object","properties":{"q":{"type":"string","description":null}},"required":["q"]}`, `{"q":1}`, false},
+		{`{"type":"object","properties":{"q":{"type":"string","title":null,"examples":{"a":"x"}}}}`, `{"q":"x"}`, true},
+		{`{"type":"object","properties":{"q":{"type":"string","deprecated":"true","readOnly":1,"writeOnly":"no"}}}`, `{"q":"x"}`, true},
+		{`{"type":"object","properties":{"q":{"type":"string","format":null,"contentMediaType":{},"contentEncoding":5}}}`, `{"q":"x"}`, true},
+		{`{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object","properties":{"q":{"type":"integer","description":null,"examples":"1"}}}`, `{"q":"x"}`, false},
+		{`{"$ref":"#/definitions/x","definitions":{"x":{"type":"object","title":5,"properties":{"q":{"type":"string"}}}}}`, `{"q":"x"}`, true},
+		{`{"$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"q":{"items":{"type":"integer","description":null}}}}`, `{"q":["x"]}`, false},
+		{`{"dependencies":{"q":{"required":["r"],"title":null}}}`, `{"q":1}`, false},
+		{`{"dependencies":{"q":{"required":["r"],"title":null}}}`, `{"q":1,"r":2}`, true},
+	}
+	for _, c := range cases {
+		tl := &tool{Public: "s__t", InputSchema: json.RawMessage(c.schema)}
+		got := validateArguments(tl, []byte(c.args))
+		if c.ok && got != nil || !c.ok && (got == nil || got.Code != subjects.CodeInvalidArguments) {
+			t.Errorf("schema %s, arguments %s: got %+v, want ok %v", c.schema, c.args, got, c.ok)
+		}
+	}
+	// A result is checked against such an outputSchema, not passed on unchecked.
+	tl := &tool{Public: "s__t", InputSchema: json.RawMessage(`{}`), OutputSchema: json.RawMessage(cases[0].schema)}
+	if got := checkOutput(tl, []byte(`{"content":[],"structuredContent":{"q":1}}`)); got.fail == nil || got.unusable {
+		t.Errorf("result against %s: got %+v, want it refused as not matching", cases[0].schema, got)
+	}
+
+	// Faults beside them, and faults in keywords that change validation, are still refused.
+	for _, schema := range []string{
+		`{"properties":{"q":{"description":null,"multipleOf":0}}}`,
+		`{"definitions":{"x":{"description":null,"type":["string",5]}}}`,
+		`{"properties":{"description":5}}`,
+		`{"properties":{"q":{"contentSchema":{"type":5}}}}`,
+		`{"$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"q":{"items":{"description":null,"type":5}}}}`,
+		`{"dependencies":{"q":{"title":null,"required":5}}}`,
+	} {
+		tl := &tool{Public: "s__t", InputSchema: json.RawMessage(schema)}
+		if got := validateArguments(tl, []byte(`{}`)); got == nil || got.Code != subjects.CodeInvalidSchema {
+			t.Errorf("schema %s: got %+v, want invalid_schema", schema, got)
 		}
 	}
 }
