@@ -265,8 +265,8 @@
 // any tool. A task that asks for input (input_required), reports an unknown status or is
 // cancelled by the server ends protocol_error; a deadline that passes sends tasks/cancel and
 // ends timeout. A tasks/get that fails is asked again (the call ends outcome_unknown, and the
-// task is cancelled, after 3 failures in a row); one answered with what is no JSON-RPC
-// response (see above) is not: protocol_error at once, the task cancelled. 2026-07-28 has no tasks/result: on such a
+// task is cancelled, after 3 failures in a row); one answered with what is not valid JSON or no
+// JSON-RPC response (see above) is not: protocol_error at once, the task cancelled. 2026-07-28 has no tasks/result: on such a
 // session a task tool is refused unavailable, nothing sent (ServerConfig.ProtocolVersion
 // "2025-11-25" runs it).
 //

@@ -350,7 +350,8 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			return fail(s.lostErr)
 		case errors.As(context.Cause(ictx), &mal):
 			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %s", mal.Error()))
-		case errors.Is(err, errResponseTooLarge) || errors.Is(err, errBadBatch) || errors.As(err, new(*brokenAnswerError)):
+		case errors.Is(err, errResponseTooLarge) || errors.Is(err, errBadBatch) || errors.Is(err, errMalformedAnswer) ||
+			errors.As(err, new(*brokenAnswerError)):
 			return fail(codedf(subjects.CodeMalformedResponse, "initialize: %v", innerError(err)))
 		case errors.Is(err, transport.ErrLegacySSEServer):
 			if st, ra := hcp.httpStatus(); st != 0 {
@@ -585,8 +586,9 @@ func (s *session) noteMalformed(sample string, tooLong bool) {
 
 // noteDiscarded logs an event of an HTTP or SSE server discarded as too large, or a batch
 // refused (see sseRequests), as noteMalformed logs a stdio line too long: nothing is cancelled
-// (the request it answers, when known, failed already).
-func (s *session) noteDiscarded(what string) { s.noteMalformed(what, true) }
+// (the request it answers, when known, failed already). what is redacted: it may quote the id
+// of an answer, which on a legacy SSE stream is any the server chose.
+func (s *session) noteDiscarded(what string) { s.noteMalformed(s.c.red.String(what), true) }
 
 // cancelOnMalformed has noteMalformed cancel a request in flight, until the function it returns
 // is called.
@@ -1115,11 +1117,8 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 	if err == nil && terr != nil {
 		err = terr
 	}
-	if broken := (*brokenAnswerError)(nil); raw == nil && rpcErr == nil && errors.As(err, &broken) {
-		// An HTTP body or event that is not valid JSON answered it (cappedTransport): the
-		// protocol_error a stdio line that is not JSON gets, not a failed connection.
-		quoted, _ := json.Marshal(tool)
-		return callResult{sent: true, err: err, bad: s.brokenText(string(mcp.MethodToolsCall)+" "+truncate(string(quoted), 100), broken)}
+	if r, ok := s.brokenResult(toolsCallWhat(tool), raw, rpcErr, err); ok {
+		return r
 	}
 	var refused *subjects.Error
 	var retryAfter int64
@@ -1133,6 +1132,24 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 		s.cancelHTTP(cp.requestID(), ctx)
 	}
 	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err, refused: refused, retryAfterMs: retryAfter}
+}
+
+// toolsCallWhat names a tools/call of tool for brokenText.
+func toolsCallWhat(tool string) string {
+	quoted, _ := json.Marshal(tool)
+	return string(mcp.MethodToolsCall) + " " + truncate(string(quoted), 100)
+}
+
+// brokenResult is the outcome of request what (see brokenText) that got no answer but err:
+// when an HTTP body or event that is not valid JSON answered it (cappedTransport), the
+// protocol_error a stdio line that is not JSON gets (bad), not a failed connection; ok false
+// otherwise.
+func (s *session) brokenResult(what string, raw []byte, rpcErr *mcp.JSONRPCErrorDetails, err error) (callResult, bool) {
+	var broken *brokenAnswerError
+	if raw != nil || rpcErr != nil || !errors.As(err, &broken) {
+		return callResult{}, false
+	}
+	return callResult{sent: true, err: err, bad: s.brokenText(what, broken)}, true
 }
 
 // brokenText is the error text of request what (a method, a tool's quoted name after it)

@@ -142,7 +142,9 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 			err = terr
 		}
 		r = callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
-		if raw == nil && rpcErr == nil {
+		if br, ok := s.brokenResult(toolsCallWhat(tool), raw, rpcErr, err); ok {
+			r = br
+		} else if raw == nil && rpcErr == nil {
 			r.sent, r.refused = s.unrun(sent, err, cp) // not sent: no task was created
 			if r.sent {
 				r.retryAfterMs = unavailableRetryAfter(cp, time.Now())
@@ -254,6 +256,9 @@ func (s *session) taskRequest(ctx context.Context, method mcp.MCPMethod, id stri
 	sent, raw, rpcErr, terr := cp.snapshot()
 	if err == nil && terr != nil {
 		err = terr
+	}
+	if r, ok := s.brokenResult(string(method), raw, rpcErr, err); ok {
+		return r // (bad: tasks/get is not asked again)
 	}
 	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -271,4 +272,40 @@ func TestTaskDeadlineCancels(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestTaskBrokenAnswerHTTP: over streamable HTTP, a task's tools/call, tasks/get or
+// tasks/result answered with a JSON body that is not valid JSON (a NaN) ended outcome_unknown
+// ("the connection failed": the executor retries a read-only tool's), tasks/get only after
+// being asked again until the failures in a row ran out; as on stdio and for a plain
+// tools/call it is the server's broken protocol: protocol_error at once, with where it breaks.
+func TestTaskBrokenAnswerHTTP(t *testing.T) {
+	for _, broken := range []string{"tools/call", "tasks/get", "tasks/result"} {
+		t.Run(strings.ReplaceAll(broken, "/", "-"), func(t *testing.T) {
+			h, shim := runShim(t, "brokentask", ServerConfig{}, func(method string, _ json.RawMessage) (string, int) {
+				if method == broken {
+					return `{"x":NaN}`, 0
+				}
+				switch method {
+				case "tools/call":
+					return `{"task":{"taskId":"t-1","status":"working","pollInterval":100}}`, 0
+				case "tasks/get":
+					return `{"taskId":"t-1","status":"completed"}`, 0
+				case "tasks/result":
+					return doneResult, 0
+				}
+				return `{}`, 0
+			})
+			r := h.m.Dispatch(context.Background(), "brokentask", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 20000})
+			if r.Error == nil || r.Error.Code != subjects.CodeProtocolError || !strings.Contains(r.Error.Message, "not valid JSON") {
+				t.Fatalf("got %+v %s, want protocol_error: not valid JSON", r.Error, r.Result)
+			}
+			if broken == "tasks/get" {
+				waitUntil(t, "tasks/cancel of t-1", func() bool { return slices.Contains(shim.methods(), "tasks/cancel t-1") })
+				if n := strings.Count(strings.Join(shim.methods(), "\n"), "tasks/get t-1"); n != 1 {
+					t.Errorf("tasks/get sent %d times, want once: %v", n, shim.methods())
+				}
+			}
+		})
+	}
 }
