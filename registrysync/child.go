@@ -269,6 +269,12 @@ func (c *child) handle(msg []byte) bool {
 	case c.answerRequest(msg):
 		// A request of the server's, answered here (see answerRequest).
 	case json.Valid(msg):
+		if id, bad := malformedAnswerLine(msg); bad != "" {
+			// mcp-go's transport would drop it, and the request it answers (a list, the
+			// handshake) waited for its timeout: it fails now, as on an event stream.
+			c.onMalformedAnswer(id, bad)
+			msg = localAnswer(id, localMalformed, bad)
+		}
 		if _, werr := c.fwdW.Write(append(msg, '\n')); werr != nil {
 			return false
 		}
@@ -305,6 +311,30 @@ func (c *child) tooLarge(head, tail []byte, limit int, onMalformed func(string, 
 		}
 	}
 	return true
+}
+
+// malformedAnswerLine returns the id of msg, valid JSON, and why mcp-go's stdio transport cannot
+// decode it (malformedAnswer), when it is an answer (an id, no method) it would drop so; ""
+// otherwise. Only a message that may hold an error member, or a jsonrpc that is not a string,
+// is decoded.
+func malformedAnswerLine(msg []byte) (id []byte, bad string) {
+	if !mayHoldMember(msg, "error") && !jsonrpcNotString(msg) {
+		return nil, ""
+	}
+	var m struct {
+		ID      json.RawMessage `json:"id"`
+		Method  json.RawMessage `json:"method"`
+		JSONRPC json.RawMessage `json:"jsonrpc"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.Method) > 0 || len(m.ID) == 0 || string(m.ID) == "null" {
+		return nil, ""
+	}
+	return m.ID, malformedAnswer(m.JSONRPC, m.Error)
+}
+
+func (c *child) onMalformedAnswer(id []byte, bad string) {
+	c.log.Warn().Str("id", truncate(string(id), 40)).Msg("server answered with what is no JSON-RPC response (an answer " + bad + "): the request fails")
 }
 
 // brokenAnswer ends the fastCall waiting for msg, a message that is not valid JSON, when msg

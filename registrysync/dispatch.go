@@ -2,6 +2,7 @@ package registrysync
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,9 +208,10 @@ func resultTypeInputRequired(raw []byte) (inputRequired, ok bool) {
 // (names in any case), which is how the executor tells a tool's failure: it took a result whose
 // isError was "true" (a decode error) for a success, and the caller got it as one. A content
 // item of a type this version does not know is passed on (a later protocol's), as is a result
-// without content (mcp-go servers write a structured-only one with "content": null).
+// without content (mcp-go servers write a structured-only one with "content": null). Of
+// several content members, the last one's items count (encoding/json keeps them).
 func resultShapeProblem(raw []byte) string {
-	problem := ""
+	problem, items := "", ""
 	jsonscan.Members(raw, func(rawName, value []byte) {
 		switch {
 		case problem != "":
@@ -218,12 +220,13 @@ func resultShapeProblem(raw []byte) string {
 				problem = "isError is not a boolean: whether the tool failed cannot be told"
 			}
 		case isMemberName(rawName, "content"):
+			items = ""
 			switch value[0] {
 			case 'n':
 			case '[':
 				jsonscan.Elements(value, func(item []byte) {
-					if problem == "" && item[0] != '{' {
-						problem = "content holds an item that is not an object"
+					if items == "" && item[0] != '{' {
+						items = "content holds an item that is not an object"
 					}
 				})
 			default:
@@ -231,7 +234,7 @@ func resultShapeProblem(raw []byte) string {
 			}
 		}
 	})
-	return problem
+	return cmp.Or(problem, items)
 }
 
 // isMemberName reports whether rawName, a member name as it is written (quoted), is one that

@@ -252,8 +252,8 @@
 // "error" that is neither an object with an integer code nor a string, a "jsonrpc" that is no
 // string; over HTTP also a JSON body that is not valid JSON but whole, a NaN in it: a body cut
 // short is outcome_unknown, as the connection may have failed), in a JSON body as on an event
-// stream (mcp-go dropped it there, and the call failed outcome_unknown when the stream ended,
-// or waited out its timeout), and a result whose isError is not a boolean or whose content is
+// stream or a stdio line (mcp-go dropped it there, and the call failed outcome_unknown when the
+// stream ended, or waited out its timeout, as did a list, malformed_response now), and a result whose isError is not a boolean or whose content is
 // not an array of objects (null or absent are fine; names in any case, as encoding/json reads
 // them), which the executor read as a success: the call ran (a content item of a type this
 // version does not know is passed on).

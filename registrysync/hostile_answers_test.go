@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcpstream/mcpstream/subjects"
@@ -105,6 +106,11 @@ var hostileLists = []struct {
 	{"cursor endless", `{"tools":[{"name":"t$N","inputSchema":{"type":"object"}}],"nextCursor":"c$N"}`, subjects.CodeTooManyPages},
 	{"result an array", `[]`, subjects.CodeMalformedResponse},
 	{"result null", `null`, subjects.CodeMalformedResponse},
+	// Answers that are no JSON-RPC response (the result, then members after it): mcp-go's stdio
+	// transport dropped them, and the list waited for ListTimeout (list_failed).
+	{"error code a string", `{"tools":[]},"error":{"code":"x","message":"m"}`, subjects.CodeMalformedResponse},
+	{"error a number", `{"tools":[]},"Error":5`, subjects.CodeMalformedResponse},
+	{"jsonrpc a number", `{"tools":[]},"jsonrpc":2`, subjects.CodeMalformedResponse},
 }
 
 // TestListWithoutItemsKeepsCatalog: a server that answered a re-list with {} (no "tools"
@@ -194,6 +200,8 @@ var hostileCalls = []struct {
 	{"error code a string", `{"jsonrpc":"2.0","id":$ID,"error":{"code":"E42","message":"m"}}`, []string{subjects.CodeProtocolError}},
 	{"error code a fraction", `{"jsonrpc":"2.0","id":$ID,"error":{"code":1.5,"message":"m"}}`, []string{subjects.CodeProtocolError}},
 	{"error code huge", `{"jsonrpc":"2.0","id":$ID,"error":{"code":1e40,"message":"m"}}`, []string{subjects.CodeProtocolError}},
+	// (stdio reads the result: what matters is that the call is not left waiting)
+	{"jsonrpc not a string", `{"jsonrpc":2,"id":$ID,"result":{"content":[{"type":"text","text":"x"}]}}`, []string{subjects.CodeProtocolError, ""}},
 	{"error not an object", `{"jsonrpc":"2.0","id":$ID,"error":"bad"}`, []string{subjects.CodeProtocolError}},
 	{"error message huge", `{"jsonrpc":"2.0","id":$ID,"error":{"code":-32000,"message":"` + strings.Repeat("m", 1<<20) + `"}}`, []string{subjects.CodeProtocolError}},
 	{"notifications first", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n" +
@@ -424,6 +432,11 @@ func resultShapeCases() []string {
 		`{"cont\u0065nt":"x"}`,
 		`{"content":[],"Content":7}`,
 		`{"isError":true,"isError":"x"}`,
+		// (of several content members encoding/json keeps the last one's items)
+		`{"content":[1],"content":null}`,
+		`{"content":[1],"content":[{"type":"text"}]}`,
+		`{"content":[{"type":"text"}],"Content":[5]}`,
+		`{"content":"x","content":[]}`,
 		`{"content" : [ {"type":"text"} , "x" ] }`,
 		` { "isError" : false , "content" : [ ] } `,
 	}
@@ -504,5 +517,111 @@ func TestTaskGetMalformedAnswer(t *testing.T) {
 	}
 	if gets != 1 {
 		t.Errorf("tasks/get sent %d times, want once: %v", gets, shim.methods())
+	}
+}
+
+// TestTakeAgreesWithMCPGo: on a request's own event stream and on a legacy SSE stream, the
+// event filter (sseRequests.take) never takes, nor replaces with a local answer, an answer
+// mcp-go's transports decode, and replaces every one they cannot (jsonrpc and error of every
+// shape, names in other cases and escaped, ids as a number, a float and a string): mcp-go drops
+// those, and the call waited for its timeout — on a legacy stream one whose jsonrpc was not a
+// string did, unparsed. (Of duplicate members the filter reads the last, and may pass an answer
+// mcp-go then drops, as before.)
+func TestTakeAgreesWithMCPGo(t *testing.T) {
+	rpcs := []string{``, `"jsonrpc":"2.0",`, `"jsonrpc":2,`, `"jsonrpc":null,`, `"JSONRPC":2,`, `"\u006asonrpc":[],`, `"jsonrpc":{},`}
+	errs := []string{``, `"error":{"code":-1,"message":"m"},`, `"error":"s",`, `"error":{"code":"x"},`, `"error":{"code":1.5},`,
+		`"error":null,`, `"Error":5,`, `"\u0065rror":5,`, `"error":{"code":1,"message":"m","data":{"error":5}},`,
+		`"error":{"code":1,"message":5},`, `"error":[],`, `"error":{"code":1e2},`}
+	results := []string{``, `"result":{"error":5,"jsonrpc":5},`, `"result":5,`}
+	n := 0
+	for _, want := range []string{"7", ""} {
+		for _, a := range rpcs {
+			for _, e := range errs {
+				for _, r := range results {
+					for _, id := range []string{`7`, `7.0`, `"7"`} {
+						data := `{` + a + e + r + `"id":` + id + `}`
+						f := &sseRequests{src: io.NopCloser(strings.NewReader(""))}
+						if want != "" {
+							f.want, f.wantJSON = want, []byte(`7`)
+						}
+						taken := f.take([]byte("event: message\ndata: " + data + "\n\n"))
+						local := strings.Contains(string(f.out), localMarker)
+						var m transport.JSONRPCResponse
+						decoded := json.Unmarshal([]byte(data), &m) == nil
+						switch {
+						case decoded && (taken || local):
+							t.Errorf("stream of %q: %s: mcp-go decodes it, the filter took it (local answer: %v)", want, data, local)
+						case !decoded && !local:
+							t.Errorf("stream of %q: %s: mcp-go drops it, the filter passed it", want, data)
+						}
+						n++
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d answers", n)
+}
+
+// cutHTTP answers a tools/call whose argument "cut" is set with a 200 application/json whose
+// body the connection cuts short after "cut" ("$ID" replaced by the call's id): framed by a
+// Content-Length it does not reach, or chunked without its last chunk when "chunked" is set.
+type cutHTTP struct{ next http.Handler }
+
+func (s *cutHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Arguments struct {
+					Cut     *string `json:"cut"`
+					Chunked bool    `json:"chunked"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "tools/call" && m.Params.Arguments.Cut != nil {
+			part := strings.ReplaceAll(*m.Params.Arguments.Cut, "$ID", string(m.ID))
+			head := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(part)+100) + "\r\n\r\n" + part
+			if m.Params.Arguments.Chunked {
+				head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+					strconv.FormatInt(int64(len(part)), 16) + "\r\n" + part + "\r\n"
+			}
+			if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				_, _ = io.WriteString(conn, head)
+				_ = conn.Close()
+			}
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	s.next.ServeHTTP(w, r)
+}
+
+// TestHTTPBodyCutShortOutcomeUnknown: an answer whose connection failed mid-body (its
+// Content-Length not reached, a chunked body without its last chunk) is outcome_unknown, never
+// protocol_error as a whole body that is not a JSON-RPC response is: the call may have run, and
+// the executor retries a read-only tool's unknown outcome. Cut anywhere: inside a string, a
+// literal, a number, a member name, between members, after the whole object's last member.
+func TestHTTPBodyCutShortOutcomeUnknown(t *testing.T) {
+	ts := httptest.NewServer(&cutHTTP{next: server.NewStreamableHTTPServer(newFixture(fixtureOptions{}))})
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: "hh", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	rec := record(t, h.env, subjects.RegistryServer("hh"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	whole := `{"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"ok"}],"isError":false,"n":12.5e3}}`
+	for _, cut := range []string{`{"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"o`,
+		`{"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"ok"}],"isError":fal`,
+		`{"jsonrpc":"2.0","id":$ID,"result":{"content":[{"type":"text","text":"ok"}],"isError":false,"n":12.`,
+		`{"jsonrpc":"2.0","id":$ID,"result":{"conte`, `{"jsonrpc":"2.0","id":$ID,`, `{`, whole[:len(whole)-1],
+	} {
+		for _, chunked := range []bool{false, true} {
+			args, _ := json.Marshal(map[string]any{"cut": cut, "chunked": chunked})
+			r := dispatch(t, h, "hh", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args, TimeoutMs: 20000})
+			if r.Error == nil || r.Error.Code != subjects.CodeOutcomeUnknown {
+				t.Errorf("cut after %q (chunked %v): got %s %+v, want outcome_unknown", cut, chunked, r.Result, r.Error)
+			}
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcpstream/mcpstream/jsonscan"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -613,7 +614,8 @@ func (f *sseRequests) endSkip() {
 // stream ended.
 func (f *sseRequests) take(event []byte) bool {
 	name, data, _ := parseEvent(event)
-	if name != "" && name != "message" || f.want == "" && !mayHoldMember(data, "method") && !mayHoldMember(data, "error") {
+	if name != "" && name != "message" || f.want == "" && !mayHoldMember(data, "method") && !mayHoldMember(data, "error") &&
+		!jsonrpcNotString(data) {
 		return false
 	}
 	var m struct {
@@ -633,7 +635,7 @@ func (f *sseRequests) take(event []byte) bool {
 	}
 	if f.want == "" {
 		// A legacy SSE stream: mcp-go's transport matches the answer to its request by id.
-		if bad := malformedAnswer(nil, m.Error); bad != "" {
+		if bad := malformedAnswer(m.JSONRPC, m.Error); bad != "" {
 			f.refused("an answer "+bad, m.ID, localMalformed, bad)
 			return true
 		}
@@ -650,6 +652,19 @@ func (f *sseRequests) take(event []byte) bool {
 	}
 	f.last = true
 	return false
+}
+
+// jsonrpcNotString reports whether data, a message, has a member encoding/json takes for
+// jsonrpc whose value is not a string (nor null), which mcp-go cannot decode: one top-level
+// scan, nothing decoded (a legacy SSE stream's answers are not all parsed, see take).
+func jsonrpcNotString(data []byte) bool {
+	bad := false
+	jsonscan.Members(data, func(name, value []byte) {
+		if !bad && len(value) > 0 && value[0] != '"' && value[0] != 'n' && isMemberName(name, "jsonrpc") {
+			bad = true
+		}
+	})
+	return bad
 }
 
 // malformedAnswer says why an answer whose members jsonrpc and error (raw, absent: nil) are
