@@ -244,8 +244,9 @@
 // server's connection ends after the request went out), with a 503's Retry-After as its
 // retryAfterMs (the executor retries a read-only tool's unknown outcome, not before). So does a 404 or 401 that comes after
 // the POST was accepted (on the GET that resumes the call's event stream): the session is
-// lost, but the call was taken. (A 4xx whose body is a JSON-RPC error is the server's
-// protocol_error.)
+// lost, but the call was taken. (A 400 or 422 whose body is a JSON-RPC error is the server's
+// protocol_error; the other statuses above say what happened whatever the body: a rate
+// limiter's 429 with a JSON-RPC error is unavailable with its Retry-After.)
 // A server's JSON-RPC error becomes protocol_error with its code and its message, redacted and
 // cut to 1 KiB (also in list failures and logs): a hostile server's message may be megabytes.
 // So does an answer the call's id carries that is not of a JSON-RPC response's shape (an

@@ -26,6 +26,9 @@ type refusingCalls struct {
 	next       http.Handler
 	status     atomic.Int32
 	retryAfter string
+	// rpcBody: the refusal's body is a JSON-RPC error with a null id, as rate limiters and the
+	// TypeScript SDK's transport write one, not text.
+	rpcBody bool
 }
 
 func (r *refusingCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -35,6 +38,12 @@ func (r *refusingCalls) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if bytes.Contains(body, []byte(`"tools/call"`)) {
 			if r.retryAfter != "" {
 				w.Header().Set("Retry-After", r.retryAfter)
+			}
+			if r.rpcBody {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(st)
+				_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"refused by the gateway"},"id":null}`)
+				return
 			}
 			http.Error(w, "refused by the gateway", st)
 			return
@@ -132,6 +141,32 @@ func checkRefused(t *testing.T, rf *refusingCalls, sc ServerConfig, status int, 
 	rf.status.Store(0)
 	if r := dispatch(t, h, "gw", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: args}); r.Error != nil {
 		t.Errorf("a call once the server takes it again: %+v", r.Error)
+	}
+}
+
+// The same refusals with a JSON-RPC error as their body (a rate limiter's, the TypeScript SDK
+// transport's): mcp-go decodes the body as the call's answer, and a 429 was the server's
+// protocol_error, its Retry-After lost, though nothing ran; the status says what happened.
+func TestHTTPRefusedCallNotRunRPCBody(t *testing.T) {
+	for _, tc := range []struct {
+		status     int
+		retryAfter string
+		code       string
+		retryMs    int64
+	}{
+		{http.StatusTooManyRequests, "7", subjects.CodeUnavailable, 7000},
+		{http.StatusForbidden, "", subjects.CodeUnavailable, 0},
+		{http.StatusRequestEntityTooLarge, "", subjects.CodeTooLarge, 0},
+		{http.StatusUnsupportedMediaType, "", subjects.CodeUnavailable, 0},
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			var ran atomic.Int32
+			rf := &refusingCalls{retryAfter: tc.retryAfter, rpcBody: true}
+			rf.next = server.NewStreamableHTTPServer(echoCounted(&ran), server.WithStateful(true))
+			ts := httptest.NewServer(rf)
+			t.Cleanup(ts.Close)
+			checkRefused(t, rf, ServerConfig{Name: "gw", URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}, tc.status, tc.code, tc.retryMs, &ran)
+		})
 	}
 }
 

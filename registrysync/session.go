@@ -1120,6 +1120,9 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 	if r, ok := s.brokenResult(toolsCallWhat(tool), raw, rpcErr, err); ok {
 		return r
 	}
+	if refused := refusedRPCError(cp, raw, rpcErr); refused != nil {
+		return callResult{err: err, refused: refused}
+	}
 	var refused *subjects.Error
 	var retryAfter int64
 	if raw == nil && rpcErr == nil {
@@ -1132,6 +1135,23 @@ func (s *session) callTool(ctx context.Context, tool string, args json.RawMessag
 		s.cancelHTTP(cp.requestID(), ctx)
 	}
 	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err, refused: refused, retryAfterMs: retryAfter}
+}
+
+// refusedRPCError is the refusal of a request whose answer, rpcErr, came as the body of an HTTP
+// status that says the request was refused unprocessed whatever the body (429, 403, 405, 413,
+// 415: see refusedStatus), as rate limiters and the TypeScript SDK's transport write one: mcp-go
+// takes the body for the request's answer, which made a 429 the server's protocol_error, its
+// Retry-After lost, though nothing ran. nil otherwise, and for a 400 or 422, whose JSON-RPC
+// error says more than the status (a session or protocol problem of the server's).
+func refusedRPCError(cp *capture, raw []byte, rpcErr *mcp.JSONRPCErrorDetails) *subjects.Error {
+	if raw != nil || rpcErr == nil {
+		return nil
+	}
+	status, retryAfter := cp.httpStatus()
+	if status == http.StatusBadRequest || status == http.StatusUnprocessableEntity {
+		return nil
+	}
+	return refusedStatus(status, retryAfter, time.Now())
 }
 
 // toolsCallWhat names a tools/call of tool for brokenText.

@@ -144,6 +144,8 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		r = callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
 		if br, ok := s.brokenResult(toolsCallWhat(tool), raw, rpcErr, err); ok {
 			r = br
+		} else if refused := refusedRPCError(cp, raw, rpcErr); refused != nil {
+			r = callResult{err: err, refused: refused} // no task was created
 		} else if raw == nil && rpcErr == nil {
 			r.sent, r.refused = s.unrun(sent, err, cp) // not sent: no task was created
 			if r.sent {
