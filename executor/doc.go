@@ -120,8 +120,11 @@
 //     more than 128 levels or holds more than 10,000 objects and booleans (true and false are
 //     schemas too) or a number beyond those bounds (all checked on its bytes before
 //     compiling), is part of itself
-//     through $ref and same-value applicators (a $ref cycle), or validating against it overran
-//     its step budget (see schema.go). Patterns are ECMA-262: Go's regexp runs those it
+//     through $ref and same-value applicators (a $ref cycle), or a validation against it ran
+//     on past the wall-clock backstop's grace (see schema.go). Arguments whose validation
+//     overran the step budget (its $refs and unions multiply the work with each level the
+//     arguments nest) → invalid_arguments for that call only: one caller must not disable
+//     the tool for every other. Patterns are ECMA-262: Go's regexp runs those it
 //     compiles, with ECMAScript's ".", "\s" and "\S" (pattern.go), regexp2 (ECMAScript mode,
 //     with the u flag as ajv when the pattern allows it) the rest, and those holding "[]" or
 //     "[^]" (not "[^]]", a lone "]" to ECMAScript with the u flag: Go's meaning); regexp2's

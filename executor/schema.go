@@ -70,9 +70,11 @@ const (
 //     copy carries the executor's meter as an extension (a vocabulary with no keyword,
 //     meteredSchema), which the library calls once per evaluation of that schema object. Past
 //     limit.steps + limit.stepsPerNode per JSON value of the arguments the meter panics out of
-//     the library (it holds no lock and no shared state while validating), the call is refused
-//     with invalid_schema and the definition is remembered as unusable: later calls against it
-//     are refused at once. The meter is per copy, so each validation runs on a copy of its own
+//     the library (it holds no lock and no shared state while validating) and the call is
+//     refused with invalid_arguments: only that call, since the arguments chose the work (a
+//     recursive union multiplies it with each level they nest), and one caller must not disable
+//     the tool for every other; each such call costs at most its budget. (A result that overran
+//     makes the definition's outputSchema unusable: the server chose both.) The meter is per copy, so each validation runs on a copy of its own
 //     (copies are compiled on demand, one per concurrent validation of the definition, and
 //     reused).
 //  3. A wall-clock backstop, for what the meter cannot see: the library calls extensions after
@@ -84,7 +86,7 @@ const (
 //     limit.wall (+ limit.wallPerMiB per MiB of arguments), and on overrun the call is refused
 //     unavailable (elapsed time also measures the machine's load: a harmless definition must
 //     not be disabled by many large calls at once); the definition is remembered as unusable if
-//     that validation still runs limit.grace later, as for the step budget.
+//     that validation still runs limit.grace later (it burns a processor until it ends).
 //
 // Besides, before any validation: compileSchema bounds the schema's size (schemaShape) and
 // refuses a schema that is part of itself (refCycle), and a pattern only the ECMAScript engine
@@ -295,8 +297,8 @@ type meteredOutcome struct {
 // schema, compiled again if no copy is idle), within lim's step budget and wall-clock backstop
 // (the wait, returned), in a goroutine of its own. A panic other than the meter's is raised
 // again on the caller's goroutine (whose recoverer answers the call). A validation the backstop
-// cut off runs on: if it ends within lim.grace its copy is given back (or, had it overrun the
-// step budget, the definition is unusable); if not, the definition is unusable and the meter
+// cut off runs on: if it ends within lim.grace its copy is given back (or, had a result's
+// overrun the step budget, the definition's outputSchema is unusable); if not, the definition is unusable and the meter
 // stops it at its next step. what names the value validated in the reasons ("arguments").
 func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationLimits, what string) (meteredOutcome, time.Duration, error) {
 	m, err := c.acquire(raw)
@@ -327,9 +329,9 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 			defer grace.Stop()
 			select {
 			case res := <-out:
-				if res.stopped != nil && res.stopped.overBudget {
+				if res.stopped != nil && res.stopped.overBudget && what != whatArguments {
 					c.refuse(overBudgetText(what, m.limit))
-				} else if (res.stopped == nil || res.stopped.pattern != "") && res.panic == nil {
+				} else if (res.stopped == nil || res.stopped.pattern != "" || res.stopped.overBudget) && res.panic == nil {
 					c.release(m)
 				}
 			case <-grace.C:
@@ -345,6 +347,14 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 	c.release(m)
 	return meteredOutcome{validationOutcome: res, limit: limit}, wall, nil
 }
+
+// whatArguments names a call's arguments as metered's what: a validation of them that overran
+// the step budget refuses that call only (the caller's arguments chose how much work their
+// validation takes: a recursive union, say an expression tree whose every level tries each
+// kind of node, multiplies it with each level they nest; one caller must not disable the tool
+// for every other), where a result's makes the definition's outputSchema unusable (the server
+// chose both).
+const whatArguments = "arguments"
 
 // overBudgetText is why a definition is unusable whose validation of what overran the step
 // budget limit.
@@ -541,7 +551,7 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 			Message: fmt.Sprintf("%sa number of the arguments has %s; nothing was run", atLocation(truncateString(p, 200)), hugeNumberText)}
 	}
 
-	res, wall, err := c.metered(t.InputSchema, inst, len(trimmed), lim, "arguments")
+	res, wall, err := c.metered(t.InputSchema, inst, len(trimmed), lim, whatArguments)
 	if err != nil { // it compiled once: it does again
 		return unusableSchema(t, firstLine(err.Error()))
 	}
@@ -559,7 +569,9 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 					singleQuoted(truncateString(res.stopped.pattern, 200)), ecmaMatchTimeout)}
 		}
 		if res.stopped.overBudget {
-			return unusableSchema(t, c.refuse(overBudgetText("arguments", res.limit)))
+			// Only this call is refused (see whatArguments).
+			return &subjects.Error{Code: subjects.CodeInvalidArguments, Message: fmt.Sprintf(
+				"validating the arguments against the inputSchema took more than %d steps (its $refs and unions make the work grow with how the arguments nest: send arguments that nest less); nothing was run", res.limit)}
 		}
 		return unusableSchema(t, *c.unusable.Load()) // another call found it unusable meanwhile
 	}

@@ -46,7 +46,8 @@ func wantCode(t *testing.T, e *subjects.Error, code, contains string) {
 }
 
 // The reviewer's reproduction: 110 bytes of arguments against a 100-byte schema must not hold a
-// worker. With the default limits the step budget refuses it (about 270k evaluations).
+// worker. With the default limits the step budget refuses it (about 270k evaluations): that
+// call only, the arguments chose the work.
 func TestSchemaGuardReviewBlowup(t *testing.T) {
 	tl := &tool{Public: "evil__t", InputSchema: []byte(explodingSchema)}
 	done := make(chan *subjects.Error, 1)
@@ -57,11 +58,44 @@ func TestSchemaGuardReviewBlowup(t *testing.T) {
 	case <-time.After(guardWatchdog):
 		t.Fatal("validating 110 bytes did not return")
 	}
-	wantCode(t, got, subjects.CodeInvalidSchema, "evil__t")
-	// Remembered: the next call is refused before any validation, even with harmless arguments.
-	again := validateArguments(tl, []byte(`{}`))
-	if again == nil || again.Code != subjects.CodeInvalidSchema || again.Message != got.Message {
-		t.Fatalf("second call: got %+v, want the same invalid_schema refusal %q", again, got.Message)
+	wantCode(t, got, subjects.CodeInvalidArguments, "more than")
+	// Not remembered: a call with arguments that nest less is validated as ever.
+	if again := validateArguments(tl, []byte(nestedArgs(3))); again != nil {
+		t.Fatalf("second call: got %+v, want valid", again)
+	}
+}
+
+// An expression tree whose every level tries each kind of node (a recursive union, as filter
+// and query tools declare): arguments nested deep overrun the step budget. One caller's deep
+// tree made the definition unusable, and every other caller's calls of the tool were refused
+// invalid_schema until the server listed another; only that call is refused now.
+func TestSchemaGuardDeepUnionRefusesOnlyTheCall(t *testing.T) {
+	var kinds []string
+	for i := range 10 {
+		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"op":{"const":"k%d"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op"]}`, i))
+	}
+	schema := `{"type":"object","properties":{"where":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[` + strings.Join(kinds, ",") + `]}}}`
+	tree := func(depth int) string {
+		n := `{"op":"k9"}`
+		for range depth {
+			n = `{"op":"k9","args":[` + n + `]}`
+		}
+		return `{"where":` + n + `}`
+	}
+	tl := &tool{Public: "db__query", InputSchema: []byte(schema)}
+	lim := validationLimits{steps: 5000, stepsPerNode: 0, wall: time.Hour}
+	if e := validateWithin(t, tl, tree(1), lim); e != nil {
+		t.Fatalf("a shallow tree: got %+v, want valid", e)
+	}
+	wantCode(t, validateWithin(t, tl, tree(8), lim), subjects.CodeInvalidArguments, "more than 5000 steps")
+	if tl.schema.unusable.Load() != nil {
+		t.Fatalf("the definition was made unusable: %s", *tl.schema.unusable.Load())
+	}
+	if e := validateWithin(t, tl, tree(1), lim); e != nil {
+		t.Fatalf("a shallow tree after a deep one: got %+v, want valid", e)
+	}
+	if e := validateWithin(t, tl, `{"where":{"op":"nope"}}`, lim); e == nil || e.Code != subjects.CodeInvalidArguments || e.Path != "/where" {
+		t.Fatalf("a node of no kind: got %+v, want invalid_arguments at /where", e)
 	}
 }
 
@@ -81,13 +115,12 @@ func TestSchemaGuardStepBudget(t *testing.T) {
 
 	tl := &tool{Public: "evil__t", InputSchema: []byte(explodingSchema)}
 	got := validateWithin(t, tl, nestedArgs(40), lim)
-	wantCode(t, got, subjects.CodeInvalidSchema, "more than 5000 steps")
-	if tl.schema.unusable.Load() == nil {
-		t.Fatal("the definition is not remembered as unusable")
+	wantCode(t, got, subjects.CodeInvalidArguments, "more than 5000 steps")
+	if tl.schema.unusable.Load() != nil {
+		t.Fatal("the definition is remembered as unusable: one caller's arguments disabled it for every other")
 	}
-	again := validateWithin(t, tl, nestedArgs(1), lim)
-	if again == nil || again.Message != got.Message {
-		t.Fatalf("second call: got %+v, want %q", again, got.Message)
+	if again := validateWithin(t, tl, nestedArgs(1), lim); again != nil {
+		t.Fatalf("second call: got %+v, want valid", again)
 	}
 	// The copy that overran went back to the pool: nothing is left running.
 	tl.schema.mu.Lock()
@@ -104,7 +137,7 @@ func TestSchemaGuardStepBudget(t *testing.T) {
 	}
 	defs = append(defs, `"d40":{"type":"object"}`)
 	chain := &tool{Public: "evil__chain", InputSchema: []byte(`{"$ref":"#/$defs/d0","$defs":{` + strings.Join(defs, ",") + `}}`)}
-	wantCode(t, validateWithin(t, chain, `{}`, lim), subjects.CodeInvalidSchema, "more than 5000 steps")
+	wantCode(t, validateWithin(t, chain, `{}`, lim), subjects.CodeInvalidArguments, "more than 5000 steps")
 }
 
 // What the step meter cannot see (failing evaluations inside "not" are not metered by the
