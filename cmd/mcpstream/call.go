@@ -123,6 +123,9 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if timeout < 0 {
 		return failed(subjects.CodeBadRequest, fmt.Errorf("call: --timeout %s: must not be negative (0 = the executor's default, 60s)", timeout))
 	}
+	if wait < 0 {
+		return failed(subjects.CodeBadRequest, fmt.Errorf("call: --wait %s: must not be negative (0 = timeout + approval timeout + 15s)", wait))
+	}
 	pr, err := cf.principal()
 	if err != nil {
 		return failed(subjects.CodeBadRequest, err)
@@ -414,8 +417,10 @@ func (a *approvalWait) Set(s string) error {
 		return nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New("want a duration (10m) or -1")
+	if err != nil || d < 0 {
+		// (-1 is the one negative value: the executor refuses an approvalTimeoutMs below it,
+		// and a sign typed by mistake must not mean "do not wait")
+		return errors.New("want a duration (10m), 0 (the executor's default) or -1 (do not wait)")
 	}
 	*a = approvalWait(d)
 	return nil

@@ -27,6 +27,9 @@ type embeddingsConfig struct {
 }
 
 // resolveSearch validates the search section and builds its embedder (nil without one).
+// maxEmbeddingDimensions bounds search.embeddings.dimensions and eval's --embeddings-dimensions.
+const maxEmbeddingDimensions = 16384
+
 func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 	if c.Search == nil || c.Search.Embeddings == nil {
 		return nil
@@ -56,8 +59,8 @@ func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 	if e.Model == "" {
 		bad("model", "required, e.g. text-embedding-3-small")
 	}
-	if e.Dimensions < 0 || e.Dimensions > 16384 {
-		bad("dimensions", "must be between 1 and 16384 (or absent)")
+	if e.Dimensions < 0 || e.Dimensions > maxEmbeddingDimensions {
+		bad("dimensions", "must be between 1 and %d (or absent)", maxEmbeddingDimensions)
 	}
 	key, secrets, kerr := expandEnv(e.APIKey, lookup)
 	if kerr != nil {

@@ -78,6 +78,10 @@ func runDemoServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 		usageError(fs, stderr, fmt.Sprintf("--logs %d: want 0 (the default, 5000) to %d", logs, demoservers.MaxLogs), nil)
 		return exitCode(2)
 	}
+	if interval < 0 {
+		usageError(fs, stderr, fmt.Sprintf("--control-interval %s: must not be negative (0 = the default, 200ms)", interval), nil)
+		return exitCode(2)
+	}
 	name := rest[0]
 	if !slices.Contains(demoservers.Names(), name) {
 		usageError(fs, stderr, fmt.Sprintf("unknown server %q, want one of %s", name, strings.Join(demoservers.Names(), ", ")), nil)

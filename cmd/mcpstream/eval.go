@@ -124,6 +124,19 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		usageError(fs, stderr, fmt.Sprintf("--k %d out of range 1..%d", *k, indexer.MaxK), nil)
 		return exitCode(2)
 	}
+	// The embeddings flags: checked before the files are read, as the configuration file's
+	// search.embeddings section is at load (dimensions: the same range).
+	switch {
+	case (*embURL == "") != (*embModel == ""):
+		usageError(fs, stderr, "--embeddings-url and --embeddings-model go together", nil)
+		return exitCode(2)
+	case *embURL == "" && (*embKeyEnv != "" || *embDims != 0):
+		usageError(fs, stderr, "--embeddings-key-env and --embeddings-dimensions need --embeddings-url and --embeddings-model", nil)
+		return exitCode(2)
+	case *embDims < 0 || *embDims > maxEmbeddingDimensions:
+		usageError(fs, stderr, fmt.Sprintf("--embeddings-dimensions %d out of range 0..%d (0: the model's default)", *embDims, maxEmbeddingDimensions), nil)
+		return exitCode(2)
+	}
 	// The catalog's ids ("server::name"), each with the line it is on: a tool listed twice is
 	// ambiguous (which description is the tool's?), and a gold id the catalog lacks (a typo)
 	// would count as a miss and silently lower every figure.
@@ -177,9 +190,6 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	var emb indexer.Embedder
 	if *embURL != "" || *embModel != "" {
-		if *embURL == "" || *embModel == "" {
-			return errors.New("eval: --embeddings-url and --embeddings-model go together")
-		}
 		key := ""
 		if *embKeyEnv != "" {
 			v, ok := os.LookupEnv(*embKeyEnv)
