@@ -409,20 +409,19 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 	// one tenant's pending approvals would stop everyone's calls for up to an hour. An approved
 	// call keeps its place until it has its concurrency slots (it may wait for them: see
 	// slotsWhenFree); any other outcome gives it back now.
-	select {
-	case e.approvalWaits <- struct{}{}:
-		c.waitPlace = true
-		defer func() {
-			if s != nil {
-				e.endWait(c)
-			}
-		}()
-	default:
-		s := refused(subjects.CodeRateLimited, fmt.Sprintf("%s needs approval, and %d calls already wait for approval on this executor (its limit, so that calls needing none are served); nothing was run: try again later",
-			c.tool.Public, cap(e.approvalWaits)))
-		s.e.RetryAfterMs = approvalWaitRetryAfter.Milliseconds()
-		return s
+	defer func() {
+		if s != nil {
+			e.endWait(c)
+		}
+	}()
+	if !e.takeWaitPlace(c) && !c.redelivered {
+		return e.noWaitPlace(c)
 	}
+	// A request delivered again may find no place and still wait for nobody: its approval
+	// record holds its outcome (approved and handed back, say: its approver was told OK), or its
+	// approval timeout passed meanwhile. It takes that outcome below, and is refused for want of
+	// a place only when it would wait for a human again. (Refused at once, an approved call was
+	// answered rate_limited, its approval thrown away.)
 
 	// Approvals name a call id, not a request: another request of the id waiting too would
 	// take the approval given to this one (or this one the other's), whatever its tool and
@@ -449,6 +448,11 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 		w.settle = e.settler(c, rec, rev)
 	}
 	if rec.Outcome != "" {
+		if !c.waitPlace {
+			// (Best effort: approved, it counts among the waiting calls while it waits for
+			// its concurrency slots, as its first delivery did; none free, it goes on.)
+			e.takeWaitPlace(c)
+		}
 		e.decided(c, true)
 		return e.decidedElsewhere(ctx, c, rec, wait)
 	}
@@ -461,6 +465,9 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 			return e.decidedElsewhere(ctx, c, *w.elsewhere, wait)
 		}
 		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
+	}
+	if !c.waitPlace && !e.takeWaitPlace(c) {
+		return e.noWaitPlace(c)
 	}
 	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {
 		if m.Reply != "" && !subjects.Answerable(m.Reply) {
@@ -517,6 +524,27 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 		}
 		return &stop{err: errStopping}
 	}
+}
+
+// takeWaitPlace takes a place among the calls waiting in this process (MaxApprovalWaits) for c,
+// if one is free.
+func (e *Executor) takeWaitPlace(c *call) bool {
+	select {
+	case e.approvalWaits <- struct{}{}:
+		c.waitPlace = true
+		return true
+	default:
+		return false
+	}
+}
+
+// noWaitPlace is the refusal of a call that would wait for approval when MaxApprovalWaits calls
+// already wait in this process.
+func (e *Executor) noWaitPlace(c *call) *stop {
+	s := refused(subjects.CodeRateLimited, fmt.Sprintf("%s needs approval, and %d calls already wait for approval on this executor (its limit, so that calls needing none are served); nothing was run: try again later",
+		c.tool.Public, cap(e.approvalWaits)))
+	s.e.RetryAfterMs = approvalWaitRetryAfter.Milliseconds()
+	return s
 }
 
 // endWait gives back c's place among the calls waiting in this process (MaxApprovalWaits), if
