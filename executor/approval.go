@@ -448,9 +448,11 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 		w.settle = e.settler(c, rec, rev)
 	}
 	if rec.Outcome != "" {
-		if !c.waitPlace {
+		if !c.waitPlace && rec.Outcome == outcomeApproved {
 			// (Best effort: approved, it counts among the waiting calls while it waits for
-			// its concurrency slots, as its first delivery did; none free, it goes on.)
+			// its concurrency slots, as its first delivery did; none free, it goes on without,
+			// holding a worker no place counts: see README, a trade against throwing its
+			// approval away.)
 			e.takeWaitPlace(c)
 		}
 		e.decided(c, true)

@@ -145,9 +145,9 @@
 //     delivery gave them back, or may still wait (see below), and a refusal stored now would be
 //     the answer of a call that delivery may still run. Past Config.MaxApprovalWaits calls waiting in this
 //     process (a wait holds a worker; an approved call waiting for a concurrency slot, step 8,
-//     still counts) → rate_limited (not a call delivered again whose approval record holds its
-//     outcome, or whose approval timeout passed: it takes that outcome, nobody asked, place
-//     or none); else an audit.decision needs_approval event, then a wait
+//     still counts, but for one delivered again that found no place free) → rate_limited (not a
+//     call delivered again whose approval record holds its outcome, or whose approval timeout
+//     passed: it takes that outcome, nobody asked, place or none); else an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
 //     must hold "approve" (true or false): one without it is answered bad_request and decides
