@@ -121,7 +121,9 @@
 //     schemas too) or a number beyond those bounds (all checked on its bytes before
 //     compiling), is part of itself
 //     through $ref and same-value applicators (a $ref cycle), or a validation against it ran
-//     on past the wall-clock backstop's grace (see schema.go). Arguments whose validation
+//     on past the wall-clock backstop's grace (see schema.go; a validation of arguments is
+//     stopped half the grace past the backstop, and refuses only its call when it had taken
+//     more steps than limit.steps: the arguments' size bought the work). Arguments whose validation
 //     overran the step budget (its $refs and unions multiply the work with each level the
 //     arguments nest) → invalid_arguments for that call only: one caller must not disable
 //     the tool for every other. Patterns are ECMA-262: Go's regexp runs those it

@@ -86,7 +86,10 @@ const (
 //     limit.wall (+ limit.wallPerMiB per MiB of arguments), and on overrun the call is refused
 //     unavailable (elapsed time also measures the machine's load: a harmless definition must
 //     not be disabled by many large calls at once); the definition is remembered as unusable if
-//     that validation still runs limit.grace later (it burns a processor until it ends).
+//     that validation still runs limit.grace later (it burns a processor until it ends). A
+//     validation of arguments is cut (meteredSchema.cut) half the grace past the backstop: the
+//     budget grows with the arguments' size, so a caller can buy minutes of steps with padding;
+//     one that stops then having taken more than limit.steps refuses only its call.
 //
 // Besides, before any validation: compileSchema bounds the schema's size (schemaShape) and
 // refuses a schema that is part of itself (refCycle), and a pattern only the ECMAScript engine
@@ -150,6 +153,9 @@ type meteredSchema struct {
 	limit int
 	// ecmaLeft is what is left of the validation's ecmaMatchTimeout (see compilePattern).
 	ecmaLeft time.Duration
+	// cut stops the validation at its next step: set when a validation of arguments runs on
+	// lim.grace past the backstop (see metered); reset by each validation.
+	cut atomic.Bool
 }
 
 // stopValidation is the panic value with which the meter stops a validation, and an ECMAScript
@@ -165,7 +171,7 @@ func (m *meteredSchema) Validate(*jsonschema.ValidatorContext, any) {
 	if m.steps > m.limit {
 		panic(stopValidation{overBudget: true})
 	}
-	if m.owner.unusable.Load() != nil {
+	if m.owner.unusable.Load() != nil || m.cut.Load() {
 		panic(stopValidation{})
 	}
 }
@@ -306,6 +312,7 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 		return meteredOutcome{}, 0, err
 	}
 	m.steps, m.limit, m.ecmaLeft = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst), ecmaMatchTimeout
+	m.cut.Store(false)
 	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(size)>>20)
 	out := make(chan validationOutcome, 1)
 	validators.run(func() { m.run(inst, out) })
@@ -325,7 +332,11 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 		hold := lim.hold.keep()
 		go func() {
 			defer hold()
-			grace := time.NewTimer(lim.grace)
+			first := lim.grace
+			if what == whatArguments {
+				first = lim.grace / 2 // (then cut: see below)
+			}
+			grace := time.NewTimer(first)
 			defer grace.Stop()
 			select {
 			case res := <-out:
@@ -335,6 +346,30 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 					c.release(m)
 				}
 			case <-grace.C:
+				if what == whatArguments {
+					// Arguments within the step budget may take longer than the backstop and its
+					// grace (the budget grows with their size: ~3 µs a step of a recursive
+					// union, 256 steps per JSON value, so 200 KB of padding buy a deep tree
+					// minutes): their caller chose the work, so this validation is stopped, at
+					// its next step, half the grace past the backstop, and only the call is
+					// refused if it had taken more steps than any arguments are granted
+					// (lim.steps). One that has not stopped at the grace, or had taken fewer
+					// steps (the work the meter cannot see: the schema's), makes the
+					// definition unusable.
+					m.cut.Store(true)
+					grace.Reset(lim.grace - first)
+					select {
+					case res := <-out:
+						if res.panic != nil {
+							return
+						}
+						if m.steps > lim.steps { // (read after the validation ended)
+							c.release(m)
+							return
+						}
+					case <-grace.C:
+					}
+				}
 				c.refuse(fmt.Sprintf("validating %s against it ran for more than %v", what, wall+lim.grace))
 			}
 		}()

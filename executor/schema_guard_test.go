@@ -99,6 +99,95 @@ func TestSchemaGuardDeepUnionRefusesOnlyTheCall(t *testing.T) {
 	}
 }
 
+// TestSchemaGuardCostlyArgumentsPastGrace: arguments within the step budget whose validation
+// still ran past the backstop's grace made the definition unusable for every caller. The budget
+// grows with the arguments (256 steps per JSON value, a recursive union's step ~3 µs): ~100,000
+// values of padding (200 KB) let one caller's deep tree run past 3 s + 1 min, the cross-tenant
+// denial of service the step budget's per-call refusal meant to close. The validation is now
+// stopped at its next step instead, its copy given back; the definition stays usable.
+func TestSchemaGuardCostlyArgumentsPastGrace(t *testing.T) {
+	var kinds []string
+	for i := range 10 {
+		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"op":{"const":"k%d"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op"]}`, i))
+	}
+	schema := `{"type":"object","properties":{"where":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[` + strings.Join(kinds, ",") + `]}}}`
+	n := `{"op":"k9"}`
+	for range 9 { // ~20 million steps: a minute
+		n = `{"op":"k9","args":[` + n + `]}`
+	}
+	tl := &tool{Public: "db__query", InputSchema: []byte(schema)}
+	// A budget the tree stays within (as padding's JSON values buy it), a backstop and grace it
+	// runs past.
+	lim := validationLimits{steps: 1000, stepsPerNode: 1 << 30, wall: 50 * time.Millisecond, grace: 400 * time.Millisecond}
+	wantCode(t, validateWithin(t, tl, `{"where":`+n+`}`, lim), subjects.CodeUnavailable, "took longer than 50ms")
+	waitUntilTrue(t, "the copy given back or the definition unusable", func() bool {
+		tl.schema.mu.Lock()
+		defer tl.schema.mu.Unlock()
+		return len(tl.schema.idle) > 0 || tl.schema.unusable.Load() != nil
+	})
+	if why := tl.schema.unusable.Load(); why != nil {
+		t.Fatalf("one caller's arguments disabled the definition: %s", *why)
+	}
+	if e := validateWithin(t, tl, `{"where":{"op":"k1"}}`, lim); e != nil {
+		t.Fatalf("next call: %+v", e)
+	}
+}
+
+// TestSchemaGuardMixedConcurrentCalls: concurrent calls of one definition, some over the step
+// budget, some cut off past the backstop's grace, some fine: each gets its own answer, and the
+// definition stays usable (run under -race: the copies go from call to call).
+func TestSchemaGuardMixedConcurrentCalls(t *testing.T) {
+	var kinds []string
+	for i := range 10 {
+		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"op":{"const":"k%d"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op"]}`, i))
+	}
+	schema := `{"type":"object","properties":{"where":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[` + strings.Join(kinds, ",") + `]}}}`
+	tree := func(depth int) string {
+		n := `{"op":"k9"}`
+		for range depth {
+			n = `{"op":"k9","args":[` + n + `]}`
+		}
+		return `{"where":` + n + `}`
+	}
+	tl := &tool{Public: "db__query", InputSchema: []byte(schema)}
+	budget := validationLimits{steps: 5000, wall: time.Hour, grace: time.Hour}
+	slow := validationLimits{steps: 1000, stepsPerNode: 1 << 30, wall: 20 * time.Millisecond, grace: 200 * time.Millisecond}
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// (t.Errorf: not on the test's goroutine)
+			switch i % 3 {
+			case 0:
+				if e := validateArgumentsWithin(tl, []byte(tree(8)), budget); e == nil || e.Code != subjects.CodeInvalidArguments || !strings.Contains(e.Message, "more than 5000 steps") {
+					t.Errorf("a deep tree: got %+v, want invalid_arguments", e)
+				}
+			case 1:
+				if e := validateArgumentsWithin(tl, []byte(tree(9)), slow); e == nil || e.Code != subjects.CodeUnavailable {
+					t.Errorf("a slow tree: got %+v, want unavailable", e)
+				}
+			default:
+				if e := validateArgumentsWithin(tl, []byte(tree(1)), budget); e != nil {
+					t.Errorf("a shallow tree: %+v", e)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	waitUntilTrue(t, "the copies given back", func() bool {
+		tl.schema.mu.Lock()
+		defer tl.schema.mu.Unlock()
+		return len(tl.schema.idle) == maxIdleCopies || tl.schema.unusable.Load() != nil
+	})
+	if why := tl.schema.unusable.Load(); why != nil {
+		t.Fatalf("the definition was made unusable: %s", *why)
+	}
+	if e := validateWithin(t, tl, tree(1), budget); e != nil {
+		t.Fatalf("next call: %+v", e)
+	}
+}
+
 // The step budget is exact: the same schema is refused past the budget whatever the machine's
 // speed (the wall-clock backstop is set out of reach), and is fine below it.
 func TestSchemaGuardStepBudget(t *testing.T) {

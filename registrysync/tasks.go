@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -261,6 +263,13 @@ func (s *session) taskRequest(ctx context.Context, method mcp.MCPMethod, id stri
 	}
 	if r, ok := s.brokenResult(string(method), raw, rpcErr, err); ok {
 		return r // (bad: tasks/get is not asked again)
+	}
+	if refusedRPCError(cp, raw, rpcErr) != nil {
+		// A JSON-RPC error as the body of a 429 (403, 405, 413, 415): a rate limiter's refusal
+		// of this request, not the server's word about the task; as with a text body, tasks/get
+		// is asked again.
+		status, _ := cp.httpStatus()
+		return callResult{sent: sent, err: fmt.Errorf("%s: the server refused the request with HTTP %d (%s)", method, status, http.StatusText(status))}
 	}
 	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
 }

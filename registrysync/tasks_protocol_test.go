@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,6 +96,12 @@ func (s *taskShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.seen = append(s.seen, strings.TrimSpace(m.Method+" "+p.TaskID))
 			s.mu.Unlock()
 			result, status := s.answer(m.Method, m.Params)
+			if status >= 400 && result != "" { // a JSON body with the status
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, result)
+				return
+			}
 			if status >= 400 {
 				http.Error(w, "unavailable", status)
 				return
@@ -182,6 +189,37 @@ func TestTaskGetTransientFailure(t *testing.T) {
 	r := h.m.Dispatch(context.Background(), "flaky", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 20000})
 	if r.Error != nil || !strings.Contains(string(r.Result), `"done"`) {
 		t.Errorf("a task whose tasks/get failed once: %+v %s, want its result", r.Error, r.Result)
+	}
+}
+
+// TestTaskGetRefusedRPCBody: a tasks/get refused HTTP 429 (or 403, 405, 415) with a JSON-RPC
+// error for its body, as a rate limiter in front of the server writes one, was taken for the
+// server's word about the task: the task, still working, was cancelled and the call ended
+// protocol_error, where the same refusal with a text body is asked again. The status says what
+// happened whatever the body (refusedRPCError), as for the tools/call itself.
+func TestTaskGetRefusedRPCBody(t *testing.T) {
+	for _, status := range []int{http.StatusTooManyRequests, http.StatusForbidden} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			var gets atomic.Int32
+			h, shim := runShim(t, "limited", ServerConfig{}, func(method string, _ json.RawMessage) (string, int) {
+				switch method {
+				case "tools/call":
+					return `{"task":{"taskId":"t-1","status":"working","pollInterval":100}}`, 0
+				case "tasks/get":
+					if gets.Add(1) == 1 {
+						return `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Too many requests"}}`, status
+					}
+					return `{"taskId":"t-1","status":"completed"}`, 0
+				case "tasks/result":
+					return doneResult, 0
+				}
+				return `{}`, 0
+			})
+			r := h.m.Dispatch(context.Background(), "limited", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 20000})
+			if r.Error != nil || !strings.Contains(string(r.Result), `"done"`) {
+				t.Errorf("a task whose tasks/get was refused %d once: %+v %s, want its result (%v)", status, r.Error, r.Result, shim.methods())
+			}
+		})
 	}
 }
 

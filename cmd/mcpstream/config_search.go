@@ -26,10 +26,10 @@ type embeddingsConfig struct {
 	Timeout    string `yaml:"timeout"`    // bound of one search request's embedding (default 2s)
 }
 
-// resolveSearch validates the search section and builds its embedder (nil without one).
 // maxEmbeddingDimensions bounds search.embeddings.dimensions and eval's --embeddings-dimensions.
 const maxEmbeddingDimensions = 16384
 
+// resolveSearch validates the search section and builds its embedder (nil without one).
 func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 	if c.Search == nil || c.Search.Embeddings == nil {
 		return nil
