@@ -65,23 +65,32 @@ func TestSchemaGuardReviewBlowup(t *testing.T) {
 	}
 }
 
+// unionTreeSchema is an expression tree whose every level tries each of 10 kinds of node (a
+// recursive union, as filter and query tools declare): the validator's work multiplies with
+// each level the arguments nest.
+func unionTreeSchema() string {
+	var kinds []string
+	for i := range 10 {
+		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"op":{"const":"k%d"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op"]}`, i))
+	}
+	return `{"type":"object","properties":{"where":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[` + strings.Join(kinds, ",") + `]}}}`
+}
+
+// unionTree is arguments of unionTreeSchema, a tree nested depth levels.
+func unionTree(depth int) string {
+	n := `{"op":"k9"}`
+	for range depth {
+		n = `{"op":"k9","args":[` + n + `]}`
+	}
+	return `{"where":` + n + `}`
+}
+
 // An expression tree whose every level tries each kind of node (a recursive union, as filter
 // and query tools declare): arguments nested deep overrun the step budget. One caller's deep
 // tree made the definition unusable, and every other caller's calls of the tool were refused
 // invalid_schema until the server listed another; only that call is refused now.
 func TestSchemaGuardDeepUnionRefusesOnlyTheCall(t *testing.T) {
-	var kinds []string
-	for i := range 10 {
-		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"op":{"const":"k%d"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op"]}`, i))
-	}
-	schema := `{"type":"object","properties":{"where":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[` + strings.Join(kinds, ",") + `]}}}`
-	tree := func(depth int) string {
-		n := `{"op":"k9"}`
-		for range depth {
-			n = `{"op":"k9","args":[` + n + `]}`
-		}
-		return `{"where":` + n + `}`
-	}
+	schema, tree := unionTreeSchema(), unionTree
 	tl := &tool{Public: "db__query", InputSchema: []byte(schema)}
 	lim := validationLimits{steps: 5000, stepsPerNode: 0, wall: time.Hour}
 	if e := validateWithin(t, tl, tree(1), lim); e != nil {
@@ -106,20 +115,12 @@ func TestSchemaGuardDeepUnionRefusesOnlyTheCall(t *testing.T) {
 // denial of service the step budget's per-call refusal meant to close. The validation is now
 // stopped at its next step instead, its copy given back; the definition stays usable.
 func TestSchemaGuardCostlyArgumentsPastGrace(t *testing.T) {
-	var kinds []string
-	for i := range 10 {
-		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"op":{"const":"k%d"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op"]}`, i))
-	}
-	schema := `{"type":"object","properties":{"where":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[` + strings.Join(kinds, ",") + `]}}}`
-	n := `{"op":"k9"}`
-	for range 9 { // ~20 million steps: a minute
-		n = `{"op":"k9","args":[` + n + `]}`
-	}
-	tl := &tool{Public: "db__query", InputSchema: []byte(schema)}
+	tl := &tool{Public: "db__query", InputSchema: []byte(unionTreeSchema())}
+	deep := unionTree(9) // ~20 million steps: a minute
 	// A budget the tree stays within (as padding's JSON values buy it), a backstop and grace it
 	// runs past.
 	lim := validationLimits{steps: 1000, stepsPerNode: 1 << 30, wall: 50 * time.Millisecond, grace: 400 * time.Millisecond}
-	wantCode(t, validateWithin(t, tl, `{"where":`+n+`}`, lim), subjects.CodeUnavailable, "took longer than 50ms")
+	wantCode(t, validateWithin(t, tl, deep, lim), subjects.CodeUnavailable, "took longer than 50ms")
 	waitUntilTrue(t, "the copy given back or the definition unusable", func() bool {
 		tl.schema.mu.Lock()
 		defer tl.schema.mu.Unlock()
@@ -137,18 +138,7 @@ func TestSchemaGuardCostlyArgumentsPastGrace(t *testing.T) {
 // budget, some cut off past the backstop's grace, some fine: each gets its own answer, and the
 // definition stays usable (run under -race: the copies go from call to call).
 func TestSchemaGuardMixedConcurrentCalls(t *testing.T) {
-	var kinds []string
-	for i := range 10 {
-		kinds = append(kinds, fmt.Sprintf(`{"type":"object","properties":{"op":{"const":"k%d"},"args":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["op"]}`, i))
-	}
-	schema := `{"type":"object","properties":{"where":{"$ref":"#/$defs/node"}},"$defs":{"node":{"anyOf":[` + strings.Join(kinds, ",") + `]}}}`
-	tree := func(depth int) string {
-		n := `{"op":"k9"}`
-		for range depth {
-			n = `{"op":"k9","args":[` + n + `]}`
-		}
-		return `{"where":` + n + `}`
-	}
+	schema, tree := unionTreeSchema(), unionTree
 	tl := &tool{Public: "db__query", InputSchema: []byte(schema)}
 	budget := validationLimits{steps: 5000, wall: time.Hour, grace: time.Hour}
 	slow := validationLimits{steps: 1000, stepsPerNode: 1 << 30, wall: 20 * time.Millisecond, grace: 200 * time.Millisecond}

@@ -215,22 +215,29 @@ var hostileCalls = []struct {
 	{"wrong id only", `{"jsonrpc":"2.0","id":"mcpstream-424242","result":{"content":[]}}`, []string{subjects.CodeTimeout, subjects.CodeOutcomeUnknown}},
 }
 
+// checkHostileCalls runs hostileCalls against server, ready once, on h: each ends with a stable
+// code and the next call is answered (checkHostileCall), and none changes its tools snapshot.
+func checkHostileCalls(t *testing.T, h *harness, server string) {
+	t.Helper()
+	rec := record(t, h.env, subjects.RegistryServer(server))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	snaps := lastSeq(t, h.env, subjects.RegistrySnapshot(server, subjects.KindTools))
+	for _, tc := range hostileCalls {
+		t.Run(tc.name, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]any{"l": tc.answer})
+			checkHostileCall(t, h, server, args, tc.codes)
+		})
+	}
+	if seq := lastSeq(t, h.env, subjects.RegistrySnapshot(server, subjects.KindTools)); seq != snaps {
+		t.Errorf("hostile call answers changed the tools snapshot (#%d, was #%d)", seq, snaps)
+	}
+}
+
 // TestHostileCallAnswersStdio: every hostile tools/call answer ends the dispatch with a stable
 // code, and the next call on the session is answered.
 func TestHostileCallAnswersStdio(t *testing.T) {
 	h := run(t, nil, fastConfig(stdioServer(t, "hc", "script")))
-	rec := record(t, h.env, subjects.RegistryServer("hc"))
-	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
-	snaps := lastSeq(t, h.env, subjects.RegistrySnapshot("hc", subjects.KindTools))
-	for _, tc := range hostileCalls {
-		t.Run(tc.name, func(t *testing.T) {
-			args, _ := json.Marshal(map[string]any{"l": tc.answer})
-			checkHostileCall(t, h, "hc", args, tc.codes)
-		})
-	}
-	if seq := lastSeq(t, h.env, subjects.RegistrySnapshot("hc", subjects.KindTools)); seq != snaps {
-		t.Errorf("hostile call answers changed the tools snapshot (#%d, was #%d)", seq, snaps)
-	}
+	checkHostileCalls(t, h, "hc")
 }
 
 // checkHostileCall dispatches a call of tool t with args and checks its code is among codes,
@@ -474,18 +481,7 @@ func TestHostileCallAnswersLegacySSE(t *testing.T) {
 	ts := httptest.NewServer(&rawSSEServer{mode: "script", out: make(chan string, 16)})
 	t.Cleanup(ts.Close)
 	h := run(t, nil, fastConfig(ServerConfig{Name: "hs", Transport: TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"}))
-	rec := record(t, h.env, subjects.RegistryServer("hs"))
-	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
-	snaps := lastSeq(t, h.env, subjects.RegistrySnapshot("hs", subjects.KindTools))
-	for _, tc := range hostileCalls {
-		t.Run(tc.name, func(t *testing.T) {
-			args, _ := json.Marshal(map[string]any{"l": tc.answer})
-			checkHostileCall(t, h, "hs", args, tc.codes)
-		})
-	}
-	if seq := lastSeq(t, h.env, subjects.RegistrySnapshot("hs", subjects.KindTools)); seq != snaps {
-		t.Errorf("hostile call answers changed the tools snapshot (#%d, was #%d)", seq, snaps)
-	}
+	checkHostileCalls(t, h, "hs")
 }
 
 // TestTaskGetMalformedAnswer: over HTTP, a tasks/get answered with an "error" of the wrong
