@@ -21,20 +21,7 @@ func fullExecutor(t *testing.T, r *rig, cfg Config) (*Executor, func()) {
 	for range cap(ex.approvalWaits) {
 		ex.approvalWaits <- struct{}{}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ex.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("executor Run: %v", err)
-			}
-		case <-time.After(waitLimit):
-			t.Errorf("executor did not stop")
-		}
-	})
+	runUntilStopped(t, ex)
 	return ex, func() {
 		for range cap(ex.approvalWaits) {
 			<-ex.approvalWaits

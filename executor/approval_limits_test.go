@@ -317,16 +317,7 @@ func slotWaitHandedBack(t *testing.T, timeoutMs int64) handedBack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actx, astop := context.WithCancel(context.Background())
-	adone := make(chan error, 1)
-	go func() { adone <- a.Run(actx) }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			astop()
-			<-adone
-		}
-	})
+	astop := runUntilStopped(t, a)
 	waitFor(t, "executor A ready", a.Ready)
 	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -353,9 +344,5 @@ func slotWaitHandedBack(t *testing.T, timeoutMs int64) handedBack {
 		t.Fatal("the approved call did not wait for its slot")
 	}
 	astop() // hands the call back; the slot stays busy
-	stopped = true
-	if err := <-adone; err != nil {
-		t.Errorf("executor A: %v", err)
-	}
 	return h
 }

@@ -29,16 +29,7 @@ func TestHandedBackApprovedCallsPlaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	actx, astop := context.WithCancel(context.Background())
-	adone := make(chan error, 1)
-	go func() { adone <- a.Run(actx) }()
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			astop()
-			<-adone
-		}
-	})
+	astop := runUntilStopped(t, a)
 	waitFor(t, "executor A ready", a.Ready)
 	waitFor(t, "fixture__wipe listed", func() bool { return a.reg.lookup("fixture__wipe") != nil })
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -72,10 +63,6 @@ func TestHandedBackApprovedCallsPlaces(t *testing.T) {
 		}
 	}
 	astop() // hands the calls back; the slot stays busy
-	stopped = true
-	if err := <-adone; err != nil {
-		t.Errorf("executor A: %v", err)
-	}
 
 	b := r.startExecutor(r.managerConfig(Config{AckWait: time.Second, FrontEnd: new(bool), Limits: limits, Workers: n, MaxApprovalWaits: 1}), r.env.Connect(t))
 	held.release(ctx)

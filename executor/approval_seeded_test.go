@@ -70,24 +70,7 @@ func stoppableExecutor(t *testing.T, r *rig, cfg Config, nc *nats.Conn) (ex *Exe
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ex.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("executor Run: %v", err)
-				}
-			case <-time.After(waitLimit):
-				t.Errorf("executor did not stop")
-			}
-		})
-	}
-	t.Cleanup(stop)
+	stop = runUntilStopped(t, ex)
 	waitFor(t, "executor ready", ex.Ready)
 	waitFor(t, "ticketing__createIssue listed", func() bool { return ex.reg.lookup("ticketing__createIssue") != nil })
 	return ex, stop

@@ -546,3 +546,27 @@ func (r *rig) waitCallsSettled(ctx context.Context) {
 		return err == nil && info.State.Msgs == 0
 	})
 }
+
+// runUntilStopped runs ex until the test stops it: stop (once; also at cleanup) ends its Run and
+// checks that it ended without an error (an executor stopped hands its waiting calls back).
+func runUntilStopped(t testing.TB, ex *Executor) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ex.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("executor Run: %v", err)
+				}
+			case <-time.After(waitLimit):
+				t.Errorf("executor did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}

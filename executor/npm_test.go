@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"math/rand"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -190,30 +188,10 @@ func TestNPMCallResultsStreamableHTTP(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(file) }))
 	defer hs.Close()
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	_ = l.Close()
-	cmd := exec.Command("node", everything, "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		select {
-		case <-exited:
-		case <-time.After(waitLimit):
-			t.Errorf("server-everything (pid %d) did not exit", cmd.Process.Pid)
-		}
-	})
+	base := startEverythingHTTP(t, everything, "streamableHttp")
 	// The connector retries until the server listens (its first attempt may fail).
 	r := startRig(t, rigOptions{servers: []string{}, extra: []registrysync.ServerConfig{{Name: "everything",
-		Transport: registrysync.TransportHTTP, URL: "http://127.0.0.1:" + port + "/mcp", CallTimeout: 30 * time.Second}}})
+		Transport: registrysync.TransportHTTP, URL: base + "/mcp", CallTimeout: 30 * time.Second}}})
 	waitNPMReady(r, "everything__gzip-file-as-resource")
 
 	res, out := callNPM(t, r, "gzip", "everything__gzip-file-as-resource", `{"name":"a.gz","data":"`+hs.URL+`/a","outputType":"resource"}`, 0)

@@ -83,10 +83,15 @@ net.Server.prototype.listen = function (...args) {
 };
 `
 
-// startEverythingHTTP runs server-everything with transport mode ("streamableHttp", "sse")
-// on a free loopback port and returns its base URL.
-func startEverythingHTTP(t *testing.T, entry, preload, mode string) string {
+// startEverythingHTTP runs server-everything (entry, see npmServer) with transport mode
+// ("streamableHttp", "sse") on a free loopback port, listening on 127.0.0.1 only
+// (everythingListener), and returns its base URL.
+func startEverythingHTTP(t *testing.T, entry, mode string) string {
 	t.Helper()
+	preload := filepath.Join(t.TempDir(), "listen-loopback.mjs")
+	if err := os.WriteFile(preload, []byte(everythingListener), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -153,12 +158,8 @@ type transportFamily struct {
 func TestTransportDifferential(t *testing.T) {
 	everything := npmServer(t, "server-everything")
 	dir := t.TempDir()
-	preload := filepath.Join(dir, "listen-loopback.mjs")
-	if err := os.WriteFile(preload, []byte(everythingListener), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	evHTTP := startEverythingHTTP(t, everything, preload, "streamableHttp")
-	evSSE := startEverythingHTTP(t, everything, preload, "sse")
+	evHTTP := startEverythingHTTP(t, everything, "streamableHttp")
+	evSSE := startEverythingHTTP(t, everything, "sse")
 
 	var extra []registrysync.ServerConfig
 	var families []*transportFamily
