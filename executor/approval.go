@@ -185,7 +185,7 @@ func (e *Executor) beginApproval(ctx context.Context, c *call) (rec approvalReco
 		}
 		err = cmp.Or(gerr, errors.New("malformed approval record"))
 	}
-	e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approval record not kept: this delivery's approval wait starts now")
+	e.cfg.Log.Warn().Err(err).Str("call", e.logText(c.req.ID)).Msg("approval record not kept: this delivery's approval wait starts now")
 	return approvalRecord{Since: time.Now().UTC(), Seq: c.seq}, 0, time.Time{}, false
 }
 
@@ -219,7 +219,7 @@ func (e *Executor) approvalConflict(ctx context.Context, c *call) (bool, error) 
 	// the queue again and again.)
 	unkept := func(err error) (bool, error) {
 		if subjects.StoreRefused(err) {
-			e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approval gate not kept: another request of the call id may wait at once")
+			e.cfg.Log.Warn().Err(err).Str("call", e.logText(c.req.ID)).Msg("approval gate not kept: another request of the call id may wait at once")
 			return false, nil
 		}
 		return false, err
@@ -328,13 +328,13 @@ func (e *Executor) settler(c *call, rec approvalRecord, rev uint64) func(string,
 			if !errors.Is(err, jetstream.ErrKeyExists) {
 				// Not recorded: this delivery decides alone (the claim still keeps a
 				// side-effecting call from running twice).
-				e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approval outcome not recorded")
+				e.cfg.Log.Warn().Err(err).Str("call", e.logText(c.req.ID)).Msg("approval outcome not recorded")
 				return next, false
 			}
 			entry, gerr := e.st.claims.Get(ctx, key)
 			var cur approvalRecord
 			if gerr != nil || json.Unmarshal(entry.Value(), &cur) != nil {
-				e.cfg.Log.Warn().Err(gerr).Str("call", truncateString(c.req.ID, 300)).Msg("approval outcome not recorded")
+				e.cfg.Log.Warn().Err(gerr).Str("call", e.logText(c.req.ID)).Msg("approval outcome not recorded")
 				return next, false
 			}
 			switch {
@@ -652,7 +652,7 @@ func (e *Executor) handBackApproved(c *call) {
 		_, err = e.st.claims.Update(ctx, key, val, entry.Revision())
 	}
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		e.cfg.Log.Warn().Err(err).Str("call", truncateString(c.req.ID, 300)).Msg("approved call handed back unmarked: its next delivery waits for an answer first")
+		e.cfg.Log.Warn().Err(err).Str("call", e.logText(c.req.ID)).Msg("approved call handed back unmarked: its next delivery waits for an answer first")
 	}
 }
 

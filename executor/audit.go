@@ -439,6 +439,7 @@ func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 	// "…" where they were cut, and the start of a value that straddled the cut is redacted too.)
 	ev.Message = a.redact.StringCut(ev.Message, "…")
 	capAudit(&ev)
+	a.redactFields(&ev)
 	data, err := encodeAudit(ev)
 	if err == nil && len(data) > a.maxEvent() {
 		// Bigger than NATS takes (fields JSON escapes to six times their size): without its
@@ -460,6 +461,42 @@ func (a *auditor) emitOn(subject, name string, ev subjects.AuditEvent) {
 		a.requeue(msg, err)
 	}
 }
+
+// redactFields replaces the configured secret values in the event's other fields of words a
+// caller chose (its call id, tool, user and roles) or a listing named (the server), once
+// capAudit cut them (so what is redacted is bounded; StringCut: the start of a value left
+// just before a cut's "…" goes too). The call's keys (the results subject, Nats-Msg-Id) keep
+// the id as sent: the event carries a redacted copy, which still names the call by what is left
+// of its id. The tenant is the subject's token and stays.
+func (a *auditor) redactFields(ev *subjects.AuditEvent) {
+	if a.redact.Empty() {
+		return
+	}
+	for _, s := range []*string{&ev.CallID, &ev.Tool, &ev.Server, &ev.User} {
+		*s = a.redact.StringCut(*s, "…")
+	}
+	for i, r := range ev.Roles {
+		if red := a.redact.StringCut(r, "…"); red != r {
+			roles := slices.Clone(ev.Roles) // (not in place: the slice is the request's)
+			roles[i] = red
+			for j := i + 1; j < len(roles); j++ {
+				roles[j] = a.redact.StringCut(roles[j], "…")
+			}
+			ev.Roles = roles
+			break
+		}
+	}
+}
+
+// logText is a caller's words for a log line (a call id, a reply subject): cut to 300 bytes
+// and redacted of the configured secret values, as audit events are.
+func (e *Executor) logText(s string) string {
+	return e.audit.redact.StringCut(truncateString(s, 300), "…")
+}
+
+// logRedacted is text that may quote a caller's words (an error, a subject) for a log line,
+// redacted of the configured secret values.
+func (e *Executor) logRedacted(s string) string { return e.audit.redact.StringCut(s, "…") }
 
 // auditType is the Type of an audit event called name: "audit." + name, without building the
 // string for the names the executor emits on every call.

@@ -44,11 +44,21 @@
 //	                                      configured secret values), capped (4 KiB) and UTF-8
 //	                                      (invalid bytes as U+FFFD: the answer keeps them); the
 //	                                      message redacted too (also the start of a value just
-//	                                      before a "…" where quoted words were cut); user,
+//	                                      before a "…" where quoted words were cut), and the call
+//	                                      id, tool, server, user and roles (configured secret
+//	                                      values: auditor.redactFields; the id's keys, results
+//	                                      subject and Nats-Msg-Id, and the answer keep it); user,
 //	                                      roles, tool and message cut (capAudit), and an event
 //	                                      NATS would still refuse stored without them.
 //	                                      Published asynchronously and at least once: an event
 //	                                      not stored is published again until it is (see auditor).
+//	                                      A call's decision events are one per step that decided,
+//	                                      in pipeline order: the admission's (a refusal, or
+//	                                      allowed once steps 3-6 pass; needs_approval, then
+//	                                      approved or the refusal, for step 7), then a
+//	                                      later step's refusal or the dispatch's failure code
+//	                                      (a plain call over its rate: allowed, rate_limited); the
+//	                                      last is the answer's.
 //	                                      A result event records the answer given: the id's earlier
 //	                                      stored answer when a resend past the de-duplication window
 //	                                      ran again (its message says how that run ended; see finish).

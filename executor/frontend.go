@@ -25,7 +25,7 @@ func (e *Executor) onExec(m *nats.Msg) {
 	if m.Reply != "" && !subjects.Answerable(m.Reply) {
 		// The answer would be this executor's write to one of mcpstream's subjects or the
 		// server's (another tenant's calls, results, slots, claims): not served, not run.
-		e.cfg.Log.Warn().Str("subject", m.Subject).Str("reply", truncateString(m.Reply, 300)).
+		e.cfg.Log.Warn().Str("subject", e.logRedacted(m.Subject)).Str("reply", e.logText(m.Reply)).
 			Msg("call request dropped: its reply subject is not an inbox but one of mcpstream's or the NATS server's own subjects")
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -196,6 +197,8 @@ type rigOptions struct {
 	extra []registrysync.ServerConfig
 	// heartbeatEvery is the connectors' HeartbeatEvery (0: registrysync's default).
 	heartbeatEvery time.Duration
+	// logTo also gets the executors' log lines (every level), when set.
+	logTo io.Writer
 }
 
 // rig is one test's system: embedded JetStream, a real registrysync manager with the servers as
@@ -209,6 +212,7 @@ type rig struct {
 	client  Client
 	control map[string]string // server → control file
 	dir     string
+	logTo   io.Writer // rigOptions.logTo
 }
 
 func testLogger(t testing.TB) zerolog.Logger {
@@ -250,7 +254,7 @@ func serverConfig(t testing.TB, dir, name string) (registrysync.ServerConfig, st
 func startRig(t testing.TB, o rigOptions) *rig {
 	t.Helper()
 	env := startNATS(t, o.nats)
-	r := &rig{t: t, env: env, control: map[string]string{}, dir: t.TempDir()}
+	r := &rig{t: t, env: env, control: map[string]string{}, dir: t.TempDir(), logTo: o.logTo}
 	if o.servers == nil {
 		o.servers = []string{"ticketing"}
 	}
@@ -327,6 +331,9 @@ func envSeeds(prefix string, def int) (first uint64, n int) {
 func (r *rig) startExecutor(cfg Config, nc *nats.Conn) *Executor {
 	r.t.Helper()
 	cfg.Log = testLogger(r.t).With().Str("role", "executor").Logger()
+	if r.logTo != nil {
+		cfg.Log = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(r.t), r.logTo)).With().Timestamp().Str("role", "executor").Logger()
+	}
 	ex, err := New(nc, cfg)
 	if err != nil {
 		r.t.Fatal(err)

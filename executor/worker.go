@@ -131,12 +131,13 @@ func (e *Executor) settle(m jetstream.Msg, err error) {
 			e.cfg.Log.Debug().Err(aerr).Msg("ack")
 		}
 	case errors.Is(err, errTerminate):
-		e.cfg.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("call message dropped")
+		// (The subject and the error may quote a caller's words: a bad tenant token, an id.)
+		e.cfg.Log.Warn().Str("error", e.logRedacted(err.Error())).Str("subject", e.logRedacted(m.Subject())).Msg("call message dropped")
 		m.Term()
 	case errors.Is(err, errStopping):
 		m.NakWithDelay(handBackDelay)
 	default:
-		e.cfg.Log.Warn().Err(err).Str("subject", m.Subject()).Msg("call will be redelivered")
+		e.cfg.Log.Warn().Str("error", e.logRedacted(err.Error())).Str("subject", m.Subject()).Msg("call will be redelivered")
 		m.NakWithDelay(retryDelay)
 	}
 }
@@ -1327,7 +1328,7 @@ func (e *Executor) leaveClaim(in *inflight) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaveClaimTimeout)
 	defer cancel()
 	if _, err := e.st.claims.Update(ctx, h.key, val, h.rev); err != nil {
-		e.cfg.Log.Debug().Err(err).Str("claim", h.key).Msg("claim not marked left")
+		e.cfg.Log.Debug().Err(err).Str("claim", e.logRedacted(h.key)).Msg("claim not marked left")
 	}
 }
 
@@ -1573,7 +1574,7 @@ func (e *Executor) answerGiven(ctx context.Context, seq uint64, res subjects.Cal
 	}
 	if replyTo != "" {
 		if err := e.nc.Publish(replyTo, data); err != nil {
-			e.cfg.Log.Debug().Err(err).Str("call", res.ID).Msg("reply")
+			e.cfg.Log.Debug().Err(err).Str("call", e.logText(res.ID)).Msg("reply")
 		}
 		yieldToReply()
 	}
@@ -1599,7 +1600,7 @@ func (e *Executor) reply(replyTo string, res subjects.CallResult) {
 		yieldToReply()
 	}
 	if err != nil {
-		e.cfg.Log.Debug().Err(err).Str("call", res.ID).Msg("reply")
+		e.cfg.Log.Debug().Err(err).Str("call", e.logText(res.ID)).Msg("reply")
 	}
 }
 
@@ -1692,7 +1693,7 @@ func (e *Executor) storeWhenRoom(ctx context.Context, res subjects.CallResult, s
 			if !subjects.OutOfStorage(err) {
 				msg = "JetStream, out of room before, still does not store the answer of a call (see the error): kept and tried again"
 			}
-			e.cfg.Log.Error().Err(err).Str("call", truncateString(res.ID, 300)).Dur("waiting", time.Since(began).Round(time.Second)).Msg(msg)
+			e.cfg.Log.Error().Err(err).Str("call", e.logText(res.ID)).Dur("waiting", time.Since(began).Round(time.Second)).Msg(msg)
 		}
 		select {
 		case <-e.stopping:
