@@ -57,6 +57,7 @@ type Config struct {
 	// ConnectTimeout bounds connecting and the handshake; 0 → 20s.
 	ConnectTimeout time.Duration
 	// BackoffInitial and BackoffMax shape reconnects (exponential with jitter); 0 → 250ms, 30s.
+	// The backoff starts over once a session has lasted BackoffMax.
 	BackoffInitial, BackoffMax time.Duration
 	// ResyncEvery re-lists every server periodically even without list_changed (for TTLs and
 	// servers that never notify); 0 → 5 minutes; negative → never.

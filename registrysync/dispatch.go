@@ -155,6 +155,13 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) || pastDeadline(cctx):
 		return dispatchErr(subjects.CodeTimeout,
 			fmt.Sprintf("no answer within %s; the call was sent and may have run", timeout), "")
+	case errors.Is(r.err, errTaskHeldPastDeadline):
+		// A task whose server said not to ask about it before the deadline: the timeout it
+		// would end with then, now, with the server's wait.
+		rep := dispatchErr(subjects.CodeTimeout, fmt.Sprintf("no answer within %s (%s); the task was cancelled; the call was sent and may have run",
+			timeout, truncate(redact(r.err.Error()), 512)), "")
+		rep.Error.RetryAfterMs = r.retryAfterMs
+		return rep
 	default:
 		rep := dispatchErr(subjects.CodeOutcomeUnknown,
 			"the connection failed after the call was sent; it may have run: "+redact(errText(r.err)), "")

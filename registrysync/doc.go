@@ -266,7 +266,9 @@
 // any tool. A task that asks for input (input_required), reports an unknown status or is
 // cancelled by the server ends protocol_error; a deadline that passes sends tasks/cancel and
 // ends timeout. A tasks/get that fails is asked again (the call ends outcome_unknown, and the
-// task is cancelled, after 3 failures in a row); one answered with what is not valid JSON or no
+// task is cancelled, after 3 failures in a row), not before the Retry-After of an HTTP 429 or
+// 503 that refused it (one past the deadline cancels the task and ends timeout at once, with
+// retryAfterMs); one answered with what is not valid JSON or no
 // JSON-RPC response (see above) is not: protocol_error at once, the task cancelled. 2026-07-28 has no tasks/result: on such a
 // session a task tool is refused unavailable, nothing sent (ServerConfig.ProtocolVersion
 // "2025-11-25" runs it).
@@ -383,7 +385,10 @@
 // starts the process itself), a lost SSE stream, a failed list whose liveness probe also fails,
 // or a periodic probe that fails (Config.PingEvery: ping on legacy, server/discover on
 // 2026-07-28) closes the session and reconnects with exponential backoff (Config.BackoffInitial
-// to BackoffMax) until the context ends; stdio servers get a new process. A handshake, a
+// to BackoffMax) until the context ends; stdio servers get a new process. The backoff starts
+// over at BackoffInitial when the lost session had lasted BackoffMax: a server that fails
+// sooner after each connection (a crash loop) gets growing waits, one lost after a healthy
+// spell is reconnected at once. A handshake, a
 // list or a probe that an HTTP server answered 429 or 503 with a Retry-After (delta-seconds or
 // an HTTP date) is tried again no sooner than it asked, up to 10 minutes (maxRetryAfterWait; a
 // malformed or past value is ignored, and the backoff's wait is kept when it is longer): the

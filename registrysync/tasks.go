@@ -169,6 +169,10 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		return callResult{sent: true, bad: bad}
 	}
 	failures := 0
+	// held: the Retry-After of the HTTP 429 or 503 that refused the last tasks/get, which the
+	// next one waits at least (a server shedding load, asked again at the task's pollInterval,
+	// was hammered).
+	var held time.Duration
 	for {
 		switch mcp.TaskStatus(task.Status) {
 		case mcp.TaskStatusCompleted, mcp.TaskStatusFailed:
@@ -189,6 +193,17 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		wait := defaultTaskPoll
 		if task.Poll > 0 {
 			wait = task.Poll
+		}
+		if held > 0 {
+			wait = max(wait, held)
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
+				// Not to be asked before the deadline: waiting for it would only delay the
+				// timeout the call ends with.
+				s.cancelTask(task.TaskID)
+				return callResult{sent: true, retryAfterMs: held.Milliseconds(), err: fmt.Errorf(
+					"%w: tasks/get was refused, and the server asked not to be asked again for %s (HTTP 429 or 503 Retry-After)", errTaskHeldPastDeadline, held)}
+			}
+			held = 0
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -220,10 +235,11 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 		case r.raw == nil:
 			if !s.isLost() && failures+1 < maxTaskGetFailures {
 				failures++
-				continue // the task is still working as far as we know: ask again
+				held = time.Duration(r.retryAfterMs) * time.Millisecond
+				continue // the task is still working as far as we know: ask again (not sooner than asked)
 			}
 			s.cancelTask(task.TaskID)
-			return callResult{sent: true, err: r.err}
+			return callResult{sent: true, err: r.err, retryAfterMs: r.retryAfterMs}
 		}
 		failures = 0
 		got, bad := readTask(r.raw)
@@ -269,10 +285,28 @@ func (s *session) taskRequest(ctx context.Context, method mcp.MCPMethod, id stri
 		// of this request, not the server's word about the task; as with a text body, tasks/get
 		// is asked again.
 		status, _ := cp.httpStatus()
-		return callResult{sent: sent, err: fmt.Errorf("%s: the server refused the request with HTTP %d (%s)", method, status, http.StatusText(status))}
+		return callResult{sent: sent, retryAfterMs: heldFor(cp, time.Now()),
+			err: fmt.Errorf("%s: the server refused the request with HTTP %d (%s)", method, status, http.StatusText(status))}
 	}
-	return callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+	r := callResult{raw: raw, rpcErr: rpcErr, sent: sent, err: err}
+	if raw == nil && rpcErr == nil {
+		r.retryAfterMs = heldFor(cp, time.Now())
+	}
+	return r
 }
+
+// heldFor is the Retry-After, in milliseconds, of a request answered HTTP 429 or 503 (0 for
+// another status, or none): not to be asked again sooner.
+func heldFor(cp *capture, now time.Time) int64 {
+	if status, retryAfter := cp.httpStatus(); status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		return retryAfterMs(retryAfter, now)
+	}
+	return 0
+}
+
+// errTaskHeldPastDeadline: a tasks/get was refused HTTP 429 or 503 with a Retry-After that runs
+// past the call's deadline; the task was cancelled, and the call ends timeout at once.
+var errTaskHeldPastDeadline = errors.New("the task cannot be asked about before the deadline")
 
 // cancelTask sends tasks/cancel off the caller's path, bounded, and never past the session.
 func (s *session) cancelTask(id string) {

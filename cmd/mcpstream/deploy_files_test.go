@@ -108,7 +108,7 @@ func TestDeployFilesAgree(t *testing.T) {
 			}
 		}
 		if e := settings["ExecStart"]; len(e) == 1 {
-			exec = strings.Fields(e[0])
+			exec, _ = unitCommand(t, e[0], "0")
 		}
 		flagValue := func(flag string) string {
 			if i := slices.Index(exec, flag); i >= 0 && i+1 < len(exec) {

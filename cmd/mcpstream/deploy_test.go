@@ -67,17 +67,11 @@ func TestDeployUnits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var exec string
-		for _, line := range strings.Split(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
-				exec = v
-			}
+		args, refused := unitCommand(t, unitExecStart(t, filepath.Base(u)), "0")
+		if len(args) < 1 || refused != nil {
+			t.Fatalf("%s: ExecStart runs %q (%v)", u, args, refused)
 		}
-		args := strings.Fields(exec)
-		if len(args) < 2 || filepath.Base(args[0]) != "mcpstream" {
-			t.Fatalf("%s: ExecStart %q", u, exec)
-		}
-		name := args[1]
+		name := args[0]
 		c, ok := commands[name]
 		if !ok {
 			t.Errorf("%s: no subcommand %q", u, name)
@@ -105,7 +99,7 @@ func TestDeployUnits(t *testing.T) {
 		// --help lists the flags; every flag the unit uses must be there.
 		var out strings.Builder
 		c.run(t.Context(), []string{"--help"}, &out, &out)
-		for _, a := range args[2:] {
+		for _, a := range args[1:] {
 			if flag, ok := strings.CutPrefix(a, "--"); ok && !strings.Contains(out.String(), "-"+flag+" ") {
 				t.Errorf("%s: %s has no flag --%s", u, name, flag)
 			}
@@ -234,36 +228,27 @@ func TestNATSConfAuthorizationExample(t *testing.T) {
 
 // TestDeployUnitsFlagsParse: every unit's command line (with %i = 0) parses with its
 // subcommand's own flag set (a flag the help text only mentions in prose, or a value of the wrong
-// type, fails), and the loopback HTTP ports, unit names and NATS ports agree with deploy/README.md.
+// type, fails), and the loopback HTTP ports, unit names and NATS ports agree with deploy/README.md
+// (every instance's port: TestDeployUnitPorts).
 func TestDeployUnitsFlagsParse(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "deploy", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantListen := map[string]string{ // from the README: registrysync on 8081, indexer@N on 81N0, executor@N on 82N0
-		"registrysync": "127.0.0.1:8081", "indexer": "127.0.0.1:81%i0", "executor": "127.0.0.1:82%i0",
+	wantListen := map[string]string{ // from the README: registrysync on 8081, indexer@N on 8100+N, executor@N on 8300+N
+		"registrysync": "127.0.0.1:8081", "indexer": "127.0.0.1:8100", "executor": "127.0.0.1:8300",
 	}
-	if !strings.Contains(string(readme), "registrysync on 8081, indexer@N on 81N0,\n   executor@N on 82N0") &&
-		!strings.Contains(strings.Join(strings.Fields(string(readme)), " "), "registrysync on 8081, indexer@N on 81N0, executor@N on 82N0") {
+	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), "registrysync on 8081, indexer@N on 8100+N, executor@N on 8300+N") {
 		t.Errorf("deploy/README.md no longer states the units' HTTP ports; update this test with it")
 	}
 	units := map[string]string{}
 	for _, f := range []string{"mcpstream-registrysync.service", "mcpstream-indexer@.service", "mcpstream-executor@.service"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "deploy", f))
-		if err != nil {
-			t.Fatal(err)
+		units[f] = readDeploy(t, f)
+		args, refused := unitCommand(t, unitExecStart(t, f), "0")
+		if refused != nil || len(args) < 1 {
+			t.Fatalf("%s: ExecStart runs %q (%v)", f, args, refused)
 		}
-		units[f] = string(data)
-		var args []string
-		for _, line := range strings.Split(string(data), "\n") {
-			if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
-				args = strings.Fields(v)
-			}
-		}
-		if len(args) < 2 {
-			t.Fatalf("%s: no ExecStart", f)
-		}
-		name := args[1]
+		name := args[0]
 		listen := ""
 		for i, a := range args {
 			if a == "--http-listen" && i+1 < len(args) {
@@ -282,7 +267,7 @@ func TestDeployUnitsFlagsParse(t *testing.T) {
 		}
 		var help strings.Builder
 		c.run(t.Context(), []string{"--help"}, &help, &help)
-		for _, a := range args[2:] {
+		for _, a := range args[1:] {
 			flagName, ok := strings.CutPrefix(a, "--")
 			if !ok {
 				continue
@@ -292,10 +277,9 @@ func TestDeployUnitsFlagsParse(t *testing.T) {
 			}
 		}
 		// Parsing stops at the final --help, after every value has been parsed.
-		line := strings.ReplaceAll(strings.Join(args[2:], " "), "%i", "0")
 		var out, errOut strings.Builder
-		if err := c.run(t.Context(), append(strings.Fields(line), "--help"), &out, &errOut); !errors.Is(err, flag.ErrHelp) {
-			t.Errorf("%s: %s %s does not parse: %v\n%s", f, name, line, err, errOut.String())
+		if err := c.run(t.Context(), append(args[1:len(args):len(args)], "--help"), &out, &errOut); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%s: %q does not parse: %v\n%s", f, args, err, errOut.String())
 		}
 	}
 	// README step 3 enables units that exist.

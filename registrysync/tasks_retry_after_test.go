@@ -1,0 +1,161 @@
+package registrysync
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// retryAfterShim answers a task's first tasks/get HTTP status with a Retry-After header (the
+// body a text, or a rate limiter's JSON-RPC error), the rest as the taskShim under it does, and
+// records when each tasks/get came and when the refusal went out.
+type retryAfterShim struct {
+	next       http.Handler
+	status     int
+	retryAfter string
+	rpcBody    bool
+
+	mu      sync.Mutex
+	gets    []time.Time // arrival of each tasks/get
+	refused time.Time   // when the refusal was written
+}
+
+func (s *retryAfterShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		if m.Method == "tasks/get" {
+			s.mu.Lock()
+			s.gets = append(s.gets, time.Now())
+			first := len(s.gets) == 1
+			s.mu.Unlock()
+			if first {
+				w.Header().Set("Retry-After", s.retryAfter)
+				if s.rpcBody {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(s.status)
+					_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Too many requests"}}`)
+				} else {
+					http.Error(w, "slow down", s.status)
+				}
+				s.mu.Lock()
+				s.refused = time.Now()
+				s.mu.Unlock()
+				return
+			}
+		}
+	}
+	s.next.ServeHTTP(w, r)
+}
+
+func (s *retryAfterShim) times() ([]time.Time, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.gets...), s.refused
+}
+
+// runRetryAfterShim starts a connector (2025-11-25) on a retryAfterShim over a taskShim whose
+// task "research" polls every 100 ms and completes at the second tasks/get it answers.
+func runRetryAfterShim(t *testing.T, name string, ra *retryAfterShim) (*harness, *taskShim) {
+	t.Helper()
+	var runs, gets atomic.Int32
+	shim := &taskShim{next: server.NewStreamableHTTPServer(taskServer(&runs)), answer: func(method string, _ json.RawMessage) (string, int) {
+		switch method {
+		case "tools/call":
+			return `{"task":{"taskId":"t-1","status":"working","pollInterval":100}}`, 0
+		case "tasks/get":
+			if gets.Add(1) < 2 {
+				return `{"taskId":"t-1","status":"working","pollInterval":100}`, 0
+			}
+			return `{"taskId":"t-1","status":"completed"}`, 0
+		case "tasks/result":
+			return doneResult, 0
+		case "tasks/cancel":
+			return `{"taskId":"t-1","status":"cancelled"}`, 0
+		}
+		return `{}`, 0
+	}}
+	ra.next = shim
+	ts := httptest.NewServer(ra)
+	t.Cleanup(ts.Close)
+	h := run(t, nil, fastConfig(ServerConfig{Name: name, URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	waitUntil(t, "ready", func() bool { return h.m.Statuses()[name].Status == subjects.StatusReady })
+	return h, shim
+}
+
+// TestTaskGetRetryAfter: a tasks/get refused HTTP 429 (or 503) with a Retry-After was asked
+// again at the task's own pollInterval (100 ms), however long the server asked to be left
+// alone: a server shedding load was hammered. The next tasks/get waits at least the
+// Retry-After, and the task's result is had.
+func TestTaskGetRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		status  int
+		rpcBody bool
+	}{
+		{"429-text", http.StatusTooManyRequests, false},
+		{"429-rpc", http.StatusTooManyRequests, true},
+		{"503-text", http.StatusServiceUnavailable, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ra := &retryAfterShim{status: tc.status, retryAfter: "1", rpcBody: tc.rpcBody}
+			h, shim := runRetryAfterShim(t, "shedding", ra)
+			r := h.m.Dispatch(context.Background(), "shedding", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 20000})
+			if r.Error != nil || !strings.Contains(string(r.Result), `"done"`) {
+				t.Fatalf("a task whose tasks/get was refused %d once: %+v %s, want its result (%v)", tc.status, r.Error, r.Result, shim.methods())
+			}
+			gets, refused := ra.times()
+			if len(gets) < 2 {
+				t.Fatalf("%d tasks/get, want at least 2", len(gets))
+			}
+			if early := gets[1].Sub(refused); early < time.Second {
+				t.Errorf("the tasks/get after the refusal with Retry-After: 1 came %s after it, want at least 1s", early)
+			}
+		})
+	}
+}
+
+// TestTaskGetRetryAfterPastDeadline: a tasks/get refused HTTP 429 with a Retry-After past the
+// call's deadline is not asked again before then: the task is cancelled and the call ends
+// timeout (as one whose deadline passes while it polls), with the server's Retry-After.
+func TestTaskGetRetryAfterPastDeadline(t *testing.T) {
+	ra := &retryAfterShim{status: http.StatusTooManyRequests, retryAfter: "3600"}
+	h, shim := runRetryAfterShim(t, "shedding", ra)
+	r := h.m.Dispatch(context.Background(), "shedding", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 3000})
+	if r.Error == nil || r.Error.Code != subjects.CodeTimeout {
+		t.Fatalf("a task whose tasks/get was refused with a Retry-After past the deadline: %+v %s, want timeout", r.Error, r.Result)
+	}
+	if gets, _ := ra.times(); len(gets) != 1 {
+		t.Errorf("%d tasks/get, want 1: the server asked not to be asked again before the deadline", len(gets))
+	}
+	if !strings.Contains(r.Error.Message, "Retry-After") {
+		t.Errorf("message %q does not say why", r.Error.Message)
+	}
+	if r.Error.RetryAfterMs <= 0 {
+		t.Errorf("retryAfterMs %d, want the server's Retry-After", r.Error.RetryAfterMs)
+	}
+	waitUntil(t, "tasks/cancel of t-1", func() bool {
+		for _, m := range shim.methods() {
+			if m == "tasks/cancel t-1" {
+				return true
+			}
+		}
+		return false
+	})
+}
