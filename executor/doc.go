@@ -346,11 +346,19 @@
 // PerSecond (up to 2×Burst within one window's span across a window boundary). Concurrency caps are
 // leases in the KV bucket MCPSTREAM_SLOTS: keys scope.key.0 … n−1, read from a
 // random one and the first free one taken with Create (a refusal writes nothing), renewed by
-// the heartbeats, deleted at the end; the bucket's TTL (SlotLease, 30 s) frees the slots of a
-// crashed worker. A bucket keeps the TTL it was created with: an executor renews its slots
-// within the shorter of its SlotLease and the bucket's TTL. A slot written by two calls at once
-// goes to one; the other looks at the next slot (also on a replicated bucket, whose conflict
-// is error 10164).
+// the heartbeats, deleted at the end; each slot's own TTL (per-key TTLs, nats-server 2.11 or
+// later) frees the slots of a crashed worker: the call's timeout plus SlotLease (30 s) and a
+// second, from the slot's creation, so that its dispatch writes nothing more (the deadline plus
+// SlotLease, written only if that does not cover it: lease.holdUntil) — the connector runs a
+// call until its deadline (the timeoutMs it is sent) whatever becomes of the executor, and a
+// slot freed before then let another executor's call run beside it, past the cap. The bucket's
+// TTL (MaxCallTimeout + 2 × SlotLease + 1 s) only bounds slots written without a TTL (by an
+// older executor); a bucket without per-key TTLs is given them in place and its TTL raised. On
+// a nats-server before 2.11 the bucket's TTL is SlotLease, a crashed worker's dispatched call
+// is not covered (warned at start), and a bucket keeps the TTL it was created with: an
+// executor renews its slots within the shorter of its SlotLease and the bucket's TTL. A slot
+// written by two calls at once goes to one; the other looks at the next slot (also on a
+// replicated bucket, whose conflict is error 10164).
 //
 // # Clients
 //

@@ -205,6 +205,12 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 	}
 	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
+	if st.slotTTLs {
+		e.lim.lease = e.slotLease
+	} else if st.slots != nil {
+		e.cfg.Log.Warn().Msg("the slots bucket takes no per-key TTLs (nats-server before 2.11): a concurrency slot is freed by the bucket's TTL, " +
+			"also the slot of a call a crashed executor dispatched that its connector still runs")
+	}
 	if e.cfg.hooks.hostClock != nil {
 		e.lim.now = e.cfg.hooks.hostClock
 	}

@@ -156,13 +156,18 @@ func (l Limits) maxWindowOf() time.Duration {
 //     1 back and is refused with the time until the estimate allows it (see rateWait, giveBack);
 //   - concurrency with leases in the KV bucket subjects.SlotsBucket: slot keys scope.key.0 … n−1,
 //     taken with Create (atomic; see takeSlot), renewed while the call runs, deleted when it
-//     ends; the bucket's TTL frees the slot of a worker that crashed.
+//     ends; a slot's TTL frees the slot of a worker that crashed: the lease, and once the call
+//     is dispatched its deadline plus the lease (see holdUntil), the connector running it on
+//     until then whatever becomes of the worker.
 type limiter struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	slots  jetstream.KeyValue
 	now    func() time.Time
 	owner  string
+	// lease is the TTL each slot is written with (per-key TTLs, see ensureSlots); 0: the
+	// bucket's TTL is the lease, and a dispatched call's slot is not held past it.
+	lease time.Duration
 
 	mu   sync.Mutex
 	prev map[string]prevWindow // counter subject prefix → previous window's final count
@@ -312,6 +317,10 @@ type lease struct {
 	mu      sync.Mutex
 	slots   []slotLease
 	counted []increment // what this call added to the rate counters (for refund)
+	// hold is the latest deadline the call may be dispatched with (from its timeout when the
+	// slots were taken, then the dispatch's: holdUntil): its slots are held until hold plus
+	// the lease.
+	hold time.Time
 }
 
 // increment is a call's acknowledged +1 on a rate counter.
@@ -323,6 +332,8 @@ type increment struct {
 type slotLease struct {
 	key string
 	rev uint64
+	// expires is when its TTL ends at the earliest (counted from before it was written).
+	expires time.Time
 }
 
 // acquire checks every rate and takes every concurrency slot of lim. It returns a refusal
@@ -334,12 +345,20 @@ type slotLease struct {
 // restarts: a call that finds them gone declares them again (empty: every window starts over,
 // every slot is free) and checks once more.
 func (l *limiter) acquire(ctx context.Context, callID string, lim []scopeLimit) (*lease, *subjects.Error, error) {
+	return l.acquireFor(ctx, callID, 0, lim)
+}
+
+// acquireFor is acquire for a call that may be dispatched with a timeout of up to hold: its
+// slots are written with a TTL that covers it (hold plus the lease, see holdUntil), so that the
+// dispatch needs no write of its own to hold them (a worker that dies before dispatching keeps
+// them as long: a cap undercounted for a while, never exceeded).
+func (l *limiter) acquireFor(ctx context.Context, callID string, hold time.Duration, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	if len(lim) == 0 {
 		return &lease{l: l}, nil, nil
 	}
-	ls, refusal, err := l.take(ctx, callID, lim)
+	ls, refusal, err := l.take(ctx, callID, hold, lim)
 	if err != nil && stateLost(err) && l.restoreState(ctx) {
-		ls, refusal, err = l.take(ctx, callID, lim)
+		ls, refusal, err = l.take(ctx, callID, hold, lim)
 	}
 	return ls, refusal, err
 }
@@ -377,21 +396,22 @@ func (l *limiter) acquireRates(ctx context.Context, lim []scopeLimit) ([]increme
 // acquireSlots is the second half of acquire, for a call whose rates counted already: it takes
 // every concurrency slot of lim and returns the lease, which holds counted (for refund). A
 // refusal or error holds no slot and gives nothing back: counted stays the caller's.
-func (l *limiter) acquireSlots(ctx context.Context, callID string, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
-	ls, refusal, err := l.takeSlots(ctx, callID, lim, counted)
+// hold is acquireFor's.
+func (l *limiter) acquireSlots(ctx context.Context, callID string, hold time.Duration, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
+	ls, refusal, err := l.takeSlots(ctx, callID, hold, lim, counted)
 	if err != nil && stateLost(err) && l.restoreState(ctx) {
-		ls, refusal, err = l.takeSlots(ctx, callID, lim, counted)
+		ls, refusal, err = l.takeSlots(ctx, callID, hold, lim, counted)
 	}
 	return ls, refusal, err
 }
 
 // take is acquire without the restore.
-func (l *limiter) take(ctx context.Context, callID string, lim []scopeLimit) (*lease, *subjects.Error, error) {
+func (l *limiter) take(ctx context.Context, callID string, hold time.Duration, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	counted, refusal, err := l.checkRates(ctx, lim)
 	if refusal != nil || err != nil {
 		return nil, refusal, err // checkRates gave its counts back
 	}
-	ls, refusal, err := l.takeSlots(ctx, callID, lim, counted)
+	ls, refusal, err := l.takeSlots(ctx, callID, hold, lim, counted)
 	if ls == nil {
 		l.giveBack(counted)
 	}
@@ -401,13 +421,16 @@ func (l *limiter) take(ctx context.Context, callID string, lim []scopeLimit) (*l
 // takeSlots takes every concurrency slot of lim for a call that counted counted against the
 // rates: the lease, holding counted, or a refusal or error with no slot held (counted is not
 // given back).
-func (l *limiter) takeSlots(ctx context.Context, callID string, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
+func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Duration, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
 	ls := &lease{l: l, counted: counted}
+	if hold > 0 {
+		ls.hold = time.Now().Add(hold) // (renewals before the dispatch keep it)
+	}
 	for _, s := range lim {
 		if s.rate.Concurrency <= 0 {
 			continue
 		}
-		sl, ok, err := l.takeSlot(ctx, s, callID)
+		sl, ok, err := l.takeSlot(ctx, s, callID, hold)
 		if err != nil || !ok {
 			ls.release(context.WithoutCancel(ctx))
 			if err != nil {
@@ -695,11 +718,21 @@ func kvToken(s string) string { return strings.ReplaceAll(subjects.EncodeToken(s
 // cap — under overload, when NATS is busiest, and by every refused caller again at each retry; a
 // refusal now costs n reads (direct gets: nothing is stored) and no write, and a call is refused
 // only when every slot it read was held.
-func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string) (slotLease, bool, error) {
+func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string, hold time.Duration) (slotLease, bool, error) {
 	n := s.rate.Concurrency
 	start := rand.IntN(n)
 	prefix := kvToken(s.scope) + "." + kvToken(s.key) + "."
 	val := []byte(l.owner + " " + callID)
+	var opts []jetstream.KVCreateOpt
+	ttl := slotTTL(l.lease)
+	if l.lease > 0 {
+		if hold > 0 {
+			// (a second more: what passes before the dispatch, the claim's write, is then
+			// covered too, and holdUntil writes nothing)
+			ttl = slotTTL(hold + l.lease + time.Second)
+		}
+		opts = append(opts, jetstream.KeyTTL(ttl))
+	}
 	for i := range n {
 		key := prefix + strconv.Itoa((start+i)%n)
 		_, err := l.slots.Get(ctx, key)
@@ -709,9 +742,10 @@ func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string) (sl
 		if !errors.Is(err, jetstream.ErrKeyNotFound) { // (also a slot released: a delete marker)
 			return slotLease{}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
 		}
-		rev, err := l.slots.Create(ctx, key, val)
+		before := time.Now()
+		rev, err := l.slots.Create(ctx, key, val, opts...)
 		if err == nil {
-			return slotLease{key: key, rev: rev}, true, nil
+			return slotLease{key: key, rev: rev, expires: before.Add(ttl)}, true, nil
 		}
 		if !slotTaken(err) { // taken since it was read: look further
 			return slotLease{}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
@@ -730,13 +764,54 @@ func slotTaken(err error) bool {
 		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
+// slotTTL is a per-key TTL of d: JetStream takes whole seconds (it drops the rest), 1 s at least.
+func slotTTL(d time.Duration) time.Duration {
+	return max(time.Second, (d + time.Second - 1).Truncate(time.Second))
+}
+
 // renew extends the slots' leases (while a long call runs).
 func (ls *lease) renew(ctx context.Context) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	ls.renewLocked(ctx)
+}
+
+func (ls *lease) renewLocked(ctx context.Context) {
+	l := ls.l
 	for i, s := range ls.slots {
-		if rev, err := ls.l.slots.Update(ctx, s.key, []byte(ls.l.owner), s.rev); err == nil {
-			ls.slots[i].rev = rev
+		if l.lease <= 0 {
+			if rev, err := l.slots.Update(ctx, s.key, []byte(l.owner), s.rev); err == nil {
+				ls.slots[i].rev = rev
+			}
+			continue
+		}
+		// Update with the slot's TTL (nats.go's Update takes none): the lease, or what is left
+		// of the dispatched call's deadline plus the lease.
+		before := time.Now()
+		ttl := slotTTL(max(l.lease, ls.hold.Sub(before)+l.lease))
+		msg := &nats.Msg{Subject: "$KV." + subjects.SlotsBucket + "." + s.key, Data: []byte(l.owner)}
+		if ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(s.rev), jetstream.WithMsgTTL(ttl)); err == nil {
+			ls.slots[i].rev, ls.slots[i].expires = ack.Sequence, before.Add(ttl)
+		}
+	}
+}
+
+// holdUntil holds the slots until deadline, the dispatched call's, plus the lease: the
+// connector runs the call until deadline (the timeoutMs it is sent is what is left of it) on
+// its own, also when this worker dies and its lease is no longer renewed; a slot freed by the
+// lease alone would let another call run beside it. Written now only when a slot's TTL does
+// not cover it already; the heartbeats' renewals keep it.
+func (ls *lease) holdUntil(ctx context.Context, deadline time.Time) {
+	if ls == nil || ls.l.lease <= 0 {
+		return
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.hold = deadline
+	for _, s := range ls.slots {
+		if s.expires.Before(deadline.Add(ls.l.lease)) {
+			ls.renewLocked(ctx)
+			return
 		}
 	}
 }

@@ -78,10 +78,10 @@ func TestSlotsReplicatedConflict(t *testing.T) {
 		waitFor(t, "replicated slots bucket", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			kv, err = js.CreateOrUpdateKeyValue(ctx, SlotsConfig(30*time.Second, 3))
+			kv, err = js.CreateOrUpdateKeyValue(ctx, SlotsConfig(30*time.Second, 11*time.Minute, 3))
 			return err == nil
 		})
-		kvs = append(kvs, &limiter{js: js, slots: kv, now: time.Now, owner: "w" + strconv.Itoa(i), prev: map[string]prevWindow{}})
+		kvs = append(kvs, &limiter{js: js, slots: kv, now: time.Now, owner: "w" + strconv.Itoa(i), prev: map[string]prevWindow{}, lease: 30 * time.Second})
 	}
 	lim := []scopeLimit{{subjects.LimitScopeServer, "s", Rate{Concurrency: 1}}}
 	ctx := context.Background()

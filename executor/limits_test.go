@@ -115,7 +115,11 @@ func newTestLimiter(t *testing.T, env *natstest.Env, cfg Config) *limiter {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &limiter{js: env.JS, stream: st.limits, slots: st.slots, now: time.Now, owner: "test", prev: map[string]prevWindow{}}
+	l := &limiter{js: env.JS, stream: st.limits, slots: st.slots, now: time.Now, owner: "test", prev: map[string]prevWindow{}}
+	if st.slotTTLs {
+		l.lease = cfg.withDefaults().SlotLease
+	}
+	return l
 }
 
 // A crashed worker's concurrency slot comes back after the lease.

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/natstest"
+	"github.com/mcpstream/mcpstream/subjects"
 )
 
 // oldJetStream is a JetStream API as a nats-server before 2.12 serves it: a server without
@@ -20,6 +21,13 @@ import (
 // server does not know (allow_msg_counter: counter streams came in 2.12) taken out of them, as
 // the old server's JSON decoding drops them.
 func oldJetStream(t *testing.T, real *natstest.Env) jetstream.JetStream {
+	t.Helper()
+	return oldJetStreamOf(t, real, false)
+}
+
+// oldJetStreamOf is oldJetStream, as a nats-server before 2.11 serves it with before211: nor
+// per-message TTLs (allow_msg_ttl, subject_delete_marker_ttl), and API level 0.
+func oldJetStreamOf(t *testing.T, real *natstest.Env, before211 bool) jetstream.JetStream {
 	t.Helper()
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true})
 	if err != nil {
@@ -39,16 +47,30 @@ func oldJetStream(t *testing.T, real *natstest.Env) jetstream.JetStream {
 		data := m.Data
 		var req map[string]any
 		if json.Unmarshal(data, &req) == nil {
-			if _, ok := req["allow_msg_counter"]; ok {
-				delete(req, "allow_msg_counter")
-				data, _ = json.Marshal(req)
+			unknown := []string{"allow_msg_counter"}
+			if before211 {
+				unknown = append(unknown, "allow_msg_ttl", "subject_delete_marker_ttl")
+			}
+			for _, k := range unknown {
+				if _, ok := req[k]; ok {
+					delete(req, k)
+					data, _ = json.Marshal(req)
+				}
 			}
 		}
 		rep, err := real.NC.Request(m.Subject, data, 5*time.Second)
 		if err != nil {
 			return
 		}
-		m.Respond(rep.Data)
+		out := rep.Data
+		var info map[string]any
+		if before211 && m.Subject == "$JS.API.INFO" && json.Unmarshal(out, &info) == nil {
+			if api, ok := info["api"].(map[string]any); ok {
+				api["level"] = 0
+				out, _ = json.Marshal(info)
+			}
+		}
+		m.Respond(out)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +105,31 @@ func TestLimitsNeedCounterStreams(t *testing.T) {
 	_, err := ensureState(ctx, js, Config{Limits: Limits{Tenant: Rate{PerSecond: 5}}}.withDefaults(), false)
 	if !errors.Is(err, ErrLimits) || !strings.Contains(err.Error(), "2.12") {
 		t.Fatalf("with a rate: got %v, want ErrLimits naming the nats-server version needed", err)
+	}
+}
+
+// TestSlotsWithoutMsgTTL: on a nats-server before 2.11 (no per-key TTLs) the slots bucket is
+// declared as before, its TTL the lease (a TTL raised to the longest call would keep a crashed
+// executor's slots that long), and the executor knows its slots take no TTLs of their own.
+func TestSlotsWithoutMsgTTL(t *testing.T) {
+	env := natstest.Start(t)
+	js := oldJetStreamOf(t, env, true)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	for range 2 { // declared, then found
+		st, err := ensureState(ctx, js, Config{Limits: Limits{Servers: map[string]Rate{"*": {Concurrency: 4}}}}.withDefaults(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.slotTTLs {
+			t.Fatal("per-key TTLs taken for granted on a server without them")
+		}
+		s, err := env.JS.Stream(ctx, "KV_"+subjects.SlotsBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := s.CachedInfo().Config; c.MaxAge != DefaultSlotLease || c.AllowMsgTTL {
+			t.Fatalf("slots bucket TTL %s, allow_msg_ttl %v; want the lease %s and none", c.MaxAge, c.AllowMsgTTL, DefaultSlotLease)
+		}
 	}
 }

@@ -51,16 +51,68 @@ func ClaimsConfig(ttl time.Duration, memory bool, replicas int) jetstream.KeyVal
 	}
 }
 
-// SlotsConfig is the KV bucket of concurrency slots; the TTL is the lease.
-func SlotsConfig(lease time.Duration, replicas int) jetstream.KeyValueConfig {
+// SlotsConfig is the KV bucket of concurrency slots. Each slot is written with a TTL of its own
+// (per-key TTLs, nats-server 2.11 or later; LimitMarkerTTL turns them on): the lease, and once
+// its call is dispatched, the call's deadline plus the lease (see lease.holdUntil). The bucket's
+// TTL, hold, only bounds a slot written without one (by an older executor): it must be at least
+// the longest a dispatched call holds its slot, as a shorter one frees the slot while the call
+// may still run. On a server without per-key TTLs (ensureSlots), the bucket's TTL is the lease.
+func SlotsConfig(lease, hold time.Duration, replicas int) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
-		Bucket:      subjects.SlotsBucket,
-		Description: "mcpstream executor concurrency slots (leases)",
-		History:     1,
-		TTL:         lease,
-		Storage:     jetstream.MemoryStorage,
-		Replicas:    max(replicas, 1),
+		Bucket:         subjects.SlotsBucket,
+		Description:    "mcpstream executor concurrency slots (leases)",
+		History:        1,
+		TTL:            max(hold, lease),
+		LimitMarkerTTL: max(lease, time.Second),
+		Storage:        jetstream.MemoryStorage,
+		Replicas:       max(replicas, 1),
 	}
+}
+
+// slotHold is the longest a slot may be held without being renewed, the bucket's TTL: the
+// longest call's deadline plus the lease (see SlotsConfig), with a lease more for the per-key
+// TTLs' rounding up to whole seconds.
+func (c Config) slotHold() time.Duration { return c.MaxCallTimeout + 2*c.SlotLease + time.Second }
+
+// ensureSlots declares the slots bucket (ensureKV) and reports whether it takes per-key TTLs.
+// A bucket without them (declared by an older mcpstream) is given them in place, its TTL raised
+// to hold once it has them; a NATS server before 2.11 has none: the bucket is declared as before
+// (its TTL the lease), and a crashed executor's slot may then be freed while its call still runs.
+func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replicas int) (jetstream.KeyValue, bool, error) {
+	scfg := SlotsConfig(cfg.SlotLease, cfg.slotHold(), replicas)
+	kv, err := ensureKV(ctx, js, scfg)
+	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
+		scfg.TTL, scfg.LimitMarkerTTL = cfg.SlotLease, 0
+		kv, err = ensureKV(ctx, js, scfg)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	name := "KV_" + subjects.SlotsBucket
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, false, fmt.Errorf("bucket %s: %w", subjects.SlotsBucket, err)
+	}
+	cur := s.CachedInfo().Config
+	if !cur.AllowMsgTTL {
+		// (turned on alone first: a server before 2.11 ignores it, and would keep the raised
+		// TTL for slots without TTLs of their own)
+		up := cur
+		up.AllowMsgTTL = true
+		info, err := js.UpdateStream(ctx, up)
+		if err != nil || !info.CachedInfo().Config.AllowMsgTTL {
+			return kv, false, nil
+		}
+		cur = info.CachedInfo().Config
+	}
+	if cur.MaxAge > 0 && cur.MaxAge < scfg.TTL {
+		up := cur
+		up.MaxAge = scfg.TTL
+		if _, err := js.UpdateStream(ctx, up); err != nil {
+			return nil, false, fmt.Errorf("bucket %s: raising its TTL to %s: %w", subjects.SlotsBucket, scfg.TTL, err)
+		}
+	}
+	return kv, true, nil
 }
 
 // maxWaiting is the calls consumer's MaxWaiting: how many pull requests may wait on it, one per
@@ -99,6 +151,8 @@ type state struct {
 	claims  jetstream.KeyValue
 	slots   jetstream.KeyValue
 	calls   jetstream.Consumer
+	// slotTTLs: the slots bucket takes per-key TTLs (see ensureSlots).
+	slotTTLs bool
 }
 
 // EnsureState declares, idempotently, what the executor needs besides subjects.Streams: the
@@ -170,7 +224,7 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 		// ClaimTTL): claims it forgets too soon break the at-most-once promise.
 		return nil, fmt.Errorf("%w: bucket %s keeps claims %s, shorter than a call may stay unanswered (%s): a redelivery or resend could run a side-effecting call again; remove the bucket when no call is in flight (nats kv rm %s) so that it is declared again", ErrConfig, subjects.InflightBucket, ttl, cfg.minClaimTTL(), subjects.InflightBucket)
 	}
-	if st.slots, err = ensureKV(ctx, js, SlotsConfig(cfg.SlotLease, replicas)); err != nil {
+	if st.slots, st.slotTTLs, err = ensureSlots(ctx, js, cfg, replicas); err != nil {
 		return nil, err
 	}
 	if consumer {

@@ -878,7 +878,7 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 			return err
 		}
 	default:
-		ls, limited, err = e.lim.acquire(ctx, c.req.ID, lim)
+		ls, limited, err = e.lim.acquireFor(ctx, c.req.ID, requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout), lim)
 	}
 	e.endWait(c) // no longer waiting: it has its slots, or will not run
 	if ls != nil {
@@ -934,6 +934,9 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		e.audit.emit(subjects.AuditDispatch, c.audit(subjects.AuditEvent{Decision: "dispatch",
 			Message: fmt.Sprintf("tools/call %s on %s (timeout %s)", t.Name, t.Server, timeout)}))
 	}
+	// Its slots are held until its deadline (plus the lease), renewed or not: past that the
+	// connector no longer runs it, whatever becomes of this worker.
+	ls.holdUntil(ctx, time.Now().Add(timeout))
 	rep := e.dispatch(ctx, c, timeout)
 	if rep.Error != nil && !c.reached {
 		// No request reached a server: found stale (revoked, removed) at dispatch, or its
@@ -1020,7 +1023,7 @@ func (e *Executor) slotsWhenFree(ctx context.Context, c *call, lim []scopeLimit)
 	timeout := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
 	until := start.Add(timeout)
 	for {
-		ls, limited, err := e.lim.acquireSlots(ctx, c.req.ID, lim, c.counted)
+		ls, limited, err := e.lim.acquireSlots(ctx, c.req.ID, until.Sub(time.Now()), lim, c.counted)
 		if ls != nil {
 			c.slotWaited = time.Since(start)
 			if c.slotWaited >= timeout {
