@@ -142,7 +142,9 @@
 //     "[^]" (not "[^]]", a lone "]" to ECMAScript with the u flag: Go's meaning); regexp2's
 //     matches in one call are cut off after 1 s in all → invalid_arguments for that call only.
 //     "format" is checked under drafts 4 to 7 only; under 2019-09, 2020-12 and without
-//     $schema it is an annotation, as those drafts say.
+//     $schema it is an annotation, as those drafts say. A string checked as "format": "regex"
+//     (the caller's) over 1 KiB, nesting groups over 32 levels, or past 8 KiB of such strings
+//     in one validation fails unparsed (invalid_arguments at its path; see checkFormatRegex).
 //     Checked before approval so nobody is asked to approve a call that cannot run. Decoding
 //     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
 //     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).
@@ -243,7 +245,8 @@
 //     retried); a connector that could not send →
 //     unavailable; protocol_error and outcome_unknown as the connector reports them, their text
 //     redacted (also the start of a value before a "…" where the connector cut it) and cut to
-//     4 KiB. Over NATS the connector's answer is awaited 2 s past the
+//     4 KiB; a result the connector refused for its shape (DispatchReply.Withheld) is kept in
+//     the audit result event, as one that fails its outputSchema (step 11). Over NATS the connector's answer is awaited 2 s past the
 //     deadline (it times the call out on its own clock): a result that came in time is the
 //     answer, a protocol_error or result_too_large keeps its code, no answer is timeout. Retries
 //     with backoff: a failure before sending (unavailable) for any tool, transport failures and

@@ -29,6 +29,16 @@ const reportSchema = `{
 // reportSecret is a value the report tool's mode "secret" puts in its result.
 const reportSecret = "90210777"
 
+// reportShapePad is the size of the text item of the report tool's mode "shape": past the
+// audit event's cap.
+const reportShapePad = 20 << 10
+
+// stringContent is a content item that a server writes as a JSON string (mcp-go writes what
+// the item's MarshalJSON says): a result of the wrong shape.
+type stringContent struct{ mcp.TextContent }
+
+func (c stringContent) MarshalJSON() ([]byte, error) { return json.Marshal(c.Text) }
+
 // reportDepth is how deeply the report tool's mode "deep" nests its tree: past maxResultDepth.
 const reportDepth = maxResultDepth + 20
 
@@ -48,6 +58,8 @@ const reportDepth = maxResultDepth + 20
 //	big       about 2.7 MiB of items, all strings
 //	bigwrong  the same, with the last item a number
 //	secret    ref R-<reportSecret> (matches, but not once the connector redacts reportSecret)
+//	shape     content whose last item is a string, not an object (refused by the connector for
+//	          its shape), after a text item of reportShapePad bytes that starts with reportSecret
 //
 // report's outputSchema is reportSchema; report_any's true, report_none's false, and
 // report_broken's does not compile.
@@ -102,6 +114,11 @@ func addReportTools(srv *server.MCPServer) {
 		case "secret":
 			ok["ref"] = "R-" + reportSecret
 			sc = ok
+		case "shape":
+			res := mcp.NewToolResultText(reportSecret + " " + strings.Repeat("p", reportShapePad))
+			res.Content = append(res.Content, stringContent{mcp.NewTextContent("not an object")})
+			res.StructuredContent = ok
+			return res, nil
 		default:
 			return mcp.NewToolResultError("unknown mode " + mode), nil
 		}

@@ -3,12 +3,14 @@ package executor
 import (
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/dlclark/regexp2/v2"
+	regexp2syntax "github.com/dlclark/regexp2/v2/syntax"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -264,4 +266,88 @@ func (p ecmaPattern) MatchString(s string) bool {
 		panic(stopValidation{pattern: p.re.String()})
 	}
 	return ok
+}
+
+// A string of a value validated against "format": "regex" (asserted under drafts 4 to 7) is
+// the caller's (or, in a result, the server's), not the schema's, and parsing a regular
+// expression costs far more than its size: Go's parser takes ~30 ms for 1 KiB of Unicode
+// classes ("[\p{L}\p{L}…]", superlinear: 40 s for 500 KB), and regexp2's, which decides what
+// Go refuses (a lookahead), grows with the cube of the nesting of quantified groups
+// ("(?=a)(a(a…)*)*": ~1 s for 1 KiB, a minute for 4 KiB). Such a check is bounded by count,
+// not by time: a string over maxFormatRegexBytes, or whose groups nest more than
+// maxFormatRegexDepth levels, or past the maxFormatRegexTotal bytes a validation parses as
+// regular expressions (the library may check one string along several paths), is not parsed
+// and fails the format (regexNotChecked: invalid_arguments at its path; in a result, the
+// result is passed on unchecked). The rest is parsed, not compiled: no matcher is built for
+// a string that is only checked (Go's regexp compiles whatever its parser takes, regexp2
+// whatever its parser takes but for internal errors), so the outcome is compilePattern's.
+// Measured within these bounds (TestFormatRegexBounded's cases, 8 strings of 1 KiB each):
+// ~25 ms a string at most (Go's parser on 1 KiB of Unicode classes), ~0.2 s a validation,
+// under what the step budget allows it; like every validation, one per worker at most.
+const (
+	maxFormatRegexBytes = 1 << 10
+	maxFormatRegexTotal = 8 << 10
+	maxFormatRegexDepth = 32
+)
+
+// formatRegexParsed, when set (tests), is told the size of each string parsed as a regular
+// expression by checkFormatRegex.
+var formatRegexParsed func(n int)
+
+// regexNotChecked is the error of a string that checkFormatRegex does not parse: its text says
+// why (a format failure's text, see issueText).
+type regexNotChecked struct{ why string }
+
+func (e regexNotChecked) Error() string { return e.why }
+
+// checkFormatRegex checks s for "format": "regex" in a validation on m (see maxFormatRegexBytes).
+func checkFormatRegex(s string, m *meteredSchema) error {
+	if len(s) > maxFormatRegexBytes {
+		return regexNotChecked{fmt.Sprintf("is %d bytes, longer than the %d bytes the executor checks as a 'regex'", len(s), maxFormatRegexBytes)}
+	}
+	if len(s) > m.regexLeft {
+		return regexNotChecked{fmt.Sprintf("is not checked as a 'regex': the strings checked so add up to more than %d bytes in one value", maxFormatRegexTotal)}
+	}
+	m.regexLeft -= len(s)
+	if groupDepth(s) > maxFormatRegexDepth {
+		return regexNotChecked{fmt.Sprintf("nests groups more than %d levels deep, more than the executor checks as a 'regex'", maxFormatRegexDepth)}
+	}
+	if formatRegexParsed != nil {
+		formatRegexParsed(len(s))
+	}
+	if _, err := syntax.Parse(s, syntax.Perl); err == nil {
+		return nil
+	}
+	opts := regexp2syntax.ParseOptions{RegexOptions: regexp2syntax.RegexOptions(regexp2.ECMAScript | regexp2.Unicode)}
+	if _, err := regexp2syntax.Parse(s, opts); err == nil {
+		return nil
+	}
+	opts.RegexOptions = regexp2syntax.RegexOptions(regexp2.ECMAScript)
+	if _, err := regexp2syntax.Parse(s, opts); err != nil {
+		return fmt.Errorf("not an ECMA-262 regular expression: %w", err)
+	}
+	return nil
+}
+
+// groupDepth is how deeply the groups of s, an ECMAScript pattern, nest (parentheses outside
+// character classes and escapes; a "]" closes a class, also right after its "[" as in
+// ECMAScript).
+func groupDepth(s string) int {
+	depth, deepest, class := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			i++
+		case class:
+			class = c != ']'
+		case c == '[':
+			class = true
+		case c == '(':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ')':
+			depth = max(depth-1, 0)
+		}
+	}
+	return deepest
 }

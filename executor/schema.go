@@ -153,6 +153,11 @@ type meteredSchema struct {
 	limit int
 	// ecmaLeft is what is left of the validation's ecmaMatchTimeout (see compilePattern).
 	ecmaLeft time.Duration
+	// regexLeft is what is left of the validation's maxFormatRegexTotal (see checkFormatRegex).
+	regexLeft int
+	// compiled: the copy is compiled; the regexp engine is called from then on only to check
+	// strings of a value for "format": "regex" (checkFormatRegex).
+	compiled bool
 	// cut stops the validation at its next step: set when a validation of arguments runs on
 	// lim.grace past the backstop (see metered); reset by each validation.
 	cut atomic.Bool
@@ -258,6 +263,7 @@ func (c *compiledSchema) compileCopy(raw []byte) (*meteredSchema, error) {
 		return nil, err
 	}
 	m.sch = sch
+	m.compiled = true
 	return m, nil
 }
 
@@ -311,7 +317,7 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 	if err != nil {
 		return meteredOutcome{}, 0, err
 	}
-	m.steps, m.limit, m.ecmaLeft = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst), ecmaMatchTimeout
+	m.steps, m.limit, m.ecmaLeft, m.regexLeft = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst), ecmaMatchTimeout, maxFormatRegexTotal
 	m.cut.Store(false)
 	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(size)>>20)
 	out := make(chan validationOutcome, 1)
@@ -419,7 +425,14 @@ func compileSchema(raw []byte, meter *meteredSchema) (*jsonschema.Schema, error)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
-	c.UseRegexpEngine(func(pattern string) (jsonschema.Regexp, error) { return compilePattern(pattern, meter) })
+	c.UseRegexpEngine(func(pattern string) (jsonschema.Regexp, error) {
+		if meter != nil && meter.compiled {
+			// A string of the value validated, for "format": "regex": checked, no matcher
+			// built (the library only asks whether it compiles).
+			return nil, checkFormatRegex(pattern, meter)
+		}
+		return compilePattern(pattern, meter)
+	})
 	if meter != nil {
 		c.RegisterVocabulary(&jsonschema.Vocabulary{URL: meterVocabURL,
 			Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return meter, nil }})
@@ -865,6 +878,10 @@ func issueText(ek jsonschema.ErrorKind) string {
 	case *kind.Pattern:
 		return "does not match pattern " + singleQuoted(k.Want)
 	case *kind.Format:
+		var nc regexNotChecked
+		if errors.As(k.Err, &nc) {
+			return nc.why
+		}
 		return "is not a valid " + singleQuoted(k.Want)
 	case *kind.Minimum:
 		return "must be >= " + ratText(k.Want)

@@ -214,7 +214,8 @@ type call struct {
 	// request apart in the call's approval record.
 	delivery uint64
 	// withheld is the server's result of a call answered protocol_error because it fails the
-	// tool's outputSchema: not in the answer, kept in the audit result event.
+	// tool's outputSchema, or because its connector refused it for its shape
+	// (DispatchReply.Withheld): not in the answer, kept in the audit result event.
 	withheld json.RawMessage
 	// unchecked says why a result was passed on without checking it against the outputSchema
 	// (for the audit result event).
@@ -965,6 +966,11 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		msg.Message = truncateString(e.audit.redact.StringCut(msg.Message, "…"), maxDispatchErrorBytes)
 		msg.Reason = truncateString(msg.Reason, maxDispatchErrorBytes)
 		res.Error = &msg
+		if msg.Code == subjects.CodeProtocolError && isJSONObject(rep.Withheld) {
+			// The server's result, refused by the connector for its shape: not the answer's,
+			// kept in the audit result event (as a result that fails its outputSchema).
+			c.withheld = rep.Withheld
+		}
 	case len(rep.Result) > e.cfg.MaxResultBytes:
 		res.Status = subjects.CallFailed
 		res.Error = &subjects.Error{Code: subjects.CodeResultTooLarge,

@@ -36,7 +36,8 @@ const (
 //   - not_found, bad_request, too_large, unavailable: nothing was sent to the server, or the
 //     server refused it unprocessed (an HTTP status such as 429, see refusedStatus);
 //   - protocol_error: the server answered with a JSON-RPC error (its code is in the message),
-//     or broke the protocol (an answer that is not valid JSON, say): the call may have run;
+//     or broke the protocol (an answer that is not valid JSON, say): the call may have run; a
+//     result refused for its shape (resultShapeProblem) is in Withheld, for the audit trail;
 //   - timeout: the request was sent and no answer came in time: outcome unknown;
 //   - outcome_unknown: the connection failed after sending: outcome unknown.
 func (m *Manager) Dispatch(ctx context.Context, server string, req subjects.DispatchRequest) subjects.DispatchReply {
@@ -124,14 +125,18 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 			return dispatchErr(subjects.CodeProtocolError,
 				"the tool asked for user input (input_required), which mcpstream does not provide; the call did not complete", "")
 		}
-		if bad := resultShapeProblem(r.raw); bad != "" {
-			return dispatchErr(subjects.CodeProtocolError, "server answered a result whose "+bad+"; the call ran", "")
-		}
 		// mcp-go may have failed to decode it (an unknown content type, say): the raw result
 		// is still the server's answer — without the host's secrets in it.
 		res, changed := c.red.JSON(r.raw)
 		if changed {
 			c.log.Warn().Str("tool", req.Tool).Msg("a tool result held a configured secret value: redacted")
+		}
+		if bad := resultShapeProblem(r.raw); bad != "" {
+			// Not the call's result; the server's answer all the same, for the audit trail
+			// (DispatchReply.Withheld): what the server answered is what an audit is for.
+			rep := dispatchErr(subjects.CodeProtocolError, "server answered a result whose "+bad+"; the call ran", "")
+			rep.Withheld = res
+			return rep
 		}
 		return subjects.DispatchReply{V: subjects.Version, Result: res}
 	case r.refused != nil:
@@ -350,9 +355,15 @@ func (m *Manager) unserveServer(name string) {
 	delete(m.served, name)
 }
 
+// fits reports whether data fits in a reply message (with room for headers).
+func (m *Manager) fits(data []byte) bool {
+	max := m.nc.MaxPayload()
+	return max <= 0 || int64(len(data)) <= max-headerRoom
+}
+
 // respond sends data, or a too_large error if it does not fit in a message.
 func (m *Manager) respond(req micro.Request, data []byte) {
-	if max := m.nc.MaxPayload(); max > 0 && int64(len(data)) > max-headerRoom {
+	if !m.fits(data) {
 		data, _ = encodeJSON(subjects.DispatchReply{V: subjects.Version, Error: &subjects.Error{
 			Code:    subjects.CodeResultTooLarge,
 			Message: "the answer is " + strconv.Itoa(len(data)) + " bytes, more than a NATS message holds; the call ran",
@@ -473,7 +484,15 @@ func (m *Manager) handleDispatch(req micro.Request) {
 		if hook := m.beforeDispatch.Load(); hook != nil {
 			(*hook)(server)
 		}
-		m.respond(req, encodeDispatchReply(m.Dispatch(context.Background(), server, r)))
+		rep := m.Dispatch(context.Background(), server, r)
+		data := encodeDispatchReply(rep)
+		if len(rep.Withheld) > 0 && !m.fits(data) {
+			// The withheld result is for the audit trail only: the answer goes without it,
+			// not refused result_too_large in its place.
+			rep.Withheld = nil
+			data = encodeDispatchReply(rep)
+		}
+		m.respond(req, data)
 	})
 }
 

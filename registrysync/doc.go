@@ -257,7 +257,9 @@
 // stream ended, or waited out its timeout, as did a list, malformed_response now), and a result whose isError is not a boolean or whose content is
 // not an array of objects (null or absent are fine; names in any case, as encoding/json reads
 // them), which the executor read as a success: the call ran (a content item of a type this
-// version does not know is passed on).
+// version does not know is passed on); such a result, its secrets redacted, goes with the
+// answer in DispatchReply.Withheld for the executor's audit trail (left out when the answer
+// would not fit in a NATS message with it).
 // Manager.Dispatch and Manager.Relist are the same in-process.
 //
 // A tool whose definition in the last tools listing says execution.taskSupport "required" is

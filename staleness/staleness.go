@@ -27,7 +27,12 @@ const (
 func (s State) Usable() bool { return s == Fresh || s == Expired }
 
 // MaxRemembered bounds the names a kind remembers as removed (beyond those of its last snapshot):
-// a server that renames its tools on every re-list must not grow the view forever.
+// a server that renames its tools on every re-list must not grow the view forever. It is per
+// server and kind, and lower than the catalog's bound (indexer.DefaultMaxRemoved, 50,000 names
+// in all): a name may be 4 KiB (16 MiB a kind at this bound), and the executor keeps the whole
+// definition of each tool its view remembers as removed (up to subjects.MaxDefinitionBytes), so
+// that a call of it is refused stale. Past it a call of a forgotten name is not_found (README's
+// error-code table says so) — refused all the same.
 const MaxRemembered = 4096
 
 // Verdict is a State with why.

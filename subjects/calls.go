@@ -186,9 +186,18 @@ type DispatchRequest struct {
 // connector is full...), so the call used none of the server's capacity. A server's own
 // refusal (HTTP 429, 401) reached it and is not NotSent. A connector older than the field says
 // so only in Error.Message ("nothing was sent").
+//
+// Withheld (with a protocol_error Error; added later in v1) is the server's tools/call result
+// that the connector refused for its shape (an isError that is not a boolean, a content that
+// is not an array of objects: whether the tool failed cannot be told), as the connector passes
+// results on (its configured secrets redacted). It is not the call's result: the caller never
+// gets it; the executor keeps it in the audit result event (capped and redacted, as it keeps a
+// result that fails its outputSchema). A connector older than the field sends none, and an
+// executor older than it ignores it.
 type DispatchReply struct {
-	V       int             `json:"v"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *Error          `json:"error,omitempty"`
-	NotSent bool            `json:"notSent,omitempty"`
+	V        int             `json:"v"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    *Error          `json:"error,omitempty"`
+	NotSent  bool            `json:"notSent,omitempty"`
+	Withheld json.RawMessage `json:"withheld,omitempty"`
 }

@@ -53,7 +53,11 @@ func TestGoldenMorePayloads(t *testing.T) {
 		"relist_reply":   RelistReply{V: Version, Fingerprint: "9f86d081884c7d65", Sequence: 42, ListedAt: at},
 		"dispatch_request": DispatchRequest{V: Version, CallID: "c-1", Tool: "createIssue",
 			Arguments: json.RawMessage(`{"title":"Disk full"}`), TimeoutMs: 30000},
-		"dispatch_reply":  DispatchReply{V: Version, Error: &Error{Code: CodeOutcomeUnknown, Message: "the connection failed after the call was sent; it may have run"}},
+		"dispatch_reply": DispatchReply{V: Version, Error: &Error{Code: CodeOutcomeUnknown, Message: "the connection failed after the call was sent; it may have run"}},
+		// A result refused for its shape, kept for the audit trail (additive: the one above is unchanged).
+		"dispatch_reply_withheld": DispatchReply{V: Version, Error: &Error{Code: CodeProtocolError,
+			Message: "server answered a result whose content is not an array; the call ran"},
+			Withheld: json.RawMessage(`{"content":"done","isError":false}`)},
 		"details_request": DetailsRequest{V: Version, Names: []string{"ticketing__createIssue"}, Principal: Principal{Tenant: "acme", User: "alice"}},
 		"details_reply":   DetailsReply{V: Version, Tools: []ToolInfo{{Name: "ticketing__createIssue", Server: "ticketing", Tool: "createIssue", State: StateFresh, InputSchema: json.RawMessage(`{"type":"object"}`), CacheScope: ScopePublic, TTLMs: ttl(60000), ListedAt: "2026-11-30T12:00:00Z"}}},
 		"servers_request": ServersRequest{V: Version, Principal: Principal{User: "alice"}},
