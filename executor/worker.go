@@ -171,7 +171,9 @@ func decodeCall(data []byte) (subjects.CallRequest, *subjects.Error) {
 	case len(req.ID) > maxCallID:
 		id := req.ID
 		req.ID = ""
-		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("id is %d bytes long; at most %d (%.20q…)", len(id), maxCallID, id)}
+		// (The "…" inside the quotes, right where the id was cut: a secret value that
+		// straddled the cut is redacted from the message, see auditor.emitOn.)
+		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: fmt.Sprintf("id is %d bytes long; at most %d (%q)", len(id), maxCallID, truncateString(id, 20))}
 	case req.Tool == "":
 		return req, &subjects.Error{Code: subjects.CodeBadRequest, Message: "tool is required: the public name server__tool"}
 	case len(req.Tool) > maxToolName:

@@ -95,7 +95,7 @@ type Error struct {
 	Code         string `json:"code"`
 	Message      string `json:"message"`
 	Path         string `json:"path,omitempty"`         // invalid_arguments: JSON pointer of the failure in the arguments; protocol_error of a result that fails its outputSchema: in the MCP result; bad_request, too_large of a servers request: the member at fault ("/limit", "/after")
-	RetryAfterMs int64  `json:"retryAfterMs,omitempty"` // rate_limited; unavailable, outcome_unknown: the server's Retry-After
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"` // rate_limited; unavailable, outcome_unknown, timeout (a task's tasks/get refused with one past the deadline): the server's Retry-After
 	Reason       string `json:"reason,omitempty"`       // unavailable, stale: why
 }
 

@@ -3,6 +3,7 @@ package subjects
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -213,17 +214,31 @@ func TenantOf(subject string) (string, error) {
 		tok, _, _ := strings.Cut(rest, ".")
 		t, err := DecodeToken(tok)
 		if err != nil {
-			return "", fmt.Errorf("%w: %.300q: %w", ErrBadSubject, subject, err)
+			return "", fmt.Errorf("%w: %s: %w", ErrBadSubject, quoteCut(subject, 300), err)
 		}
 		if len(t) > MaxUserBytes {
-			return "", fmt.Errorf("%w: %.300q: the tenant is %d bytes long; at most %d", ErrBadSubject, subject, len(t), MaxUserBytes)
+			return "", fmt.Errorf("%w: %s: the tenant is %d bytes long; at most %d", ErrBadSubject, quoteCut(subject, 300), len(t), MaxUserBytes)
 		}
 		if t == "" {
-			return "", fmt.Errorf("%w: %.300q: the tenant is empty", ErrBadSubject, subject)
+			return "", fmt.Errorf("%w: %s: the tenant is empty", ErrBadSubject, quoteCut(subject, 300))
 		}
 		return t, nil
 	}
 	return "", fmt.Errorf("%w: %q", ErrBadSubject, subject)
+}
+
+// quoteCut is s quoted as %q quotes it, cut to its first n runes with "…" inside the quotes
+// where it was cut (%.300q put nothing there): text that redacts a caller's words from an error
+// (redact.Values.StringCut) sees the cut, and the start of a secret value that straddled it.
+func quoteCut(s string, n int) string {
+	runes := 0
+	for i := range s {
+		if runes == n {
+			return strconv.Quote(s[:i] + "…")
+		}
+		runes++
+	}
+	return strconv.Quote(s)
 }
 
 // LastToken returns the decoded last token of a subject (the server of relist and dispatch

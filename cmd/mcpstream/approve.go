@@ -40,6 +40,7 @@ may send a subjects.Approval there); %[2]s.
 
 Waiting calls show in the audit stream, with their ID, as decision needs_approval:
   mcpstream events --subject 'audit.*.decision' --follow
+(An ID holding a configured secret value shows there redacted: decide by the ID its caller sent.)
 
 Exit status 1 when no call with that ID is waiting (already decided, timed out, or unknown),
 or when no answer came within --wait: the decision reached an executor and may or may not have

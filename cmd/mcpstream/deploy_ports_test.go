@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,7 +105,7 @@ func unitCommand(t *testing.T, execStart, instance string) (args []string, refus
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00"), nil
 }
@@ -202,4 +203,29 @@ func loopbackPort(t *testing.T, file, instance, listen string) (int, bool) {
 		return 0, false
 	}
 	return port, true
+}
+
+// TestDeployUnitRefusalNotRestarted: a templated unit started with an instance name its script
+// refuses (mcpstream-executor@east) exits 2, and Restart=on-failure started it again every
+// RestartSec (2 s) forever: five starts take 8 s, under the default start limit (5 in 10 s), so
+// systemd never gave up, logging the refusal every 2 s. A refusal, as any usage error (exit
+// status 2: the command line is wrong), is not restarted: the unit fails, and says why.
+func TestDeployUnitRefusalNotRestarted(t *testing.T) {
+	for _, file := range []string{"mcpstream-indexer@.service", "mcpstream-executor@.service"} {
+		_, refused := unitCommand(t, unitExecStart(t, file), "east")
+		var exit *exec.ExitError
+		if !errors.As(refused, &exit) {
+			t.Fatalf("%s@east: %v, want the script to refuse the instance", file, refused)
+		}
+		var prevent []string
+		for _, line := range strings.Split(readDeploy(t, file), "\n") {
+			if v, ok := strings.CutPrefix(line, "RestartPreventExitStatus="); ok {
+				prevent = append(prevent, strings.Fields(v)...)
+			}
+		}
+		if !slices.Contains(prevent, strconv.Itoa(exit.ExitCode())) {
+			t.Errorf("%s: an instance it refuses exits %d, which RestartPreventExitStatus %q does not name: restarted every RestartSec forever",
+				file, exit.ExitCode(), prevent)
+		}
+	}
 }
