@@ -70,8 +70,9 @@ type Config struct {
 	// SlotLease is the lease of a concurrency slot, renewed while the call runs; a crashed
 	// worker's slot comes back after the longest its call may run plus SlotLease (the
 	// connector runs the call until its deadline on its own, whatever becomes of the worker);
-	// 0 → 30s. It is each slot's own TTL (per-key TTLs, nats-server 2.11 or later); the slots
-	// bucket's TTL is MaxCallTimeout + 2 × SlotLease + 1s, raised in place on an existing
+	// 0 → 30s. Each slot has its own TTL (per-key TTLs, nats-server 2.11 or later): its call's
+	// timeout plus SlotLease and a second from when it is taken; the slots bucket's TTL is
+	// max(MaxCallTimeout, CallTimeout) + 2 × SlotLease + 1s, raised in place on an existing
 	// bucket that keeps slots less long. Without per-key TTLs (an older nats-server) it is the
 	// TTL of the slots bucket the executor creates, a dispatched call's slot is held no longer,
 	// an existing bucket keeps its own TTL, and slots are renewed within the shorter of the two.

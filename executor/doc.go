@@ -355,9 +355,10 @@
 // SlotLease, written only if that does not cover it: lease.holdUntil) — the connector runs a
 // call until its deadline (the timeoutMs it is sent) whatever becomes of the executor, and a
 // slot freed before then let another executor's call run beside it, past the cap. The bucket's
-// TTL (MaxCallTimeout + 2 × SlotLease + 1 s) only bounds slots written without a TTL (by an
-// older executor); a bucket without per-key TTLs is given them in place and its TTL raised. On
-// a nats-server before 2.11 the bucket's TTL is SlotLease, a crashed worker's dispatched call
+// TTL (the longest call timeout, max(MaxCallTimeout, CallTimeout), + 2 × SlotLease + 1 s) bounds
+// every slot, and alone those written without a TTL (by an older executor); a bucket without
+// per-key TTLs is given them in place and its TTL raised. On a nats-server before 2.11 the
+// bucket's TTL is SlotLease, a crashed worker's dispatched call
 // is not covered (warned at start), and a bucket keeps the TTL it was created with: an
 // executor renews its slots within the shorter of its SlotLease and the bucket's TTL. A slot
 // written by two calls at once goes to one; the other looks at the next slot (also on a

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,9 +157,10 @@ func (l Limits) maxWindowOf() time.Duration {
 //     1 back and is refused with the time until the estimate allows it (see rateWait, giveBack);
 //   - concurrency with leases in the KV bucket subjects.SlotsBucket: slot keys scope.key.0 … n−1,
 //     taken with Create (atomic; see takeSlot), renewed while the call runs, deleted when it
-//     ends; a slot's TTL frees the slot of a worker that crashed: the lease, and once the call
-//     is dispatched its deadline plus the lease (see holdUntil), the connector running it on
-//     until then whatever becomes of the worker.
+//     ends; a slot's TTL frees the slot of a worker that crashed: the call's timeout plus the
+//     lease and a second from when it is taken, then what is left of it and the lease at each
+//     renewal, and at least the dispatch's deadline plus the lease (see holdUntil), the
+//     connector running the call on until then whatever becomes of the worker.
 type limiter struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
@@ -321,6 +323,15 @@ type lease struct {
 	// slots were taken, then the dispatch's: holdUntil): its slots are held until hold plus
 	// the lease.
 	hold time.Time
+	// val is what its slots hold (slotValue): a slot that holds it is this lease's, also at a
+	// revision the lease does not know (see ownRevision).
+	val []byte
+}
+
+// slotValue is what the slots of a lease hold: the executor, the call id and a token of the
+// lease's own (another delivery of the call takes slots of its own).
+func (l *limiter) slotValue(callID string) []byte {
+	return []byte(l.owner + " " + callID + " " + strconv.FormatUint(rand.Uint64(), 36))
 }
 
 // increment is a call's acknowledged +1 on a rate counter.
@@ -422,7 +433,7 @@ func (l *limiter) take(ctx context.Context, callID string, hold time.Duration, l
 // rates: the lease, holding counted, or a refusal or error with no slot held (counted is not
 // given back).
 func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Duration, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
-	ls := &lease{l: l, counted: counted}
+	ls := &lease{l: l, counted: counted, val: l.slotValue(callID)}
 	if hold > 0 {
 		ls.hold = time.Now().Add(hold) // (renewals before the dispatch keep it)
 	}
@@ -430,7 +441,7 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 		if s.rate.Concurrency <= 0 {
 			continue
 		}
-		sl, ok, err := l.takeSlot(ctx, s, callID, hold)
+		sl, ok, err := l.takeSlot(ctx, s, ls.val, hold)
 		if err != nil || !ok {
 			ls.release(context.WithoutCancel(ctx))
 			if err != nil {
@@ -718,11 +729,10 @@ func kvToken(s string) string { return strings.ReplaceAll(subjects.EncodeToken(s
 // cap — under overload, when NATS is busiest, and by every refused caller again at each retry; a
 // refusal now costs n reads (direct gets: nothing is stored) and no write, and a call is refused
 // only when every slot it read was held.
-func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, callID string, hold time.Duration) (slotLease, bool, error) {
+func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, val []byte, hold time.Duration) (slotLease, bool, error) {
 	n := s.rate.Concurrency
 	start := rand.IntN(n)
 	prefix := kvToken(s.scope) + "." + kvToken(s.key) + "."
-	val := []byte(l.owner + " " + callID)
 	var opts []jetstream.KVCreateOpt
 	ttl := slotTTL(l.lease)
 	if l.lease > 0 {
@@ -780,7 +790,13 @@ func (ls *lease) renewLocked(ctx context.Context) {
 	l := ls.l
 	for i, s := range ls.slots {
 		if l.lease <= 0 {
-			if rev, err := l.slots.Update(ctx, s.key, []byte(l.owner), s.rev); err == nil {
+			rev, err := l.slots.Update(ctx, s.key, ls.val, s.rev)
+			if err != nil && slotTaken(err) {
+				if own, ok := ls.ownRevision(ctx, s); ok { // (an earlier renewal's ack lost)
+					rev, err = l.slots.Update(ctx, s.key, ls.val, own)
+				}
+			}
+			if err == nil {
 				ls.slots[i].rev = rev
 			}
 			continue
@@ -789,11 +805,33 @@ func (ls *lease) renewLocked(ctx context.Context) {
 		// of the dispatched call's deadline plus the lease.
 		before := time.Now()
 		ttl := slotTTL(max(l.lease, ls.hold.Sub(before)+l.lease))
-		msg := &nats.Msg{Subject: "$KV." + subjects.SlotsBucket + "." + s.key, Data: []byte(l.owner)}
-		if ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(s.rev), jetstream.WithMsgTTL(ttl)); err == nil {
+		publish := func(rev uint64) (*jetstream.PubAck, error) {
+			msg := &nats.Msg{Subject: "$KV." + subjects.SlotsBucket + "." + s.key, Data: ls.val}
+			return l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+		}
+		ack, err := publish(s.rev)
+		if err != nil && slotTaken(err) {
+			if own, ok := ls.ownRevision(ctx, s); ok { // (an earlier renewal's ack lost)
+				ack, err = publish(own)
+			}
+		}
+		if err == nil {
 			ls.slots[i].rev, ls.slots[i].expires = ack.Sequence, before.Add(ttl)
 		}
 	}
+}
+
+// ownRevision is the revision of slot s when it is still this lease's at a later one than the
+// lease knows: a renewal JetStream stored whose acknowledgement was lost (a timeout, a leader
+// change). Without it the slot was renewed no more and its release refused, and it stayed taken
+// until its TTL ran out: up to the call's timeout plus the lease after the call had ended. No
+// other lease writes this one's value (slotValue), and a slot freed since is not found.
+func (ls *lease) ownRevision(ctx context.Context, s slotLease) (uint64, bool) {
+	e, err := ls.l.slots.Get(ctx, s.key)
+	if err != nil || e.Revision() <= s.rev || !bytes.Equal(e.Value(), ls.val) {
+		return 0, false
+	}
+	return e.Revision(), true
 }
 
 // holdUntil holds the slots until deadline, the dispatched call's, plus the lease: the
@@ -824,8 +862,14 @@ func (ls *lease) release(ctx context.Context) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for _, s := range ls.slots {
-		// A slot whose lease ran out may belong to another call now: delete only our revision.
-		ls.l.slots.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
+		// A slot whose lease ran out may belong to another call now: delete only our revision
+		// (or a later one still ours, see ownRevision).
+		err := ls.l.slots.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
+		if err != nil && slotTaken(err) {
+			if own, ok := ls.ownRevision(ctx, s); ok {
+				ls.l.slots.Delete(ctx, s.key, jetstream.LastRevision(own))
+			}
+		}
 	}
 	ls.slots = nil
 }

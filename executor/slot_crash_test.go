@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,20 +136,16 @@ func TestSlotHeldWhileCrashedCallRuns(t *testing.T) {
 // TestSlotHeldFromItsCreation: a call under a concurrency cap holds its slot for as long as it
 // could be dispatched (its timeout plus the lease) from the slot's creation, so that holding it
 // through the dispatch costs no write of its own: each call writes its slot twice (taken,
-// released: no renewal, which writes the owner alone), whatever its timeout.
+// released: no renewal), whatever its timeout.
 func TestSlotHeldFromItsCreation(t *testing.T) {
 	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{SlotLease: time.Second,
 		Limits: Limits{Servers: map[string]Rate{"fixture": {Concurrency: 2}}}}})
-	var taken, renewed atomic.Int64
+	var taken atomic.Int64
 	ttls := make(chan string, 64)
 	sub, err := r.env.NC.Subscribe("$KV."+subjects.SlotsBucket+".>", func(m *nats.Msg) {
 		if m.Header.Get("KV-Operation") != "" {
 			return // released
-		}
-		if !strings.Contains(string(m.Data), " ") {
-			renewed.Add(1) // (the owner alone: a renewal, or a hold's write)
-			return
 		}
 		if taken.Add(1); m.Header.Get("Nats-Expected-Last-Subject-Sequence") == "0" {
 			// (nats.go's Create of a key whose last entry is a delete marker tries once
@@ -166,6 +161,16 @@ func TestSlotHeldFromItsCreation(t *testing.T) {
 	}
 	r.env.NC.Flush()
 	r.waitTool("fixture__slow")
+	stored := func() uint64 { // slot writes JetStream stored (a Create refused stores none)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		s, err := r.env.JS.Stream(ctx, "KV_"+subjects.SlotsBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo().State.LastSeq
+	}
+	before := stored()
 	const calls = 5
 	for range calls {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
@@ -178,8 +183,8 @@ func TestSlotHeldFromItsCreation(t *testing.T) {
 	}
 	r.env.NC.Flush()
 	sub.Unsubscribe()
-	if n := renewed.Load(); n != 0 {
-		t.Fatalf("%d slot writes besides taking and releasing them for %d quick calls, want none", n, calls)
+	if n := stored() - before; n != 2*calls {
+		t.Fatalf("%d slot writes for %d quick calls, want 2 each (taken, released), none besides", n, calls)
 	}
 	if n := taken.Load(); n < calls {
 		t.Fatalf("%d slots taken for %d calls", n, calls)
@@ -189,5 +194,63 @@ func TestSlotHeldFromItsCreation(t *testing.T) {
 		if err != nil || ttl < 21*time.Second {
 			t.Fatalf("a slot taken with TTL %v (%v), want at least the call's timeout (20s) plus the lease (1s)", ttl, err)
 		}
+	}
+}
+
+// TestSlotHeldPastMaxCallTimeout: a request without timeoutMs runs for CallTimeout, which
+// MaxCallTimeout does not cap (it caps a request's timeoutMs). The slots bucket's TTL was
+// MaxCallTimeout + 2 × SlotLease + 1 s (2.6 s here) and removed a crashed executor's slot then,
+// whatever its own TTL (CallTimeout plus the lease and a second, 6 s), while the connector still
+// ran its call (3.5 s of its CallTimeout, 4 s): the next call ran beside it under a cap of 1.
+func TestSlotHeldPastMaxCallTimeout(t *testing.T) {
+	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	conn := &connectorSide{inner: r.mgr}
+	base := Config{AckWait: time.Second, MaxDeliver: 5, SlotLease: 300 * time.Millisecond, Relister: r.mgr,
+		CallTimeout: 4 * time.Second, MaxCallTimeout: time.Second,
+		Limits: Limits{Servers: map[string]Rate{"fixture": {Concurrency: 1}}}}
+
+	front := base
+	front.NoWorkers = true
+	front.Dispatcher = conn
+	r.startExecutor(front, r.env.NC)
+
+	ncA := r.env.Connect(t)
+	dying := &dyingDispatcher{conn: conn, nc: ncA, ended: make(chan struct{}), release: make(chan struct{})}
+	a := base
+	a.Dispatcher = dying
+	a.FrontEnd = new(bool)
+	r.startExecutor(a, ncA)
+	t.Cleanup(func() { close(dying.release) }) // runs before A's stop
+	r.waitTool("fixture__slow")
+
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		r.client.Call(ctx, "local", subjects.CallRequest{Tool: "fixture__slow", // no timeoutMs: CallTimeout
+			Principal: subjects.Principal{User: "local"}, Arguments: json.RawMessage(`{"ms":3500}`)})
+	}()
+	waitFor(t, "executor A to dispatch and die", func() bool { return conn.most.Load() > 0 })
+
+	b := base
+	b.Dispatcher = conn
+	b.FrontEnd = new(bool)
+	r.startExecutor(b, r.env.Connect(t))
+
+	probes := 0
+	for running := true; running; probes++ {
+		select {
+		case <-dying.ended:
+			running = false
+		default:
+		}
+		r.call("local", "fixture__slow", `{"ms":200}`)
+		if probes > 300 {
+			t.Fatal("A's call did not end")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if most := conn.most.Load(); most > 1 {
+		t.Fatalf("the server ran %d calls at once under a concurrency cap of 1 (%d probes while a crashed executor's call ran for CallTimeout, past MaxCallTimeout)", most, probes)
 	}
 }

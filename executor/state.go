@@ -52,11 +52,13 @@ func ClaimsConfig(ttl time.Duration, memory bool, replicas int) jetstream.KeyVal
 }
 
 // SlotsConfig is the KV bucket of concurrency slots. Each slot is written with a TTL of its own
-// (per-key TTLs, nats-server 2.11 or later; LimitMarkerTTL turns them on): the lease, and once
-// its call is dispatched, the call's deadline plus the lease (see lease.holdUntil). The bucket's
-// TTL, hold, only bounds a slot written without one (by an older executor): it must be at least
-// the longest a dispatched call holds its slot, as a shorter one frees the slot while the call
-// may still run. On a server without per-key TTLs (ensureSlots), the bucket's TTL is the lease.
+// (per-key TTLs, nats-server 2.11 or later; LimitMarkerTTL turns them on): its call's timeout
+// plus the lease and a second, and at least the call's deadline plus the lease once it is
+// dispatched (see takeSlot, lease.holdUntil). The bucket's TTL, hold, bounds every slot
+// (JetStream removes a message past the stream's MaxAge whatever its own TTL), and alone frees
+// those written without one (by an older executor): it must be at least the longest a
+// dispatched call holds its slot, as a shorter one frees the slot while the call may still run.
+// On a server without per-key TTLs (ensureSlots), the bucket's TTL is the lease.
 func SlotsConfig(lease, hold time.Duration, replicas int) jetstream.KeyValueConfig {
 	return jetstream.KeyValueConfig{
 		Bucket:         subjects.SlotsBucket,
@@ -71,8 +73,12 @@ func SlotsConfig(lease, hold time.Duration, replicas int) jetstream.KeyValueConf
 
 // slotHold is the longest a slot may be held without being renewed, the bucket's TTL: the
 // longest call's deadline plus the lease (see SlotsConfig), with a lease more for the per-key
-// TTLs' rounding up to whole seconds.
-func (c Config) slotHold() time.Duration { return c.MaxCallTimeout + 2*c.SlotLease + time.Second }
+// TTLs' rounding up to whole seconds. The longest call is MaxCallTimeout's, or CallTimeout's
+// when that is longer: it is the timeout of a request without timeoutMs, which MaxCallTimeout
+// does not cap (see requestWait).
+func (c Config) slotHold() time.Duration {
+	return max(c.MaxCallTimeout, c.CallTimeout) + 2*c.SlotLease + time.Second
+}
 
 // ensureSlots declares the slots bucket (ensureKV) and reports whether it takes per-key TTLs.
 // A bucket without them (declared by an older mcpstream) is given them in place, its TTL raised
@@ -238,11 +244,20 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 // stateLost reports whether err says a stream or bucket of the executor's state is gone: the
 // limits stream and the slots bucket (memory storage) do not survive a restart of a NATS
 // server that is not clustered, even one that keeps its store. A read of a slot (a direct get)
-// finds no responders when the bucket is gone.
+// finds no responders when the bucket is gone. A slot written with its TTL refused as
+// jsErrCodeMessageTTLDisabled is a slots bucket declared again without per-key TTLs (emptied
+// by such a restart, then declared first by an executor of an older mcpstream): declaring the
+// state again gives it them in place (see ensureSlots).
 func stateLost(err error) bool {
+	var apiErr *jetstream.APIError
 	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) ||
-		errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, nats.ErrNoResponders)
+		errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrCodeMessageTTLDisabled
 }
+
+// jsErrCodeMessageTTLDisabled is JetStream's refusal of a message with a TTL (Nats-TTL) on a
+// stream without allow_msg_ttl ("per-message TTL is disabled"). nats.go does not name it.
+const jsErrCodeMessageTTLDisabled jetstream.ErrorCode = 10166
 
 // minClaimTTL is the least time a claim must be kept: as long as a call may stay unanswered
 // (its longest call and approval wait, and the ack wait of every delivery), and at least the
