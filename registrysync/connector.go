@@ -1123,10 +1123,8 @@ func (c *connector) notifier(ctx context.Context) {
 // before a restart) may have answered it, and this one's record of the answers is not the
 // stream's. A read that fails says no (the ListChanged is published).
 func (c *connector) changedWaits(ctx context.Context, kind subjects.Kind, changedSeq uint64) bool {
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
 	for _, subject := range []string{subjects.RegistrySnapshot(c.sc.Name, kind), subjects.RegistryConfirmed(c.sc.Name, kind)} {
-		msg, err := c.m.lastMsg(pctx, subject)
+		msg, err := c.m.lastMsg(ctx, subject) // (each within publishTimeout)
 		if err != nil || msg != nil && msg.Sequence > changedSeq {
 			return false
 		}

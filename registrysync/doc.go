@@ -42,7 +42,12 @@
 // the stream at start (GetLastMsgForSubject), so a restart does not republish either. A
 // Manager keeps at most 256 such reads of the stream in flight, whatever its servers: all its
 // connectors start at once, and the NATS server's JetStream API queue (10,000 requests by
-// default, shared by every client) drops every request waiting once it is full. A kind
+// default, shared by every client) drops every request waiting once it is full. A connector's
+// reads of its server's last events (at start, around a re-list, on a notification) have 10 s
+// each from when their turn comes, not from when they began to wait for one: with hundreds of
+// servers the turns of the last in line come seconds later (at a start, or when every server
+// sends list_changed at once), and their reads used to fail for it ("cannot read the registry
+// stream"), each connector reading everything again after its backoff. A kind
 // the server stops offering gets an empty snapshot. A snapshot_too_large reason ends with the
 // bound: one event, and the NATS server's max_payload when it binds.
 //

@@ -103,7 +103,8 @@ func (m *Manager) registryStream(ctx context.Context) (jetstream.Stream, error) 
 // connector reads the last events of its server (up to 9 requests, one at a time), all at once:
 // unbounded, n servers put n requests at once in the NATS server's JetStream API queue, whose
 // limit (10,000 by default, shared by every client) drops every request waiting, each then
-// failing after publishTimeout. A read waits for its turn within its own deadline.
+// failing after publishTimeout. A read waits for its turn until its context ends, and then has
+// publishTimeout (see lastMsg).
 const maxStreamReads = 256
 
 // streamRead takes one of the Manager's maxStreamReads turns to read the registry stream,
@@ -117,13 +118,21 @@ func (m *Manager) streamRead(ctx context.Context) (done func(), err error) {
 	}
 }
 
-// lastMsg returns the last message on subject, or nil if there is none.
+// lastMsg returns the last message on subject, or nil if there is none. The read has
+// publishTimeout from when its turn comes (streamRead), not from when it began to wait for one:
+// when all of a Manager's connectors read at once (its start, a list_changed from every server),
+// turns come after the reads of the hundreds of servers before, and a deadline that counted that
+// wait failed the reads of the servers last in line, whose connectors then logged "cannot read
+// the registry stream" and read it all again later, adding to the load. A caller whose ctx has a
+// deadline of its own (a stop's budget) keeps it.
 func (m *Manager) lastMsg(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
 	done, err := m.streamRead(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
 	st, err := m.registryStream(ctx)
 	if err != nil {
 		return nil, err
@@ -203,9 +212,7 @@ func notAhead(t time.Time) time.Time {
 // publishes nothing even after a restart.
 func (c *connector) loadState(ctx context.Context) error {
 	for _, kind := range subjects.Kinds {
-		lctx, cancel := context.WithTimeout(ctx, publishTimeout)
-		st, err := c.loadKind(lctx, kind)
-		cancel()
+		st, err := c.loadKind(ctx, kind) // (each read within publishTimeout: lastMsg)
 		if err != nil {
 			return fmt.Errorf("read last %s snapshot: %w", kind, err)
 		}
@@ -341,9 +348,7 @@ const maxDuplicateTries = 8
 // streamFingerprint is the fingerprint of the stream's last snapshot of kind ("" if none): that
 // fp, that of the snapshot at seq, without decoding it when it is still the last.
 func (c *connector) streamFingerprint(ctx context.Context, kind subjects.Kind, seq uint64, fp string) (string, error) {
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	last, err := c.m.lastMsg(pctx, subjects.RegistrySnapshot(c.sc.Name, kind))
+	last, err := c.m.lastMsg(ctx, subjects.RegistrySnapshot(c.sc.Name, kind)) // (within publishTimeout)
 	if err != nil || last == nil {
 		return "", err
 	}
@@ -591,9 +596,7 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 // PubAcks were lost (publishChanged). A read that fails is returned: the kind is listed again
 // later (the retry timer), not answered with less than the stream holds.
 func (c *connector) changedFromStream(ctx context.Context, kind subjects.Kind) error {
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
-	defer cancel()
-	msg, err := c.m.lastMsg(pctx, subjects.RegistryChanged(c.sc.Name, kind))
+	msg, err := c.m.lastMsg(ctx, subjects.RegistryChanged(c.sc.Name, kind)) // (within publishTimeout)
 	if err != nil {
 		return fmt.Errorf("read last list_changed: %w", err)
 	}

@@ -1,9 +1,11 @@
 package registrysync
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
 
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
@@ -111,5 +114,58 @@ func TestStartOfManyServersBoundsStreamReads(t *testing.T) {
 	abandoned := max(0, requests-9*n)
 	if bound := maxStreamReads + maxStreamReads/8 + abandoned; most > bound {
 		t.Errorf("%d registry stream reads in flight at once, want about %d at most (the NATS server's JetStream API queue drops every request waiting past its limit)", most, maxStreamReads)
+	}
+}
+
+// lockedLog is a log sink for tests that look for a message.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// TestStreamReadTurnWaitNotCountedInDeadline: a read of the registry stream had publishTimeout
+// (10 s) from when it began to wait for one of the Manager's maxStreamReads turns, not from when
+// its turn came. A start of many servers (1,000 under -race on 2 cores: reads answered in 2-5 s,
+// turns coming after 5-7 s) failed the reads of the connectors last in line, 528 times ("cannot
+// read the registry stream (is it declared?)", at error level), each connector reading all its
+// server's events again after its backoff, and the storm of re-lists that followed a
+// list_changed from every server failed theirs ("cannot read the last list_changed"), each kind
+// listed again later. Here every turn is taken for longer than publishTimeout: once they are
+// given back, the connector reads and gets ready, with no read failed.
+func TestStreamReadTurnWaitNotCountedInDeadline(t *testing.T) {
+	t.Parallel()
+	env := natstest.Start(t)
+	url := httpFixture(t, newFixture(fixtureOptions{}))
+	var logs lockedLog
+	log := zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), &logs)).Level(zerolog.InfoLevel)
+	h := &harness{env: env, m: New(env.JS, env.NC, fastConfig(ServerConfig{Name: "late", URL: url}), log), done: make(chan error, 1)}
+	for range cap(h.m.reads) { // every turn taken, as by the reads of the servers before
+		h.m.reads <- struct{}{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.m.Run(ctx) }()
+	t.Cleanup(func() { h.stop(t) })
+	rec := record(t, env, subjects.RegistryServer("late"))
+
+	time.Sleep(publishTimeout + 500*time.Millisecond)
+	for range cap(h.m.reads) {
+		<-h.m.reads
+	}
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	if strings.Contains(logs.String(), "cannot read the registry stream") {
+		t.Errorf("a read failed while it waited for its turn:\n%s", logs.String())
 	}
 }
