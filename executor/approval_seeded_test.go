@@ -85,6 +85,7 @@ func stoppableExecutor(t *testing.T, r *rig, cfg Config, nc *nats.Conn) (ex *Exe
 // decision was the call's; the audit stream records the approval once; the places are given
 // back. MCPSTREAM_APPROVAL_SEEDS / _SEED0 choose the seeds.
 func TestApprovalSeeded(t *testing.T) {
+	t.Parallel()
 	first, n := envSeeds("MCPSTREAM_APPROVAL", 3)
 	r := startRig(t, rigOptions{noExecutor: true})
 	var checkedMu sync.Mutex

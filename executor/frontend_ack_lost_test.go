@@ -86,6 +86,7 @@ func startAckCutter(t *testing.T, target, stream string, dead bool) *ackCutter {
 // ran and its stored answer is ok. A caller answered by the front end (a reply subject outside
 // _INBOX.) got that refusal as its answer.
 func TestFrontEndAckLost(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOptions{noExecutor: true})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 // refused at once, bad_request, whether the squatting message is still in the stream or was
 // answered already.
 func TestMsgIDOfAnotherTenant(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOptions{servers: []string{"fixture"}})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

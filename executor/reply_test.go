@@ -134,6 +134,7 @@ func TestValidReply(t *testing.T) {
 // workers do not answer still gets the answer (from the results stream); a request JetStream
 // does not store is refused unavailable.
 func TestCallDirect(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOptions{servers: []string{"kb"}})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

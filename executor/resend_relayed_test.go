@@ -18,6 +18,7 @@ import (
 // stream may have refused: the resend's own answer (a refusal, or a read-only tool's new
 // result), not the call's stored answer (an ok), and not marked duplicate.
 func TestResendPastWindowRelayedIsDuplicate(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOptions{servers: []string{"ticketing", "fixture"}})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

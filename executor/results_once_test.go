@@ -15,6 +15,7 @@ import (
 // results stream saying it was refused (Await, the events, a watcher); a read-only call's resend
 // got a new result instead of the stored one.
 func TestOneAnswerPastEveryDedupWindow(t *testing.T) {
+	t.Parallel()
 	r := startRig(t, rigOptions{servers: []string{"ticketing", "fixture"}})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

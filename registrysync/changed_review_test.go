@@ -139,7 +139,9 @@ func TestListChangedWhoseAckWasLostIsAnswered(t *testing.T) {
 			env := natstest.Start(t)
 			p := startAckDropProxy(t, env.Server.Inner().Addr().String(), subjects.RegistryChanged("fx", subjects.KindTools), lost)
 			srv := newFixture(fixtureOptions{})
-			h, _ := runVia(t, env, "nats://"+p.ln.Addr().String(), fastConfig(ServerConfig{Name: "fx", URL: httpFixture(t, srv), Kinds: []string{"tools"}}))
+			// Each lost PubAck is waited for publishWait: 2 s here, not publishTimeout.
+			h, _ := runViaWith(t, env, "nats://"+p.ln.Addr().String(), fastConfig(ServerConfig{Name: "fx", URL: httpFixture(t, srv), Kinds: []string{"tools"}}),
+				func(m *Manager) { m.publishWait = 2 * time.Second })
 			rec := record(t, h.env, subjects.RegistryServer("fx"))
 			ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 			rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil))

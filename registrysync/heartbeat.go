@@ -276,7 +276,7 @@ func (m *Manager) claimRound(c *connector, server string, froms map[string]struc
 	if hook := m.beforeClaim.Load(); hook != nil {
 		(*hook)(server)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), m.publishWait)
 	defer cancel()
 	last, err := m.lastMsg(ctx, subjects.RegistryStatus(server))
 	if err != nil || last == nil {

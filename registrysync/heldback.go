@@ -91,7 +91,7 @@ func (c *connector) recheck(ctx context.Context, kind subjects.Kind) bool {
 // events after it, the stream is taken to hold one (an answer missed leaves consumers fresh
 // with a notification unrepresented; one taken wrongly costs a ListChanged and a re-list).
 func (c *connector) answerStored(ctx context.Context, kind subjects.Kind, after uint64) (bool, error) {
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	pctx, cancel := context.WithTimeout(ctx, c.m.publishWait)
 	defer cancel()
 	msg, err := c.m.lastMsg(pctx, subjects.RegistrySnapshot(c.sc.Name, kind))
 	if err != nil {

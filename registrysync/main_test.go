@@ -40,14 +40,11 @@ func TestMain(m *testing.M) {
 }
 
 func serveChild(mode string) int {
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer cancel()
-	var err error
+	// The hand-written servers keep SIGTERM's default action (it ends the process), as a stopped
+	// server's process does: caught for a context none of them reads, it left a hung one
+	// (raw:stuck, rogue:closestdout) running until the SIGKILL childTermGrace (3 s) later, and
+	// every stop of one waited for it.
 	switch {
-	case mode == "fixture":
-		pageSize, _ := strconv.Atoi(os.Getenv("MCPSTREAM_TEST_PAGE"))
-		srv := newFixture(fixtureOptions{pageSize: pageSize, child: true})
-		err = server.NewStdioServer(srv).Listen(ctx, os.Stdin, os.Stdout)
 	case mode == "script":
 		return serveScriptChild()
 	case strings.HasPrefix(mode, "raw:"):
@@ -56,6 +53,15 @@ func serveChild(mode string) int {
 		return serveMutateChild(strings.TrimPrefix(mode, "mutate:"))
 	case strings.HasPrefix(mode, "rogue:"):
 		return serveRogueChild(strings.TrimPrefix(mode, "rogue:"))
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	var err error
+	switch {
+	case mode == "fixture":
+		pageSize, _ := strconv.Atoi(os.Getenv("MCPSTREAM_TEST_PAGE"))
+		srv := newFixture(fixtureOptions{pageSize: pageSize, child: true})
+		err = server.NewStdioServer(srv).Listen(ctx, os.Stdin, os.Stdout)
 	case strings.HasPrefix(mode, "hostile:"):
 		err = demoservers.ServeHostileStdio(ctx, strings.TrimPrefix(mode, "hostile:"), os.Stdin, os.Stdout)
 	case strings.HasPrefix(mode, "demo:"):

@@ -73,6 +73,9 @@ type Manager struct {
 	// lineBytes caps one JSON-RPC line from a stdio server: maxLineBytes (a test may give
 	// less, set before Run, so that a line over it costs a few MiB, not 64).
 	lineBytes int
+	// publishWait bounds one JetStream publish or stream read: publishTimeout (a test may give
+	// less, set before Run, so that each read while NATS is away fails sooner).
+	publishWait time.Duration
 
 	mu      sync.Mutex
 	conns   map[string]*connector
@@ -117,6 +120,7 @@ func New(js jetstream.JetStream, nc *nats.Conn, cfg Config, log zerolog.Logger) 
 		reads:    make(chan struct{}, maxStreamReads),
 
 		retireBudget: retireTimeout,
+		publishWait:  publishTimeout,
 		lineBytes:    maxLineBytes,
 	}
 	var errs []error

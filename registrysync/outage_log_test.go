@@ -42,13 +42,15 @@ func changedReadLogs(t *testing.T, logs *logBuffer) (byLevel map[string]int, rea
 func TestChangedReadFailureLoggedOncePerOutage(t *testing.T) {
 	cfg := fastConfig(stdioServer(t, "fx", "fixture"))
 	cfg.ResyncEvery = 50 * time.Millisecond // re-lists keep coming while NATS is away
-	h, logs := runLoggedAt(t, cfg, zerolog.DebugLevel)
+	// Each read while NATS is away fails after the Manager's publishWait: 2 s here, not
+	// publishTimeout (10 s), for the two the test waits for.
+	h, logs := runLoggedWith(t, cfg, zerolog.DebugLevel, func(m *Manager) { m.publishWait = 2 * time.Second })
 	waitUntil(t, "connector ready", h.m.Ready)
 
 	listen := strings.TrimPrefix(h.env.URL, "nats://")
 	h.env.Server.Shutdown()
 	waitUntil(t, "the connection reconnecting", func() bool { return h.env.NC.Status() == nats.RECONNECTING })
-	// Each failed read waits for its timeout (publishTimeout): the second comes a while later.
+	// Each failed read waits for its timeout (publishWait): the second comes a while later.
 	deadline := time.Now().Add(3 * publishTimeout)
 	for {
 		n, _ := changedReadLogs(t, logs)

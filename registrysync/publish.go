@@ -131,7 +131,7 @@ func (m *Manager) lastMsg(ctx context.Context, subject string) (*jetstream.RawSt
 		return nil, err
 	}
 	defer done()
-	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.publishWait)
 	defer cancel()
 	st, err := m.registryStream(ctx)
 	if err != nil {
@@ -301,7 +301,7 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 	if st.needsConfirm() {
 		id += "@" + strconv.FormatUint(st.changedSeq, 10)
 	}
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	pctx, cancel := context.WithTimeout(ctx, c.m.publishWait)
 	defer cancel()
 	ack, err := c.m.publish(pctx, subject, subjects.EventSnapshot, id, data)
 	if err != nil {
@@ -499,7 +499,7 @@ func (c *connector) publishConfirmed(ctx context.Context, kind subjects.Kind, st
 	if err != nil {
 		return fmt.Errorf("encode a confirmation: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	pctx, cancel := context.WithTimeout(ctx, c.m.publishWait)
 	defer cancel()
 	subject := subjects.RegistryConfirmed(c.sc.Name, kind)
 	if ttl > 0 && time.Since(time.Unix(0, c.m.msgTTLRefused.Load())) >= msgTTLRetryEvery {
@@ -568,7 +568,7 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 		strconv.FormatUint(c.m.changedN.Add(1), 10)
 	var ack *jetstream.PubAck
 	for try := 0; try < 2; try++ {
-		pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+		pctx, cancel := context.WithTimeout(ctx, c.m.publishWait)
 		ack, err = c.m.publish(pctx, subject, subjects.EventChanged, id, data)
 		cancel()
 		if err == nil || ctx.Err() != nil {
@@ -615,7 +615,7 @@ func (c *connector) publishStatus(ctx context.Context, st subjects.Status, opts 
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	pctx, cancel := context.WithTimeout(ctx, c.m.publishWait)
 	defer cancel()
 	ack, err := c.m.publish(pctx, subjects.RegistryStatus(c.sc.Name), subjects.EventStatus, "", data, opts...)
 	if err != nil {

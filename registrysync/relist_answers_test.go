@@ -60,7 +60,9 @@ func TestRelistRetriedWhenTheListChangedCannotBeRead(t *testing.T) {
 	p := startAckDropProxy(t, env.Server.Inner().Addr().String(), subjects.RegistryChanged("fx", subjects.KindTools), 2)
 	p.reads = 1
 	srv := newFixture(fixtureOptions{})
-	h, _ := runVia(t, env, "nats://"+p.ln.Addr().String(), fastConfig(ServerConfig{Name: "fx", URL: httpFixture(t, srv), Kinds: []string{"tools"}}))
+	// Each of the three lost answers is waited for publishWait: 2 s here, not publishTimeout.
+	h, _ := runViaWith(t, env, "nats://"+p.ln.Addr().String(), fastConfig(ServerConfig{Name: "fx", URL: httpFixture(t, srv), Kinds: []string{"tools"}}),
+		func(m *Manager) { m.publishWait = 2 * time.Second })
 	rec := record(t, h.env, subjects.RegistryServer("fx"))
 	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 	rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil))

@@ -36,7 +36,7 @@ func (m *Manager) checkStream(ctx context.Context, restores *sync.WaitGroup) {
 	for i, c := range conns {
 		stored[i] = c.stored()
 	}
-	ictx, cancel := context.WithTimeout(ctx, publishTimeout)
+	ictx, cancel := context.WithTimeout(ctx, m.publishWait)
 	info, err := st.Info(ictx)
 	cancel()
 	if err != nil {

@@ -88,6 +88,12 @@ func (p *cutProxy) setCut(v bool) {
 // runVia runs a Manager with cfg on env's JetStream through its own connection to url.
 func runVia(t *testing.T, env *natstest.Env, url string, cfg Config) (*harness, *nats.Conn) {
 	t.Helper()
+	return runViaWith(t, env, url, cfg, nil)
+}
+
+// runViaWith is runVia, with setup (if not nil) called on the Manager before Run starts.
+func runViaWith(t *testing.T, env *natstest.Env, url string, cfg Config, setup func(*Manager)) (*harness, *nats.Conn) {
+	t.Helper()
 	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +104,9 @@ func runVia(t *testing.T, env *natstest.Env, url string, cfg Config) (*harness, 
 		t.Fatal(err)
 	}
 	h := &harness{env: env, m: New(js, nc, cfg, testLogger(t)), done: make(chan error, 1)}
+	if setup != nil {
+		setup(h.m)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.m.Run(ctx) }()

@@ -19,9 +19,18 @@ import (
 // runLoggedAt starts a Manager with cfg whose log, at level, goes to the returned buffer.
 func runLoggedAt(t *testing.T, cfg Config, level zerolog.Level) (*harness, *logBuffer) {
 	t.Helper()
+	return runLoggedWith(t, cfg, level, nil)
+}
+
+// runLoggedWith is runLoggedAt, with setup (if not nil) called on the Manager before Run starts.
+func runLoggedWith(t *testing.T, cfg Config, level zerolog.Level, setup func(*Manager)) (*harness, *logBuffer) {
+	t.Helper()
 	logs := &logBuffer{}
 	env := natstest.Start(t)
 	h := &harness{env: env, m: New(env.JS, env.NC, cfg, zerolog.New(logs).Level(level)), done: make(chan error, 1)}
+	if setup != nil {
+		setup(h.m)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.m.Run(ctx) }()

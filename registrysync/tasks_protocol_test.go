@@ -140,6 +140,7 @@ const doneResult = `{"content":[{"type":"text","text":"done"}]}`
 // string, past int64) failed to decode and was taken for a result without a task: the caller
 // got {"task":...} as the tool's result while the task ran on unobserved.
 func TestTaskCreatedLoosely(t *testing.T) {
+	t.Parallel()
 	for _, poll := range []string{`250.5`, `"250"`, `1e30`, `-3`} {
 		t.Run(poll, func(t *testing.T) {
 			var gets atomic.Int32
