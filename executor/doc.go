@@ -144,7 +144,8 @@
 //     "format" is checked under drafts 4 to 7 only; under 2019-09, 2020-12 and without
 //     $schema it is an annotation, as those drafts say. A string checked as "format": "regex"
 //     (the caller's) over 1 KiB, nesting groups over 32 levels, or past 8 KiB of such strings
-//     in one validation fails unparsed (invalid_arguments at its path; see checkFormatRegex).
+//     in one validation is not parsed, and refuses the call wherever it is (invalid_arguments
+//     at its path, even under "not", "if" or "oneOf": see checkFormatRegex).
 //     Checked before approval so nobody is asked to approve a call that cannot run. Decoding
 //     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
 //     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -133,6 +132,9 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 		return unusableOutput(t, c.refuse(overBudgetText("a result", res.limit)))
 	case res.stopped != nil:
 		return unusableOutput(t, *c.unusable.Load()) // another call found it unusable meanwhile
+	case res.regexUnchecked.why != "":
+		// Not judged either way (see validationOutcome.regexUnchecked).
+		return outputCheck{unchecked: "its structuredContent holds a string to check as a 'regex' that " + res.regexUnchecked.why}
 	case res.err == nil:
 		return outputCheck{}
 	case bytes.Contains(value, []byte(redact.Placeholder)):
@@ -148,10 +150,6 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 	// The texts of the inputSchema's failures: they never quote the values that failed, which
 	// may be secrets of the result as well as of arguments.
 	issues := argumentIssues(ve)
-	if len(issues) > 0 && !slices.ContainsFunc(issues, func(is issue) bool { return !regexUnchecked(is.kind) }) {
-		// Only strings too costly to check as "format": "regex" fail: not judged.
-		return outputCheck{unchecked: "its structuredContent holds a string to check as a 'regex' that " + issueText(issues[0].kind)}
-	}
 	for i, is := range issues {
 		if k, ok := is.kind.(*kind.RefCycle); ok {
 			return unusableOutput(t, c.refuse(refCycleText(relativeLocations(k.URL))))
@@ -162,13 +160,6 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 		fail.Path, fail.Message = issuesPath(issues), ranBut(t)+issuesMessage(issues)
 	}
 	return outputCheck{fail: fail}
-}
-
-// regexUnchecked reports whether k is the failure of a string checkFormatRegex did not parse.
-func regexUnchecked(k jsonschema.ErrorKind) bool {
-	f, ok := k.(*kind.Format)
-	var nc regexNotChecked
-	return ok && errors.As(f.Err, &nc)
 }
 
 // ranBut starts the message of a result that fails t's outputSchema: the call ran, and its

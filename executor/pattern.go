@@ -1,10 +1,13 @@
 package executor
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -12,6 +15,7 @@ import (
 	"github.com/dlclark/regexp2/v2"
 	regexp2syntax "github.com/dlclark/regexp2/v2/syntax"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // Patterns of an inputSchema ("pattern", "patternProperties", "format": "regex") are ECMA-262
@@ -277,8 +281,9 @@ func (p ecmaPattern) MatchString(s string) bool {
 // not by time: a string over maxFormatRegexBytes, or whose groups nest more than
 // maxFormatRegexDepth levels, or past the maxFormatRegexTotal bytes a validation parses as
 // regular expressions (the library may check one string along several paths), is not parsed
-// and fails the format (regexNotChecked: invalid_arguments at its path; in a result, the
-// result is passed on unchecked). The rest is parsed, not compiled: no matcher is built for
+// and fails the format (regexNotChecked), and the whole validation is no judgement (that
+// failure could pass a "not", an "if" or a oneOf branch): the arguments are refused
+// invalid_arguments at its path, a result is passed on unchecked (validationOutcome). The rest is parsed, not compiled: no matcher is built for
 // a string that is only checked (Go's regexp compiles whatever its parser takes, regexp2
 // whatever its parser takes but for internal errors), so the outcome is compilePattern's.
 // Measured within these bounds (TestFormatRegexBounded's cases, 8 strings of 1 KiB each):
@@ -295,22 +300,32 @@ const (
 var formatRegexParsed func(n int)
 
 // regexNotChecked is the error of a string that checkFormatRegex does not parse: its text says
-// why (a format failure's text, see issueText).
-type regexNotChecked struct{ why string }
+// why (a format failure's text, see issueText); s is the string.
+type regexNotChecked struct{ why, s string }
 
 func (e regexNotChecked) Error() string { return e.why }
 
 // checkFormatRegex checks s for "format": "regex" in a validation on m (see maxFormatRegexBytes).
+// A string not parsed is also remembered on m (the first one): its failure is not a judgement
+// the schema may turn into a pass (see validationOutcome.regexUnchecked).
 func checkFormatRegex(s string, m *meteredSchema) error {
-	if len(s) > maxFormatRegexBytes {
-		return regexNotChecked{fmt.Sprintf("is %d bytes, longer than the %d bytes the executor checks as a 'regex'", len(s), maxFormatRegexBytes)}
+	var nc regexNotChecked
+	switch {
+	case len(s) > maxFormatRegexBytes:
+		nc = regexNotChecked{fmt.Sprintf("is %d bytes, longer than the %d bytes the executor checks as a 'regex'", len(s), maxFormatRegexBytes), s}
+	case len(s) > m.regexLeft:
+		nc = regexNotChecked{fmt.Sprintf("is not checked: the strings checked as a 'regex' add up to more than %d bytes in one value", maxFormatRegexTotal), s}
+	default:
+		m.regexLeft -= len(s)
+		if groupDepth(s) > maxFormatRegexDepth {
+			nc = regexNotChecked{fmt.Sprintf("nests groups more than %d levels deep, more than the executor checks as a 'regex'", maxFormatRegexDepth), s}
+		}
 	}
-	if len(s) > m.regexLeft {
-		return regexNotChecked{fmt.Sprintf("is not checked as a 'regex': the strings checked so add up to more than %d bytes in one value", maxFormatRegexTotal)}
-	}
-	m.regexLeft -= len(s)
-	if groupDepth(s) > maxFormatRegexDepth {
-		return regexNotChecked{fmt.Sprintf("nests groups more than %d levels deep, more than the executor checks as a 'regex'", maxFormatRegexDepth)}
+	if nc.why != "" {
+		if m.regexUnchecked.why == "" {
+			m.regexUnchecked = nc
+		}
+		return nc
 	}
 	if formatRegexParsed != nil {
 		formatRegexParsed(len(s))
@@ -330,9 +345,24 @@ func checkFormatRegex(s string, m *meteredSchema) error {
 }
 
 // groupDepth is how deeply the groups of s, an ECMAScript pattern, nest (parentheses outside
-// character classes and escapes; a "]" closes a class, also right after its "[" as in
-// ECMAScript).
+// character classes, escapes and (?#…) comments, which end at the first ")" as regexp2 reads
+// them; a "]" closes a class, also right after its "[" as in ECMAScript). A "[" regexp2 does
+// not read as a class hides the groups after it: in a comment (skipped), or in extended mode
+// ("(?x)", whose "#" starts a comment to the end of the line), where every "(" outside an
+// escape is counted as one more level instead.
 func groupDepth(s string) int {
+	if extendedMode(s) {
+		n := 0
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '\\':
+				i++
+			case '(':
+				n++
+			}
+		}
+		return n
+	}
 	depth, deepest, class := 0, 0, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -342,6 +372,12 @@ func groupDepth(s string) int {
 			class = c != ']'
 		case c == '[':
 			class = true
+		case c == '(' && strings.HasPrefix(s[i:], "(?#"):
+			end := strings.IndexByte(s[i:], ')')
+			if end < 0 {
+				return deepest // (the rest is the comment)
+			}
+			i += end
 		case c == '(':
 			depth++
 			deepest = max(deepest, depth)
@@ -350,4 +386,65 @@ func groupDepth(s string) int {
 		}
 	}
 	return deepest
+}
+
+// extendedMode reports whether s may turn on regexp2's extended mode (an inline option group
+// naming x: "(?x)", "(?ix:", "(?-x)" too).
+func extendedMode(s string) bool {
+	for i := strings.Index(s, "(?"); i >= 0; {
+		j := i + 2
+		for j < len(s) && (s[j] == '-' || 'a' <= s[j] && s[j] <= 'z' || 'A' <= s[j] && s[j] <= 'Z') {
+			if s[j] == 'x' || s[j] == 'X' {
+				return true
+			}
+			j++
+		}
+		k := strings.Index(s[j:], "(?")
+		if k < 0 {
+			return false
+		}
+		i = j + k
+	}
+	return false
+}
+
+// regexUncheckedAt is where in inst the string s is that checkFormatRegex did not parse: the
+// location of a failure of it in err if there is one, else the first place s is found (a
+// string, or the object holding s as a member name), else the root.
+func regexUncheckedAt(err error, inst any, s string) []string {
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		for _, is := range argumentIssues(ve) {
+			if f, ok := is.kind.(*kind.Format); ok {
+				if nc, ok := f.Err.(regexNotChecked); ok && nc.s == s {
+					return is.at
+				}
+			}
+		}
+	}
+	var find func(v any, at []string) ([]string, bool)
+	find = func(v any, at []string) ([]string, bool) {
+		switch v := v.(type) {
+		case string:
+			return at, v == s
+		case map[string]any:
+			if _, ok := v[s]; ok {
+				return at, true
+			}
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				if p, ok := find(v[k], append(at[:len(at):len(at)], k)); ok {
+					return p, true
+				}
+			}
+		case []any:
+			for i, e := range v {
+				if p, ok := find(e, append(at[:len(at):len(at)], strconv.Itoa(i))); ok {
+					return p, true
+				}
+			}
+		}
+		return nil, false
+	}
+	at, _ := find(inst, nil)
+	return at
 }

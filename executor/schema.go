@@ -158,6 +158,9 @@ type meteredSchema struct {
 	// compiled: the copy is compiled; the regexp engine is called from then on only to check
 	// strings of a value for "format": "regex" (checkFormatRegex).
 	compiled bool
+	// regexUnchecked is the first string of the validation that checkFormatRegex did not
+	// parse, and why (zero if none): see validationOutcome.regexUnchecked.
+	regexUnchecked regexNotChecked
 	// cut stops the validation at its next step: set when a validation of arguments runs on
 	// lim.grace past the backstop (see metered); reset by each validation.
 	cut atomic.Bool
@@ -183,9 +186,14 @@ func (m *meteredSchema) Validate(*jsonschema.ValidatorContext, any) {
 
 // validationOutcome is the outcome of one metered validation.
 type validationOutcome struct {
-	err     error
-	stopped *stopValidation
-	panic   any // any other panic, with its stack, to panic again on the caller's goroutine
+	err error
+	// regexUnchecked: a string of the value was not checked as "format": "regex" (too
+	// costly, see checkFormatRegex). Its failure could pass the validation as well as fail it
+	// (under "not", an "if", a oneOf branch), so the outcome is not a judgement: the arguments
+	// are refused, a result is passed on unchecked, whatever err says.
+	regexUnchecked regexNotChecked
+	stopped        *stopValidation
+	panic          any // any other panic, with its stack, to panic again on the caller's goroutine
 }
 
 // run validates inst and sends the outcome: the goroutine of one validation.
@@ -202,6 +210,8 @@ func (m *meteredSchema) run(inst any, out chan<- validationOutcome) {
 		out <- res
 	}()
 	res.err = m.sch.Validate(inst)
+	// (taken off the copy: an idle copy does not keep a string of the value)
+	res.regexUnchecked, m.regexUnchecked = m.regexUnchecked, regexNotChecked{}
 }
 
 // validators runs every validation on a goroutine of its own (see metered), one kept from an
@@ -318,6 +328,7 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 		return meteredOutcome{}, 0, err
 	}
 	m.steps, m.limit, m.ecmaLeft, m.regexLeft = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst), ecmaMatchTimeout, maxFormatRegexTotal
+	m.regexUnchecked = regexNotChecked{}
 	m.cut.Store(false)
 	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(size)>>20)
 	out := make(chan validationOutcome, 1)
@@ -622,6 +633,11 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 				"validating the arguments against the inputSchema took more than %d steps (its $refs and unions make the work grow with how the arguments nest: send arguments that nest less); nothing was run", res.limit)}
 		}
 		return unusableSchema(t, *c.unusable.Load()) // another call found it unusable meanwhile
+	}
+	if nc := res.regexUnchecked; nc.why != "" {
+		p := pointer(regexUncheckedAt(res.err, inst, nc.s))
+		return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: p,
+			Message: fmt.Sprintf("%sa string to check as a 'regex' %s; nothing was run", atLocation(truncateString(p, 200)), nc.why)}
 	}
 	if res.err == nil {
 		return nil
