@@ -668,9 +668,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 		var l *listing
 		var err error
 		gen0 := c.generation(kind)
-		c.pubMu.Lock()
-		rerr := c.changedFromStream(ctx, kind)
-		c.pubMu.Unlock()
+		rerr := c.changedFromStream(ctx, kind) // (under pubMu)
 		if rerr != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -1121,10 +1119,16 @@ func (c *connector) notifier(ctx context.Context) {
 // no snapshot nor Confirmed of kind stored after it. Only then are consumers surely stale for
 // it, and a further notification need not be stored: another connector of the server (or one
 // before a restart) may have answered it, and this one's record of the answers is not the
-// stream's. A read that fails says no (the ListChanged is published).
+// stream's. A read that fails says no (the ListChanged is published). Unlike the other reads of
+// the stream, these have publishTimeout in all, the wait for their turns included: the read
+// only spares a ListChanged, and the notifier holds pubMu meanwhile; a notification that came
+// after another connector's answer waiting behind the reads of hundreds of servers would leave
+// consumers holding a changed list fresh for as long.
 func (c *connector) changedWaits(ctx context.Context, kind subjects.Kind, changedSeq uint64) bool {
+	ctx, cancel := context.WithTimeout(ctx, c.m.publishWait)
+	defer cancel()
 	for _, subject := range []string{subjects.RegistrySnapshot(c.sc.Name, kind), subjects.RegistryConfirmed(c.sc.Name, kind)} {
-		msg, err := c.m.lastMsg(ctx, subject) // (each within publishTimeout)
+		msg, err := c.m.lastMsg(ctx, subject)
 		if err != nil || msg != nil && msg.Sequence > changedSeq {
 			return false
 		}

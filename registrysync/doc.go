@@ -43,11 +43,14 @@
 // Manager keeps at most 256 such reads of the stream in flight, whatever its servers: all its
 // connectors start at once, and the NATS server's JetStream API queue (10,000 requests by
 // default, shared by every client) drops every request waiting once it is full. A connector's
-// reads of its server's last events (at start, around a re-list, on a notification) have 10 s
-// each from when their turn comes, not from when they began to wait for one: with hundreds of
-// servers the turns of the last in line come seconds later (at a start, or when every server
-// sends list_changed at once), and their reads used to fail for it ("cannot read the registry
-// stream"), each connector reading everything again after its backoff. A kind
+// reads of its server's last events (at start, around a re-list) have 10 s each from when their
+// turn comes, not from when they began to wait for one: with hundreds of servers the turns of
+// the last in line come seconds later (at a start, or when every server sends list_changed at
+// once), and their reads used to fail for it ("cannot read the registry stream"), each
+// connector reading everything again after its backoff. A re-list waits for its turn before it
+// holds up the notifier, and a notification's read (does the ListChanged stored before still
+// wait for its answer?) has 10 s in all, its turn included, and stores its ListChanged when it
+// fails: neither delays a ListChanged behind the queue of reads. A kind
 // the server stops offering gets an empty snapshot. A snapshot_too_large reason ends with the
 // bound: one event, and the NATS server's max_payload when it binds.
 //

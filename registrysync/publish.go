@@ -131,6 +131,11 @@ func (m *Manager) lastMsg(ctx context.Context, subject string) (*jetstream.RawSt
 		return nil, err
 	}
 	defer done()
+	return m.lastMsgInTurn(ctx, subject)
+}
+
+// lastMsgInTurn is lastMsg for a caller that holds a turn (streamRead) already.
+func (m *Manager) lastMsgInTurn(ctx context.Context, subject string) (*jetstream.RawStreamMsg, error) {
 	ctx, cancel := context.WithTimeout(ctx, m.publishWait)
 	defer cancel()
 	st, err := m.registryStream(ctx)
@@ -348,7 +353,11 @@ const maxDuplicateTries = 8
 // streamFingerprint is the fingerprint of the stream's last snapshot of kind ("" if none): that
 // fp, that of the snapshot at seq, without decoding it when it is still the last.
 func (c *connector) streamFingerprint(ctx context.Context, kind subjects.Kind, seq uint64, fp string) (string, error) {
-	last, err := c.m.lastMsg(ctx, subjects.RegistrySnapshot(c.sc.Name, kind)) // (within publishTimeout)
+	// (publishTimeout in all, the wait for its turn included, as changedWaits: the caller holds
+	// pubMu, and a notification waits for it meanwhile; a read that fails lists again later)
+	ctx, cancel := context.WithTimeout(ctx, c.m.publishWait)
+	defer cancel()
+	last, err := c.m.lastMsg(ctx, subjects.RegistrySnapshot(c.sc.Name, kind))
 	if err != nil || last == nil {
 		return "", err
 	}
@@ -590,13 +599,23 @@ func (c *connector) publishChanged(ctx context.Context, kind subjects.Kind) erro
 }
 
 // changedFromStream reads the stream's last ListChanged of kind before a list begins and records
-// its sequence, so that the list answers it; the caller holds pubMu. Any connector's counts:
-// consumers hold the list stale for the latest, which another process running the server may
-// have stored and never answered (it ended before its re-list), or this connector's own whose
-// PubAcks were lost (publishChanged). A read that fails is returned: the kind is listed again
-// later (the retry timer), not answered with less than the stream holds.
+// its sequence, so that the list answers it. Any connector's counts: consumers hold the list
+// stale for the latest, which another process running the server may have stored and never
+// answered (it ended before its re-list), or this connector's own whose PubAcks were lost
+// (publishChanged). A read that fails is returned: the kind is listed again later (the retry
+// timer), not answered with less than the stream holds. The read is made under pubMu, taken
+// once its turn has come (streamRead): a re-list waiting for its turn behind the reads of
+// hundreds of servers must not hold up the ListChanged the notifier stores meanwhile (pubMu's
+// other holders wait for a turn publishTimeout at most: changedWaits, answerStored).
 func (c *connector) changedFromStream(ctx context.Context, kind subjects.Kind) error {
-	msg, err := c.m.lastMsg(ctx, subjects.RegistryChanged(c.sc.Name, kind)) // (within publishTimeout)
+	done, err := c.m.streamRead(ctx)
+	if err != nil {
+		return fmt.Errorf("read last list_changed: %w", err)
+	}
+	defer done()
+	c.pubMu.Lock()
+	defer c.pubMu.Unlock()
+	msg, err := c.m.lastMsgInTurn(ctx, subjects.RegistryChanged(c.sc.Name, kind)) // (within publishTimeout)
 	if err != nil {
 		return fmt.Errorf("read last list_changed: %w", err)
 	}

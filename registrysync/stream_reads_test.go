@@ -3,6 +3,7 @@ package registrysync
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -178,4 +179,121 @@ func TestStreamReadTurnWaitNotCountedInDeadline(t *testing.T) {
 	if strings.Contains(logs.String(), "cannot read the registry stream") {
 		t.Errorf("a read failed while it waited for its turn:\n%s", logs.String())
 	}
+}
+
+// TestChangedWaitsDoesNotWaitForATurnPastPublishTimeout: before it stores a ListChanged for a
+// notification, the notifier reads the stream (changedWaits) to see whether the one it stored
+// before still waits for its answer; a read that fails says no, and the ListChanged is stored.
+// Once reads had publishTimeout from when their turn came, the notifier waited for a turn as
+// long as its connector ran, holding pubMu: with every turn taken (a start or a list_changed
+// burst of hundreds of servers, JetStream slow to answer), a notification that came after
+// another connector answered the last ListChanged (consumers fresh) had no ListChanged stored
+// until the turns came, while the server's list had changed: the staleness window grew with the
+// queue of reads, where it had publishTimeout at most. The read, turn included, has
+// publishTimeout.
+func TestChangedWaitsDoesNotWaitForATurnPastPublishTimeout(t *testing.T) {
+	t.Parallel()
+	env := natstest.Start(t)
+	srv := newFixture(fixtureOptions{})
+	cfg := fastConfig(ServerConfig{Name: "fx", URL: httpFixture(t, srv), Kinds: []string{"tools"}})
+	cfg.Debounce = time.Hour // the connector's own re-list never answers by itself
+	rec := record(t, env, subjects.RegistryServer("fx"))
+	h := run(t, env, cfg)
+	notified := make(chan subjects.Kind, 16)
+	hook := func(server string, kind subjects.Kind) { notified <- kind }
+	h.m.afterNotified.Store(&hook)
+	waitUntil(t, "fx ready", h.m.Ready)
+	first := rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil))
+
+	// S1 waits for its answer.
+	srv.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+	select {
+	case <-notified:
+	case <-time.After(waitLimit):
+		t.Fatalf("the first notification was not handled within %s", waitLimit)
+	}
+	s1 := rec.wait(first.seq, "list_changed S1", isChanged(subjects.KindTools))
+	// Another connector of fx answers it: consumers hold the tools fresh again.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	data, err := json.Marshal(subjects.Snapshot{V: subjects.Version, Type: subjects.EventSnapshot, Server: "fx",
+		Kind: subjects.KindTools, Fingerprint: "0123456789abcdef", ListedAt: time.Now().UTC(), Items: []json.RawMessage{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := env.JS.Publish(ctx, subjects.RegistrySnapshot("fx", subjects.KindTools), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Sequence <= s1.seq {
+		t.Fatalf("the answer is #%d, before S1 #%d", ack.Sequence, s1.seq)
+	}
+
+	// Every turn taken, as by the reads of hundreds of servers, for longer than publishTimeout.
+	for range cap(h.m.reads) {
+		h.m.reads <- struct{}{}
+	}
+	freed := false
+	free := func() {
+		if !freed {
+			freed = true
+			for range cap(h.m.reads) {
+				<-h.m.reads
+			}
+		}
+	}
+	t.Cleanup(free) // (before the stop: run's cleanup runs after this one)
+	// The server's list changes: consumers must be stale again.
+	srv.AddTool(mcp.NewTool("added", mcp.WithDescription("Added after the answer.")), nil)
+	s2 := rec.wait(ack.Sequence, "a list_changed for the change after the answer", isChanged(subjects.KindTools))
+	free()
+	t.Logf("S1 #%d, answer #%d, S2 #%d", s1.seq, ack.Sequence, s2.seq)
+}
+
+// TestRelistWaitsForItsTurnWithoutPubMu: a re-list reads the stream's last ListChanged before it
+// lists (changedFromStream), under pubMu, which the notifier needs to store a ListChanged. Once
+// that read waited for its turn as long as the connector ran, a re-list begun while every turn
+// was taken (a periodic resync or a re-list request among hundreds of servers reading) held pubMu
+// all that time, and a notification of a change to a list consumers held fresh had no
+// ListChanged stored until the turns came: the staleness window grew with the queue of reads.
+// The re-list waits for its turn before it takes pubMu.
+func TestRelistWaitsForItsTurnWithoutPubMu(t *testing.T) {
+	t.Parallel()
+	env := natstest.Start(t)
+	srv := newFixture(fixtureOptions{})
+	cfg := fastConfig(ServerConfig{Name: "fx", URL: httpFixture(t, srv), Kinds: []string{"tools"}})
+	cfg.Debounce = time.Hour // the connector's own re-list never comes by itself
+	rec := record(t, env, subjects.RegistryServer("fx"))
+	h := run(t, env, cfg)
+	waitUntil(t, "fx ready", h.m.Ready)
+	first := rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil))
+
+	// Every turn taken, as by the reads of hundreds of servers, for longer than publishTimeout.
+	for range cap(h.m.reads) {
+		h.m.reads <- struct{}{}
+	}
+	freed := false
+	free := func() {
+		if !freed {
+			freed = true
+			for range cap(h.m.reads) {
+				<-h.m.reads
+			}
+		}
+	}
+	t.Cleanup(free) // (before the stop: run's cleanup runs after this one)
+	// A re-list begins (a request: its own deadline ends long before the loop's re-list does)
+	// and waits for a turn.
+	rctx, rcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer rcancel()
+	h.m.Relist(rctx, "fx", subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools})
+	// The server's list changes: consumers must be stale.
+	srv.AddTool(mcp.NewTool("added", mcp.WithDescription("Added while the re-list waits.")), nil)
+	s := rec.wait(first.seq, "a list_changed for the change", isChanged(subjects.KindTools))
+	free()
+	// A re-list then answers it (the one that waited began before the change: it is dropped).
+	if r := h.m.Relist(context.Background(), "fx", subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools}); r.Error != nil {
+		t.Fatalf("relist: %+v", r.Error)
+	}
+	rec.wait(s.seq, "the changed list", isSnapshot(subjects.KindTools, func(sn *subjects.Snapshot) bool { return hasName(t, sn, "added") }))
 }
