@@ -56,6 +56,32 @@ func (d *dyingDispatcher) Dispatch(ctx context.Context, server string, req subje
 	return <-rep
 }
 
+// probeWhileCrashedCallRuns starts executor B (base's config, dispatching to conn) once
+// executor A died with its call running at the connector, and has B take calls of
+// fixture__slow with args (the first call redelivered, and more) until A's call ended: none may
+// run beside it (conn counts). It returns how many calls it made (bounded: 300).
+func probeWhileCrashedCallRuns(t *testing.T, r *rig, base Config, conn *connectorSide, dying *dyingDispatcher, args string) int {
+	t.Helper()
+	b := base
+	b.Dispatcher = conn
+	b.FrontEnd = new(bool)
+	r.startExecutor(b, r.env.Connect(t))
+	probes := 0
+	for running := true; running; probes++ {
+		select {
+		case <-dying.ended:
+			running = false
+		default:
+		}
+		r.call("local", "fixture__slow", args)
+		if probes > 300 {
+			t.Fatal("A's call did not end")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return probes
+}
+
 // TestSlotHeldWhileCrashedCallRuns: an executor died right after dispatching a call under a
 // concurrency cap of 1. Its slot's lease (1 s here) ran out while the connector still ran the
 // call (up to its timeoutMs, 4 s), and another executor admitted the next call beside it: the
@@ -92,26 +118,7 @@ func TestSlotHeldWhileCrashedCallRuns(t *testing.T) {
 	}()
 	waitFor(t, "executor A to dispatch and die", func() bool { return conn.most.Load() > 0 })
 
-	b := base
-	b.Dispatcher = conn
-	b.FrontEnd = new(bool)
-	r.startExecutor(b, r.env.Connect(t))
-
-	// While A's call runs on at the connector, executor B takes calls (the first one
-	// redelivered, and more): none may run beside it.
-	probes := 0
-	for running := true; running; probes++ {
-		select {
-		case <-dying.ended:
-			running = false
-		default:
-		}
-		r.call("local", "fixture__slow", `{"ms":300}`)
-		if probes > 300 {
-			t.Fatal("A's call did not end")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	probes := probeWhileCrashedCallRuns(t, r, base, conn, dying, `{"ms":300}`)
 	if most := conn.most.Load(); most > 1 {
 		t.Fatalf("the server ran %d calls at once under a concurrency cap of 1 (%d probes while a crashed executor's call ran)", most, probes)
 	}
@@ -232,24 +239,7 @@ func TestSlotHeldPastMaxCallTimeout(t *testing.T) {
 	}()
 	waitFor(t, "executor A to dispatch and die", func() bool { return conn.most.Load() > 0 })
 
-	b := base
-	b.Dispatcher = conn
-	b.FrontEnd = new(bool)
-	r.startExecutor(b, r.env.Connect(t))
-
-	probes := 0
-	for running := true; running; probes++ {
-		select {
-		case <-dying.ended:
-			running = false
-		default:
-		}
-		r.call("local", "fixture__slow", `{"ms":200}`)
-		if probes > 300 {
-			t.Fatal("A's call did not end")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	probes := probeWhileCrashedCallRuns(t, r, base, conn, dying, `{"ms":200}`)
 	if most := conn.most.Load(); most > 1 {
 		t.Fatalf("the server ran %d calls at once under a concurrency cap of 1 (%d probes while a crashed executor's call ran for CallTimeout, past MaxCallTimeout)", most, probes)
 	}
