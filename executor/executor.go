@@ -412,10 +412,10 @@ func (e *Executor) startService() micro.Service {
 // workerHeartbeat is the idle heartbeat of a worker's pull request. A pull request can be lost
 // without a word: one sent at a reconnect to a cluster node whose JetStream has not caught up
 // yet is answered "no responders", which nats.go ignores, still counting the request as
-// pending. The iterator asks again only once it misses two heartbeats: with nats.go's default
-// (half the 30 s pull expiry) the worker stayed idle for 30 s while the executor said it was
-// ready and connected; with this one, for 4 s at most. (Each waiting worker costs the server
-// one small status message per heartbeat.)
+// pending. The worker asks again (see repull) only once it misses two heartbeats: with
+// nats.go's default (half the 30 s pull expiry) the worker stayed idle for 30 s while the
+// executor said it was ready and connected; with this one, for 4 s at most. (Each waiting
+// worker costs the server one small status message per heartbeat.)
 const workerHeartbeat = 2 * time.Second
 
 // workerPull is the pull of each worker's iterator: one call at a time (see Run), lost pull
@@ -424,13 +424,33 @@ func workerPull() []jetstream.PullMessagesOpt {
 	return []jetstream.PullMessagesOpt{jetstream.PullMaxMessages(1), jetstream.PullHeartbeat(workerHeartbeat)}
 }
 
-// workerIter is a worker's consumer iterator: replaced when the consumer is gone (see work),
-// drained when the executor stops.
+// workerIter is a worker's consumer iterator: replaced when the consumer is gone (see work) or
+// its pull request missed its heartbeats (repull), drained when the executor stops.
 type workerIter struct {
 	mu         sync.Mutex
 	it         jetstream.MessagesContext
 	drained    bool
 	reopenedAt time.Time
+	// repulled is the iterator drained by repull, to be replaced by a new one once it closed.
+	repulled jetstream.MessagesContext
+}
+
+// repull drains it, the worker's iterator, once it missed two idle heartbeats of its pull
+// request: a new iterator asks again (reopen) once the old one has closed. nats.go's iterator
+// would ask again itself, on the same inbox, while its first request may still wait at the
+// server — heartbeats late, not lost: a starved process, a busy connection — and from then on
+// kept two requests open for a worker whose buffer holds one message: while the worker ran a
+// call, the other request's heartbeat or call filled it and the client dropped the next one
+// (slow consumer), a call dropped so waiting for AckWait (30 s) and a delivery wasted. A
+// drained iterator still hands the worker what its request delivered before the server saw
+// its inbox go: one request open per worker.
+func (w *workerIter) repull(it jetstream.MessagesContext) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.it == it && !w.drained {
+		w.repulled = it
+		it.Drain()
+	}
 }
 
 func (w *workerIter) current() jetstream.MessagesContext {
@@ -470,6 +490,10 @@ func (e *Executor) work(w *workerIter) {
 			}
 			continue
 		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			w.repull(it)
+			continue
+		}
 		if err != nil {
 			e.cfg.Log.Debug().Err(err).Msg("calls consumer")
 			continue
@@ -493,6 +517,15 @@ func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
 		drained := w.drained
 		w.mu.Unlock()
 		return !drained
+	}
+	if w.repulled == it {
+		// Drained by repull: asks again on a new inbox, the consumer as it was.
+		w.repulled = nil
+		if next, err := e.st.calls.Messages(workerPull()...); err == nil {
+			w.it = next
+			w.mu.Unlock()
+			return true
+		}
 	}
 	wait := time.Until(w.reopenedAt.Add(time.Second))
 	w.mu.Unlock()

@@ -76,6 +76,13 @@ type pullDropper struct {
 	ln      net.Listener
 	drop    atomic.Bool
 	dropped atomic.Int64
+	// pulls counts the client's pull requests on the calls consumer passed on to the server.
+	pulls atomic.Int64
+	// unsubs counts the client's UNSUB frames.
+	unsubs atomic.Int64
+	// hold, while locked, holds back what the server sends the client (late heartbeats, as
+	// from a starved connection).
+	hold sync.Mutex
 }
 
 func startPullDropper(t *testing.T, target string) *pullDropper {
@@ -116,7 +123,7 @@ func startDropper(t *testing.T, target string, match func(subject string, payloa
 			mu.Lock()
 			open = append(open, client, srv)
 			mu.Unlock()
-			conns.Go(func() { io.Copy(client, srv); client.Close() })
+			conns.Go(func() { p.back(client, srv); client.Close() })
 			conns.Go(func() { p.forward(client, srv); srv.Close() })
 		}
 	}()
@@ -124,6 +131,24 @@ func startDropper(t *testing.T, target string, match func(subject string, payloa
 }
 
 func (p *pullDropper) addr() string { return p.ln.Addr().String() }
+
+// back copies what the server sends to the client, waiting while hold is locked.
+func (p *pullDropper) back(client, srv net.Conn) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := srv.Read(buf)
+		if n > 0 {
+			p.hold.Lock()
+			p.hold.Unlock()
+			if _, err := client.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
 
 // forward copies the client's protocol to the server frame by frame, leaving out pull requests
 // while drop is set.
@@ -136,6 +161,9 @@ func (p *pullDropper) forward(client, srv net.Conn) {
 		}
 		frame := line
 		f := strings.Fields(string(line))
+		if len(f) > 0 && strings.EqualFold(f[0], "UNSUB") {
+			p.unsubs.Add(1)
+		}
 		if len(f) > 1 && strings.EqualFold(f[0], "SUB") && p.dropSub != nil && p.drop.Load() && p.dropSub(f[1]) {
 			p.dropped.Add(1)
 			continue
@@ -158,6 +186,9 @@ func (p *pullDropper) forward(client, srv net.Conn) {
 					f[1] = to
 					line = []byte(strings.Join(f, " ") + "\r\n")
 				}
+			}
+			if f[1] == callsPull {
+				p.pulls.Add(1)
 			}
 			frame = append(line, payload...)
 		}
