@@ -19,14 +19,18 @@ import (
 // startCluster starts a 3-node JetStream cluster on loopback and returns its client URLs.
 func startCluster(t *testing.T) []string {
 	t.Helper()
+	// Each node's cluster port is held by a listener of the test until that node starts: closed
+	// at once, it could be taken by another package's tests while the nodes before it started
+	// (seconds on a loaded machine), and the node was then never ready.
 	ports := make([]int, 3)
+	held := make([]net.Listener, 3)
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		ports[i], held[i] = ln.Addr().(*net.TCPAddr).Port, ln
+		t.Cleanup(func() { ln.Close() })
 	}
 	var routes []string
 	for _, p := range ports {
@@ -44,6 +48,7 @@ func startCluster(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		held[i].Close()
 		go s.Start()
 		t.Cleanup(s.Shutdown)
 		if !s.ReadyForConnections(waitLimit) {
