@@ -518,18 +518,15 @@ func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
 		w.mu.Unlock()
 		return !drained
 	}
-	if w.repulled == it {
-		// Drained by repull: asks again on a new inbox, the consumer as it was.
-		w.repulled = nil
-		if next, err := e.st.calls.Messages(workerPull()...); err == nil {
-			w.it = next
-			w.mu.Unlock()
-			return true
-		}
-	}
+	// Drained by repull: asks again on a new inbox at once, the consumer declared again all the
+	// same. It may have been deleted while the drain went on, its "consumer deleted" sent to
+	// the inbox let go; a request to a consumer that is gone is answered "no responders",
+	// which nats.go ignores: the worker asked again every two heartbeats and took no call.
+	repulled := w.repulled == it
+	w.repulled = nil
 	wait := time.Until(w.reopenedAt.Add(time.Second))
 	w.mu.Unlock()
-	if wait > 0 {
+	if wait > 0 && !repulled {
 		select {
 		case <-e.stopping:
 			return false
@@ -552,6 +549,11 @@ func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		cons, err := e.js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, consumerConfigFor(ctx, e.js, e.cfg))
 		cancel()
+		if err != nil && repulled {
+			// NATS slow or away: asks again on the consumer as it was, declared again at the
+			// next repull if its heartbeats are missed again.
+			cons, err = e.st.calls, nil
+		}
 		var next jetstream.MessagesContext
 		if err == nil {
 			next, err = cons.Messages(workerPull()...)
@@ -566,6 +568,10 @@ func (e *Executor) reopen(w *workerIter, it jetstream.MessagesContext) bool {
 			}
 			w.it, w.reopenedAt = next, time.Now()
 			w.mu.Unlock()
+			if repulled {
+				e.cfg.Log.Debug().Msg("calls consumer pull request missed its heartbeats: asked again on a new inbox")
+				return true
+			}
 			e.cfg.Log.Warn().Msg("calls consumer iterator closed while serving: consumer declared again, consuming again")
 			return true
 		}
