@@ -56,6 +56,31 @@ func (d *dyingDispatcher) Dispatch(ctx context.Context, server string, req subje
 	return <-rep
 }
 
+// startCrashRig starts a rig with the fixture server and no executor, then a front end (base,
+// workers off) dispatching to the connector side, and executor A (base, no front end) whose
+// dispatcher kills it once it has handed its first call to the connector. base gets the rig's
+// relister. It returns once fixture__slow is known.
+func startCrashRig(t *testing.T, base *Config) (*rig, *connectorSide, *dyingDispatcher) {
+	t.Helper()
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	conn := &connectorSide{inner: r.mgr}
+	base.Relister = r.mgr
+	front := *base
+	front.NoWorkers = true
+	front.Dispatcher = conn
+	r.startExecutor(front, r.env.NC)
+
+	ncA := r.env.Connect(t)
+	dying := &dyingDispatcher{conn: conn, nc: ncA, ended: make(chan struct{}), release: make(chan struct{})}
+	a := *base
+	a.Dispatcher = dying
+	a.FrontEnd = new(bool)
+	r.startExecutor(a, ncA)
+	t.Cleanup(func() { close(dying.release) }) // runs before A's stop
+	r.waitTool("fixture__slow")
+	return r, conn, dying
+}
+
 // probeWhileCrashedCallRuns starts executor B (base's config, dispatching to conn) once
 // executor A died with its call running at the connector, and has B take calls of
 // fixture__slow with args (the first call redelivered, and more) until A's call ended: none may
@@ -89,24 +114,9 @@ func probeWhileCrashedCallRuns(t *testing.T, r *rig, base Config, conn *connecto
 // deadline plus the lease, whoever renews it; it is still freed once that has passed.
 func TestSlotHeldWhileCrashedCallRuns(t *testing.T) {
 	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
-	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	conn := &connectorSide{inner: r.mgr}
-	base := Config{AckWait: time.Second, MaxDeliver: 5, SlotLease: time.Second, Relister: r.mgr,
+	base := Config{AckWait: time.Second, MaxDeliver: 5, SlotLease: time.Second,
 		Limits: Limits{Servers: map[string]Rate{"fixture": {Concurrency: 1}}}}
-
-	front := base
-	front.NoWorkers = true
-	front.Dispatcher = conn
-	r.startExecutor(front, r.env.NC)
-
-	ncA := r.env.Connect(t)
-	dying := &dyingDispatcher{conn: conn, nc: ncA, ended: make(chan struct{}), release: make(chan struct{})}
-	a := base
-	a.Dispatcher = dying
-	a.FrontEnd = new(bool)
-	r.startExecutor(a, ncA)
-	t.Cleanup(func() { close(dying.release) }) // runs before A's stop
-	r.waitTool("fixture__slow")
+	r, conn, dying := startCrashRig(t, &base)
 
 	first := make(chan subjects.CallResult, 1)
 	go func() {
@@ -211,25 +221,10 @@ func TestSlotHeldFromItsCreation(t *testing.T) {
 // ran its call (3.5 s of its CallTimeout, 4 s): the next call ran beside it under a cap of 1.
 func TestSlotHeldPastMaxCallTimeout(t *testing.T) {
 	t.Parallel() // waits, mostly, on a rig of its own (see parallel, harness_test.go)
-	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	conn := &connectorSide{inner: r.mgr}
-	base := Config{AckWait: time.Second, MaxDeliver: 5, SlotLease: 300 * time.Millisecond, Relister: r.mgr,
+	base := Config{AckWait: time.Second, MaxDeliver: 5, SlotLease: 300 * time.Millisecond,
 		CallTimeout: 4 * time.Second, MaxCallTimeout: time.Second,
 		Limits: Limits{Servers: map[string]Rate{"fixture": {Concurrency: 1}}}}
-
-	front := base
-	front.NoWorkers = true
-	front.Dispatcher = conn
-	r.startExecutor(front, r.env.NC)
-
-	ncA := r.env.Connect(t)
-	dying := &dyingDispatcher{conn: conn, nc: ncA, ended: make(chan struct{}), release: make(chan struct{})}
-	a := base
-	a.Dispatcher = dying
-	a.FrontEnd = new(bool)
-	r.startExecutor(a, ncA)
-	t.Cleanup(func() { close(dying.release) }) // runs before A's stop
-	r.waitTool("fixture__slow")
+	r, conn, dying := startCrashRig(t, &base)
 
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

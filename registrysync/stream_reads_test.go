@@ -230,19 +230,7 @@ func TestChangedWaitsDoesNotWaitForATurnPastPublishTimeout(t *testing.T) {
 	}
 
 	// Every turn taken, as by the reads of hundreds of servers, for longer than publishTimeout.
-	for range cap(h.m.reads) {
-		h.m.reads <- struct{}{}
-	}
-	freed := false
-	free := func() {
-		if !freed {
-			freed = true
-			for range cap(h.m.reads) {
-				<-h.m.reads
-			}
-		}
-	}
-	t.Cleanup(free) // (before the stop: run's cleanup runs after this one)
+	free := takeEveryTurn(t, h.m)
 	// The server's list changes: consumers must be stale again.
 	srv.AddTool(mcp.NewTool("added", mcp.WithDescription("Added after the answer.")), nil)
 	s2 := rec.wait(ack.Sequence, "a list_changed for the change after the answer", isChanged(subjects.KindTools))
@@ -269,19 +257,7 @@ func TestRelistWaitsForItsTurnWithoutPubMu(t *testing.T) {
 	first := rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil))
 
 	// Every turn taken, as by the reads of hundreds of servers, for longer than publishTimeout.
-	for range cap(h.m.reads) {
-		h.m.reads <- struct{}{}
-	}
-	freed := false
-	free := func() {
-		if !freed {
-			freed = true
-			for range cap(h.m.reads) {
-				<-h.m.reads
-			}
-		}
-	}
-	t.Cleanup(free) // (before the stop: run's cleanup runs after this one)
+	free := takeEveryTurn(t, h.m)
 	// A re-list begins (a request: its own deadline ends long before the loop's re-list does)
 	// and waits for a turn.
 	rctx, rcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -296,4 +272,22 @@ func TestRelistWaitsForItsTurnWithoutPubMu(t *testing.T) {
 		t.Fatalf("relist: %+v", r.Error)
 	}
 	rec.wait(s.seq, "the changed list", isSnapshot(subjects.KindTools, func(sn *subjects.Snapshot) bool { return hasName(t, sn, "added") }))
+}
+
+// takeEveryTurn takes every registry stream read turn of m and returns what gives them back
+// (once; also at the test's cleanup, which runs before the Manager's stop).
+func takeEveryTurn(t *testing.T, m *Manager) (free func()) {
+	for range cap(m.reads) {
+		m.reads <- struct{}{}
+	}
+	var once sync.Once
+	free = func() {
+		once.Do(func() {
+			for range cap(m.reads) {
+				<-m.reads
+			}
+		})
+	}
+	t.Cleanup(free)
+	return free
 }
