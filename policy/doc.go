@@ -11,7 +11,8 @@
 //
 // Rules match a principal by tenant, user and role (empty lists match anyone) and tools by glob
 // patterns over "server__tool" written with the ORIGINAL server and tool names ('*' matches any
-// run of characters, including none). A deny in any matching rule wins over every allow. A rule's
+// run of characters, including none, '?' one character, [..] a class, '\' escapes; '/' is a
+// character like any other). A deny in any matching rule wins over every allow. A rule's
 // users are user names: one of a tenant is tenants: [T], users: [U] ("T/U" there is refused).
 // Names and patterns are UTF-8 text, as the names they are compared with always are (they come
 // as JSON): a configuration string that is not (YAML's !!binary) is refused. A pattern with the

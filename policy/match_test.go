@@ -9,14 +9,68 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// slowMatch is Match as path.Match alone does it, the reference of its fast paths.
+// slowMatch is Match by glob alone, the reference of its fast paths.
 func slowMatch(pat, s string) bool {
-	ok, err := path.Match(strings.ReplaceAll(pat, "/", "\x00"), strings.ReplaceAll(s, "/", "\x00"))
+	ok, err := glob(pat, s)
 	return err == nil && ok
 }
 
+// TestGlobAsPathMatchWithoutSlash: on patterns and names without '/', glob answers as
+// path.Match does, errors included (random patterns over the metacharacters and multi-byte
+// runes, 200,000 pairs).
+func TestGlobAsPathMatchWithoutSlash(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	alpha := []string{"a", "b", "_", ".", "-", "*", "?", "[", "]", "^", "\\", "é", "\x00", "\xff"}
+	word := func() string {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(alpha[r.IntN(len(alpha))])
+		}
+		return b.String()
+	}
+	for range 200_000 {
+		pat, s := word(), word()
+		got, gerr := glob(pat, s)
+		want, werr := path.Match(pat, s)
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Fatalf("glob(%q, %q) = %v, %v; path.Match says %v, %v", pat, s, got, gerr, want, werr)
+		}
+	}
+}
+
+// TestMatchSlashAndNUL: '/' is a character like any other, and NUL is not '/'. Match turned
+// '/' into NUL around path.Match: "a/b" matched "a\x00b" and "[+-1]" (which holds '/') did
+// not match "/".
+func TestMatchSlashAndNUL(t *testing.T) {
+	for _, c := range []struct {
+		pat, s string
+		want   bool
+	}{
+		{"a/b", "a/b", true},
+		{"a/b", "a\x00b", false},
+		{"a?b", "a\x00b", true},
+		{"a\x00b", "a/b", false},
+		{"a*", "a/b/c", true},
+		{"*c", "a/b/c", true},
+		{"a*c", "a/b/c", true},
+		{"a?b", "a/b", true},
+		{"a[+-1]b", "a/b", true},
+		{"a[^/]b", "a/b", false},
+		{"a[^/]b", "a\x00b", true},
+		{"a[/]b", "a\x00b", false},
+		{"a\\/b", "a/b", true},
+	} {
+		if got := Match(c.pat, c.s); got != c.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", c.pat, c.s, got, c.want)
+		}
+	}
+	if !ValidPattern("srv/x__[+-1]") || ValidPattern("srv__[/") {
+		t.Error("ValidPattern judges '/' apart from other characters")
+	}
+}
+
 // TestMatchFastPathsAsPathMatch: Match's fast paths (literal, "*", "prefix*", "*suffix") answer
-// as path.Match does, on random patterns and names over a small alphabet with the separators
+// as glob does, on random patterns and names over a small alphabet with the separators
 // and metacharacters that matter.
 func TestMatchFastPathsAsPathMatch(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -41,7 +95,7 @@ func TestMatchFastPathsAsPathMatch(t *testing.T) {
 			pat = "*" + word(false)
 		}
 		if got, want := Match(pat, s), slowMatch(pat, s); got != want {
-			t.Fatalf("Match(%q, %q) = %v, path.Match says %v", pat, s, got, want)
+			t.Fatalf("Match(%q, %q) = %v, glob says %v", pat, s, got, want)
 		}
 	}
 }

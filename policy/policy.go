@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -416,7 +415,7 @@ func ValidPattern(pat string) bool {
 		parts = append(parts, sp, tp)
 	}
 	for _, p := range parts {
-		if _, err := path.Match(strings.ReplaceAll(p, "/", "\x00"), ""); err != nil {
+		if _, err := glob(p, ""); err != nil {
 			return false
 		}
 	}
@@ -424,7 +423,7 @@ func ValidPattern(pat string) bool {
 }
 
 // Match reports whether glob pattern pat ('*' any run, '?' one character, [..] a class)
-// matches s. Unlike path.Match, '*' also matches '/'.
+// matches s. Unlike path.Match, '*' and '?' also match '/' (see glob).
 func Match(pat, s string) bool {
 	// The shapes nearly every policy uses, without path.Match: it runs for every tool a search
 	// or a call checks, per rule.
@@ -438,11 +437,7 @@ func Match(pat, s string) bool {
 	case meta == 0 && pat[0] == '*' && !strings.ContainsAny(pat[1:], "*?[\\"): // "*suffix"
 		return strings.HasSuffix(s, pat[1:])
 	}
-	if !strings.Contains(pat, "/") && !strings.Contains(s, "/") {
-		ok, err := path.Match(pat, s)
-		return err == nil && ok
-	}
-	ok, err := path.Match(strings.ReplaceAll(pat, "/", "\x00"), strings.ReplaceAll(s, "/", "\x00"))
+	ok, err := glob(pat, s)
 	return err == nil && ok
 }
 
