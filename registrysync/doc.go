@@ -277,9 +277,15 @@
 // cancelled by the server ends protocol_error; a deadline that passes sends tasks/cancel and
 // ends timeout. A tasks/get that fails is asked again (the call ends outcome_unknown, and the
 // task is cancelled, after 3 failures in a row), not before the Retry-After of an HTTP 429 or
-// 503 that refused it (one past the deadline cancels the task and ends timeout at once, with
-// retryAfterMs); one answered with what is not valid JSON or no
-// JSON-RPC response (see above) is not: protocol_error at once, the task cancelled. 2026-07-28 has no tasks/result: on such a
+// 503 that refused it nor before the task's pollInterval (a Retry-After past the deadline
+// cancels the task and ends timeout at once, with retryAfterMs; a pollInterval past it, the
+// Retry-After within it, is waited out until the deadline, which ends timeout as any does,
+// without); one answered with what is not valid JSON or no
+// JSON-RPC response (see above) is not: protocol_error at once, the task cancelled. A
+// tasks/cancel is sent once, best effort, off the call's path (5 s at most): one that fails, a
+// 429 from a server still shedding load included, is logged (a warning with the task, the HTTP
+// status and its Retry-After), never sent again, and the call ends as it would have (the task
+// may run on until its ttl, the call's timeout, passes). 2026-07-28 has no tasks/result: on such a
 // session a task tool is refused unavailable, nothing sent (ServerConfig.ProtocolVersion
 // "2025-11-25" runs it).
 //

@@ -195,14 +195,17 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 			wait = task.Poll
 		}
 		if held > 0 {
-			wait = max(wait, held)
-			if d, ok := ctx.Deadline(); ok && time.Until(d) < wait {
-				// Not to be asked before the deadline: waiting for it would only delay the
-				// timeout the call ends with.
+			// Only the Retry-After is compared with the deadline: one past it says the task is
+			// not to be asked about before then, and waiting would only delay the timeout the
+			// call ends with. A pollInterval past the deadline (the Retry-After within it) is
+			// waited out until the deadline, as without a Retry-After: the call ends timeout as
+			// any whose deadline passes, the server's Retry-After over by then.
+			if d, ok := ctx.Deadline(); ok && time.Until(d) < held {
 				s.cancelTask(task.TaskID)
 				return callResult{sent: true, retryAfterMs: held.Milliseconds(), err: fmt.Errorf(
-					"%w: tasks/get was refused, and the server asked not to be asked again for %s (HTTP 429 or 503 Retry-After)", errTaskHeldPastDeadline, held)}
+					"%w: tasks/get was refused, and the server asked not to be asked again for %s, past the deadline (HTTP 429 or 503 Retry-After)", errTaskHeldPastDeadline, held)}
 			}
+			wait = max(wait, held)
 			held = 0
 		}
 		timer := time.NewTimer(wait)
@@ -308,11 +311,33 @@ func heldFor(cp *capture, now time.Time) int64 {
 // past the call's deadline; the task was cancelled, and the call ends timeout at once.
 var errTaskHeldPastDeadline = errors.New("the task cannot be asked about before the deadline")
 
-// cancelTask sends tasks/cancel off the caller's path, bounded, and never past the session.
+// taskCancelTimeout bounds a tasks/cancel.
+const taskCancelTimeout = 5 * time.Second
+
+// cancelTask sends tasks/cancel off the caller's path, bounded, and never past the session:
+// once, best effort, whatever the call ends with. One that fails (refused HTTP 429 by a server
+// still shedding load, which asked not to be asked again sooner, or unanswered) is logged, not
+// sent again: the task runs on the server until it ends or its ttl (the call's timeout) passes.
 func (s *session) cancelTask(id string) {
 	go func() {
-		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(s.ctx, taskCancelTimeout)
 		defer cancel()
-		_, _ = s.cl.CancelTask(ctx, mcp.CancelTaskRequest{Params: mcp.CancelTaskParams{TaskId: id}})
+		cctx, cp := withCapture(ctx)
+		_, err := s.cl.CancelTask(cctx, mcp.CancelTaskRequest{Params: mcp.CancelTaskParams{TaskId: id}})
+		if err == nil {
+			return
+		}
+		ev := s.c.log.Warn()
+		if s.ctx.Err() != nil {
+			ev = s.c.log.Debug() // the session closed under it: nothing more goes out on it
+		}
+		if status, _ := cp.httpStatus(); status != 0 {
+			ev = ev.Int("status", status)
+			if ms := heldFor(cp, time.Now()); ms > 0 {
+				ev = ev.Int64("retryAfterMs", ms)
+			}
+		}
+		ev.Str("task", truncate(s.c.red.String(id), 128)).Str("reason", truncate(s.c.red.Err(err), 512)).
+			Msg("tasks/cancel failed, not sent again: the task may run on the server until its ttl passes")
 	}()
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,10 +28,14 @@ type retryAfterShim struct {
 	status     int
 	retryAfter string
 	rpcBody    bool
+	// cancelStatus, when set, answers every tasks/cancel with that status and the Retry-After
+	// (a rate limiter refusing the cancellation too).
+	cancelStatus int
 
 	mu      sync.Mutex
 	gets    []time.Time // arrival of each tasks/get
 	refused time.Time   // when the refusal was written
+	cancels int         // tasks/cancel seen
 }
 
 func (s *retryAfterShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +46,16 @@ func (s *retryAfterShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Method string `json:"method"`
 		}
 		_ = json.Unmarshal(body, &m)
+		if m.Method == "tasks/cancel" {
+			s.mu.Lock()
+			s.cancels++
+			s.mu.Unlock()
+			if s.cancelStatus != 0 {
+				w.Header().Set("Retry-After", s.retryAfter)
+				http.Error(w, "slow down", s.cancelStatus)
+				return
+			}
+		}
 		if m.Method == "tasks/get" {
 			s.mu.Lock()
 			s.gets = append(s.gets, time.Now())
@@ -70,15 +86,29 @@ func (s *retryAfterShim) times() ([]time.Time, time.Time) {
 	return append([]time.Time(nil), s.gets...), s.refused
 }
 
+func (s *retryAfterShim) cancelCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancels
+}
+
 // runRetryAfterShim starts a connector (2025-11-25) on a retryAfterShim over a taskShim whose
 // task "research" polls every 100 ms and completes at the second tasks/get it answers.
 func runRetryAfterShim(t *testing.T, name string, ra *retryAfterShim) (*harness, *taskShim) {
+	t.Helper()
+	h, shim, _ := runRetryAfterShimWith(t, name, ra, 100, false)
+	return h, shim
+}
+
+// runRetryAfterShimWith is runRetryAfterShim with the task created with pollInterval poll (ms),
+// and, when logged, the connector's log (debug level) in the buffer returned.
+func runRetryAfterShimWith(t *testing.T, name string, ra *retryAfterShim, poll int, logged bool) (*harness, *taskShim, *logBuffer) {
 	t.Helper()
 	var runs, gets atomic.Int32
 	shim := &taskShim{next: server.NewStreamableHTTPServer(taskServer(&runs)), answer: func(method string, _ json.RawMessage) (string, int) {
 		switch method {
 		case "tools/call":
-			return `{"task":{"taskId":"t-1","status":"working","pollInterval":100}}`, 0
+			return `{"task":{"taskId":"t-1","status":"working","pollInterval":` + strconv.Itoa(poll) + `}}`, 0
 		case "tasks/get":
 			if gets.Add(1) < 2 {
 				return `{"taskId":"t-1","status":"working","pollInterval":100}`, 0
@@ -94,9 +124,16 @@ func runRetryAfterShim(t *testing.T, name string, ra *retryAfterShim) (*harness,
 	ra.next = shim
 	ts := httptest.NewServer(ra)
 	t.Cleanup(ts.Close)
-	h := run(t, nil, fastConfig(ServerConfig{Name: name, URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"}))
+	cfg := fastConfig(ServerConfig{Name: name, URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"})
+	var h *harness
+	var logs *logBuffer
+	if logged {
+		h, logs = runLogged(t, cfg)
+	} else {
+		h = run(t, nil, cfg)
+	}
 	waitUntil(t, "ready", func() bool { return h.m.Statuses()[name].Status == subjects.StatusReady })
-	return h, shim
+	return h, shim, logs
 }
 
 // TestTaskGetRetryAfter: a tasks/get refused HTTP 429 (or 503) with a Retry-After was asked
@@ -158,4 +195,70 @@ func TestTaskGetRetryAfterPastDeadline(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// TestTaskPollPastDeadlineAfterRetryAfter: a tasks/get refused HTTP 429 with a Retry-After
+// (1 s) well within the deadline, but with the task's pollInterval (4 s) running past it, ended
+// the call timeout at once, saying the server's Retry-After ran past the deadline, with that
+// Retry-After as retryAfterMs: neither was true. The Retry-After is over before the deadline,
+// and a pollInterval that runs past the deadline is waited out as without a Retry-After: the
+// call ends timeout when its deadline passes (no retryAfterMs), the task cancelled, and no
+// tasks/get is sent again before then.
+func TestTaskPollPastDeadlineAfterRetryAfter(t *testing.T) {
+	ra := &retryAfterShim{status: http.StatusTooManyRequests, retryAfter: "1"}
+	// The first tasks/get comes after 4 s, leaving 3 s: more than the Retry-After (by 2 s, room
+	// for a slow machine), less than the pollInterval (by 1 s).
+	h, shim, _ := runRetryAfterShimWith(t, "shedding", ra, 4000, false)
+	r := h.m.Dispatch(context.Background(), "shedding", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 7000})
+	if r.Error == nil || r.Error.Code != subjects.CodeTimeout {
+		t.Fatalf("got %+v %s, want timeout", r.Error, r.Result)
+	}
+	if strings.Contains(r.Error.Message, "Retry-After") || r.Error.RetryAfterMs != 0 {
+		t.Errorf("timeout %q with retryAfterMs %d: the Retry-After (1 s) did not run past the deadline, the pollInterval did", r.Error.Message, r.Error.RetryAfterMs)
+	}
+	if !strings.Contains(r.Error.Message, "no answer within 7s") {
+		t.Errorf("message %q, want the deadline's", r.Error.Message)
+	}
+	if gets, _ := ra.times(); len(gets) != 1 {
+		t.Errorf("%d tasks/get, want 1: the next was due after the deadline", len(gets))
+	}
+	waitUntil(t, "tasks/cancel of t-1", func() bool { return slices.Contains(shim.methods(), "tasks/cancel t-1") })
+}
+
+// TestTaskCancelRefused: the tasks/cancel sent when a tasks/get's Retry-After ran past the
+// deadline was itself refused HTTP 429 (the rate limiter still shedding): the refusal went
+// unseen, nothing in the log said the task was left running on the server. It is sent once
+// (best effort, never again: the server asked not to be asked), its refusal logged, and the
+// call still ends timeout with the server's Retry-After.
+func TestTaskCancelRefused(t *testing.T) {
+	ra := &retryAfterShim{status: http.StatusTooManyRequests, retryAfter: "3600", cancelStatus: http.StatusTooManyRequests}
+	h, _, logs := runRetryAfterShimWith(t, "shedding", ra, 100, true)
+	r := h.m.Dispatch(context.Background(), "shedding", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 3000})
+	if r.Error == nil || r.Error.Code != subjects.CodeTimeout || r.Error.RetryAfterMs <= 0 {
+		t.Fatalf("got %+v %s, want timeout with the server's Retry-After", r.Error, r.Result)
+	}
+	// The log line comes once the tasks/cancel was answered: nothing is sent after it.
+	waitUntil(t, "the refused tasks/cancel logged", func() bool {
+		return strings.Contains(logs.String(), "tasks/cancel")
+	})
+	var line map[string]any
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "tasks/cancel") {
+			if err := json.Unmarshal([]byte(l), &line); err != nil {
+				t.Fatalf("log line %q: %v", l, err)
+			}
+		}
+	}
+	if line["level"] != "warn" || line["status"] != float64(http.StatusTooManyRequests) || line["task"] != "t-1" {
+		t.Errorf("log line %v, want a warning with the task and the status 429", line)
+	}
+	if ra, _ := line["retryAfterMs"].(float64); ra <= 0 {
+		t.Errorf("log line %v without the refusal's Retry-After", line)
+	}
+	if n := ra.cancelCount(); n != 1 {
+		t.Errorf("%d tasks/cancel, want 1", n)
+	}
+	if gets, _ := ra.times(); len(gets) != 1 {
+		t.Errorf("%d tasks/get, want 1", len(gets))
+	}
 }
