@@ -131,6 +131,9 @@ type testHooks struct {
 	// resultsInfoEvery is how long the results stream's max_bytes, as last looked up, is used
 	// (0: resultsInfoEvery; negative: looked up for every answer).
 	resultsInfoEvery time.Duration
+	// slotsUpdate: ensureSlots read the slots bucket's config and is about to raise its TTL
+	// (before), or raised it and is about to read it again (!before).
+	slotsUpdate func(before bool)
 }
 
 // Limits are the executor's rate limits and concurrency caps (the configuration's limits section).

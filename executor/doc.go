@@ -358,8 +358,16 @@
 // slot freed before then let another executor's call run beside it, past the cap. The bucket's
 // TTL (the longest call timeout, max(MaxCallTimeout, CallTimeout), + 2 × SlotLease + 1 s) bounds
 // every slot, and alone those written without a TTL (by an older executor); a bucket without
-// per-key TTLs is given them in place and its TTL raised. On a nats-server before 2.11 the
-// bucket's TTL is SlotLease, a crashed worker's dispatched call
+// per-key TTLs is given them in place and its TTL raised, never lowered (an executor needing
+// less leaves another's longer TTL), and read again after the raise: two executors raising it
+// at once (a stream update has no compare-and-set) may leave the shorter TTL, raised again then
+// (up to 5 times; an update that spans another's whole raise and read still leaves it). A TTL that cannot be raised stops the executor (ErrLimits) naming the
+// bucket, both TTLs, JetStream's refusal and what to do (nats stream edit KV_MCPSTREAM_SLOTS
+// --max-age, or let its NATS user send $JS.API.STREAM.UPDATE.KV_MCPSTREAM_SLOTS). When
+// JetStream refuses to turn per-key TTLs on for an existing bucket (that permission missing,
+// say), slots are written without TTLs of their own, as on an older server, and the warning at
+// start gives the refusal. On a nats-server before 2.11 (the connected server's version, or an
+// update that left allow_msg_ttl off) the bucket's TTL is SlotLease, a crashed worker's dispatched call
 // is not covered (warned at start), and a bucket keeps the TTL it was created with: an
 // executor renews its slots within the shorter of its SlotLease and the bucket's TTL. A slot
 // written by two calls at once goes to one; the other looks at the next slot (also on a

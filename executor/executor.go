@@ -208,7 +208,7 @@ func (e *Executor) Run(ctx context.Context) error {
 	if st.slotTTLs {
 		e.lim.lease = e.slotLease
 	} else if st.slots != nil {
-		e.cfg.Log.Warn().Msg("the slots bucket takes no per-key TTLs (nats-server before 2.11): a concurrency slot is freed by the bucket's TTL, " +
+		e.cfg.Log.Warn().Str("reason", st.slotsNoTTLs).Msg("the slots bucket takes no per-key TTLs (" + st.slotsNoTTLs + "): a concurrency slot is freed by the bucket's TTL, " +
 			"also the slot of a call a crashed executor dispatched that its connector still runs")
 	}
 	if e.cfg.hooks.hostClock != nil {

@@ -99,9 +99,9 @@ func TestSlotReleasedAfterLostRenewalAck(t *testing.T) {
 	env := natstest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	kv, ttls, err := ensureSlots(ctx, env.JS, Config{}.withDefaults(), 1)
-	if err != nil || !ttls {
-		t.Fatalf("slots bucket: %v %v", ttls, err)
+	kv, noTTLs, err := ensureSlots(ctx, env.JS, Config{}.withDefaults(), 1)
+	if err != nil || noTTLs != "" {
+		t.Fatalf("slots bucket: %q %v", noTTLs, err)
 	}
 	lim := []scopeLimit{{subjects.LimitScopeServer, "s", Rate{Concurrency: 1}}}
 	l := &limiter{js: env.JS, slots: kv, now: time.Now, owner: "w", prev: map[string]prevWindow{}, lease: DefaultSlotLease}

@@ -124,6 +124,9 @@ func TestSlotsWithoutMsgTTL(t *testing.T) {
 		if st.slotTTLs {
 			t.Fatal("per-key TTLs taken for granted on a server without them")
 		}
+		if !strings.Contains(st.slotsNoTTLs, "before 2.11") {
+			t.Fatalf("no per-key TTLs because %q, want a nats-server before 2.11", st.slotsNoTTLs)
+		}
 		s, err := env.JS.Stream(ctx, "KV_"+subjects.SlotsBucket)
 		if err != nil {
 			t.Fatal(err)

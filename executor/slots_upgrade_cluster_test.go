@@ -41,9 +41,9 @@ func TestSlotsUpgradeReplicated(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{SlotLease: time.Second}.withDefaults()
-	kv, ttls, err := ensureSlots(ctx, js, cfg, 3)
-	if err != nil || !ttls {
-		t.Fatalf("ensureSlots on a replicated bucket: per-key TTLs %v, %v", ttls, err)
+	kv, noTTLs, err := ensureSlots(ctx, js, cfg, 3)
+	if err != nil || noTTLs != "" {
+		t.Fatalf("ensureSlots on a replicated bucket: no per-key TTLs %q, %v", noTTLs, err)
 	}
 	s, err := js.Stream(ctx, "KV_"+subjects.SlotsBucket)
 	if err != nil {
@@ -56,8 +56,8 @@ func TestSlotsUpgradeReplicated(t *testing.T) {
 		t.Fatalf("the older executor's slot: %v", err)
 	}
 	// Declared again (another executor starting): nothing to change.
-	if _, ttls, err := ensureSlots(ctx, js, cfg, 3); err != nil || !ttls {
-		t.Fatalf("ensureSlots again: %v %v", ttls, err)
+	if _, noTTLs, err := ensureSlots(ctx, js, cfg, 3); err != nil || noTTLs != "" {
+		t.Fatalf("ensureSlots again: %q %v", noTTLs, err)
 	}
 
 	l := &limiter{js: js, slots: kv, now: time.Now, owner: "w", prev: map[string]prevWindow{}, lease: time.Second}

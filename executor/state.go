@@ -80,11 +80,18 @@ func (c Config) slotHold() time.Duration {
 	return max(c.MaxCallTimeout, c.CallTimeout) + 2*c.SlotLease + time.Second
 }
 
-// ensureSlots declares the slots bucket (ensureKV) and reports whether it takes per-key TTLs.
-// A bucket without them (declared by an older mcpstream) is given them in place, its TTL raised
-// to hold once it has them; a NATS server before 2.11 has none: the bucket is declared as before
-// (its TTL the lease), and a crashed executor's slot may then be freed while its call still runs.
-func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replicas int) (jetstream.KeyValue, bool, error) {
+// ensureSlots declares the slots bucket (ensureKV) and reports why it takes no per-key TTLs (""
+// when it takes them). A bucket without them (declared by an older mcpstream) is given them in
+// place, its TTL raised to hold once it has them; a NATS server before 2.11 has none: the
+// bucket is declared as before (its TTL the lease), and a crashed executor's slot may then be
+// freed while its call still runs. So it is too when JetStream refuses to give the bucket
+// per-key TTLs (the executor's NATS user may not update streams, say): the reason is the
+// refusal. A TTL that cannot be raised is an error (ErrLimits) saying what to do. The TTL is
+// never lowered (another executor may need a longer one), and read again after it is raised: a
+// stream's config is updated whole, without compare-and-set, and an executor needing less
+// that read it before this one raised it writes its own TTL over this one's; it is raised
+// again then (slotsUpdateTries in all).
+func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replicas int) (jetstream.KeyValue, string, error) {
 	scfg := SlotsConfig(cfg.SlotLease, cfg.slotHold(), replicas)
 	kv, err := ensureKV(ctx, js, scfg)
 	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
@@ -92,33 +99,82 @@ func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replic
 		kv, err = ensureKV(ctx, js, scfg)
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	name := "KV_" + subjects.SlotsBucket
-	s, err := js.Stream(ctx, name)
-	if err != nil {
-		return nil, false, fmt.Errorf("bucket %s: %w", subjects.SlotsBucket, err)
-	}
-	cur := s.CachedInfo().Config
-	if !cur.AllowMsgTTL {
-		// (turned on alone first: a server before 2.11 ignores it, and would keep the raised
-		// TTL for slots without TTLs of their own)
-		up := cur
-		up.AllowMsgTTL = true
-		info, err := js.UpdateStream(ctx, up)
-		if err != nil || !info.CachedInfo().Config.AllowMsgTTL {
-			return kv, false, nil
+	for try := 1; ; try++ {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return nil, "", fmt.Errorf("bucket %s: %w", subjects.SlotsBucket, err)
 		}
-		cur = info.CachedInfo().Config
-	}
-	if cur.MaxAge > 0 && cur.MaxAge < scfg.TTL {
+		cur := s.CachedInfo().Config
+		if !cur.AllowMsgTTL && try > slotsUpdateTries {
+			return kv, fmt.Sprintf("stream %s kept allow_msg_ttl off after it was turned on %d times (declared again by an older mcpstream?)", name, slotsUpdateTries), nil
+		}
+		if !cur.AllowMsgTTL {
+			// (turned on alone first: a server before 2.11 ignores it, and would keep the raised
+			// TTL for slots without TTLs of their own)
+			up := cur
+			up.AllowMsgTTL = true
+			info, err := js.UpdateStream(ctx, up)
+			if err != nil {
+				return kv, msgTTLRefused(js.Conn(), name, err), nil
+			}
+			if !info.CachedInfo().Config.AllowMsgTTL {
+				return kv, "nats-server before 2.11: stream " + name + " kept allow_msg_ttl off", nil
+			}
+			continue // read again: the update wrote back the TTL as it was read
+		}
+		if cur.MaxAge <= 0 || cur.MaxAge >= scfg.TTL {
+			return kv, "", nil
+		}
+		if try > slotsUpdateTries {
+			return nil, "", fmt.Errorf("%w: bucket %s: its TTL is %s after raising it %d times to %s, the longest a call may hold its slot: "+
+				"another process keeps lowering it (an executor of another mcpstream version, or a tool editing stream %s): "+
+				"slots would be freed while their calls still run; stop what lowers it, raise it (nats stream edit %s --max-age=%s) "+
+				"and start the executor again", ErrLimits, subjects.SlotsBucket, cur.MaxAge, slotsUpdateTries, scfg.TTL, name, name, scfg.TTL)
+		}
 		up := cur
 		up.MaxAge = scfg.TTL
+		if cfg.hooks.slotsUpdate != nil {
+			cfg.hooks.slotsUpdate(true)
+		}
 		if _, err := js.UpdateStream(ctx, up); err != nil {
-			return nil, false, fmt.Errorf("bucket %s: raising its TTL to %s: %w", subjects.SlotsBucket, scfg.TTL, err)
+			return nil, "", fmt.Errorf("%w: bucket %s: its TTL is %s, shorter than the longest a call may hold its slot (%s: "+
+				"max(MaxCallTimeout, CallTimeout) + 2 × SlotLease + 1 s), and raising it was refused: %w; raise it "+
+				"(nats stream edit %s --max-age=%s), or let the executor's NATS user update the stream "+
+				"($JS.API.STREAM.UPDATE.%s), and start the executor again", ErrLimits, subjects.SlotsBucket, cur.MaxAge, scfg.TTL, err,
+				name, scfg.TTL, name)
+		}
+		if cfg.hooks.slotsUpdate != nil {
+			cfg.hooks.slotsUpdate(false)
 		}
 	}
-	return kv, true, nil
+}
+
+// slotsUpdateTries bounds how many times ensureSlots raises the slots bucket's TTL.
+const slotsUpdateTries = 5
+
+// msgTTLRefused is why stream name (the slots bucket) takes no per-key TTLs when JetStream
+// answered turning them on with err: a nats-server before 2.11 (the connected one's version),
+// else the refusal itself (the executor's NATS user may not update streams, a cluster without
+// a leader, …), with what the operator can do.
+func msgTTLRefused(nc *nats.Conn, name string, err error) string {
+	if v := nc.ConnectedServerVersion(); serverBefore211(v) {
+		return fmt.Sprintf("nats-server %s, before 2.11: turning on allow_msg_ttl for stream %s: %v", v, name, err)
+	}
+	return fmt.Sprintf("turning on allow_msg_ttl for stream %s was refused: %v; let the executor's NATS user update the stream "+
+		"($JS.API.STREAM.UPDATE.%s) and start the executor again, or turn it on by hand (nats stream edit %s)", name, err, name, name)
+}
+
+// serverBefore211 reports whether version (a nats-server's, as its INFO gives it) is before 2.11;
+// false when it is not known.
+func serverBefore211(version string) bool {
+	var major, minor int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(version, "v"), "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major < 2 || major == 2 && minor < 11
 }
 
 // maxWaiting is the calls consumer's MaxWaiting: how many pull requests may wait on it, one per
@@ -157,8 +213,9 @@ type state struct {
 	claims  jetstream.KeyValue
 	slots   jetstream.KeyValue
 	calls   jetstream.Consumer
-	// slotTTLs: the slots bucket takes per-key TTLs (see ensureSlots).
-	slotTTLs bool
+	// slotTTLs: the slots bucket takes per-key TTLs (see ensureSlots); else slotsNoTTLs says why.
+	slotTTLs    bool
+	slotsNoTTLs string
 }
 
 // EnsureState declares, idempotently, what the executor needs besides subjects.Streams: the
@@ -230,9 +287,10 @@ func ensureState(ctx context.Context, js jetstream.JetStream, cfg Config, consum
 		// ClaimTTL): claims it forgets too soon break the at-most-once promise.
 		return nil, fmt.Errorf("%w: bucket %s keeps claims %s, shorter than a call may stay unanswered (%s): a redelivery or resend could run a side-effecting call again; remove the bucket when no call is in flight (nats kv rm %s) so that it is declared again", ErrConfig, subjects.InflightBucket, ttl, cfg.minClaimTTL(), subjects.InflightBucket)
 	}
-	if st.slots, st.slotTTLs, err = ensureSlots(ctx, js, cfg, replicas); err != nil {
+	if st.slots, st.slotsNoTTLs, err = ensureSlots(ctx, js, cfg, replicas); err != nil {
 		return nil, err
 	}
+	st.slotTTLs = st.slotsNoTTLs == ""
 	if consumer {
 		if st.calls, err = js.CreateOrUpdateConsumer(ctx, subjects.CallsStream, consumerConfigFor(ctx, js, cfg)); err != nil {
 			return nil, fmt.Errorf("calls consumer: %w%s", err, otherConsumersHint(ctx, js, err))
