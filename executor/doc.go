@@ -145,7 +145,10 @@
 //     $schema it is an annotation, as those drafts say. A string checked as "format": "regex"
 //     (the caller's) over 1 KiB, nesting groups over 32 levels, or past 8 KiB of such strings
 //     in one validation is not parsed, and refuses the call wherever it is (invalid_arguments
-//     at its path, even under "not", "if" or "oneOf": see checkFormatRegex).
+//     at its path, even under "not", "if" or "oneOf": see checkFormatRegex). The schema's own
+//     patterns are compiled within bounds as well: over 16 KiB, or nesting groups over 32
+//     levels where only regexp2 compiles the pattern → invalid_schema naming the bound (see
+//     maxSchemaPatternBytes).
 //     Checked before approval so nobody is asked to approve a call that cannot run. Decoding
 //     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
 //     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).

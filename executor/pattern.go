@@ -207,6 +207,9 @@ const ecmaMatchTimeout = time.Second
 // regexp2 (ECMAScript), else Go's regexp on the pattern as written. The matches of a regexp2 pattern count against m's ECMAScript time (nil: each match has
 // ecmaMatchTimeout of its own).
 func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error) {
+	if len(pattern) > maxSchemaPatternBytes {
+		return nil, patternNotCompiled{fmt.Sprintf("is %d bytes, longer than the %d bytes the executor compiles as a pattern", len(pattern), maxSchemaPatternBytes)}
+	}
 	asGo, goErr := regexp.Compile(pattern)
 	if goErr == nil {
 		// (the pattern as written decides which engine: goSyntax only changes what it means)
@@ -229,6 +232,13 @@ func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error)
 		// character, then ]". regexp2 compiles it even with its u flag.
 		return goPattern{asGo, pattern}, nil
 	}
+	if groupDepth(pattern) > maxFormatRegexDepth {
+		// regexp2's parser takes time with the cube of the nesting (see maxSchemaPatternBytes).
+		if goErr == nil {
+			return goPattern{asGo, pattern}, nil // (Go's parser is linear in it): Go's meaning
+		}
+		return nil, patternNotCompiled{fmt.Sprintf("nests groups more than %d levels deep, more than the executor compiles with its ECMAScript engine", maxFormatRegexDepth)}
+	}
 	// With the u flag, as ajv compiles patterns (\u{1F600}, surrogate pairs, \p{Script=Latin});
 	// without it for what only Annex B's looser syntax reads (\#, \e, a{,3}).
 	ecma, err2 := regexp2.Compile(pattern, regexp2.ECMAScript|regexp2.Unicode)
@@ -244,6 +254,30 @@ func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error)
 	ecma.MatchTimeout = ecmaMatchTimeout
 	return ecmaPattern{ecma, m}, nil
 }
+
+// A pattern of the schema ("pattern", a "patternProperties" key: the server's) is compiled
+// once per compiled copy of the definition, and more than once in each (the library checks it
+// against the meta-schema's "format": "regex", then compiles it; checkMetaSchema again), before
+// any call can be refused for it. Parsing costs what checkFormatRegex's bounds say, so the
+// same bounds apply: a pattern regexp2 would parse that nests groups more than
+// maxFormatRegexDepth levels (4 KiB of nested groups behind a lookahead took regexp2 a minute,
+// the worker's and every copy's) is not compiled; Go's meaning is kept if Go's regexp
+// compiles it (its parser is linear in the nesting), else the schema does not compile
+// (patternNotCompiled: invalid_schema, as for any pattern that does not compile). No pattern
+// longer than maxSchemaPatternBytes is compiled at all: real schemas' patterns are far
+// shorter (a long alternation of names is a few KiB), and one pattern's parse stays well
+// under a second (Go's parser on 16 KiB of Unicode classes: ~0.6 s). Within the bounds the
+// parse is about linear in the pattern's size (~5 µs a byte for regexp2 at the depth bound,
+// up to ~40 µs for Go's parser on one class of \p{L}), so a definition's compile is bounded
+// by its size (subjects.MaxDefinitionBytes): a definition of nothing but such classes still
+// costs seconds a compile, as its other keywords may (see schemaShape).
+const maxSchemaPatternBytes = 16 << 10
+
+// patternNotCompiled is the error of a pattern of the schema compilePattern does not compile:
+// its parse would cost too much; why names the bound.
+type patternNotCompiled struct{ why string }
+
+func (e patternNotCompiled) Error() string { return e.why }
 
 // ecmaPattern is a pattern compiled by regexp2, for the compiled copy m (see meteredSchema):
 // only the goroutine validating with m matches it.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // What compileSchema checks besides what the library does: the size of the schema before it
@@ -197,6 +198,11 @@ func compileErrorText(err error) string {
 		// The library's text says only "not valid against metaschema" on its first line.
 		return "not a valid JSON Schema: " + issuesMessage(schemaIssues(ve))
 	}
+	var ire *jsonschema.InvalidRegexError
+	var pnc patternNotCompiled
+	if errors.As(err, &ire) && errors.As(ire.Err, &pnc) {
+		return "at " + singleQuoted(relativeLocations(ire.URL)) + ": " + patternNotCompiledText(ire.Regex, pnc)
+	}
 	return oneLine(relativeLocations(err.Error()))
 }
 
@@ -214,7 +220,19 @@ func oneLine(s string) string {
 }
 
 // schemaIssueText is the text of a failure of the schema against its meta-schema: the library's
-// own, which may quote the schema's values (the schema is the server's, and public).
+// own, which may quote the schema's values (the schema is the server's, and public). A pattern
+// too costly to compile (patternNotCompiled) is quoted only in part, so that the bound it
+// exceeds is not cut off the message.
 func schemaIssueText(k jsonschema.ErrorKind) string {
+	var pnc patternNotCompiled
+	if f, ok := k.(*kind.Format); ok && errors.As(f.Err, &pnc) {
+		s, _ := f.Got.(string)
+		return patternNotCompiledText(s, pnc)
+	}
 	return relativeLocations(k.LocalizedString(printer))
+}
+
+// patternNotCompiledText says that pattern is not compiled, and why.
+func patternNotCompiledText(pattern string, pnc patternNotCompiled) string {
+	return "the pattern " + singleQuoted(truncateString(pattern, 64)) + " " + pnc.why
 }
