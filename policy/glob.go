@@ -8,7 +8,8 @@ import (
 // glob is path.Match's algorithm with no separator: '*' and '?' match '/' like any other
 // character, and a class matches '/' by its ranges ("[+-1]" holds it). Policy names are no
 // paths; an earlier version turned '/' into NUL around path.Match, which let "a/b" match a name
-// holding NUL and kept "[+-1]" from matching '/'. The syntax and its errors are path.Match's
+// holding NUL and kept "[+-1]" from matching '/'. Unlike path.Match, '*' skips whole characters
+// (a byte that is not UTF-8 is one). The syntax and its errors are path.Match's
 // (path.ErrBadPattern).
 func glob(pattern, name string) (bool, error) {
 Pattern:
@@ -30,9 +31,13 @@ Pattern:
 			return false, err
 		}
 		if star {
-			// A match after skipping i+1 bytes.
-			for i := 0; i < len(name); i++ {
-				t, ok, err := matchChunk(chunk, name[i+1:])
+			// A match after skipping whole characters: path.Match skips bytes, so that '*'
+			// took a part of a character and '?' or a class the rest of it ("*[^é]" matched
+			// "é", its second byte read as a character that is not é).
+			for i := 0; i < len(name); {
+				_, n := utf8.DecodeRuneInString(name[i:])
+				i += n
+				t, ok, err := matchChunk(chunk, name[i:])
 				if ok {
 					if len(pattern) == 0 && len(t) > 0 {
 						continue

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -17,7 +18,8 @@ func slowMatch(pat, s string) bool {
 
 // TestGlobAsPathMatchWithoutSlash: on patterns and names without '/', glob answers as
 // path.Match does, errors included (random patterns over the metacharacters and multi-byte
-// runes, 200,000 pairs).
+// runes, 200,000 pairs), but where path.Match's '*' takes a part of a character (see
+// TestGlobMatchesCharacters): there glob reads characters.
 func TestGlobAsPathMatchWithoutSlash(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	alpha := []string{"a", "b", "_", ".", "-", "*", "?", "[", "]", "^", "\\", "é", "\x00", "\xff"}
@@ -32,6 +34,9 @@ func TestGlobAsPathMatchWithoutSlash(t *testing.T) {
 		pat, s := word(), word()
 		got, gerr := glob(pat, s)
 		want, werr := path.Match(pat, s)
+		if got != want && gerr == nil && utf8.ValidString(pat) && got == refGlob(pat, s) {
+			continue // path.Match's '*' took a part of a character
+		}
 		if got != want || (gerr == nil) != (werr == nil) {
 			t.Fatalf("glob(%q, %q) = %v, %v; path.Match says %v, %v", pat, s, got, gerr, want, werr)
 		}
