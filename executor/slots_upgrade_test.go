@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,85 @@ func TestServerBefore211(t *testing.T) {
 		if got := serverBefore211(v); got != want {
 			t.Errorf("serverBefore211(%q) = %v, want %v", v, got, want)
 		}
+	}
+}
+
+// upgradingLeaderJS is the JetStream API of a cluster in a rolling upgrade: the meta leader
+// that answered the account info was a nats-server before 2.11 (API level 0: nats.go refuses
+// a bucket with LimitMarkerTTL, ErrLimitMarkerTTLNotSupported), the one that takes the stream
+// requests after it a 2.11 or later, which turns allow_msg_ttl on.
+type upgradingLeaderJS struct{ jetstream.JetStream }
+
+func (j upgradingLeaderJS) CreateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	if cfg.LimitMarkerTTL != 0 {
+		return nil, jetstream.ErrLimitMarkerTTLNotSupported
+	}
+	return j.JetStream.CreateKeyValue(ctx, cfg)
+}
+
+// TestSlotsTTLsAfterLeaseFallbackRaised: the slots bucket was declared as for a nats-server
+// before 2.11 (its TTL the lease) and then given per-key TTLs by a newer meta leader; its TTL
+// was compared with the lease, not with the longest a call may hold its slot, and kept: the
+// executor took per-key TTLs (no warning) while the bucket's TTL freed every slot a lease
+// after it was written, also the slot of a crashed executor's call still running.
+func TestSlotsTTLsAfterLeaseFallbackRaised(t *testing.T) {
+	env := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	cfg := Config{}.withDefaults()
+	_, noTTLs, err := ensureSlots(ctx, upgradingLeaderJS{env.JS}, cfg, 1)
+	if err != nil || noTTLs != "" {
+		t.Fatalf("ensureSlots: no per-key TTLs %q, %v", noTTLs, err)
+	}
+	s, err := env.JS.Stream(ctx, "KV_"+subjects.SlotsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CachedInfo().Config; !c.AllowMsgTTL || c.MaxAge != cfg.slotHold() {
+		t.Fatalf("slots bucket with per-key TTLs: allow_msg_ttl %v, TTL %s; want its TTL %s, the longest a call may hold its slot",
+			c.AllowMsgTTL, c.MaxAge, cfg.slotHold())
+	}
+}
+
+// TestSlotsTTLLoweredEachTimeCountsRaises: a bucket of an older mcpstream (no per-key TTLs)
+// whose TTL another process lowers after every raise: the executor stops (ErrLimits) after
+// slotsUpdateTries raises, and says how many it made. Turning per-key TTLs on counted as a
+// raise: it raised the TTL 4 times and said 5.
+func TestSlotsTTLLoweredEachTimeCountsRaises(t *testing.T) {
+	env := natstest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if _, err := env.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: subjects.SlotsBucket, History: 1,
+		TTL: DefaultSlotLease, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{}.withDefaults()
+	raises := 0
+	cfg.hooks.slotsUpdate = func(before bool) {
+		if before {
+			raises++
+			return
+		}
+		// Another process lowers it again.
+		s, err := env.JS.Stream(ctx, "KV_"+subjects.SlotsBucket)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		c := s.CachedInfo().Config
+		c.MaxAge = DefaultSlotLease
+		if _, err := env.JS.UpdateStream(ctx, c); err != nil {
+			t.Error(err)
+		}
+	}
+	_, _, err := ensureSlots(ctx, env.JS, cfg, 1)
+	if !errors.Is(err, ErrLimits) {
+		t.Fatalf("got %v, want ErrLimits", err)
+	}
+	if raises != slotsUpdateTries {
+		t.Errorf("raised the TTL %d times, want %d", raises, slotsUpdateTries)
+	}
+	if want := fmt.Sprintf("after raising it %d times", raises); !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
 }

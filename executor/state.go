@@ -90,9 +90,13 @@ func (c Config) slotHold() time.Duration {
 // never lowered (another executor may need a longer one), and read again after it is raised: a
 // stream's config is updated whole, without compare-and-set, and an executor needing less
 // that read it before this one raised it writes its own TTL over this one's; it is raised
-// again then (slotsUpdateTries in all).
+// again then (slotsUpdateTries times at most).
 func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replicas int) (jetstream.KeyValue, string, error) {
 	scfg := SlotsConfig(cfg.SlotLease, cfg.slotHold(), replicas)
+	// hold is the TTL a bucket taking per-key TTLs needs, also when the bucket was declared
+	// with the lease (API level 0: a meta leader before 2.11 answered) and a later leader gives
+	// it per-key TTLs (a rolling upgrade).
+	hold := scfg.TTL
 	kv, err := ensureKV(ctx, js, scfg)
 	if errors.Is(err, jetstream.ErrLimitMarkerTTLNotSupported) {
 		scfg.TTL, scfg.LimitMarkerTTL = cfg.SlotLease, 0
@@ -102,16 +106,16 @@ func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replic
 		return nil, "", err
 	}
 	name := "KV_" + subjects.SlotsBucket
-	for try := 1; ; try++ {
+	for turnedOn, raised := 0, 0; ; {
 		s, err := js.Stream(ctx, name)
 		if err != nil {
 			return nil, "", fmt.Errorf("bucket %s: %w", subjects.SlotsBucket, err)
 		}
 		cur := s.CachedInfo().Config
-		if !cur.AllowMsgTTL && try > slotsUpdateTries {
-			return kv, fmt.Sprintf("stream %s kept allow_msg_ttl off after it was turned on %d times (declared again by an older mcpstream?)", name, slotsUpdateTries), nil
-		}
 		if !cur.AllowMsgTTL {
+			if turnedOn == slotsUpdateTries {
+				return kv, fmt.Sprintf("stream %s kept allow_msg_ttl off after it was turned on %d times (declared again by an older mcpstream?)", name, turnedOn), nil
+			}
 			// (turned on alone first: a server before 2.11 ignores it, and would keep the raised
 			// TTL for slots without TTLs of their own)
 			up := cur
@@ -123,19 +127,20 @@ func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replic
 			if !info.CachedInfo().Config.AllowMsgTTL {
 				return kv, "nats-server before 2.11: stream " + name + " kept allow_msg_ttl off", nil
 			}
+			turnedOn++
 			continue // read again: the update wrote back the TTL as it was read
 		}
-		if cur.MaxAge <= 0 || cur.MaxAge >= scfg.TTL {
+		if cur.MaxAge <= 0 || cur.MaxAge >= hold {
 			return kv, "", nil
 		}
-		if try > slotsUpdateTries {
+		if raised == slotsUpdateTries {
 			return nil, "", fmt.Errorf("%w: bucket %s: its TTL is %s after raising it %d times to %s, the longest a call may hold its slot: "+
 				"another process keeps lowering it (an executor of another mcpstream version, or a tool editing stream %s): "+
 				"slots would be freed while their calls still run; stop what lowers it, raise it (nats stream edit %s --max-age=%s) "+
-				"and start the executor again", ErrLimits, subjects.SlotsBucket, cur.MaxAge, slotsUpdateTries, scfg.TTL, name, name, scfg.TTL)
+				"and start the executor again", ErrLimits, subjects.SlotsBucket, cur.MaxAge, raised, hold, name, name, hold)
 		}
 		up := cur
-		up.MaxAge = scfg.TTL
+		up.MaxAge = hold
 		if cfg.hooks.slotsUpdate != nil {
 			cfg.hooks.slotsUpdate(true)
 		}
@@ -143,16 +148,18 @@ func ensureSlots(ctx context.Context, js jetstream.JetStream, cfg Config, replic
 			return nil, "", fmt.Errorf("%w: bucket %s: its TTL is %s, shorter than the longest a call may hold its slot (%s: "+
 				"max(MaxCallTimeout, CallTimeout) + 2 × SlotLease + 1 s), and raising it was refused: %w; raise it "+
 				"(nats stream edit %s --max-age=%s), or let the executor's NATS user update the stream "+
-				"($JS.API.STREAM.UPDATE.%s), and start the executor again", ErrLimits, subjects.SlotsBucket, cur.MaxAge, scfg.TTL, err,
-				name, scfg.TTL, name)
+				"($JS.API.STREAM.UPDATE.%s), and start the executor again", ErrLimits, subjects.SlotsBucket, cur.MaxAge, hold, err,
+				name, hold, name)
 		}
+		raised++
 		if cfg.hooks.slotsUpdate != nil {
 			cfg.hooks.slotsUpdate(false)
 		}
 	}
 }
 
-// slotsUpdateTries bounds how many times ensureSlots raises the slots bucket's TTL.
+// slotsUpdateTries bounds how many times ensureSlots raises the slots bucket's TTL, and how
+// many times it turns its per-key TTLs on.
 const slotsUpdateTries = 5
 
 // msgTTLRefused is why stream name (the slots bucket) takes no per-key TTLs when JetStream
