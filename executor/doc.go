@@ -147,8 +147,11 @@
 //     in one validation is not parsed, and refuses the call wherever it is (invalid_arguments
 //     at its path, even under "not", "if" or "oneOf": see checkFormatRegex). The schema's own
 //     patterns are compiled within bounds as well: over 16 KiB, or nesting groups over 32
-//     levels where only regexp2 compiles the pattern → invalid_schema naming the bound (see
-//     maxSchemaPatternBytes).
+//     levels or holding over 8 sets costly under the i flag where only regexp2 compiles the
+//     pattern, or a definition's patterns over 32 KiB in all → invalid_schema naming the bound
+//     (see maxSchemaPatternBytes, maxPatternFoldSets); such sets count 2 KiB each against a
+//     validation's 8 KiB of "format": "regex" strings too. A pattern Go would expand into over
+//     64Ki instructions (counted repetitions) is regexp2's, or not compiled (maxGoPatternInsts).
 //     Checked before approval so nobody is asked to approve a call that cannot run. Decoding
 //     costs ~25× the JSON's size in memory: values of 64 KiB or more (arguments here, results in
 //     step 11) are decoded at most 8 MiB at a time per process, the rest waiting (decodebudget.go).

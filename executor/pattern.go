@@ -210,7 +210,11 @@ func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error)
 	if len(pattern) > maxSchemaPatternBytes {
 		return nil, patternNotCompiled{fmt.Sprintf("is %d bytes, longer than the %d bytes the executor compiles as a pattern", len(pattern), maxSchemaPatternBytes)}
 	}
-	asGo, goErr := regexp.Compile(pattern)
+	insts := goProgSize(pattern)
+	asGo, goErr := (*regexp.Regexp)(nil), errGoTooLarge
+	if insts <= maxGoPatternInsts {
+		asGo, goErr = regexp.Compile(pattern)
+	}
 	if goErr == nil {
 		// (the pattern as written decides which engine: goSyntax only changes what it means)
 		if rewritten, ok := goSyntax(pattern); ok {
@@ -232,6 +236,12 @@ func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error)
 		// character, then ]". regexp2 compiles it even with its u flag.
 		return goPattern{asGo, pattern}, nil
 	}
+	if n := foldSets(pattern, false); n > maxPatternFoldSets {
+		if goErr == nil {
+			return goPattern{asGo, pattern}, nil // (Go's parser reads them at no such cost)
+		}
+		return nil, patternNotCompiled{fmt.Sprintf("holds %d of '.', \\S, \\W, \\D, \\p or \\P with the i flag, more than the %d the executor compiles with its ECMAScript engine", n, maxPatternFoldSets)}
+	}
 	if groupDepth(pattern) > maxFormatRegexDepth {
 		// regexp2's parser takes time with the cube of the nesting (see maxSchemaPatternBytes).
 		if goErr == nil {
@@ -247,6 +257,9 @@ func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error)
 	}
 	if err2 != nil && goErr == nil {
 		return goPattern{asGo, pattern}, nil // only Go's syntax reads it: Go's meaning
+	}
+	if err2 != nil && goErr == errGoTooLarge {
+		return nil, patternNotCompiled{fmt.Sprintf("repeats into %d instructions of Go's engine, more than the %d the executor compiles (and its ECMAScript engine does not compile it)", insts, maxGoPatternInsts)}
 	}
 	if err2 != nil {
 		return nil, fmt.Errorf("not an ECMA-262 regular expression: %w", err2)
@@ -268,10 +281,64 @@ func compilePattern(pattern string, m *meteredSchema) (jsonschema.Regexp, error)
 // shorter (a long alternation of names is a few KiB), and one pattern's parse stays well
 // under a second (Go's parser on 16 KiB of Unicode classes: ~0.6 s). Within the bounds the
 // parse is about linear in the pattern's size (~5 µs a byte for regexp2 at the depth bound,
-// up to ~40 µs for Go's parser on one class of \p{L}), so a definition's compile is bounded
-// by its size (subjects.MaxDefinitionBytes): a definition of nothing but such classes still
-// costs seconds a compile, as its other keywords may (see schemaShape).
+// up to ~40 µs for Go's parser on one class of \p{L}), but for the sets regexp2 folds under
+// the i flag and Go's expanded repetitions (see maxPatternFoldSets, maxGoPatternInsts); a
+// definition's patterns together are bounded by maxDefinitionPatternBytes.
 const maxSchemaPatternBytes = 16 << 10
+
+// Go's regexp expands counted repetitions: "(abcdefghij…){1000}", 3 KiB, compiles into 3
+// million instructions (2 s, 460 MB held by the compiled copy, and as much again in each
+// copy). A pattern whose expansion would pass maxGoPatternInsts (goProgSize) is left to
+// regexp2, which counts its loops instead of expanding them (ECMAScript's meaning), and not
+// compiled if regexp2 does not compile it (patternNotCompiled). The expansion counts against
+// the definition's maxDefinitionPatternBytes too, an instruction for goInstsPerByte bytes.
+const (
+	maxGoPatternInsts = 64 << 10
+	goInstsPerByte    = 4
+)
+
+// errGoTooLarge stands for Go's error on a pattern compilePattern does not let Go compile.
+var errGoTooLarge = errors.New("too many instructions once its repetitions are expanded")
+
+// goProgSize is about how many instructions Go's regexp would compile pattern into, if it
+// has a counted repetition ("{2}", "{1,9}"; 0 otherwise, or if Go's parser refuses it):
+// from its parse, which expands nothing.
+func goProgSize(pattern string) int {
+	counted := false
+	for i := 0; i+1 < len(pattern) && !counted; i++ {
+		counted = pattern[i] == '{' && '0' <= pattern[i+1] && pattern[i+1] <= '9'
+	}
+	if !counted {
+		return 0
+	}
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0
+	}
+	var size func(re *syntax.Regexp) int
+	size = func(re *syntax.Regexp) int {
+		switch re.Op {
+		case syntax.OpLiteral:
+			return len(re.Rune) + 1
+		case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
+			return size(re.Sub[0]) + 2
+		case syntax.OpRepeat:
+			n := re.Max
+			if n < 0 {
+				n = re.Min + 1 // (x{2,}: xx then x*)
+			}
+			return min(n+1, maxGoPatternInsts+1) * size(re.Sub[0]) // (Go's parser bounds the nested counts' product by 1000)
+		case syntax.OpConcat, syntax.OpAlternate:
+			n := len(re.Sub)
+			for _, sub := range re.Sub {
+				n += size(sub)
+			}
+			return min(n, 1<<40)
+		}
+		return 1
+	}
+	return size(re)
+}
 
 // patternNotCompiled is the error of a pattern of the schema compilePattern does not compile:
 // its parse would cost too much; why names the bound.
@@ -321,7 +388,8 @@ func (p ecmaPattern) MatchString(s string) bool {
 // a string that is only checked (Go's regexp compiles whatever its parser takes, regexp2
 // whatever its parser takes but for internal errors), so the outcome is compilePattern's.
 // Measured within these bounds (TestFormatRegexBounded's cases, 8 strings of 1 KiB each):
-// ~25 ms a string at most (Go's parser on 1 KiB of Unicode classes), ~0.2 s a validation,
+// ~25 ms a string at most (Go's parser on 1 KiB of Unicode classes; regexp2's sets under the
+// i flag count as more bytes, see maxPatternFoldSets), ~0.3 s a validation,
 // under what the step budget allows it; like every validation, one per worker at most.
 const (
 	maxFormatRegexBytes = 1 << 10
@@ -366,6 +434,17 @@ func checkFormatRegex(s string, m *meteredSchema) error {
 	}
 	if _, err := syntax.Parse(s, syntax.Perl); err == nil {
 		return nil
+	}
+	if f := foldSets(s, false) * foldSetBytes; f > 0 {
+		// (regexp2's parse of those sets under the i flag: see maxPatternFoldSets)
+		if f > m.regexLeft {
+			nc = regexNotChecked{fmt.Sprintf("is not checked: the strings checked as a 'regex' add up to more than %d bytes in one value (each '.', \\S, \\W, \\D, \\p or \\P of one with the i flag that only ECMAScript reads counts as %d)", maxFormatRegexTotal, foldSetBytes), s}
+			if m.regexUnchecked.why == "" {
+				m.regexUnchecked = nc
+			}
+			return nc
+		}
+		m.regexLeft -= f
 	}
 	opts := regexp2syntax.ParseOptions{RegexOptions: regexp2syntax.RegexOptions(regexp2.ECMAScript | regexp2.Unicode)}
 	if _, err := regexp2syntax.Parse(s, opts); err == nil {
@@ -424,11 +503,15 @@ func groupDepth(s string) int {
 
 // extendedMode reports whether s may turn on regexp2's extended mode (an inline option group
 // naming x: "(?x)", "(?ix:", "(?-x)" too).
-func extendedMode(s string) bool {
+func extendedMode(s string) bool { return inlineOption(s, 'x') }
+
+// inlineOption reports whether s may turn the option o (a lower-case letter) on or off in an
+// inline option group ("(?x)", "(?ix:", "(?-x)", in either case), wherever it is.
+func inlineOption(s string, o byte) bool {
 	for i := strings.Index(s, "(?"); i >= 0; {
 		j := i + 2
 		for j < len(s) && (s[j] == '-' || 'a' <= s[j] && s[j] <= 'z' || 'A' <= s[j] && s[j] <= 'Z') {
-			if s[j] == 'x' || s[j] == 'X' {
+			if s[j]|0x20 == o {
 				return true
 			}
 			j++
@@ -481,4 +564,93 @@ func regexUncheckedAt(err error, inst any, s string) []string {
 	}
 	at, _ := find(inst, nil)
 	return at
+}
+
+// regexp2's parser, under the i flag ("(?i)", "(?i:…)"), adds the case equivalents of a set
+// written as ".", \S, \W, \D, \p{…} or \P{…} one code point at a time: ~30 ms for each whose
+// code points run to a million ("\S", \P{ASCII}), whatever the pattern's length or nesting (a
+// 16 KiB pattern of \S behind a lookahead: minutes to compile; a caller's 1 KiB string checked
+// as "format": "regex", ~15 s, run on past the backstop, which gave the definition up). A
+// pattern regexp2 would parse with more than maxPatternFoldSets of them (foldSets) is not
+// compiled, and each counts as foldSetBytes against a definition's maxDefinitionPatternBytes
+// and a validation's maxFormatRegexTotal. Go's parser reads the same sets at no such cost,
+// but for \p{…} and \P{…} under (?i) (~0.3 ms each, goFoldSetBytes).
+//
+// A definition's distinct patterns ("pattern", "patternProperties" keys) cost at most
+// maxDefinitionPatternBytes a compile (patternCompiler): 26 patterns of 16 KiB of \p{L} fit in
+// a 512 KiB definition and took ~50 s to compile, before its first call was answered and for
+// every compiled copy; within the budget a compile parses under a second (~0.8 s for 32 KiB
+// of \p{L}, ~0.5 s for two patterns of 8 \S under (?i)). Real definitions' patterns add up
+// to a few KiB (a pattern written many times counts once).
+const (
+	maxPatternFoldSets        = 8
+	foldSetBytes              = 2 << 10
+	goFoldSetBytes            = 16
+	maxDefinitionPatternBytes = 32 << 10
+)
+
+// foldSets is how many sets costly to a parser under the i flag s may hold (see
+// maxPatternFoldSets): 0 if no inline option group of s names i, else every \p and \P, and
+// unless onlyProperties every "." and every \S, \W and \D, wherever they are (in a class, a
+// comment: counted all the same).
+func foldSets(s string, onlyProperties bool) int {
+	if !inlineOption(s, 'i') {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && i+1 < len(s):
+			if e := s[i+1]; e == 'p' || e == 'P' || !onlyProperties && (e == 'S' || e == 'W' || e == 'D') {
+				n++
+			}
+			i++
+		case c == '.' && !onlyProperties:
+			n++
+		}
+	}
+	return n
+}
+
+// patternCompiler is the regexp engine of one compile of a definition (compilePattern for m):
+// each distinct pattern is compiled once (the library asks again for the meta-schema's
+// "format": "regex"), and what they cost (their bytes, and their foldSets for the engine that
+// compiled each) adds up to at most maxDefinitionPatternBytes: the pattern that goes past it
+// is refused (patternNotCompiled), and every one after it.
+type patternCompiler struct {
+	m    *meteredSchema
+	left int
+	done map[string]compiledPattern
+}
+
+type compiledPattern struct {
+	re  jsonschema.Regexp
+	err error
+}
+
+func newPatternCompiler(m *meteredSchema) *patternCompiler {
+	return &patternCompiler{m: m, left: maxDefinitionPatternBytes, done: map[string]compiledPattern{}}
+}
+
+func (pc *patternCompiler) compile(pattern string) (jsonschema.Regexp, error) {
+	if c, ok := pc.done[pattern]; ok {
+		return c.re, c.err
+	}
+	var c compiledPattern
+	if len(pattern) <= pc.left || len(pattern) > maxSchemaPatternBytes {
+		c.re, c.err = compilePattern(pattern, pc.m)
+	}
+	cost := len(pattern)
+	switch c.re.(type) {
+	case ecmaPattern:
+		cost += foldSets(pattern, false) * foldSetBytes
+	case goPattern:
+		cost += foldSets(pattern, true)*goFoldSetBytes + goProgSize(pattern)/goInstsPerByte
+	}
+	if c.err == nil && cost > pc.left {
+		c = compiledPattern{err: patternNotCompiled{fmt.Sprintf("is not compiled: the definition's patterns add up to more than the %d bytes the executor compiles (each '.', \\S, \\W, \\D, \\p or \\P of a pattern with the i flag counts as more)", maxDefinitionPatternBytes)}}
+	}
+	pc.left -= min(cost, pc.left)
+	pc.done[pattern] = c
+	return c.re, c.err
 }

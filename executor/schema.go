@@ -436,13 +436,14 @@ func compileSchema(raw []byte, meter *meteredSchema) (*jsonschema.Schema, error)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	patterns := newPatternCompiler(meter)
 	c.UseRegexpEngine(func(pattern string) (jsonschema.Regexp, error) {
 		if meter != nil && meter.compiled {
 			// A string of the value validated, for "format": "regex": checked, no matcher
 			// built (the library only asks whether it compiles).
 			return nil, checkFormatRegex(pattern, meter)
 		}
-		return compilePattern(pattern, meter)
+		return patterns.compile(pattern)
 	})
 	if meter != nil {
 		c.RegisterVocabulary(&jsonschema.Vocabulary{URL: meterVocabURL,
@@ -484,7 +485,7 @@ func checkMetaSchema(raw []byte) error {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
-	c.UseRegexpEngine(func(pattern string) (jsonschema.Regexp, error) { return compilePattern(pattern, nil) })
+	c.UseRegexpEngine(newPatternCompiler(nil).compile)
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return invalidSchema(compileErrorText(err), err)
 	}
