@@ -104,7 +104,8 @@
 //     forbidden. Asked again of what step 5 leaves (a re-list), and after approval: a list
 //     that became such meanwhile is not_found, also where step 5 would refuse it.
 //  5. freshness (staleness.View): list_changed pending, removed or revoked → stale (with the
-//     reason; a removed tool's definition is kept while the view remembers it, then it is
+//     reason; a removed tool's names and hints, not its definition, are kept while the view
+//     remembers it — staleness.MaxRemembered names a server, the catalog's bound —, then it is
 //     not_found, as the view says unknown); server not ready → unavailable (with the reason), except in the executor's
 //     first Config.ReconnectGrace, when a call to a server that is connecting or whose
 //     connector stopped or fell silent waits for it (awaitReconnect: calls queued across a

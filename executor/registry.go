@@ -43,6 +43,26 @@ type tool struct {
 	output compiledSchema // the outputSchema, compiled on the first result
 	// outputWarned: the log said once that this definition's outputSchema cannot be used.
 	outputWarned atomic.Bool
+
+	// removed: the tool is no longer listed, and the table keeps this entry only while the view
+	// remembers it as removed (see forget), so that a call of it is refused stale, not
+	// not_found. It holds what that refusal and the policy asked before it read (the names,
+	// the fingerprint and the hints), never the definition: no schema, no compiled state
+	// (see removedEntry). A call admitted before the removal keeps the entry it was admitted
+	// with.
+	removed bool
+}
+
+// removedEntry is what the table keeps of t once its server no longer lists it: a server that
+// renames its big tools on every re-list would otherwise have the executor hold every
+// definition the view remembers as removed (staleness.MaxRemembered a server, each up to
+// subjects.MaxDefinitionBytes).
+func (t *tool) removedEntry() *tool {
+	if t.removed {
+		return t
+	}
+	return &tool{Public: t.Public, Server: t.Server, Name: t.Name, Fingerprint: t.Fingerprint,
+		ReadOnly: t.ReadOnly, Idempotent: t.Idempotent, Destructive: t.Destructive, removed: true}
 }
 
 // sameDefinition reports whether t and u are one definition of one tool: what admission
@@ -61,8 +81,9 @@ func (t *tool) retrySafe() bool { return t.ReadOnly || t.Idempotent }
 type registry struct {
 	view *staleness.View
 	mu   sync.RWMutex
-	// tools maps public name → tool. Entries of removed tools stay (a call of one is refused
-	// stale, the view says removed) while the view remembers them: see forget.
+	// tools maps public name → tool. Entries of removed tools stay, without their definitions
+	// (tool.removed: a call of one is refused stale, the view says removed), while the view
+	// remembers them: see forget. apply changes it and the view under mu (see held).
 	tools   map[string]*tool
 	applied atomic.Uint64 // last registry stream sequence applied
 	// first is the sequence of the first message applied that is not a confirmation (0: none
@@ -84,9 +105,9 @@ type registry struct {
 	// one of them holds is not taken by another pair (see apply). Guarded by mu.
 	listed map[string]map[string]bool
 	// gone holds, per server, the names of its tools no longer listed whose entries tools
-	// keeps: bounded as the view bounds the names it remembers as removed
-	// (staleness.MaxRemembered), so that a server that renames its tools on every re-list does
-	// not grow the table forever. Guarded by mu.
+	// keeps (without their definitions: tool.removed): bounded as the view bounds the names it
+	// remembers as removed (staleness.MaxRemembered, the catalog's bound), so that a server
+	// that renames its tools on every re-list does not grow the table forever. Guarded by mu.
 	gone map[string]map[string]bool
 	// names indexes the public names listed holds by their keys and their original names'
 	// (for the names a not_found answer suggests). Guarded by mu.
@@ -122,6 +143,15 @@ func (r *registry) lookup(public string) *tool {
 	t := r.tools[public]
 	r.mu.RUnlock()
 	return t
+}
+
+// held returns the view's verdict of t's tool and the entry the table holds under t's public
+// name (nil: none), read together: apply changes both under mu, so a verdict that the tool is
+// listed never comes with the entry its removal left (tool.removed), nor the reverse.
+func (r *registry) held(t *tool) (staleness.Verdict, *tool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.view.Tool(t.Server, t.Name), r.tools[t.Public]
 }
 
 // suggestBudget bounds the tools one not_found answer weighs (see suggestions) among those the
@@ -262,8 +292,9 @@ func (r *registry) unindex(server string, names, keep map[string]bool) {
 }
 
 // forget records the tools of server that names (its last list) holds and keep (its new list,
-// nil when it is removed) does not as gone, and those keep holds as listed again. Once a server
-// has staleness.MaxRemembered names gone, those the view has forgotten (see
+// nil when it is removed) does not as gone, and those keep holds as listed again. The entry of a
+// tool gone keeps its names and hints only (removedEntry): its definition is dropped. Once a
+// server has staleness.MaxRemembered names gone, those the view has forgotten (see
 // staleness.View.Apply) leave the table: a call of one is then not_found, as the view says
 // unknown.
 // Callers hold mu, and apply the event to the view first.
@@ -276,6 +307,10 @@ func (r *registry) forget(server string, names, keep map[string]bool) {
 				r.gone[server] = gone
 			}
 			gone[n] = true
+			pub := subjects.PublicName(server, n)
+			if t := r.tools[pub]; t != nil && t.Server == server && t.Name == n {
+				r.tools[pub] = t.removedEntry()
+			}
 		}
 	}
 	for n := range keep {
@@ -308,21 +343,20 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 		return
 	}
 	ev.Seq = seq // a Confirmed lifts a ListChanged by its sequence
+	// The view and the table change together, under mu (see held).
+	r.mu.Lock()
 	r.view.Apply(ev)
 	if st := ev.Status; st != nil && st.Status == subjects.StatusRemoved {
-		r.mu.Lock()
 		r.unindex(st.Server, r.listed[st.Server], nil)
 		r.forget(st.Server, r.listed[st.Server], nil)
 		delete(r.listed, st.Server) // its tools hold no name any more, as in the catalog
 		delete(r.sorted, st.Server)
-		r.mu.Unlock()
 	}
 	if sn := ev.Snapshot; sn != nil && sn.Kind == subjects.KindTools {
 		// The definitions the catalog keeps (subjects.MaxDefinitionBytes, MaxToolNameBytes; the
 		// first usable one of a name): what search shows is what runs.
 		seen := map[string]bool{}
 		var taken []*tool
-		r.mu.Lock()
 		for _, raw := range sn.Items {
 			if len(raw) > subjects.MaxDefinitionBytes {
 				continue
@@ -349,8 +383,8 @@ func (r *registry) apply(subject string, data []byte, seq uint64) {
 		r.listed[sn.Server] = seen
 		slices.SortFunc(taken, bySuggestKey)
 		r.sorted[sn.Server] = taken
-		r.mu.Unlock()
 	}
+	r.mu.Unlock()
 	r.advance(seq)
 }
 

@@ -649,6 +649,14 @@ func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool
 	if nt := e.reg.lookup(t.Public); nt != nil {
 		t = nt
 	}
+	if t.removed && v.State.Usable() {
+		// Removed since the view was read: the table keeps no definition of it. Its verdict
+		// now, read with the entry.
+		var nt *tool
+		if v, nt = e.reg.held(t); nt != nil {
+			t = nt
+		}
+	}
 	switch v.State {
 	case staleness.Fresh:
 		return v, t, nil
@@ -1085,7 +1093,9 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		// A tool revoked, removed or made stale since it was admitted (or since the previous
 		// attempt) is not dispatched (again): a revoked tool never executes, retry or not. Nor
 		// is one the view no longer knows (a removal it stopped remembering: unknown).
-		v := e.reg.view.Tool(c.tool.Server, c.tool.Name)
+		// (The entry the table holds now is read with the verdict: one the removal of the
+		// tool left, without its definition, comes with a verdict that says so.)
+		v, cur := e.reg.held(c.tool)
 		if v.State == staleness.Revoked || v.State == staleness.Removed ||
 			v.State == staleness.Stale || v.State == staleness.Unknown {
 			if last != nil && !notSent(last.Error.Code) {
@@ -1099,7 +1109,7 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			// (the definition it would run under may have side effects, and the earlier attempt
 			// may have run it; nor was it claimed or approved as one). What the earlier attempt
 			// did stands.
-			if cur := e.reg.lookup(c.tool.Public); cur != c.tool && (cur == nil || !cur.retrySafe() ||
+			if cur != c.tool && (cur == nil || !cur.retrySafe() ||
 				cur.Server != c.tool.Server || cur.Name != c.tool.Name) {
 				return *last
 			}
@@ -1110,7 +1120,7 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 			// see ReconnectGrace), and the call was not authorized, approved or validated
 			// against what it lists now (a tool now destructive, another inputSchema, a list
 			// private to another context).
-			if cur := e.reg.lookup(c.tool.Public); cur == nil || !cur.sameDefinition(c.tool) ||
+			if cur == nil || !cur.sameDefinition(c.tool) ||
 				!e.cfg.Policy.MayUseScope(c.pr, v.CacheScope, v.AuthContext) {
 				if !notSent(last.Error.Code) {
 					return *last // what the earlier attempt did stands; it is not retried

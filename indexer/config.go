@@ -105,7 +105,8 @@ type Config struct {
 	GCInterval time.Duration
 }
 
-// DefaultMaxRemoved is the default of Config.MaxRemoved.
+// DefaultMaxRemoved is the default of Config.MaxRemoved. staleness.MaxRemembered, the removed
+// tool names a freshness view (the executor's) remembers a server, is equal to it.
 const DefaultMaxRemoved = 50_000
 
 // Stats are a replica's counters.

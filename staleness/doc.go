@@ -8,12 +8,13 @@
 //	stale        the server announced list_changed and has not been re-listed yet
 //	unavailable  the server is connecting, disconnected or unreachable (with the reason)
 //	removed      a later snapshot no longer holds the tool, or the server was removed (a kind
-//	             remembers MaxRemembered removed names beyond its list, then forgets them:
+//	             remembers MaxRemembered removed tool names beyond its list, MaxRememberedItems
+//	             prompt or resource names, then forgets them:
 //	             unknown; Remembers says which names a kind still knows). A removal drops the
 //	             server's lists, as the catalog does: a server added again under its name
 //	             lists nothing until its next snapshot, and the items of its old lists stay
 //	             removed meanwhile (not fresh, stale or unavailable again with its next status;
-//	             the dropped list still counts as its list for MaxRemembered, so the empty
+//	             the dropped list still counts as its list for the bound, so the empty
 //	             snapshot that retracts it, or a repeated removal, forgets none of its names)
 //	revoked      an operator revoked it
 //	unknown      never listed

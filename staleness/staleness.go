@@ -26,14 +26,28 @@ const (
 // Usable reports whether a call may proceed (after revalidation, for Expired).
 func (s State) Usable() bool { return s == Fresh || s == Expired }
 
-// MaxRemembered bounds the names a kind remembers as removed (beyond those of its last snapshot):
-// a server that renames its tools on every re-list must not grow the view forever. It is per
-// server and kind, and lower than the catalog's bound (indexer.DefaultMaxRemoved, 50,000 names
-// in all): a name may be 4 KiB (16 MiB a kind at this bound), and the executor keeps the whole
-// definition of each tool its view remembers as removed (up to subjects.MaxDefinitionBytes), so
+// MaxRemembered bounds the tool names a kind remembers as removed (beyond those of its last
+// snapshot): a server that renames its tools on every re-list must not grow the view forever. It
+// is per server, and equal to the catalog's bound (indexer.DefaultMaxRemoved, 50,000 names in
+// all; this package cannot import indexer, a test checks they agree). A tool name is at most
+// subjects.MaxToolNameBytes (4 KiB: 200 MiB a server at this bound, at worst). The executor keeps
+// the name, server and hints of each tool its view remembers as removed, not its definition, so
 // that a call of it is refused stale. Past it a call of a forgotten name is not_found (README's
 // error-code table says so) — refused all the same.
-const MaxRemembered = 4096
+const MaxRemembered = 50_000
+
+// MaxRememberedItems bounds the prompt and resource names a kind remembers as removed, as
+// MaxRemembered bounds tool names: lower, for their names (a resource's uri) have no bound of
+// their own but their definitions' (registrysync's MaxDefinitionBytes).
+const MaxRememberedItems = 4096
+
+// maxRemembered is the bound on the names kind remembers as removed.
+func maxRemembered(kind subjects.Kind) int {
+	if kind == subjects.KindTools {
+		return MaxRemembered
+	}
+	return MaxRememberedItems
+}
 
 // Verdict is a State with why.
 type Verdict struct {
@@ -60,7 +74,9 @@ type kindState struct {
 	removed map[string]listScope
 	// held counts the names of removed that the list dropped with its server held (see
 	// forget): until the next snapshot they count as its list for the bound, not beyond it.
-	held  int
+	held int
+	// max is the kind's bound on the names removed holds (maxRemembered).
+	max   int
 	stale bool
 	// staleSeq is the stream sequence of the ListChanged that made the list stale (the latest
 	// applied); 0 while stale: unknown, and only a snapshot lifts it.
@@ -120,7 +136,7 @@ func (v *View) server(name string) *serverState {
 func (s *serverState) kind(k subjects.Kind) *kindState {
 	ks := s.kinds[k]
 	if ks == nil {
-		ks = &kindState{items: map[string]struct{}{}, removed: map[string]listScope{}}
+		ks = &kindState{items: map[string]struct{}{}, removed: map[string]listScope{}, max: maxRemembered(k)}
 		s.kinds[k] = ks
 	}
 	return ks
@@ -144,7 +160,7 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 				next[n] = struct{}{}
 			}
 		}
-		if len(ks.removed)-ks.held >= MaxRemembered {
+		if len(ks.removed)-ks.held >= ks.max {
 			// Bounded: older removals fall back to "unknown" (refused just the same). The
 			// names of a list dropped with its server count as that list, as if it were
 			// this snapshot's predecessor.
@@ -208,9 +224,9 @@ func (v *View) Apply(ev subjects.RegistryEvent) {
 // removed, and the kind lists nothing, as before its first snapshot. The names it moves count
 // as the dropped list for the bound (held): the snapshot that follows a removal (registrysync
 // retracts every kind with an empty one) or a repeated removal forgets no more than a snapshot
-// replacing that list would, also when the list alone reaches MaxRemembered.
+// replacing that list would, also when the list alone reaches the bound (maxRemembered).
 func (ks *kindState) forget() {
-	if len(ks.items) > 0 && len(ks.removed)-ks.held >= MaxRemembered {
+	if len(ks.items) > 0 && len(ks.removed)-ks.held >= ks.max {
 		// Bounded, as a snapshot bounds it; a kind that lists nothing (a repeated removal)
 		// adds no name, and forgets none.
 		clear(ks.removed)
@@ -219,7 +235,7 @@ func (ks *kindState) forget() {
 	for n := range ks.items {
 		ks.removed[n] = listScope{ks.cacheScope, ks.authContext}
 	}
-	*ks = kindState{items: map[string]struct{}{}, removed: ks.removed, held: ks.held + len(ks.items)}
+	*ks = kindState{items: map[string]struct{}{}, removed: ks.removed, held: ks.held + len(ks.items), max: ks.max}
 }
 
 // TTL is the duration of a ttlMs: negative values are 0, and values past what a
@@ -374,7 +390,8 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 }
 
 // Remembers reports whether the view knows name as an item of kind of server: in its last list,
-// or remembered as removed from it (at most MaxRemembered names beyond the list). A name it does
+// or remembered as removed from it (at most MaxRemembered tool names beyond the list,
+// MaxRememberedItems of other kinds). A name it does
 // not remember is unknown to it, whatever else it says of the server (revoked, removed).
 func (v *View) Remembers(server string, kind subjects.Kind, name string) bool {
 	v.mu.RLock()
