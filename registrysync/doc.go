@@ -285,7 +285,8 @@
 // tasks/cancel is sent once, best effort, off the call's path (5 s at most): one that fails, a
 // 429 from a server still shedding load included, is logged (a warning with the task, the HTTP
 // status and its Retry-After), never sent again, and the call ends as it would have (the task
-// may run on until its ttl, the call's timeout, passes). 2026-07-28 has no tasks/result: on such a
+// may run on until its ttl, the call's timeout, passes); one refused -32602 (a task already
+// ended, or one the server does not know) is logged at info with the server's message. 2026-07-28 has no tasks/result: on such a
 // session a task tool is refused unavailable, nothing sent (ServerConfig.ProtocolVersion
 // "2025-11-25" runs it).
 //

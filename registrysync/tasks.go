@@ -318,6 +318,8 @@ const taskCancelTimeout = 5 * time.Second
 // once, best effort, whatever the call ends with. One that fails (refused HTTP 429 by a server
 // still shedding load, which asked not to be asked again sooner, or unanswered) is logged, not
 // sent again: the task runs on the server until it ends or its ttl (the call's timeout) passes.
+// One the server refuses with -32602 (a task that already ended, or one it does not know) is
+// logged at info: nothing runs on.
 func (s *session) cancelTask(id string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(s.ctx, taskCancelTimeout)
@@ -327,17 +329,30 @@ func (s *session) cancelTask(id string) {
 		if err == nil {
 			return
 		}
+		_, _, rpcErr, _ := cp.snapshot()
+		status, _ := cp.httpStatus()
+		// -32602 is what the spec has a server answer for a task in a terminal status, or one
+		// it does not know (expired): most often the task ended as the call's deadline passed.
+		// It runs on nowhere; the server's word is logged, not warned.
+		ended := rpcErr != nil && rpcErr.Code == mcp.INVALID_PARAMS && (status == 0 || status/100 == 2)
+		msg := "tasks/cancel failed, not sent again: the task may run on the server until its ttl passes"
 		ev := s.c.log.Warn()
-		if s.ctx.Err() != nil {
+		switch {
+		case s.ctx.Err() != nil:
 			ev = s.c.log.Debug() // the session closed under it: nothing more goes out on it
+		case ended:
+			ev = s.c.log.Info()
+			msg = "tasks/cancel refused: the server says the task had already ended, or it does not know it (-32602); not sent again"
 		}
-		if status, _ := cp.httpStatus(); status != 0 {
+		if rpcErr != nil {
+			ev = ev.Int("code", rpcErr.Code)
+		}
+		if status != 0 && status/100 != 2 {
 			ev = ev.Int("status", status)
 			if ms := heldFor(cp, time.Now()); ms > 0 {
 				ev = ev.Int64("retryAfterMs", ms)
 			}
 		}
-		ev.Str("task", truncate(s.c.red.String(id), 128)).Str("reason", truncate(s.c.red.Err(err), 512)).
-			Msg("tasks/cancel failed, not sent again: the task may run on the server until its ttl passes")
+		ev.Str("task", truncate(s.c.red.String(id), 128)).Str("reason", truncate(s.c.red.Err(err), 512)).Msg(msg)
 	}()
 }

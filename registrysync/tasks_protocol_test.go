@@ -70,6 +70,10 @@ func TestTaskToolOnModernSession(t *testing.T) {
 // taskShim serves taskServer over legacy streamable HTTP, but answers the task protocol of
 // "research" itself: answer(method, params) returns the JSON-RPC result to send, or an HTTP
 // status (>= 400) to fail the request with.
+// rpcErrorAnswer, as the status a taskShim's answer returns, makes its result the error member
+// of a JSON-RPC error response (HTTP 200).
+const rpcErrorAnswer = -1
+
 type taskShim struct {
 	next   http.Handler
 	mu     sync.Mutex
@@ -96,6 +100,11 @@ func (s *taskShim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.seen = append(s.seen, strings.TrimSpace(m.Method+" "+p.TaskID))
 			s.mu.Unlock()
 			result, status := s.answer(m.Method, m.Params)
+			if status == rpcErrorAnswer { // result is the JSON-RPC error member
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(m.ID)+`,"error":`+result+`}`)
+				return
+			}
 			if status >= 400 && result != "" { // a JSON body with the status
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(status)
@@ -124,14 +133,27 @@ func (s *taskShim) methods() []string {
 // runShim starts a connector on a taskShim (2025-11-25) and waits until it is ready.
 func runShim(t *testing.T, name string, sc ServerConfig, answer func(method string, params json.RawMessage) (string, int)) (*harness, *taskShim) {
 	t.Helper()
+	h, shim, _ := runShimWith(t, name, sc, answer, false)
+	return h, shim
+}
+
+// runShimWith is runShim, with the manager's log lines (debug and up) when logged.
+func runShimWith(t *testing.T, name string, sc ServerConfig, answer func(method string, params json.RawMessage) (string, int), logged bool) (*harness, *taskShim, *logBuffer) {
+	t.Helper()
 	var runs atomic.Int32
 	shim := &taskShim{next: server.NewStreamableHTTPServer(taskServer(&runs)), answer: answer}
 	ts := httptest.NewServer(shim)
 	t.Cleanup(ts.Close)
 	sc.Name, sc.URL, sc.ProtocolVersion = name, ts.URL+"/mcp", "2025-11-25"
-	h := run(t, nil, fastConfig(sc))
+	var h *harness
+	var logs *logBuffer
+	if logged {
+		h, logs = runLogged(t, fastConfig(sc))
+	} else {
+		h = run(t, nil, fastConfig(sc))
+	}
 	waitUntil(t, "ready", func() bool { return h.m.Statuses()[name].Status == subjects.StatusReady })
-	return h, shim
+	return h, shim, logs
 }
 
 const doneResult = `{"content":[{"type":"text","text":"done"}]}`

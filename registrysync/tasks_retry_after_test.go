@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -260,5 +261,67 @@ func TestTaskCancelRefused(t *testing.T) {
 	}
 	if gets, _ := ra.times(); len(gets) != 1 {
 		t.Errorf("%d tasks/get, want 1", len(gets))
+	}
+}
+
+// TestTaskCancelAfterTaskEnded: a tasks/cancel that the server refuses because the task had
+// already ended (-32602, as the spec has it for a task in a terminal status or one it does not
+// know: a task that completed as the call's deadline passed) was logged as a warning that the
+// task "may run on the server until its ttl passes", which is not so. It is logged below
+// warning, with the server's word, and not sent again; a cancellation refused otherwise (-32603)
+// still warns.
+func TestTaskCancelAfterTaskEnded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cancel   string
+		msg      string
+		code     float64
+		wantWarn bool
+	}{
+		{"ended", `{"code":-32602,"message":"Cannot cancel task: already in terminal status 'completed'"}`, "already in terminal status", -32602, false},
+		{"failed", `{"code":-32603,"message":"internal error"}`, "internal error", -32603, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, shim, logs := runShimWith(t, "ended", ServerConfig{}, func(method string, _ json.RawMessage) (string, int) {
+				switch method {
+				case "tools/call":
+					return `{"task":{"taskId":"t-1","status":"working","pollInterval":100}}`, 0
+				case "tasks/get":
+					return `{"taskId":"t-1","status":"working","pollInterval":100}`, 0
+				case "tasks/cancel":
+					return tc.cancel, rpcErrorAnswer
+				}
+				return `{}`, 0
+			}, true)
+			r := h.m.Dispatch(context.Background(), "ended", subjects.DispatchRequest{V: 1, Tool: "research", TimeoutMs: 600})
+			if r.Error == nil || r.Error.Code != subjects.CodeTimeout {
+				t.Fatalf("got %+v %s, want timeout", r.Error, r.Result)
+			}
+			waitUntil(t, "the refused tasks/cancel logged", func() bool {
+				return strings.Contains(logs.String(), "tasks/cancel")
+			})
+			var line map[string]any
+			for _, l := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(l, "tasks/cancel") {
+					if err := json.Unmarshal([]byte(l), &line); err != nil {
+						t.Fatalf("log line %q: %v", l, err)
+					}
+				}
+			}
+			msg, _ := line["message"].(string)
+			if warned := line["level"] == "warn"; warned != tc.wantWarn {
+				t.Errorf("log line %v: warning %v, want %v", line, warned, tc.wantWarn)
+			}
+			if !tc.wantWarn && strings.Contains(msg, "may run on") {
+				t.Errorf("log line %v says the ended task may run on", line)
+			}
+			if line["task"] != "t-1" || !strings.Contains(fmt.Sprint(line["reason"]), tc.msg) ||
+				line["code"] != tc.code {
+				t.Errorf("log line %v, want the task and the server's error", line)
+			}
+			if n := strings.Count(strings.Join(shim.methods(), "\n"), "tasks/cancel"); n != 1 {
+				t.Errorf("%d tasks/cancel, want 1", n)
+			}
+		})
 	}
 }
