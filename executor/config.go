@@ -134,6 +134,8 @@ type testHooks struct {
 	// slotsUpdate: ensureSlots read the slots bucket's config and is about to raise its TTL
 	// (before), or raised it and is about to read it again (!before).
 	slotsUpdate func(before bool)
+	// restoreWait replaces restoreWait (0: it).
+	restoreWait time.Duration
 }
 
 // Limits are the executor's rate limits and concurrency caps (the configuration's limits section).

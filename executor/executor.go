@@ -49,10 +49,17 @@ type Executor struct {
 	// resultsBound is the results stream's max_bytes as last looked up (see resultsMaxBytes).
 	resultsBound resultsBound
 	lim          *limiter
-	// slotLease is the lease the heartbeats renew slots within: Config.SlotLease, or the slots
-	// bucket's TTL when that is shorter (the bucket keeps the TTL it was created with).
-	slotLease time.Duration
-	flight    flight
+	// slotLease is the lease the heartbeats renew slots within, in nanoseconds: Config.SlotLease,
+	// or the slots bucket's TTL when that is shorter (the bucket keeps the TTL it was created
+	// with), as last declared (see applySlots).
+	slotLease atomic.Int64
+	// What applySlots last warned of (set at start, then under lim.restoreMu): a slots bucket
+	// without per-key TTLs, a bucket TTL shorter than SlotLease (0: none); and why declaring
+	// the limits state again last failed (restoreLimits).
+	slotsNoTTLsWarned bool
+	slotsShortWarned  time.Duration
+	restoreFailed     string
+	flight            flight
 
 	stats    stats
 	serving  atomic.Int64 // when the workers started (UnixNano): the start of ReconnectGrace
@@ -196,21 +203,8 @@ func (e *Executor) Run(ctx context.Context) error {
 		return err
 	}
 	e.st = st
-	e.slotLease = e.cfg.SlotLease
-	if st.slots != nil {
-		if status, err := st.slots.Status(ctx); err == nil && status.TTL() > 0 && status.TTL() < e.slotLease {
-			ttl := status.TTL()
-			e.cfg.Log.Warn().Dur("ttl", ttl).Dur("slotLease", e.cfg.SlotLease).Msg("the slots bucket's TTL is shorter than SlotLease: slots are renewed within the bucket's TTL")
-			e.slotLease = ttl
-		}
-	}
 	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
-	if st.slotTTLs {
-		e.lim.lease = e.slotLease
-	} else if st.slots != nil {
-		e.cfg.Log.Warn().Str("reason", st.slotsNoTTLs).Msg("the slots bucket takes no per-key TTLs (" + st.slotsNoTTLs + "): a concurrency slot is freed by the bucket's TTL, " +
-			"also the slot of a call a crashed executor dispatched that its connector still runs")
-	}
+	e.applySlots(ctx, st)
 	if e.cfg.hooks.hostClock != nil {
 		e.lim.now = e.cfg.hooks.hostClock
 	}
@@ -228,14 +222,7 @@ func (e *Executor) Run(ctx context.Context) error {
 			return info.TimeStamp, nil
 		}
 	}
-	e.lim.restore = func(ctx context.Context) error {
-		if _, err := ensureState(ctx, e.js, e.cfg, false); err != nil {
-			e.cfg.Log.Error().Err(err).Msg("limits state gone (NATS restarted?); declaring it again failed")
-			return err
-		}
-		e.cfg.Log.Warn().Msg("limits state gone (NATS restarted?): declared again, the rate windows and slots start over")
-		return nil
-	}
+	e.lim.restore = e.restoreLimits
 
 	var bg sync.WaitGroup
 	defer bg.Wait()
@@ -660,7 +647,7 @@ func (in *inflight) setLease(l *lease) {
 // heartbeats tells JetStream that long calls are still in progress (so AckWait only catches
 // crashed workers) and renews their concurrency leases.
 func (e *Executor) heartbeats(ctx context.Context) {
-	every := min(e.cfg.AckWait, e.slotLease) / 3
+	every := min(e.cfg.AckWait, time.Duration(e.slotLease.Load())) / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -668,6 +655,10 @@ func (e *Executor) heartbeats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if now := min(e.cfg.AckWait, time.Duration(e.slotLease.Load())) / 3; now != every {
+			every = now // (the slots bucket declared again with another TTL: applySlots)
+			t.Reset(every)
 		}
 		e.flight.mu.Lock()
 		var due []*inflight
@@ -696,4 +687,72 @@ func (e *Executor) hostNow() time.Time {
 		return f()
 	}
 	return time.Now()
+}
+
+// restoreWait bounds how long declaring the limits state again (restoreLimits) may hold up the
+// calls that found it gone: a request JetStream drops (an update the executor's NATS user may
+// not make) is otherwise waited for until the call's own deadline.
+const restoreWait = 5 * time.Second
+
+// restoreLimits declares the limits stream and the slots bucket again (they are gone: see
+// stateLost) and makes the limiter follow them as the start does (applySlots): the bucket
+// declared again (by another executor first, maybe of an older mcpstream) may take no per-key
+// TTLs, or take them again. A failure is logged once until it changes or the state is back.
+// Called under lim.restoreMu.
+func (e *Executor) restoreLimits(ctx context.Context) error {
+	wait := restoreWait
+	if e.cfg.hooks.restoreWait > 0 {
+		wait = e.cfg.hooks.restoreWait
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	st, err := ensureState(ctx, e.js, e.cfg, false)
+	if err != nil {
+		if msg := err.Error(); msg != e.restoreFailed {
+			e.restoreFailed = msg
+			e.cfg.Log.Error().Err(err).Msg("limits state gone (NATS restarted?); declaring it again failed: calls with rate limits or " +
+				"concurrency caps are refused unavailable until it is declared (tried again at the next such call, once a second at most)")
+		}
+		return err
+	}
+	e.restoreFailed = ""
+	e.cfg.Log.Warn().Msg("limits state gone (NATS restarted?): declared again, the rate windows and slots start over")
+	e.applySlots(ctx, st)
+	return nil
+}
+
+// applySlots makes the limiter and the heartbeats follow the slots bucket as ensureState
+// declared it, at start and at each restore alike: slots written with per-key TTLs of the lease
+// when the bucket takes them, else without (the bucket's TTL frees them); renewed within the
+// bucket's TTL when it is shorter than SlotLease. Each condition is warned of once, when it
+// begins.
+func (e *Executor) applySlots(ctx context.Context, st *state) {
+	lease := e.cfg.SlotLease
+	short := time.Duration(0)
+	if st.slots != nil {
+		if status, err := st.slots.Status(ctx); err == nil && status.TTL() > 0 && status.TTL() < lease {
+			short = status.TTL()
+			lease = short
+		}
+	}
+	if short > 0 && short != e.slotsShortWarned {
+		e.cfg.Log.Warn().Dur("ttl", short).Dur("slotLease", e.cfg.SlotLease).Msg("the slots bucket's TTL is shorter than SlotLease: slots are renewed within the bucket's TTL")
+	}
+	e.slotsShortWarned = short
+	e.slotLease.Store(int64(lease))
+	switch {
+	case st.slotTTLs:
+		if e.slotsNoTTLsWarned {
+			e.cfg.Log.Info().Msg("the slots bucket takes per-key TTLs again")
+		}
+		e.slotsNoTTLsWarned = false
+		e.lim.setLease(lease)
+	case st.slots != nil:
+		if !e.slotsNoTTLsWarned {
+			e.cfg.Log.Warn().Str("reason", st.slotsNoTTLs).Msg("the slots bucket takes no per-key TTLs (" + st.slotsNoTTLs + "): a concurrency slot is freed by the bucket's TTL, " +
+				"also the slot of a call a crashed executor dispatched that its connector still runs")
+		}
+		e.slotsNoTTLsWarned = true
+		e.lim.setLease(0)
+	}
 }

@@ -168,17 +168,27 @@ type limiter struct {
 	now    func() time.Time
 	owner  string
 	// lease is the TTL each slot is written with (per-key TTLs, see ensureSlots); 0: the
-	// bucket's TTL is the lease, and a dispatched call's slot is not held past it.
-	lease time.Duration
+	// bucket's TTL is the lease, and a dispatched call's slot is not held past it. Read with
+	// leaseTTL: a restore sets it again (setLease), as the bucket declared again takes per-key
+	// TTLs or not.
+	lease   time.Duration
+	leaseMu sync.RWMutex
 
 	mu   sync.Mutex
 	prev map[string]prevWindow // counter subject prefix → previous window's final count
 
 	// restore declares the limits stream and the slots bucket again when they are gone (see
-	// stateLost); nil: never.
+	// stateLost), and makes the limiter follow them as declared (setLease); nil: never.
 	restore    func(context.Context) error
 	restoreMu  sync.Mutex
-	restoredAt time.Time
+	restoredAt time.Time // when restore was last tried
+	restoreErr error     // what it then returned
+	// restoring is held by takeSlots, and by restoreState (exclusively) while it declares the
+	// state again and the live leases take their slots again: no call takes a slot of a
+	// bucket declared again before the calls in flight have theirs back.
+	restoring sync.RWMutex
+	liveMu    sync.Mutex
+	live      map[*lease]struct{} // the leases holding slots (taken, not released)
 
 	// serverTime reads the NATS server's clock (the limits stream's: see windowNow); nil: the
 	// rate windows follow now alone.
@@ -326,6 +336,8 @@ type lease struct {
 	// val is what its slots hold (slotValue): a slot that holds it is this lease's, also at a
 	// revision the lease does not know (see ownRevision).
 	val []byte
+	// released: release ran; the lease writes no slot again (renewLocked).
+	released bool
 }
 
 // slotValue is what the slots of a lease hold: the executor, the call id and a token of the
@@ -368,28 +380,65 @@ func (l *limiter) acquireFor(ctx context.Context, callID string, hold time.Durat
 		return &lease{l: l}, nil, nil
 	}
 	ls, refusal, err := l.take(ctx, callID, hold, lim)
-	if err != nil && stateLost(err) && l.restoreState(ctx) {
-		ls, refusal, err = l.take(ctx, callID, hold, lim)
+	if err != nil && stateLost(err) {
+		if err = l.restoreState(ctx, err); err == nil {
+			ls, refusal, err = l.take(ctx, callID, hold, lim)
+		}
 	}
 	return ls, refusal, err
 }
 
-// restoreState declares the limiter's state again (once a second at most over every worker) and
-// reports whether it is there now.
-func (l *limiter) restoreState(ctx context.Context) bool {
+// restoreState declares the limiter's state again after err said it is gone (once a second at
+// most over every worker): nil when it is there now, else err with why declaring it failed
+// (the last try's, within the second after it).
+func (l *limiter) restoreState(ctx context.Context, err error) error {
 	if l.restore == nil {
-		return false
+		return err
 	}
 	l.restoreMu.Lock()
 	defer l.restoreMu.Unlock()
-	if !l.restoredAt.IsZero() && l.now().Sub(l.restoredAt) < time.Second {
-		return true // another call just did
+	if l.restoredAt.IsZero() || l.now().Sub(l.restoredAt) >= time.Second {
+		l.restoring.Lock()
+		if l.restoreErr = l.restore(ctx); l.restoreErr == nil {
+			l.retakeLive(ctx)
+		}
+		l.restoring.Unlock()
+		l.restoredAt = l.now()
+	} // else another call just tried
+	if l.restoreErr != nil {
+		return fmt.Errorf("%w; declaring the limits state again failed: %w", err, l.restoreErr)
 	}
-	if err := l.restore(ctx); err != nil {
-		return false
+	return nil
+}
+
+// retakeLive has every live lease take its slots again in the slots bucket just declared again
+// (see renewLocked): emptied, it let as many new calls run as the caps allow beside the calls
+// in flight, the cap exceeded until they ended. (Other executors' calls in flight take theirs
+// at their next renewal.)
+func (l *limiter) retakeLive(ctx context.Context) {
+	l.liveMu.Lock()
+	live := make([]*lease, 0, len(l.live))
+	for ls := range l.live {
+		live = append(live, ls)
 	}
-	l.restoredAt = l.now()
-	return true
+	l.liveMu.Unlock()
+	for _, ls := range live {
+		ls.renew(ctx)
+	}
+}
+
+// leaseTTL is lease, as last set.
+func (l *limiter) leaseTTL() time.Duration {
+	l.leaseMu.RLock()
+	defer l.leaseMu.RUnlock()
+	return l.lease
+}
+
+// setLease sets lease: the TTL slots are written with from now on (0: none, see lease).
+func (l *limiter) setLease(d time.Duration) {
+	l.leaseMu.Lock()
+	l.lease = d
+	l.leaseMu.Unlock()
 }
 
 // acquireRates is the first half of acquire: it counts the call against every rate of lim and
@@ -398,8 +447,10 @@ func (l *limiter) restoreState(ctx context.Context) bool {
 // rates before it is asked about (see admit), its slots once approved (acquireSlots).
 func (l *limiter) acquireRates(ctx context.Context, lim []scopeLimit) ([]increment, *subjects.Error, error) {
 	counted, refusal, err := l.checkRates(ctx, lim)
-	if err != nil && stateLost(err) && l.restoreState(ctx) {
-		counted, refusal, err = l.checkRates(ctx, lim)
+	if err != nil && stateLost(err) {
+		if err = l.restoreState(ctx, err); err == nil {
+			counted, refusal, err = l.checkRates(ctx, lim)
+		}
 	}
 	return counted, refusal, err
 }
@@ -410,8 +461,10 @@ func (l *limiter) acquireRates(ctx context.Context, lim []scopeLimit) ([]increme
 // hold is acquireFor's.
 func (l *limiter) acquireSlots(ctx context.Context, callID string, hold time.Duration, lim []scopeLimit, counted []increment) (*lease, *subjects.Error, error) {
 	ls, refusal, err := l.takeSlots(ctx, callID, hold, lim, counted)
-	if err != nil && stateLost(err) && l.restoreState(ctx) {
-		ls, refusal, err = l.takeSlots(ctx, callID, hold, lim, counted)
+	if err != nil && stateLost(err) {
+		if err = l.restoreState(ctx, err); err == nil {
+			ls, refusal, err = l.takeSlots(ctx, callID, hold, lim, counted)
+		}
 	}
 	return ls, refusal, err
 }
@@ -437,6 +490,8 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 	if hold > 0 {
 		ls.hold = time.Now().Add(hold) // (renewals before the dispatch keep it)
 	}
+	l.restoring.RLock()
+	defer l.restoring.RUnlock()
 	for _, s := range lim {
 		if s.rate.Concurrency <= 0 {
 			continue
@@ -451,6 +506,14 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 				Message: fmt.Sprintf("%s %s has %d calls in flight (its concurrency cap)", s.scope, s.key, s.rate.Concurrency)}, nil
 		}
 		ls.slots = append(ls.slots, sl)
+	}
+	if len(ls.slots) > 0 {
+		l.liveMu.Lock()
+		if l.live == nil {
+			l.live = map[*lease]struct{}{}
+		}
+		l.live[ls] = struct{}{}
+		l.liveMu.Unlock()
 	}
 	return ls, nil, nil
 }
@@ -734,12 +797,13 @@ func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, val []byte, hold t
 	start := rand.IntN(n)
 	prefix := kvToken(s.scope) + "." + kvToken(s.key) + "."
 	var opts []jetstream.KVCreateOpt
-	ttl := slotTTL(l.lease)
-	if l.lease > 0 {
+	lease := l.leaseTTL()
+	ttl := slotTTL(lease)
+	if lease > 0 {
 		if hold > 0 {
 			// (a second more: what passes before the dispatch, the claim's write, is then
 			// covered too, and holdUntil writes nothing)
-			ttl = slotTTL(hold + l.lease + time.Second)
+			ttl = slotTTL(hold + lease + time.Second)
 		}
 		opts = append(opts, jetstream.KeyTTL(ttl))
 	}
@@ -787,51 +851,81 @@ func (ls *lease) renew(ctx context.Context) {
 }
 
 func (ls *lease) renewLocked(ctx context.Context) {
+	if ls.released {
+		return
+	}
 	l := ls.l
+	lease := l.leaseTTL()
 	for i, s := range ls.slots {
-		if l.lease <= 0 {
-			rev, err := l.slots.Update(ctx, s.key, ls.val, s.rev)
-			if err != nil && slotTaken(err) {
-				if own, ok := ls.ownRevision(ctx, s); ok { // (an earlier renewal's ack lost)
-					rev, err = l.slots.Update(ctx, s.key, ls.val, own)
-				}
+		// The revision the slot is this lease's at: read (see ownRevision).
+		own, gone := ls.ownRevision(ctx, s)
+		before := time.Now()
+		ttl := slotTTL(max(lease, ls.hold.Sub(before)+lease))
+		if gone {
+			// Free: freed by its TTL (renewals late), or by a bucket declared again, empty.
+			// The call still runs: it takes its slot again if it is free, as it counts against
+			// the cap (else the cap is exceeded while it runs: nothing to be done).
+			var opts []jetstream.KVCreateOpt
+			if lease > 0 {
+				opts = append(opts, jetstream.KeyTTL(ttl))
 			}
+			rev, err := l.slots.Create(ctx, s.key, ls.val, opts...)
 			if err == nil {
+				ls.slots[i].rev, ls.slots[i].expires = rev, before.Add(ttl)
+			}
+			if err == nil || !slotTaken(err) {
+				continue
+			} // (taken: the read was behind, maybe; renewed at the lease's revision)
+		}
+		if own == 0 {
+			continue // another call's
+		}
+		if lease <= 0 {
+			if rev, err := l.slots.Update(ctx, s.key, ls.val, own); err == nil {
 				ls.slots[i].rev = rev
 			}
 			continue
 		}
 		// Update with the slot's TTL (nats.go's Update takes none): the lease, or what is left
 		// of the dispatched call's deadline plus the lease.
-		before := time.Now()
-		ttl := slotTTL(max(l.lease, ls.hold.Sub(before)+l.lease))
-		publish := func(rev uint64) (*jetstream.PubAck, error) {
-			msg := &nats.Msg{Subject: "$KV." + subjects.SlotsBucket + "." + s.key, Data: ls.val}
-			return l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
-		}
-		ack, err := publish(s.rev)
-		if err != nil && slotTaken(err) {
-			if own, ok := ls.ownRevision(ctx, s); ok { // (an earlier renewal's ack lost)
-				ack, err = publish(own)
-			}
-		}
+		msg := &nats.Msg{Subject: "$KV." + subjects.SlotsBucket + "." + s.key, Data: ls.val}
+		ack, err := l.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(own), jetstream.WithMsgTTL(ttl))
 		if err == nil {
 			ls.slots[i].rev, ls.slots[i].expires = ack.Sequence, before.Add(ttl)
 		}
 	}
 }
 
-// ownRevision is the revision of slot s when it is still this lease's at a later one than the
-// lease knows: a renewal JetStream stored whose acknowledgement was lost (a timeout, a leader
-// change). Without it the slot was renewed no more and its release refused, and it stayed taken
-// until its TTL ran out: up to the call's timeout plus the lease after the call had ended. No
-// other lease writes this one's value (slotValue), and a slot freed since is not found.
-func (ls *lease) ownRevision(ctx context.Context, s slotLease) (uint64, bool) {
+// ownRevision reads slot s and returns the revision to renew or release it at as this lease's
+// (0: it is another call's), and whether it is free. No other lease writes this one's value
+// (slotValue), so the value says whether the slot is still the lease's, not the revision the
+// lease knows:
+//   - at a later revision after a renewal JetStream stored whose acknowledgement was lost (a
+//     timeout, a leader change): written at the lease's, the renewal and the release were
+//     refused, and the slot stayed taken until its TTL ran out, up to the call's timeout plus
+//     the lease after the call had ended;
+//   - not the lease's at the revision it knows when the slots bucket was declared again (lost
+//     with a NATS restart, or removed), whose revisions start over: that revision may be
+//     another call's slot then, which the renewal wrote over (the other's release refused) and
+//     the release freed while the other call ran, one call more than the cap let through.
+//
+// Otherwise (not read, free, or another call's at another revision) it is the lease's revision:
+// a write at it is refused unless the slot's last write is still the lease's (the read was
+// answered by a replica behind the leader, say).
+func (ls *lease) ownRevision(ctx context.Context, s slotLease) (own uint64, free bool) {
 	e, err := ls.l.slots.Get(ctx, s.key)
-	if err != nil || e.Revision() <= s.rev || !bytes.Equal(e.Value(), ls.val) {
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound): // (also a slot released: a delete marker)
+		return s.rev, true
+	case err != nil:
+		return s.rev, false
+	case bytes.Equal(e.Value(), ls.val):
+		return max(e.Revision(), s.rev), false
+	case e.Revision() == s.rev:
 		return 0, false
+	default:
+		return s.rev, false
 	}
-	return e.Revision(), true
 }
 
 // holdUntil holds the slots until deadline, the dispatched call's, plus the lease: the
@@ -840,14 +934,18 @@ func (ls *lease) ownRevision(ctx context.Context, s slotLease) (uint64, bool) {
 // lease alone would let another call run beside it. Written now only when a slot's TTL does
 // not cover it already; the heartbeats' renewals keep it.
 func (ls *lease) holdUntil(ctx context.Context, deadline time.Time) {
-	if ls == nil || ls.l.lease <= 0 {
+	if ls == nil {
+		return
+	}
+	lease := ls.l.leaseTTL()
+	if lease <= 0 {
 		return
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ls.hold = deadline
 	for _, s := range ls.slots {
-		if s.expires.Before(deadline.Add(ls.l.lease)) {
+		if s.expires.Before(deadline.Add(lease)) {
 			ls.renewLocked(ctx)
 			return
 		}
@@ -862,14 +960,17 @@ func (ls *lease) release(ctx context.Context) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	for _, s := range ls.slots {
-		// A slot whose lease ran out may belong to another call now: delete only our revision
-		// (or a later one still ours, see ownRevision).
-		err := ls.l.slots.Delete(ctx, s.key, jetstream.LastRevision(s.rev))
-		if err != nil && slotTaken(err) {
-			if own, ok := ls.ownRevision(ctx, s); ok {
-				ls.l.slots.Delete(ctx, s.key, jetstream.LastRevision(own))
-			}
+		// A slot whose lease ran out may belong to another call now, also at the revision the
+		// lease knows (a bucket declared again): deleted only at the lease's own revision (see
+		// ownRevision).
+		if own, _ := ls.ownRevision(ctx, s); own != 0 {
+			ls.l.slots.Delete(ctx, s.key, jetstream.LastRevision(own))
 		}
 	}
-	ls.slots = nil
+	if len(ls.slots) > 0 {
+		ls.l.liveMu.Lock()
+		delete(ls.l.live, ls)
+		ls.l.liveMu.Unlock()
+	}
+	ls.slots, ls.released = nil, true
 }
