@@ -10,11 +10,16 @@
 // # Consumes
 //
 // Heartbeats (subjects.HeartbeatAll, a plain subscription read by the checking goroutine; only
-// those of connectors that some server's last status names are kept), and the last status of
-// every server and then each new one (subjects.RegistryAllStatus on the registry stream, an
-// ordered consumer delivering the last message per subject first). A lost consumer is made again
-// by the watchdog, with a backoff that watches Run's context: while the stream is missing
-// (deleted, NATS restarted without its store) Run still returns once its context ends.
+// those of connectors that some server's last status names are kept; a subscription NATS
+// refused — this process's user may not subscribe there — hears none, and the watchdog then
+// declares nothing, with an error in its log, until a reconnection makes it again), and the
+// last status of every server and then each new one (subjects.RegistryAllStatus on the
+// registry stream, an ordered consumer delivering the last message per subject first). A lost
+// consumer is made again by the watchdog, with a backoff that watches Run's context: while the
+// stream is missing (deleted, NATS restarted without its store) Run still returns once its
+// context ends. A stream made again is noticed within 5 s (its creation time, read every 5 s:
+// the ordered consumer would go on from the sequence after the last it read, skipping as many
+// statuses of the new stream, whose sequences start over from 1), and the consumer made anew.
 //
 // # Produces
 //
@@ -25,7 +30,8 @@
 // trip to the NATS server (within 2 s) shows that the silence is not this watchdog's own (its
 // connection stalled by a partition that TCP and NATS have not noticed yet: silence then counts
 // from that failed round trip; after one that succeeds, the heartbeats that came before the
-// server's answer count): a Status unavailable, code connector_lost, naming the silent
+// server's answer count, and the silence is measured up to that round trip, however late the
+// check goes on after it): a Status unavailable, code connector_lost, naming the silent
 // connector, published with Nats-Expected-Last-Subject-Sequence set to the status it saw.
 // Several watchdogs (one per indexer replica) may race: the first declaration is stored, the
 // others are refused by the stream, and none lands over a newer status. Statuses without

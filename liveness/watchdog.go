@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,10 @@ type Watchdog struct {
 	declared int
 	ready    atomic.Bool
 	pub      jetstream.JetStream // for declarations (see Run)
+
+	deaf bool // NATS refused the subscription to the heartbeats (see noteRefused)
+
+	afterRoundTrip func() // tests: runs after a round trip that succeeded, before the deadlines are checked
 }
 
 // watched is the last status of one server.
@@ -97,6 +102,9 @@ func (w *Watchdog) Run(ctx context.Context) error {
 		return fmt.Errorf("liveness: subscribe to heartbeats: %w", err)
 	}
 	defer sub.Unsubscribe()
+	if w.NC.FlushTimeout(rttTimeout) == nil {
+		w.noteRefused()
+	}
 	var following sync.WaitGroup
 	defer following.Wait() // Run returns only once ctx has ended, which ends follow too
 	following.Go(func() { w.follow(ctx) })
@@ -136,16 +144,28 @@ func (w *Watchdog) check(ctx context.Context, beats chan *nats.Msg, every time.D
 		// Heartbeats sent while this process was cut off never reached it; those sent
 		// while it was paused (SIGSTOP, a frozen VM, starved of CPU) wait unread in its
 		// connection: silence counts from now.
+		if r != *reconnects {
+			w.deaf = false // the subscription was made again: told again at the next round trip
+		}
 		*reconnects = r
 		w.mu.Lock()
 		w.since = now
 		w.mu.Unlock()
 		return
 	}
-	if len(w.due(time.Now(), false)) == 0 {
+	// The round trip shows that every heartbeat sent before it is heard; those sent after it
+	// may still wait unread (in the connection, or in beats) once it is done, however long the
+	// check takes to go on (a pause of this process right after it, or a slow answer): the
+	// silence is measured up to the round trip, not up to now.
+	asked := time.Now()
+	if len(w.due(asked, false)) == 0 {
 		return
 	}
-	if !w.hearing(beats) {
+	heard := w.hearing(beats)
+	if heard && w.afterRoundTrip != nil {
+		w.afterRoundTrip()
+	}
+	if !heard {
 		// This process's connection is stalled (a partition that TCP and NATS have not
 		// noticed yet): the connectors' silence may be its own. Declared now, the
 		// declarations would wait in the connection and be stored once it flows again,
@@ -155,7 +175,7 @@ func (w *Watchdog) check(ctx context.Context, beats chan *nats.Msg, every time.D
 		w.mu.Unlock()
 		return
 	}
-	if due := w.due(time.Now(), true); len(due) > 0 {
+	if due := w.due(asked, true); len(due) > 0 {
 		w.declare(ctx, due)
 	}
 }
@@ -175,6 +195,9 @@ func (w *Watchdog) hearing(beats chan *nats.Msg) bool {
 		w.Log.Debug().Err(err).Msg("liveness: no round trip to NATS: no declaration")
 		return false
 	}
+	if w.noteRefused(); w.deaf {
+		return false
+	}
 	for {
 		select {
 		case m := <-beats:
@@ -183,6 +206,21 @@ func (w *Watchdog) hearing(beats chan *nats.Msg) bool {
 			return true
 		}
 	}
+}
+
+// noteRefused notes whether NATS refused the subscription to the heartbeats (this process's
+// NATS user may not subscribe to them), which it says only asynchronously, before its answer to
+// a round trip made after the subscription (or after a reconnection, which makes it again).
+// Deaf, the watchdog would take every connector for silent: it declares nothing until a
+// reconnection.
+func (w *Watchdog) noteRefused() {
+	err := w.NC.LastError()
+	if w.deaf || !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `"`+subjects.HeartbeatAll+`"`) {
+		return
+	}
+	w.deaf = true
+	w.Log.Error().Err(err).Str("subject", subjects.HeartbeatAll).
+		Msg("liveness: NATS refused the subscription to the heartbeats: no connector_lost declaration (this NATS user needs to subscribe to " + subjects.HeartbeatAll + ")")
 }
 
 func (w *Watchdog) onBeat(m *nats.Msg) {
@@ -232,6 +270,11 @@ func (w *Watchdog) follow(ctx context.Context) {
 // consume reads statuses until its consumer fails or ctx ends; started reports whether it got
 // as far as reading them (its consumer made, and its iterator).
 func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
+	// The stream it reads, told by when it was made (see watchStream).
+	stream, err := w.JS.Stream(ctx, subjects.RegistryStream)
+	if err != nil {
+		return false, err
+	}
 	cons, err := w.JS.OrderedConsumer(ctx, subjects.RegistryStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.RegistryAllStatus},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
@@ -252,9 +295,23 @@ func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		w.ready.Store(true)
 	}
+	var remade atomic.Bool
+	var watching sync.WaitGroup
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer watching.Wait()
+	defer stopWatching()
+	watching.Go(func() {
+		if w.watchStream(wctx, stream) {
+			remade.Store(true)
+			it.Stop()
+		}
+	})
 	for {
 		msg, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
+			if remade.Load() {
+				err = errors.New("the registry stream was made again")
+			}
 			return true, err
 		}
 		meta, err := msg.Metadata()
@@ -292,6 +349,28 @@ func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 		// (A status that is not watched is not kept: nothing is declared over it, and a server
 		// whose last status it is takes no room.)
 		w.mu.Unlock()
+	}
+}
+
+// watchStream reports true, and returns, once stream is found made again (deleted, or NATS
+// restarted without its store, and made again by a process starting), until ctx ends (false).
+// The sequences of the new stream start over from 1, and the ordered consumer, which makes
+// itself again from the sequence after the last it delivered, would skip as many statuses of
+// it: the consumer must be made anew, reading the last status of every server. A failed check
+// (NATS away, the stream missing: the consumer fails by itself then) is tried again at the next.
+func (w *Watchdog) watchStream(ctx context.Context, stream jetstream.Stream) bool {
+	created := stream.CachedInfo().Created
+	t := time.NewTicker(streamCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if info, err := stream.Info(ctx); err == nil && !info.Created.Equal(created) {
+			return true
+		}
 	}
 }
 
@@ -349,6 +428,10 @@ const declareRetry = 30 * time.Second
 
 // ackWait bounds the wait of a batch of declarations for their acknowledgements.
 const ackWait = 5 * time.Second
+
+// streamCheckEvery is how often the status consumer checks that the registry stream was not made
+// again (a variable: tests shorten it).
+var streamCheckEvery = 5 * time.Second
 
 // declare publishes each server of due unavailable (connector_lost), unless its status changed
 // since, all at once: a batch waits for its acknowledgements ackWait at most, whatever its size.

@@ -1,0 +1,101 @@
+package liveness
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
+
+// A watchdog whose NATS user may not subscribe to the heartbeats (permissions that list what
+// an indexer publishes and forget that): NATS refuses the subscription, says so asynchronously,
+// and the watchdog hears no heartbeat at all. It took that for every connector's silence and
+// declared every server lost, every 3 periods, as often as their registrysync published them
+// again. Deaf, it must declare nothing.
+func TestRefusedHeartbeatSubscriptionDeclaresNothing(t *testing.T) {
+	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+		Users: []*server.User{{Username: "admin", Password: "admin"}, {Username: "watchdog", Password: "watchdog",
+			Permissions: &server.Permissions{Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{subjects.HeartbeatAll}}}}}}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready")
+	}
+	admin, err := nats.Connect(srv.ClientURL(), nats.UserInfo("admin", "admin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	ajs, err := jetstream.New(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := subjects.EnsureStreams(t.Context(), ajs, subjects.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("watchdog", "watchdog"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	waitFor(t, "the watchdog reading statuses", w.Ready)
+
+	// A connector that beats all along.
+	const period = 100 * time.Millisecond
+	beating, stopBeating := context.WithCancel(context.Background())
+	var beats sync.WaitGroup
+	beats.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			data, _ := json.Marshal(subjects.Heartbeat{V: 1, Type: subjects.EventHeartbeat, Connector: "alive", EveryMs: 20, At: time.Now()})
+			_ = admin.Publish(subjects.HeartbeatSubject("alive"), data)
+			select {
+			case <-beating.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	t.Cleanup(func() {
+		stopBeating()
+		beats.Wait()
+	})
+	data, _ := json.Marshal(subjects.Status{V: 1, Type: subjects.EventStatus, Server: "served", Status: subjects.StatusReady,
+		Connector: "alive", HeartbeatMs: period.Milliseconds(), At: time.Now()})
+	if _, err := ajs.Publish(t.Context(), subjects.RegistryStatus("served"), data); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the status seen", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.servers["served"] != nil
+	})
+	time.Sleep(20 * period) // nothing should happen: there is no event to wait for
+	if d := w.Declared(); d != 0 {
+		t.Errorf("a watchdog that hears no heartbeat (its subscription refused) made %d declarations", d)
+	}
+}
