@@ -27,6 +27,14 @@ import (
 	"github.com/mcpstream/mcpstream/suggest"
 )
 
+// viewBound bounds the removed tool names the catalog's freshness view remembers a server. The
+// view is asked only of the tools the catalog holds (their lists' state: search and details),
+// never of one its server no longer lists, whose "removed" comes from the catalog's own records
+// (Config.MaxRemoved in all): the bound of other kinds (staleness.MaxRememberedItems), not the
+// executor's (staleness.MaxRemembered, 50,000 names of up to 4 KiB a server), whose calls of a
+// removed tool the view answers.
+const viewBound = staleness.MaxRememberedItems
+
 // Catalog is one indexer replica: the Badger catalog, the search index and freshness view built
 // from it, and the queries over them. Follow is its one writer; every query method is safe for
 // concurrent use.
@@ -228,7 +236,8 @@ func (c *Catalog) reset() {
 	c.vecWant = map[string]vecWant{}
 	c.vecRefused = map[string]vecWant{}
 	c.index = search.New(c.cfg.Search)
-	c.view = staleness.New(c.cfg.Now)
+	// Asked only of the tools the catalog holds (see viewBound).
+	c.view = staleness.NewRemembering(c.cfg.Now, viewBound)
 	c.nextOrd = 0
 	c.version++
 	c.serverSet++

@@ -8,8 +8,9 @@
 //	stale        the server announced list_changed and has not been re-listed yet
 //	unavailable  the server is connecting, disconnected or unreachable (with the reason)
 //	removed      a later snapshot no longer holds the tool, or the server was removed (a kind
-//	             remembers MaxRemembered removed tool names beyond its list, MaxRememberedItems
-//	             prompt or resource names, then forgets them:
+//	             remembers MaxRemembered removed tool names beyond its list (New; another
+//	             bound with NewRemembering), MaxRememberedItems prompt or resource names, then
+//	             forgets them:
 //	             unknown; Remembers says which names a kind still knows). A removal drops the
 //	             server's lists, as the catalog does: a server added again under its name
 //	             lists nothing until its next snapshot, and the items of its old lists stay

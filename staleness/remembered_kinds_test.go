@@ -42,3 +42,37 @@ func TestRemovedNamesBoundedByKind(t *testing.T) {
 			v.Remembers("s", subjects.KindTools, "n0_0"), v.Remembers("s", subjects.KindPrompts, "n0_0"))
 	}
 }
+
+// A view made with NewRemembering remembers as many removed tool names as it was given, and
+// still MaxRememberedItems of other kinds; New's remembers MaxRemembered.
+func TestNewRememberingBoundsToolNames(t *testing.T) {
+	const bound, per = 100, 60
+	at := time.Unix(1, 0)
+	list := func(v *View, kind subjects.Kind, l int) {
+		items := make([]json.RawMessage, per)
+		for i := range items {
+			items[i], _ = json.Marshal(map[string]any{"name": fmt.Sprintf("n%d_%d", l, i)})
+		}
+		v.Apply(subjects.RegistryEvent{Snapshot: &subjects.Snapshot{V: 1, Type: subjects.EventSnapshot, Server: "s",
+			Kind: kind, Fingerprint: fmt.Sprint("f", l), ListedAt: at, Items: items}})
+	}
+	small, dflt := NewRemembering(nil, bound), New(nil)
+	for l := range 4 { // 180 names removed: the small view forgets the first ones at the third list
+		for _, v := range []*View{small, dflt} {
+			list(v, subjects.KindTools, l)
+			list(v, subjects.KindPrompts, l)
+		}
+	}
+	if small.Remembers("s", subjects.KindTools, "n0_0") || !small.Remembers("s", subjects.KindTools, "n2_0") {
+		t.Errorf("bound %d: n0_0 remembered %v (want false), n2_0 %v (want true)", bound,
+			small.Remembers("s", subjects.KindTools, "n0_0"), small.Remembers("s", subjects.KindTools, "n2_0"))
+	}
+	for _, v := range []*View{small, dflt} {
+		if !v.Remembers("s", subjects.KindPrompts, "n0_0") {
+			t.Errorf("a prompt name forgotten below MaxRememberedItems")
+		}
+	}
+	if !dflt.Remembers("s", subjects.KindTools, "n0_0") {
+		t.Errorf("New: n0_0 forgotten below MaxRemembered")
+	}
+}

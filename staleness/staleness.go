@@ -33,7 +33,8 @@ func (s State) Usable() bool { return s == Fresh || s == Expired }
 // subjects.MaxToolNameBytes (4 KiB: 200 MiB a server at this bound, at worst). The executor keeps
 // the name, server and hints of each tool its view remembers as removed, not its definition, so
 // that a call of it is refused stale. Past it a call of a forgotten name is not_found (README's
-// error-code table says so) — refused all the same.
+// error-code table says so) — refused all the same. It is New's bound: a view made by
+// NewRemembering (the catalog's, which never asks about a tool no longer listed) has its own.
 const MaxRemembered = 50_000
 
 // MaxRememberedItems bounds the prompt and resource names a kind remembers as removed, as
@@ -41,10 +42,10 @@ const MaxRemembered = 50_000
 // their own but their definitions' (registrysync's MaxDefinitionBytes).
 const MaxRememberedItems = 4096
 
-// maxRemembered is the bound on the names kind remembers as removed.
-func maxRemembered(kind subjects.Kind) int {
+// maxRemembered is the bound on the names kind remembers as removed, tool names maxTools.
+func maxRemembered(kind subjects.Kind, maxTools int) int {
 	if kind == subjects.KindTools {
-		return MaxRemembered
+		return maxTools
 	}
 	return MaxRememberedItems
 }
@@ -99,6 +100,8 @@ type serverState struct {
 	revoked map[string]struct{}
 	allRev  bool
 	gone    bool // status removed
+	// maxTools is the view's bound on the tool names a kind remembers as removed.
+	maxTools int
 }
 
 // View is the freshness view of every server. The zero value is not usable; use New.
@@ -106,14 +109,23 @@ type View struct {
 	mu      sync.RWMutex
 	servers map[string]*serverState
 	now     func() time.Time
+	// maxTools bounds the tool names a kind remembers as removed (see NewRemembering).
+	maxTools int
 }
 
-// New returns an empty view. now may be nil (time.Now).
-func New(now func() time.Time) *View {
+// New returns an empty view. now may be nil (time.Now). It remembers MaxRemembered removed tool
+// names a server.
+func New(now func() time.Time) *View { return NewRemembering(now, MaxRemembered) }
+
+// NewRemembering is New with another bound on the removed tool names a server's view remembers
+// beyond its list (at least 1): a consumer that never asks about a tool its server no longer
+// lists — the catalog, which answers "removed" from its own records — need not hold
+// MaxRemembered names a server (4 KiB each at most).
+func NewRemembering(now func() time.Time, maxTools int) *View {
 	if now == nil {
 		now = time.Now
 	}
-	return &View{servers: map[string]*serverState{}, now: now}
+	return &View{servers: map[string]*serverState{}, now: now, maxTools: max(maxTools, 1)}
 }
 
 // Reset forgets every server, as a new view would (a consumer replaying a registry stream that
@@ -127,7 +139,7 @@ func (v *View) Reset() {
 func (v *View) server(name string) *serverState {
 	s := v.servers[name]
 	if s == nil {
-		s = &serverState{kinds: map[subjects.Kind]*kindState{}, revoked: map[string]struct{}{}}
+		s = &serverState{kinds: map[subjects.Kind]*kindState{}, revoked: map[string]struct{}{}, maxTools: v.maxTools}
 		v.servers[name] = s
 	}
 	return s
@@ -136,7 +148,7 @@ func (v *View) server(name string) *serverState {
 func (s *serverState) kind(k subjects.Kind) *kindState {
 	ks := s.kinds[k]
 	if ks == nil {
-		ks = &kindState{items: map[string]struct{}{}, removed: map[string]listScope{}, max: maxRemembered(k)}
+		ks = &kindState{items: map[string]struct{}{}, removed: map[string]listScope{}, max: maxRemembered(k, s.maxTools)}
 		s.kinds[k] = ks
 	}
 	return ks

@@ -33,7 +33,7 @@ func ValidPublicName(s string) bool { return publicNameRe.MatchString(s) }
 // never meet, and distinct pairs give distinct names (up to a 40-bit hash collision among
 // encoded names, which the catalog detects). The catalog keeps the way back to the exact pair.
 func PublicName(server, tool string) string {
-	if plainServer.MatchString(server) && plainTool.MatchString(tool) && len(server)+2+len(tool) <= MaxPublicName {
+	if len(server)+2+len(tool) <= MaxPublicName && plainServer.MatchString(server) && plainTool.MatchString(tool) {
 		return server + "__" + tool
 	}
 	// Length-prefixed, so no two pairs hash the same input (a NUL inside a name is no separator).
