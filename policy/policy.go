@@ -113,6 +113,9 @@ func New(cfg *Config) (*Policy, error) {
 		}
 		for _, list := range [][]string{r.Allow, r.Deny, r.Approve} {
 			for _, pat := range list {
+				if pat == "" {
+					return nil, fmt.Errorf(`%w: rule %d (%s): empty pattern: patterns are server__tool globs such as "github__*"`, ErrInvalid, i+1, r.Name)
+				}
 				if NoToolPart(pat) {
 					return nil, fmt.Errorf(`%w: rule %d (%s): pattern %q matches no tool: patterns are server__tool (%q: every tool of server %s)`,
 						ErrInvalid, i+1, r.Name, pat, pat+"__*", pat)

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpstream/mcpstream/printable"
 	"io"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,7 +20,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpstream/mcpstream/embeddings"
@@ -172,6 +175,10 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 		if errors.Is(err, io.EOF) {
 			return nil, cerr(0, "", "", "empty configuration (want at least a servers: list)")
 		}
+		if line, col, b, ok := notUTF8(data); ok {
+			// yaml says only "invalid leading UTF-8 octet", with no line.
+			return nil, cerr(line, "", "", fmt.Sprintf("byte 0x%02x at column %d is not UTF-8: save the file as UTF-8", b, col))
+		}
 		return nil, yamlError(path, err, nil)
 	}
 	var extra yaml.Node
@@ -217,6 +224,28 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 		return nil, limitErrors(path, unjoin(err))
 	}
 	return cfg, nil
+}
+
+// notUTF8 finds the first byte of data that is not UTF-8: its line and column (both from 1). A
+// file that starts with a UTF-16 byte order mark is UTF-16, which yaml reads.
+func notUTF8(data []byte) (line, col int, b byte, ok bool) {
+	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
+		return 0, 0, 0, false
+	}
+	line, col = 1, 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return line, col, data[i], true
+		case r == '\n':
+			line, col = line+1, 1
+		default:
+			col++
+		}
+		i += size
+	}
+	return 0, 0, 0, false
 }
 
 // unjoin returns the errors err joins, flattened (err alone when it joins none).
@@ -277,7 +306,7 @@ func widensPolicy(t reflect.Type, key string, v *yaml.Node) string {
 		v = v.Alias
 	}
 	null := v.Kind == yaml.ScalarNode && v.ShortTag() == "!!null"
-	empty := null || (v.Kind == yaml.SequenceNode || v.Kind == yaml.MappingNode) && len(v.Content) == 0
+	empty := null || v.Kind == yaml.SequenceNode && len(v.Content) == 0 || v.Kind == yaml.MappingNode && emptyMapping(v, map[*yaml.Node]bool{})
 	switch {
 	case t == reflect.TypeFor[fileConfig]() && key == "policy" && null:
 		return emptyPolicyMsg
@@ -287,6 +316,39 @@ func widensPolicy(t reflect.Type, key string, v *yaml.Node) string {
 		return `empty, which would match anyone: remove the key, or write ["*"] for anyone`
 	}
 	return ""
+}
+
+// emptyMapping reports whether mapping n decodes to no entry: it holds nothing but merges
+// ("<<") of mappings that hold nothing ({<<: {}}, {<<: [{}, *empty]}). seen holds the mappings
+// found empty so far: each is looked at once, however many aliases repeat it.
+func emptyMapping(n *yaml.Node, seen map[*yaml.Node]bool) bool {
+	if seen[n] {
+		return true
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if !isMergeKey(n.Content[i]) {
+			return false
+		}
+		v := n.Content[i+1]
+		for j := 0; v.Kind == yaml.AliasNode && v.Alias != nil && j < 100; j++ {
+			v = v.Alias
+		}
+		items := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			items = v.Content
+		}
+		for _, item := range items {
+			for j := 0; item.Kind == yaml.AliasNode && item.Alias != nil && j < 100; j++ {
+				item = item.Alias
+			}
+			// Anything else than a mapping is no merge yaml decodes: refused as such.
+			if item.Kind != yaml.MappingNode || !emptyMapping(item, seen) {
+				return false
+			}
+		}
+	}
+	seen[n] = true
+	return true
 }
 
 // emptyPolicyMsg refuses a policy: key with nothing under it.
@@ -336,6 +398,9 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 	if _, ok := w.where[n.Line]; !ok && where != "" {
 		w.where[n.Line] = where
 	}
+	if n.Kind == yaml.MappingNode && !w.uniqueKeys(n, t, where) {
+		return
+	}
 	if msg := typeProblem(n, t); msg != "" {
 		// Reported here, with its own field: decode errors only give a line, and the fields
 		// of a flow mapping share one.
@@ -347,19 +412,8 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 		fields := yamlFields(t)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Value == "<<" {
-				// A merge brings in the keys of a mapping, or of a list of mappings: they
-				// are fields of t too.
-				for v.Kind == yaml.AliasNode && v.Alias != nil {
-					v = v.Alias
-				}
-				if v.Kind == yaml.SequenceNode {
-					for _, item := range v.Content {
-						w.walk(item, t, where)
-					}
-				} else {
-					w.walk(v, t, where)
-				}
+			if isMergeKey(k) {
+				w.walkMerge(v, t, where)
 				continue
 			}
 			ft, ok := fields[k.Value]
@@ -381,8 +435,13 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 		}
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
+			if isMergeKey(n.Content[i]) {
+				w.walkMerge(n.Content[i+1], t, where)
+				continue
+			}
 			w.walk(n.Content[i+1], t.Elem(), join(where, n.Content[i].Value))
 		}
+		chunkMapping(n)
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, item := range n.Content {
 			w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]%s", where, i, nameOf(item)))
@@ -394,6 +453,91 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 				Msg: fmt.Sprintf("%s is not a whole number", n.Value)})
 		}
 	}
+}
+
+// walkMerge walks the value of a merge key ("<<") in a mapping decoded into t: it brings in the
+// keys of a mapping, or of a list of mappings, which are keys of t too.
+func (w *shapeWalker) walkMerge(v *yaml.Node, t reflect.Type, where string) {
+	for v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	if v.Kind == yaml.SequenceNode {
+		for _, item := range v.Content {
+			w.walk(item, t, where)
+		}
+		return
+	}
+	w.walk(v, t, where)
+}
+
+// isMergeKey reports whether k is a merge key ("<<"), as yaml decodes it.
+func isMergeKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
+}
+
+// uniqueKeys reports whether the keys of mapping n, at where and decoded into t, all differ,
+// and reports each one defined again. yaml.v3 compares every key with every other, and reports
+// every pair of equal keys: k copies of one key gave k²/2 problems, so decoding is left to it
+// only once its keys are known to differ.
+func (w *shapeWalker) uniqueKeys(n *yaml.Node, t reflect.Type, where string) bool {
+	type key struct {
+		kind  yaml.Kind
+		value string
+	}
+	first := make(map[key]int, len(n.Content)/2)
+	ok := true
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		line, dup := first[key{k.Kind, k.Value}]
+		if !dup {
+			first[key{k.Kind, k.Value}] = k.Line
+			continue
+		}
+		ok = false
+		e := &configError{File: w.file, Line: k.Line, Where: where, Field: k.Value,
+			Msg: fmt.Sprintf("mapping key %q already defined at line %d", k.Value, line)}
+		if t.Kind() != reflect.Struct {
+			// A key of a map is part of the field's name: env.API_KEY.
+			e.Where, e.Field = parentOf(where), fieldOf(where)+"."+k.Value
+		}
+		w.errs = append(w.errs, e)
+	}
+	return ok
+}
+
+// mapChunk bounds the keys of a mapping that yaml.v3 decodes at once (see chunkMapping).
+const mapChunk = 128
+
+// chunkMapping rewrites mapping n, whose keys all differ, of more than mapChunk keys as a merge
+// ("<<") of mappings of at most mapChunk keys each, followed by what n merged itself: yaml.v3
+// compares every key of a mapping with every other before decoding it, so an env, headers,
+// principals or limits mapping of n keys took n² steps (minutes for the 4 MiB a file may hold).
+// It decodes to the same map: the keys of a merge's earlier mappings win over later ones'.
+func chunkMapping(n *yaml.Node) {
+	if len(n.Content)/2 <= mapChunk {
+		return
+	}
+	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: n.Line, Column: n.Column}
+	var merged []*yaml.Node
+	var chunk *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
+			if v.Kind == yaml.SequenceNode {
+				merged = append(merged, v.Content...)
+			} else {
+				merged = append(merged, v)
+			}
+			continue
+		}
+		if chunk == nil || len(chunk.Content) >= 2*mapChunk {
+			chunk = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: k.Line, Column: k.Column}
+			seq.Content = append(seq.Content, chunk)
+		}
+		chunk.Content = append(chunk.Content, k, v)
+	}
+	seq.Content = append(seq.Content, merged...)
+	n.Content = []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!merge", Value: "<<", Line: n.Line, Column: n.Column}, seq}
 }
 
 // typeProblem returns why node n does not decode into type t (t is no pointer), or "". Only n
@@ -415,6 +559,11 @@ func typeProblem(n *yaml.Node, t reflect.Type) string {
 		if n.Kind == yaml.ScalarNode {
 			return "" // any scalar is a string
 		}
+	}
+	if n.Kind == yaml.MappingNode {
+		// As yaml says it, without its decoding, which compares every key with every other
+		// first.
+		return fmt.Sprintf("cannot unmarshal %s into %s", n.ShortTag(), t)
 	}
 	err := n.Decode(reflect.New(t).Interface())
 	if err == nil {
@@ -635,8 +784,12 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		}
 		callTimeout = d
 	}
-	if s.Protocol != "" && !protocolRe.MatchString(s.Protocol) {
+	switch {
+	case s.Protocol == "":
+	case !protocolRe.MatchString(s.Protocol):
 		bad("protocolVersion", "%q is not an MCP protocol version such as 2025-11-25", s.Protocol)
+	case !slices.Contains(mcp.ValidProtocolVersions, s.Protocol):
+		bad("protocolVersion", "%q is not an MCP protocol version mcpstream speaks: %s", s.Protocol, strings.Join(mcp.ValidProtocolVersions, ", "))
 	}
 	if s.AuthContext != "" && !validAuthContext(s.AuthContext) {
 		bad("authContext", "%q is not tenant:T, user:U or tenant:T/user:U", s.AuthContext)
@@ -719,9 +872,15 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 	}
 	if len(s.Headers) > 0 {
 		sc.Headers = map[string]string{}
+		canonical := map[string]string{}
 		for _, k := range sortedKeys(s.Headers) {
 			if !headerName(k) {
 				bad("headers", "%q is not a header name", k)
+			} else if first, dup := canonical[http.CanonicalHeaderKey(k)]; dup {
+				// Each request would send one or the other, in map order.
+				bad("headers."+k, "the same header as %s (header names do not depend on case): keep one", first)
+			} else {
+				canonical[http.CanonicalHeaderKey(k)] = k
 			}
 			sc.Headers[k] = expand("headers."+k, s.Headers[k])
 			if strings.ContainsAny(sc.Headers[k], "\r\n") {

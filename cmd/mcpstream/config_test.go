@@ -216,6 +216,18 @@ func TestLoadConfigErrors(t *testing.T) {
 			},
 		},
 		{
+			// Both were sent with Header.Set in map order: one or the other, at random.
+			name: "header names equal but for case",
+			yaml: "servers:\n  - name: a\n    url: https://x/mcp\n    headers: {Authorization: Bearer x, authorization: Bearer y}\n",
+			want: []string{`: servers[0] (a): field headers.authorization: the same header as Authorization (header names do not depend on case): keep one`},
+		},
+		{
+			// Refused by the connectors' check, which named neither the field nor the versions.
+			name: "unknown protocol version",
+			yaml: "servers:\n  - {name: a, command: x, protocolVersion: 2099-01-01}\n",
+			want: []string{`: servers[0] (a): field protocolVersion: "2099-01-01" is not an MCP protocol version mcpstream speaks: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05`},
+		},
+		{
 			// An alias of a null node decodes to no policy, the open one, as an empty key does.
 			name: "policy alias of a null",
 			yaml: "servers:\n  - {name: a, command: x, description: &none ~}\npolicy: *none\n",
