@@ -147,8 +147,14 @@ func (r redactor) json(raw []byte, max int, valid bool) (out json.RawMessage, tr
 	case len(raw) > max:
 		var ok bool
 		if text, ok = r.redactPrefix(raw, max); !ok {
-			// Not JSON from its start: as text, from a bounded start.
-			text = r.redactText(raw[:cutRune(raw, min(len(raw), 4*max))])
+			// Not JSON from its start: as text, from a bounded start (without the start of a
+			// value cut there: not whole, it would not be found, and what comes before it
+			// may shrink once redacted to let it within the cap).
+			start := raw[:cutRune(raw, min(len(raw), 4*max))]
+			if len(start) < len(raw) {
+				start = start[:r.PartialEnd(string(start))]
+			}
+			text = r.redactText(start)
 		}
 		truncated = true
 	case r.clean(raw) && (valid || json.Valid(raw)) && utf8.Valid(raw):
@@ -217,8 +223,11 @@ func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
 				// kept is replaced whole).
 				// It is inside one token (the text of a string, typically), so there is no key
 				// to look for in it, as Walk looks for none inside a string: secrets only.
+				// The start of a value cut where the rest is cut is left out (not whole, it
+				// would not be found; what comes before it may shrink once redacted).
 				rest := in[dec.InputOffset():]
 				rest = rest[:cutRune(rest, min(len(rest), 2*max))]
+				rest = rest[:r.PartialEnd(string(rest))]
 				if mayHideLetters(rest) {
 					str(redact.Placeholder)
 				} else {

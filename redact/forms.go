@@ -213,32 +213,35 @@ func (m *matcher) partialBefore(s string, p, floor int) int {
 // cutStart returns where the text that ends s[:p] (at or after floor) starts when it is the
 // start of a form of a value, as it is or decoded (view and idx: unescape's of s, or nil when s
 // holds no escape), perhaps followed by an escape cut short ("tok%2", "hunt\u00"); -1 when
-// none is.
+// none is. When more than one is (the escape cut short "\u0" starts the escaped form of one
+// value, and the text decoded before it starts another), the earliest: none is left.
 func (m *matcher) cutStart(s string, p, floor int, view []byte, idx []int) int {
-	if start := m.partialBefore(s, p, floor); start >= 0 {
-		return start
-	}
-	if n := cutEscape(s[floor:p]); n > 0 {
-		if start := m.partialBefore(s, p-n, floor); start >= 0 {
-			return start
+	start := -1
+	earliest := func(q int) {
+		if q >= 0 && (start < 0 || q < start) {
+			start = q
 		}
 	}
+	earliest(m.partialBefore(s, p, floor))
+	if n := cutEscape(s[floor:p]); n > 0 {
+		earliest(m.partialBefore(s, p-n, floor))
+	}
 	if view == nil {
-		return -1
+		return start
 	}
 	// The decoded byte of s[p] (the mark's, or the end), and of the floor's.
 	d, df := sort.SearchInts(idx, p), sort.SearchInts(idx, floor)
 	vs := bytesString(view)
-	if start := m.partialBefore(vs, d, df); start >= 0 {
-		return idx[start]
+	if q := m.partialBefore(vs, d, df); q >= 0 {
+		earliest(idx[q])
 	}
 	// (an escape cut short is not decoded: its bytes are in the view as they are in s)
 	if n := cutEscape(vs[df:d]); n > 0 {
-		if start := m.partialBefore(vs, d-n, df); start >= 0 {
-			return idx[start]
+		if q := m.partialBefore(vs, d-n, df); q >= 0 {
+			earliest(idx[q])
 		}
 	}
-	return -1
+	return start
 }
 
 // cutEscape returns the length of the escape cut short that ends s ("%", "%2", "\\", "\\u",
@@ -299,16 +302,25 @@ func (m *matcher) containsDecoded(s string) bool {
 	// A window at least as long as the overlap: each byte is decoded at most twice, however
 	// long the longest value (a 64 KiB one made each byte decoded 30 times).
 	w := max(16<<10, overlap)
-	var buf []byte
+	var buf, buf2 []byte
 	for start := 0; start < len(s); start += w {
 		end := min(len(s), start+w+overlap)
-		view, _ := unescapeInto(buf, s[start:end], false)
-		// No escape in the window: nothing to find but as it is (contains).
-		if p, _ := m.find(bytesString(view), 0); view != nil && p >= 0 {
-			return true
+		for _, kinds := range append([]int{allEscapes}, otherKinds(s[start:end])...) {
+			view, _ := unescapeInto(buf, s[start:end], false, kinds)
+			// No escape in the window: nothing to find but as it is (contains).
+			if p, _ := m.find(bytesString(view), 0); view != nil && p >= 0 {
+				return true
+			}
+			if cap(view) > cap(buf) {
+				buf = view
+			}
 		}
-		if cap(view) > cap(buf) {
-			buf = view
+		// JSON text percent-escaped, as findSpansView decodes it.
+		if v2, _ := percentThenJSON(buf2, s[start:end], false); v2 != nil {
+			if m.contains(v2) {
+				return true
+			}
+			buf2 = v2
 		}
 		if end == len(s) {
 			break
@@ -334,6 +346,11 @@ func findSpans(m *matcher, s string) []span {
 
 // findSpansView is findSpans, also returning unescape's view of s and its idx (nil when s holds
 // no escape).
+//
+// Text that holds both percent escapes and backslashes is also searched decoded one kind of
+// escape at a time (otherKinds): decoding both at once spells some text otherwise than it was
+// written, in two layers or in one (a value that holds "%40" in JSON text that escapes '/', a
+// value with a backslash percent-escaped elsewhere, a value ending with a backslash before "n").
 func findSpansView(m *matcher, s string) (spans []span, view []byte, idx []int) {
 	for from := 0; ; {
 		p, end := m.find(s, from)
@@ -347,6 +364,27 @@ func findSpansView(m *matcher, s string) (spans []span, view []byte, idx []int) 
 	if view == nil {
 		return spans, nil, nil
 	}
+	spans = viewSpans(m, view, idx, spans)
+	// (found without idx first: it is needed only where a form is found, seldom)
+	if v2, _ := percentThenJSON(nil, s, false); v2 != nil && m.contains(v2) {
+		v2, i2 := percentThenJSON(nil, s, true)
+		spans = viewSpans(m, v2, i2, spans)
+	}
+	var buf []byte
+	for _, kinds := range otherKinds(s) {
+		// (decoded without idx first: it is needed only where a form is found, seldom)
+		v, _ := unescapeInto(buf, s, false, kinds)
+		if p, _ := m.find(bytesString(v), 0); v != nil && p >= 0 {
+			v, i := unescapeInto(nil, s, true, kinds)
+			spans = viewSpans(m, v, i, spans)
+		}
+		buf = v
+	}
+	return spans, view, idx
+}
+
+// viewSpans appends to spans those of s where a form is in view (decoded from s, with idx).
+func viewSpans(m *matcher, view []byte, idx []int, spans []span) []span {
 	vs := bytesString(view)
 	for from := 0; ; {
 		p, end := m.find(vs, from)
@@ -362,7 +400,44 @@ func findSpansView(m *matcher, s string) (spans []span, view []byte, idx []int) 
 		spans = addSpan(spans, span{idx[p], idx[k]})
 		from = p + 1
 	}
-	return spans, view, idx
+	return spans
+}
+
+// percentThenJSON returns s percent-decoded, then JSON-decoded (JSON text percent-escaped, as
+// in a query parameter holding JSON: "p%5Cu00e4sswort" is "p\u00e4sswort", is "pässwort"),
+// with idx as unescape's, through both; nil when the percent-decoded text holds no \u escape
+// nor \/ (decoded both at once, s gives the rest). (JSON escapes under JSON escapes are not
+// decoded so: "\\u0068" in JSON text spells a backslash and "u0068".)
+func percentThenJSON(dst []byte, s string, withIdx bool) (view []byte, idx []int) {
+	if !hasPercentEscape(s, strings.IndexByte(s, '%')) {
+		return nil, nil
+	}
+	pv, pi := unescapeInto(nil, s, withIdx, percentEscapes)
+	ps := bytesString(pv)
+	if !hasDecodedEscape(ps, strings.IndexByte(ps, '\\')) {
+		return nil, nil
+	}
+	view, idx = unescapeInto(dst, ps, withIdx, jsonEscapes)
+	for k, at := range idx {
+		idx[k] = pi[at]
+	}
+	return view, idx
+}
+
+// Kinds of escapes unescape decodes.
+const (
+	percentEscapes = 1 << iota // %2F
+	jsonEscapes                // \u0068, \/, \n...
+	allEscapes     = percentEscapes | jsonEscapes
+)
+
+// otherKinds returns the kinds of escapes s is also decoded with, one at a time, besides both at
+// once (unescape): none unless s holds a percent escape and a backslash.
+func otherKinds(s string) []int {
+	if strings.IndexByte(s, '\\') < 0 || !hasPercentEscape(s, strings.IndexByte(s, '%')) {
+		return nil
+	}
+	return []int{percentEscapes, jsonEscapes}
 }
 
 // addSpan appends sp to spans, or joins it to the last span when they overlap (matches are
@@ -382,12 +457,19 @@ func addSpan(spans []span, sp span) []span {
 // returns nil when s holds no percent escape, \u escape nor \/ (the rest encoding/json writes
 // itself, and forms hold): then there is nothing to search a second time.
 func unescape(s string, withIdx bool) (view []byte, idx []int) {
-	return unescapeInto(nil, s, withIdx)
+	return unescapeInto(nil, s, withIdx, allEscapes)
 }
 
-// unescapeInto is unescape, decoding into dst's memory when it is large enough.
-func unescapeInto(dst []byte, s string, withIdx bool) (view []byte, idx []int) {
+// unescapeInto is unescape, decoding into dst's memory when it is large enough, and only the
+// kinds of escapes given (percentEscapes, jsonEscapes: the other kind is kept as it is).
+func unescapeInto(dst []byte, s string, withIdx bool, kinds int) (view []byte, idx []int) {
 	pct, bs := strings.IndexByte(s, '%'), strings.IndexByte(s, '\\')
+	if kinds&percentEscapes == 0 {
+		pct = -1
+	}
+	if kinds&jsonEscapes == 0 {
+		bs = -1
+	}
 	if pct < 0 && bs < 0 {
 		return nil, nil
 	}

@@ -30,6 +30,8 @@ type Values struct {
 	numeric bool
 	// maxLen is the length of the longest value.
 	maxLen int
+	// inPlaceholder says Placeholder holds a form of a value.
+	inPlaceholder bool
 }
 
 // New returns the redactor of values (duplicates and values shorter than MinLen are dropped;
@@ -68,6 +70,7 @@ func New(values ...string) Values {
 		all = append(all, forms(v)...)
 	}
 	out.m = newMatcher(all)
+	out.inPlaceholder = out.m.contains([]byte(Placeholder))
 	return out
 }
 
@@ -132,11 +135,32 @@ func (v Values) String(s string) string {
 	if v.m == nil {
 		return s
 	}
-	spans := findSpans(v.m, s)
+	spans, view, _ := findSpansView(v.m, s)
 	if spans == nil {
 		return s
 	}
-	return replaceSpans(s, spans)
+	return v.again(replaceSpans(s, spans), view != nil)
+}
+
+// maxPasses bounds how many times again searches text redacted already.
+const maxPasses = 3
+
+// again returns out, text redacted once, searched again while that finds more, when the text
+// held escapes: a value next to another may have made an escape with it ("…%" before "17…",
+// "…\" before "n…") that hid the other when the text was decoded, and is gone once replaced.
+// (Not when Placeholder itself holds a value: it would be found in every replacement.)
+func (v Values) again(out string, escapes bool) string {
+	if !escapes || v.inPlaceholder {
+		return out
+	}
+	for range maxPasses - 1 {
+		spans := findSpans(v.m, out)
+		if spans == nil {
+			break
+		}
+		out = replaceSpans(out, spans)
+	}
+	return out
 }
 
 // StringCut is String for text that may have been cut short before it was redacted, with mark
@@ -177,7 +201,7 @@ func (v Values) StringCut(s, mark string) string {
 	if spans == nil {
 		return s
 	}
-	return replaceSpans(s, spans)
+	return v.again(replaceSpans(s, spans), view != nil)
 }
 
 // PartialEnd returns where s ends with the start of a form of a value (MinLen bytes or more of
@@ -185,13 +209,27 @@ func (v Values) StringCut(s, mark string) string {
 // short), else len(s): text cut there (by a read limit, a lost connection) holds part of the
 // value, which String cannot find; s[:PartialEnd(s)] holds none.
 func (v Values) PartialEnd(s string) int {
-	if v.m != nil {
-		view, idx := unescape(s, true)
-		if p := v.m.cutStart(s, len(s), 0, view, idx); p >= 0 {
-			return p
+	if v.m == nil {
+		return len(s)
+	}
+	view, idx := unescape(s, true)
+	p := v.m.cutStart(s, len(s), 0, view, idx)
+	if p < 0 {
+		return len(s)
+	}
+	// A whole form that the start goes through goes too: cut inside it, its start would be
+	// left, no longer whole ("said: %61bbab%62baT3", its end the start of another value:
+	// String would not find "abbabbbaT3" in what is before the cut).
+	spans, _, _ := findSpansView(v.m, s)
+	for moved := true; moved; {
+		moved = false
+		for _, sp := range spans {
+			if sp.i < p && p < sp.j {
+				p, moved = sp.i, true
+			}
 		}
 	}
-	return len(s)
+	return p
 }
 
 // Err returns an error's text redacted ("" for nil).
