@@ -174,8 +174,9 @@
 // # Heartbeats
 //
 // While Run runs, a subjects.Heartbeat goes out on subjects.HeartbeatSubject(id) every
-// HeartbeatEvery (core NATS), stopping included: until the calls in flight have drained, just
-// before connector_stopped is published. Watchdogs (package liveness, in every indexer replica) declare the
+// HeartbeatEvery (core NATS), stopping included: until the calls in flight have drained and
+// connector_stopped is published, and, for the servers another process answers for, until their
+// status no longer names this process (that process's claim, below). Watchdogs (package liveness, in every indexer replica) declare the
 // servers of a process silent for subjects.MissedHeartbeats periods unavailable
 // (connector_lost); a process still running that sees such a declaration about one of its
 // servers — live, or on the stream after a reconnection or after the NATS client dropped
@@ -211,8 +212,14 @@
 // likes: the claims of one server run one at a time, each reading the last status once for
 // every probe that came meanwhile and publishing the status at most once, and one that
 // published is followed by the next only after HeartbeatEvery (a claim the probe of a stopping
-// process asks for is so at most a heartbeat period late, before any watchdog declares the
-// server lost). A flood of probes costs a server one goroutine and one stream read at a time,
+// process asks for is so up to a heartbeat period late, later on a loaded host or with a slow
+// NATS). The stopping process therefore keeps beating until the last status of every server
+// whose probe was answered no longer names it (one ordered consumer on the status subjects,
+// whatever the number of servers), for at most two heartbeat periods and a second within the
+// 5 s budget: no watchdog declares the server lost in between, a claim that late included. A server
+// whose last status names another process already (that process's claim landed, or the stopping
+// process was not the one running it) is not waited for, nor anything once NATS goes away; a
+// claim that does not come in time is logged. A flood of probes costs a server one goroutine and one stream read at a time,
 // and at most one status event per HeartbeatEvery; the answer to each probe is unchanged.
 //
 // # Serves

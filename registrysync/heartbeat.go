@@ -12,8 +12,9 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// heartbeats runs while the Manager runs: it sends a Heartbeat every cfg.HeartbeatEvery (from a
-// goroutine of its own), and reclaims the servers that the registry says nobody runs while this
+// heartbeats runs while the Manager runs, and while it stops until its servers are retired
+// (Manager.retire, which waits for the claims of the servers another process answers for): it
+// sends a Heartbeat every cfg.HeartbeatEvery (from a goroutine of its own), and reclaims the servers that the registry says nobody runs while this
 // process still runs them, by publishing their current status again (see disowned): a
 // watchdog declared them lost (connector_lost) because this process was cut off from NATS, or
 // too slow; or, while it was cut off, another process stopping found nobody else answering for
@@ -200,8 +201,9 @@ func (m *Manager) reclaim(ctx context.Context, name string) (notYet bool) {
 // HeartbeatEvery has passed since (two processes running the server, probed in turn by a
 // client naming the other, would otherwise write a status each per probe). A burst of probes
 // thus costs one goroutine, one stream read per round and at most one status per HeartbeatEvery
-// per server, and the probe that came from a stopping process is claimed at most a heartbeat
-// period late, before watchdogs declare anything (subjects.MissedHeartbeats).
+// per server, and the probe that came from a stopping process is claimed about a heartbeat
+// period late at most; the stopping process beats until the claim lands (Manager.awaitClaims),
+// so that watchdogs declare nothing in between (subjects.MissedHeartbeats), however late.
 func (m *Manager) claim(server, from string) {
 	c := m.connector(server)
 	if c == nil || m.nc == nil || from == "" || len(from) > maxClaimFrom {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sort"
@@ -171,7 +172,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.running, m.runCtx, m.ready = true, ctx, true
 	// The heartbeats outlive ctx: a stopping process still runs its servers while the calls in
 	// flight drain (up to DrainTimeout, which may exceed MissedHeartbeats periods), and must not
-	// be declared lost (connector_lost) before it publishes connector_stopped (retire).
+	// be declared lost (connector_lost) before it publishes connector_stopped (retire), nor
+	// before the process that answers for a server it leaves claims it (see awaitClaims).
 	hbCtx, hbStop := context.WithCancel(context.WithoutCancel(ctx))
 	hbDone := make(chan struct{})
 	go func() {
@@ -209,9 +211,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	m.handlers.Wait()
+	m.retire(conns, m.retireBudget)
 	hbStop()
 	<-hbDone
-	m.retire(conns, m.retireBudget)
 	m.log.Info().Msg("stopped")
 	return nil
 }
@@ -261,7 +263,9 @@ const retirePublishers = 64
 // other process serves, once their connectors have stopped: the catalog then hides their tools
 // and executors refuse their calls with that reason, instead of both showing the last status
 // (ready) until the process runs again. A server another process still answers for (two
-// processes running the same servers) keeps its status.
+// processes running the same servers) keeps its status, which that process claims (see
+// Manager.claim): while the status still names this process, retire waits for the claim
+// (awaitClaims), its heartbeats still going (Run stops them once retire returns).
 //
 // Every server is probed at once and retired as soon as its probe ends, all under the one
 // budget (retireTimeout when Run returns): a probe that waits its whole timeout (a silent
@@ -292,12 +296,17 @@ func (m *Manager) retire(conns []*connector, budget time.Duration) {
 		mu.Unlock()
 	}
 	publishers := make(chan struct{}, retirePublishers)
+	handed := map[string]bool{} // servers another process answered for (guarded by mu)
 	for _, c := range conns {
 		wg.Go(func() {
 			if m.servedElsewhere(ctx, c.sc.Name) {
+				mu.Lock()
 				if ctx.Err() != nil {
-					giveUp(c) // the probe was cut short (the cautious answer): nobody knows
+					left = append(left, c.sc.Name) // the probe was cut short (the cautious answer): nobody knows
+				} else {
+					handed[c.sc.Name] = true
 				}
+				mu.Unlock()
 				return
 			}
 			select {
@@ -323,6 +332,110 @@ func (m *Manager) retire(conns []*connector, budget time.Duration) {
 		slices.Sort(left)
 		m.log.Warn().Int("servers", len(left)).Strs("names", left).Dur("budget", budget).
 			Msg("stopped without publishing these servers' status: time is up")
+	}
+	if len(handed) > 0 && m.cfg.HeartbeatEvery > 0 {
+		m.awaitClaims(ctx, handed, 2*m.cfg.HeartbeatEvery+claimMargin)
+	}
+}
+
+// claimMargin is what awaitClaims allows, past the two heartbeat periods a claim may wait (the
+// cadence of the claims: see Manager.claim), for the claim's own stream read and publish and
+// for this process to read it.
+const claimMargin = time.Second
+
+// awaitClaims waits until the last status of none of servers (those another process answered
+// a stopping process's probe for) names this process any more as the one that runs it and
+// beats (subjects.MissedHeartbeats), for at most wait (and until ctx ends): the process that
+// answered claims them (Manager.claim), up to a heartbeat period late, later on a loaded host
+// or with a slow NATS, and the heartbeats of this process, which go on meanwhile, keep the
+// watchdogs from declaring them lost (connector_lost) until the claims land. A server whose last
+// status names another process already, or none (or malformed, or not beating), is not
+// waited for: no claim comes for it. One ordered consumer reads the last status of every
+// server, then those that come, however many servers there are; NATS going away ends the wait
+// (no heartbeat gets out then anyway). A claim that does not come in time (the other process
+// stopping too, or too slow) is logged: a watchdog may declare the server lost, and the
+// process that runs it then publishes its status again (see heartbeats).
+func (m *Manager) awaitClaims(ctx context.Context, servers map[string]bool, wait time.Duration) {
+	if m.nc == nil || m.js == nil || len(servers) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	// NATS away: stop waiting (checked once the listener is registered, so that a loss in
+	// between is not missed).
+	away := m.nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	defer m.nc.RemoveStatusListener(away)
+	if !m.nc.IsConnected() {
+		return
+	}
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	defer cancel()
+	watching.Go(func() {
+		select {
+		case <-away:
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	pending := maps.Clone(servers)
+	defer func() {
+		if len(pending) > 0 {
+			names := slices.Sorted(maps.Keys(pending))
+			m.log.Warn().Int("servers", len(names)).Strs("names", names[:min(len(names), 100)]).
+				Msg("stopped before the process that answers for these servers claimed them: their status still names this process, and watchdogs may declare them lost (connector_lost) until that process publishes it again")
+		}
+	}()
+	st, err := m.registryStream(ctx)
+	if err != nil {
+		return
+	}
+	cons, err := st.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.RegistryAllStatus},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
+		// (no retries for good: the stream lost, the wait ends with ctx at the latest)
+		MaxResetAttempts: 1,
+	})
+	if err != nil {
+		return
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return
+	}
+	defer it.Stop()
+	seen := map[string]bool{} // servers of pending whose last status names this process
+	caughtUp := func() {
+		// Every server's last status read: one that has none is waited for no more.
+		for name := range pending {
+			if !seen[name] {
+				delete(pending, name)
+			}
+		}
+	}
+	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
+		caughtUp()
+	}
+	for len(pending) > 0 {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		if subj, err := subjects.ParseRegistry(msg.Subject()); err == nil && pending[subj.Server] {
+			ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
+			if err == nil && ev.Status != nil && ev.Status.Connector == m.id && ev.Status.HeartbeatMs > 0 && ev.Status.Status != subjects.StatusRemoved {
+				seen[subj.Server] = true // still this process's: its claim is to come
+			} else {
+				delete(pending, subj.Server)
+			}
+		}
+		if meta.NumPending == 0 {
+			caughtUp()
+		}
 	}
 }
 
