@@ -303,11 +303,13 @@ func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 	watching.Go(func() {
 		if w.watchStream(wctx, stream) {
 			remade.Store(true)
-			it.Stop()
+			// Ends the Next below: the iterator's Stop does not while the ordered consumer
+			// makes itself again (on the new stream, from a sequence it has not reached).
+			stopWatching()
 		}
 	})
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		msg, err := it.Next(jetstream.NextContext(wctx))
 		if err != nil {
 			if remade.Load() {
 				err = errors.New("the registry stream was made again")
