@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -96,8 +97,6 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)
 	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
 	defer it.Stop()
 	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
 		noteMax(&c.through, target) // nothing held after the replica's position
@@ -116,10 +115,18 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 	lost := make(chan string, 1)
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
-	go c.watchOrigin(wctx, st, func(why string) { lost <- why; it.Stop() })
+	// Next waits on wctx, which ctx's end and a lost origin cancel: the iterator's Stop does not
+	// end a Next while the ordered consumer makes itself again (nats.go makes the new
+	// subscription after Stop stopped the old one, and Next waits on it).
+	var watching sync.WaitGroup
+	defer func() {
+		wcancel()
+		watching.Wait() // (a test's change of originCheckEvery races no watch left running)
+	}()
+	watching.Go(func() { c.watchOrigin(wctx, st, func(why string) { lost <- why; wcancel() }) })
 	c.log.Info().Uint64("from", c.Seq()+1).Uint64("stream_last", target).Msg("following the registry stream")
 	for {
-		msg, err := it.Next()
+		msg, err := it.Next(jetstream.NextContext(wctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

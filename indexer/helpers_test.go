@@ -150,6 +150,19 @@ func startReplica(t testing.TB, env *natstest.Env, dir string, pol *policy.Polic
 // the test clock, t0 + 1 min, unless cfg.Now is set).
 func startReplicaConfig(t testing.TB, env *natstest.Env, cfg Config, nc *nats.Conn) *replica {
 	t.Helper()
+	return startReplicaJS(t, env.JS, cfg, nc)
+}
+
+// startReplicaOn is startReplica in memory, following the stream through js (another
+// connection than env's).
+func startReplicaOn(t testing.TB, env *natstest.Env, js jetstream.JetStream) *replica {
+	t.Helper()
+	return startReplicaJS(t, js, Config{}, nil)
+}
+
+// startReplicaJS is startReplicaConfig following the stream through js.
+func startReplicaJS(t testing.TB, js jetstream.JetStream, cfg Config, nc *nats.Conn) *replica {
+	t.Helper()
 	cfg.InMemory = cfg.Dir == ""
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return t0.Add(time.Minute) }
@@ -161,7 +174,7 @@ func startReplicaConfig(t testing.TB, env *natstest.Env, cfg Config, nc *nats.Co
 	ctx, cancel := context.WithCancel(context.Background())
 	followErr := make(chan error, 1)
 	serveErr := make(chan error, 1)
-	go func() { followErr <- c.Follow(ctx, env.JS) }()
+	go func() { followErr <- c.Follow(ctx, js) }()
 	if nc != nil {
 		go func() { serveErr <- c.Serve(ctx, nc) }()
 	} else {

@@ -28,8 +28,8 @@ func TestStreamRecreatedStatusesFollowed(t *testing.T) {
 	streamCheckEvery = 20 * time.Millisecond
 	t.Cleanup(func() { streamCheckEvery = old })
 	env := natstest.Start(t)
-	p := newPausableProxy(t, strings.TrimPrefix(env.URL, "nats://"))
-	nc, err := nats.Connect(p.url())
+	p := natstest.NewPausableProxy(t, strings.TrimPrefix(env.URL, "nats://"))
+	nc, err := nats.Connect(p.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestStreamRecreatedStatusesFollowed(t *testing.T) {
 		return len(w.servers) == 20
 	})
 
-	p.pause()
+	p.Pause()
 	if err := env.JS.DeleteStream(t.Context(), subjects.RegistryStream); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +76,6 @@ func TestStreamRecreatedStatusesFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub("new", "ghost", beat.Milliseconds()) // sequence 1 of the new stream
-	p.resume()
+	p.Resume()
 	waitFor(t, "the status of the new stream declared", func() bool { return last(statuses(t, env, "new")).Code == subjects.CodeConnectorLost })
 }

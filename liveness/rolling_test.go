@@ -3,7 +3,6 @@ package liveness
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -107,93 +106,6 @@ func TestRollingRestartKeepsServerReady(t *testing.T) {
 	}
 }
 
-// pausableProxy forwards TCP between clients and a NATS server; while paused it forwards
-// nothing either way (the bytes wait, as in the socket buffers of a SIGSTOPped process).
-type pausableProxy struct {
-	ln     net.Listener
-	mu     sync.Mutex
-	cond   *sync.Cond
-	paused bool
-	conns  []net.Conn
-}
-
-func newPausableProxy(t *testing.T, target string) *pausableProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pausableProxy{ln: ln}
-	p.cond = sync.NewCond(&p.mu)
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		ln.Close()
-		p.resume()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			wg.Go(func() { p.pipe(s, c) })
-			wg.Go(func() { p.pipe(c, s) })
-		}
-	})
-	return p
-}
-
-func (p *pausableProxy) pipe(dst, src net.Conn) {
-	defer dst.Close()
-	defer src.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		p.mu.Lock()
-		for p.paused {
-			p.cond.Wait()
-		}
-		p.mu.Unlock()
-		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (p *pausableProxy) url() string { return "nats://" + p.ln.Addr().String() }
-
-func (p *pausableProxy) pause() {
-	p.mu.Lock()
-	p.paused = true
-	p.mu.Unlock()
-}
-
-func (p *pausableProxy) resume() {
-	p.mu.Lock()
-	p.paused = false
-	p.cond.Broadcast()
-	p.mu.Unlock()
-}
-
 // A registrysync frozen for a while (SIGSTOP, a stalled VM or network: nothing goes in or out
 // of its connection, which NATS keeps) is declared lost, and once it runs again it publishes
 // its status again without a restart or a reconnection: the declaration reaches it live.
@@ -201,8 +113,8 @@ func TestPausedConnectorComesBack(t *testing.T) {
 	env := natstest.Start(t)
 	w := startWatchdog(t, env)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
-	p := newPausableProxy(t, strings.TrimPrefix(env.URL, "nats://"))
-	nc, err := nats.Connect(p.url())
+	p := natstest.NewPausableProxy(t, strings.TrimPrefix(env.URL, "nats://"))
+	nc, err := nats.Connect(p.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,12 +123,12 @@ func TestPausedConnectorComesBack(t *testing.T) {
 	waitFor(t, "kb ready", func() bool { return last(statuses(t, env, "kb")).Status == subjects.StatusReady })
 	id := last(statuses(t, env, "kb")).Connector
 
-	p.pause()
+	p.Pause()
 	waitFor(t, "connector_lost", func() bool { return last(statuses(t, env, "kb")).Code == subjects.CodeConnectorLost })
 	if st := last(statuses(t, env, "kb")); st.Connector != id {
 		t.Errorf("declaration names %q, want %q", st.Connector, id)
 	}
-	p.resume()
+	p.Resume()
 	waitFor(t, "ready again", func() bool {
 		st := last(statuses(t, env, "kb"))
 		return st.Status == subjects.StatusReady && st.Connector == id && st.HeartbeatMs == steady.Milliseconds()
@@ -283,8 +195,8 @@ func TestStalledWatchdogDeclaresNothing(t *testing.T) {
 
 func testStalledWatchdog(t *testing.T, stall time.Duration) {
 	env := natstest.Start(t)
-	p := newPausableProxy(t, strings.TrimPrefix(env.URL, "nats://"))
-	nc, err := nats.Connect(p.url())
+	p := natstest.NewPausableProxy(t, strings.TrimPrefix(env.URL, "nats://"))
+	nc, err := nats.Connect(p.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,9 +218,9 @@ func testStalledWatchdog(t *testing.T, stall time.Duration) {
 	waitFor(t, "kb ready", func() bool { return last(statuses(t, env, "kb")).Status == subjects.StatusReady })
 	n := len(statuses(t, env, "kb"))
 
-	p.pause()
+	p.Pause()
 	time.Sleep(stall) // far more than 3 heartbeat periods
-	p.resume()
+	p.Resume()
 	for _, st := range quiet(t, env, n) {
 		t.Errorf("status published after the watchdog's connection stalled: %+v", st)
 	}
