@@ -211,11 +211,12 @@ func (m *matcher) partialBefore(s string, p, floor int) int {
 }
 
 // cutStart returns where the text that ends s[:p] (at or after floor) starts when it is the
-// start of a form of a value, as it is or decoded (view and idx: unescape's of s, or nil when s
-// holds no escape), perhaps followed by an escape cut short ("tok%2", "hunt\u00"); -1 when
-// none is. When more than one is (the escape cut short "\u0" starts the escaped form of one
-// value, and the text decoded before it starts another), the earliest: none is left.
-func (m *matcher) cutStart(s string, p, floor int, view []byte, idx []int) int {
+// start of a form of a value, as it is or decoded (decs: decodings's of s, none when s holds no
+// escape), perhaps followed by an escape cut short ("tok%2", "hunt\u00"); -1 when none is.
+// When more than one is (the escape cut short "\u0" starts the escaped form of one value, and
+// the text decoded before it starts another; a start seen in one decoding only), the earliest:
+// none is left.
+func (m *matcher) cutStart(s string, p, floor int, decs []decoding) int {
 	start := -1
 	earliest := func(q int) {
 		if q >= 0 && (start < 0 || q < start) {
@@ -226,19 +227,23 @@ func (m *matcher) cutStart(s string, p, floor int, view []byte, idx []int) int {
 	if n := cutEscape(s[floor:p]); n > 0 {
 		earliest(m.partialBefore(s, p-n, floor))
 	}
-	if view == nil {
-		return start
-	}
-	// The decoded byte of s[p] (the mark's, or the end), and of the floor's.
-	d, df := sort.SearchInts(idx, p), sort.SearchInts(idx, floor)
-	vs := bytesString(view)
-	if q := m.partialBefore(vs, d, df); q >= 0 {
-		earliest(idx[q])
-	}
-	// (an escape cut short is not decoded: its bytes are in the view as they are in s)
-	if n := cutEscape(vs[df:d]); n > 0 {
-		if q := m.partialBefore(vs, d-n, df); q >= 0 {
-			earliest(idx[q])
+	for k := range decs {
+		dec := &decs[k]
+		vs := bytesString(dec.view)
+		// The decoded byte of s[p] (the mark's, or the end), and of the floor's.
+		d, df := len(vs), 0
+		if p < len(s) || floor > 0 {
+			idx := dec.index()
+			d, df = sort.SearchInts(idx, p), sort.SearchInts(idx, floor)
+		}
+		if q := m.partialBefore(vs, d, df); q >= 0 {
+			earliest(dec.index()[q])
+		}
+		// (an escape cut short is not decoded: its bytes are in the view as they are in s)
+		if n := cutEscape(vs[df:d]); n > 0 {
+			if q := m.partialBefore(vs, d-n, df); q >= 0 {
+				earliest(dec.index()[q])
+			}
 		}
 	}
 	return start
@@ -294,11 +299,13 @@ type markHeld struct {
 
 // containsDecoded reports whether s holds a form once decoded (see unescape), decoding it a
 // window at a time into one buffer: its memory is bounded whatever the size of s. Windows
-// overlap by as much text as a form can take spelled with escapes (6 bytes a byte: \u00XX).
-// A window that starts inside an escape may decode differently at its start: it may report a
-// form that is not there, never miss one that the previous window did not see whole.
+// overlap by as much text as a form can take spelled with escapes (18 bytes a byte: "\u0061"
+// percent-escaped, "%5C%75%30%30%36%31", JSON text percent-escaped as percentThenJSON decodes
+// it; \u00XX alone is 6). A window that starts inside an escape may decode differently at its
+// start: it may report a form that is not there, never miss one that the previous window did
+// not see whole.
 func (m *matcher) containsDecoded(s string) bool {
-	overlap := 6 * m.max
+	overlap := 18 * m.max
 	// A window at least as long as the overlap: each byte is decoded at most twice, however
 	// long the longest value (a 64 KiB one made each byte decoded 30 times).
 	w := max(16<<10, overlap)
@@ -340,18 +347,25 @@ func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), le
 
 // findSpans returns the spans of s where a form is, as it is and decoded (see unescape).
 func findSpans(m *matcher, s string) []span {
-	spans, _, _ := findSpansView(m, s)
+	spans, _ := findSpansView(m, s)
 	return spans
 }
 
-// findSpansView is findSpans, also returning unescape's view of s and its idx (nil when s holds
-// no escape).
+// findSpansView is findSpans, also returning the decodings of s it searched (decodings: none
+// when s holds no escape).
 //
 // Text that holds both percent escapes and backslashes is also searched decoded one kind of
 // escape at a time (otherKinds): decoding both at once spells some text otherwise than it was
 // written, in two layers or in one (a value that holds "%40" in JSON text that escapes '/', a
 // value with a backslash percent-escaped elsewhere, a value ending with a backslash before "n").
-func findSpansView(m *matcher, s string) (spans []span, view []byte, idx []int) {
+func findSpansView(m *matcher, s string) (spans []span, decs []decoding) {
+	view, idx := unescape(s, true)
+	decs = decodings(s, view, idx)
+	return decodedSpans(m, s, decs), decs
+}
+
+// decodedSpans returns the spans of s where a form is, as it is and in decs (decodings's of s).
+func decodedSpans(m *matcher, s string, decs []decoding) (spans []span) {
 	for from := 0; ; {
 		p, end := m.find(s, from)
 		if p < 0 {
@@ -360,27 +374,13 @@ func findSpansView(m *matcher, s string) (spans []span, view []byte, idx []int) 
 		spans = addSpan(spans, span{p, end})
 		from = p + 1
 	}
-	view, idx = unescape(s, true)
-	if view == nil {
-		return spans, nil, nil
-	}
-	spans = viewSpans(m, view, idx, spans)
-	// (found without idx first: it is needed only where a form is found, seldom)
-	if v2, _ := percentThenJSON(nil, s, false); v2 != nil && m.contains(v2) {
-		v2, i2 := percentThenJSON(nil, s, true)
-		spans = viewSpans(m, v2, i2, spans)
-	}
-	var buf []byte
-	for _, kinds := range otherKinds(s) {
-		// (decoded without idx first: it is needed only where a form is found, seldom)
-		v, _ := unescapeInto(buf, s, false, kinds)
-		if p, _ := m.find(bytesString(v), 0); v != nil && p >= 0 {
-			v, i := unescapeInto(nil, s, true, kinds)
-			spans = viewSpans(m, v, i, spans)
+	for k := range decs {
+		// (idx is found only where a form is, seldom)
+		if d := &decs[k]; m.contains(d.view) {
+			spans = viewSpans(m, d.view, d.index(), spans)
 		}
-		buf = v
 	}
-	return spans, view, idx
+	return spans
 }
 
 // viewSpans appends to spans those of s where a form is in view (decoded from s, with idx).
@@ -422,6 +422,46 @@ func percentThenJSON(dst []byte, s string, withIdx bool) (view []byte, idx []int
 		idx[k] = pi[at]
 	}
 	return view, idx
+}
+
+// decoding is s decoded one of the ways findSpansView searches it: view, with idx as
+// unescape's (found when first needed: index).
+type decoding struct {
+	s     string
+	kinds int // unescapeInto's; 0: percentThenJSON
+	view  []byte
+	idx   []int
+}
+
+// index returns the decoding's idx.
+func (d *decoding) index() []int {
+	if d.idx == nil {
+		if d.kinds == 0 {
+			_, d.idx = percentThenJSON(nil, d.s, true)
+		} else {
+			_, d.idx = unescapeInto(nil, d.s, true, d.kinds)
+		}
+	}
+	return d.idx
+}
+
+// decodings returns s decoded in each of the ways findSpansView searches it, view and idx
+// (unescape's of s, given) first; none when s holds no escape. A start of a form at a cut may
+// be seen in one of them only, as a whole form is found in one only.
+func decodings(s string, view []byte, idx []int) []decoding {
+	if view == nil {
+		return nil // (no percent escape, \u escape nor \/: no other decoding either)
+	}
+	decs := []decoding{{s, allEscapes, view, idx}}
+	if v, _ := percentThenJSON(nil, s, false); v != nil {
+		decs = append(decs, decoding{s: s, view: v})
+	}
+	for _, kinds := range otherKinds(s) {
+		if v, _ := unescapeInto(nil, s, false, kinds); v != nil {
+			decs = append(decs, decoding{s: s, kinds: kinds, view: v})
+		}
+	}
+	return decs
 }
 
 // Kinds of escapes unescape decodes.

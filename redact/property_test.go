@@ -415,17 +415,19 @@ func TestPropertyStringCut(t *testing.T) {
 			}
 		}
 		before, _, _ := strings.Cut(out, mark)
-		dec := before
-		if n := cutEscape(before); n > 0 {
-			dec = before[:len(before)-n]
-		}
-		if d, _ := unescape(dec, false); d != nil {
-			dec = string(d)
+		decs := []string{before}
+		for _, d := range propDecodings(before) {
+			decs = append(decs, string(d.view))
+			if n := cutEscape(string(d.view)); n > 0 {
+				decs = append(decs, string(d.view[:len(d.view)-n]))
+			}
 		}
 		for _, s := range secrets {
 			for _, f := range forms(s) {
-				if endsWithStart(before, f) || endsWithStart(dec, f) {
-					report("seed %d: StringCut(%q) = %q: the start of %q (form %q) is left before the mark", seed, msg, out, s, f)
+				for _, dec := range decs {
+					if endsWithStart(dec, f) {
+						report("seed %d: StringCut(%q) = %q: the start of %q (form %q) is left before the mark", seed, msg, out, s, f)
+					}
 				}
 			}
 		}
@@ -434,20 +436,20 @@ func TestPropertyStringCut(t *testing.T) {
 		// before it, and no whole form goes through it.
 		text := full[:cut]
 		pe := v.PartialEnd(text)
-		view, idx := unescape(text, true)
+		textDecs := propDecodings(text)
 		for _, s := range secrets {
 			for _, f := range forms(s) {
 				for k := MinLen; k < len(f); k++ {
 					if strings.HasSuffix(text, f[:k]) && len(text)-k < pe {
 						report("seed %d: PartialEnd(%q) = %d: the start of %q (form %q) is left", seed, text, pe, s, f)
 					}
-					for _, n := range []int{0, cutEscape(string(view))} {
-						if n > len(view) {
-							continue
-						}
-						vs := string(view[:len(view)-n])
-						if view != nil && strings.HasSuffix(vs, f[:k]) && idx[len(vs)-k] < pe {
-							report("seed %d: PartialEnd(%q) = %d: the start of %q (form %q) is left decoded", seed, text, pe, s, f)
+					for _, d := range textDecs {
+						view, idx := d.view, d.idx
+						for _, n := range []int{0, cutEscape(string(view))} {
+							vs := string(view[:len(view)-n])
+							if strings.HasSuffix(vs, f[:k]) && idx[len(vs)-k] < pe {
+								report("seed %d: PartialEnd(%q) = %d: the start of %q (form %q) is left decoded", seed, text, pe, s, f)
+							}
 						}
 					}
 				}
@@ -466,4 +468,26 @@ func TestPropertyStringCut(t *testing.T) {
 		}
 	}
 	t.Logf("%d seeds, %d failures", seeds, fails)
+}
+
+// propDecoded is text decoded, with idx as unescape's.
+type propDecoded struct {
+	view []byte
+	idx  []int
+}
+
+// propDecodings returns text decoded in each way String searches it (both kinds of escape at
+// once, each kind alone, percent then JSON), with idx; the ones that decode nothing left out.
+func propDecodings(text string) []propDecoded {
+	var out []propDecoded
+	add := func(v []byte, i []int) {
+		if v != nil {
+			out = append(out, propDecoded{v, i})
+		}
+	}
+	add(unescape(text, true))
+	add(unescapeInto(nil, text, true, percentEscapes))
+	add(unescapeInto(nil, text, true, jsonEscapes))
+	add(percentThenJSON(nil, text, true))
+	return out
 }

@@ -135,11 +135,11 @@ func (v Values) String(s string) string {
 	if v.m == nil {
 		return s
 	}
-	spans, view, _ := findSpansView(v.m, s)
+	spans, decs := findSpansView(v.m, s)
 	if spans == nil {
 		return s
 	}
-	return v.again(replaceSpans(s, spans), view != nil)
+	return v.again(replaceSpans(s, spans), decs != nil)
 }
 
 // maxPasses bounds how many times again searches text redacted already.
@@ -174,7 +174,7 @@ func (v Values) StringCut(s, mark string) string {
 	if v.m == nil {
 		return s
 	}
-	spans, view, idx := findSpansView(v.m, s)
+	spans, decs := findSpansView(v.m, s)
 	if mark != "" {
 		// Before a mark, the look back stops at the mark before it when no form holds the
 		// mark (the start of a form cannot reach past it): each byte is looked at for one mark
@@ -189,7 +189,7 @@ func (v Values) StringCut(s, mark string) string {
 			if !known {
 				crosses, known = v.m.holds(mark), true
 			}
-			if start := v.m.cutStart(s, p, floor, view, idx); start >= 0 {
+			if start := v.m.cutStart(s, p, floor, decs); start >= 0 {
 				spans = addSpan(spans, span{start, p})
 			}
 			from = p + len(mark)
@@ -201,7 +201,7 @@ func (v Values) StringCut(s, mark string) string {
 	if spans == nil {
 		return s
 	}
-	return v.again(replaceSpans(s, spans), view != nil)
+	return v.again(replaceSpans(s, spans), decs != nil)
 }
 
 // PartialEnd returns where s ends with the start of a form of a value (MinLen bytes or more of
@@ -213,20 +213,26 @@ func (v Values) PartialEnd(s string) int {
 		return len(s)
 	}
 	view, idx := unescape(s, true)
-	p := v.m.cutStart(s, len(s), 0, view, idx)
+	decs := decodings(s, view, idx)
+	p := v.m.cutStart(s, len(s), 0, decs)
 	if p < 0 {
 		return len(s)
 	}
 	// A whole form that the start goes through goes too: cut inside it, its start would be
 	// left, no longer whole ("said: %61bbab%62baT3", its end the start of another value:
 	// String would not find "abbabbbaT3" in what is before the cut).
-	spans, _, _ := findSpansView(v.m, s)
-	for moved := true; moved; {
-		moved = false
-		for _, sp := range spans {
-			if sp.i < p && p < sp.j {
-				p, moved = sp.i, true
-			}
+	// Forms that overlap go together (each start inside another, one after another: the
+	// spans of one decoding do not overlap, those of two may, a chain the text long), in one
+	// pass over the spans in order.
+	spans := decodedSpans(v.m, s, decs)
+	sort.Slice(spans, func(a, b int) bool { return spans[a].i < spans[b].i })
+	for n := 0; n < len(spans); {
+		i, j := spans[n].i, spans[n].j
+		for n++; n < len(spans) && spans[n].i < j; n++ {
+			j = max(j, spans[n].j)
+		}
+		if i < p && p < j {
+			return i
 		}
 	}
 	return p
