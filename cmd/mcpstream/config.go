@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"github.com/mcpstream/mcpstream/printable"
@@ -175,8 +176,9 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 		if errors.Is(err, io.EOF) {
 			return nil, cerr(0, "", "", "empty configuration (want at least a servers: list)")
 		}
-		if line, col, b, ok := notUTF8(data); ok {
-			// yaml says only "invalid leading UTF-8 octet", with no line.
+		if line, col, b, ok := notUTF8(data); ok && yamlEncodingError(err) {
+			// yaml says only "invalid leading UTF-8 octet", with no line. Any other error it
+			// met first, before reading that far: it is the one reported.
 			return nil, cerr(line, "", "", fmt.Sprintf("byte 0x%02x at column %d is not UTF-8: save the file as UTF-8", b, col))
 		}
 		return nil, yamlError(path, err, nil)
@@ -226,14 +228,25 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 	return cfg, nil
 }
 
-// notUTF8 finds the first byte of data that is not UTF-8: its line and column (both from 1). A
-// file that starts with a UTF-16 byte order mark is UTF-16, which yaml reads.
+// yamlEncodingError reports whether err is yaml's reading of bytes that are not UTF-8
+// ("invalid leading UTF-8 octet", "invalid Unicode character" for an encoded surrogate).
+func yamlEncodingError(err error) bool {
+	return strings.Contains(err.Error(), "UTF-8") || strings.Contains(err.Error(), "invalid Unicode character")
+}
+
+// notUTF8 finds the first byte of data that is not UTF-8: its line and column (both from 1; a
+// UTF-8 byte order mark, which editors do not show, is no column). A file that starts with a
+// UTF-16 byte order mark is UTF-16, which yaml reads.
 func notUTF8(data []byte) (line, col int, b byte, ok bool) {
 	if bytes.HasPrefix(data, []byte{0xff, 0xfe}) || bytes.HasPrefix(data, []byte{0xfe, 0xff}) {
 		return 0, 0, 0, false
 	}
 	line, col = 1, 1
-	for i := 0; i < len(data); {
+	i := 0
+	if bytes.HasPrefix(data, []byte{0xef, 0xbb, 0xbf}) {
+		i = 3
+	}
+	for i < len(data) {
 		r, size := utf8.DecodeRune(data[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1:
@@ -320,11 +333,15 @@ func widensPolicy(t reflect.Type, key string, v *yaml.Node) string {
 
 // emptyMapping reports whether mapping n decodes to no entry: it holds nothing but merges
 // ("<<") of mappings that hold nothing ({<<: {}}, {<<: [{}, *empty]}). seen holds the mappings
-// found empty so far: each is looked at once, however many aliases repeat it.
-func emptyMapping(n *yaml.Node, seen map[*yaml.Node]bool) bool {
-	if seen[n] {
-		return true
+// looked at so far, and whether they are empty: each is looked at once, however many aliases
+// repeat it. One that merges itself (&a {<<: *a}, which yaml refuses) is not empty: it was
+// followed until the stack overflowed.
+func emptyMapping(n *yaml.Node, seen map[*yaml.Node]bool) (empty bool) {
+	if empty, ok := seen[n]; ok {
+		return empty
 	}
+	seen[n] = false
+	defer func() { seen[n] = empty }()
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if !isMergeKey(n.Content[i]) {
 			return false
@@ -347,7 +364,6 @@ func emptyMapping(n *yaml.Node, seen map[*yaml.Node]bool) bool {
 			}
 		}
 	}
-	seen[n] = true
 	return true
 }
 
@@ -416,30 +432,39 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 				w.walkMerge(v, t, where)
 				continue
 			}
-			ft, ok := fields[k.Value]
+			name := keyName(k)
+			ft, ok := fields[name]
 			if !ok {
 				names := make([]string, 0, len(fields))
 				for name := range fields {
 					names = append(names, name)
 				}
 				sort.Strings(names)
-				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: where, Field: k.Value,
+				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: where, Field: name,
 					Msg: "unknown field (known: " + strings.Join(names, ", ") + ")"})
 				continue
 			}
-			w.where[k.Line] = join(where, "field "+k.Value)
-			if msg := widensPolicy(t, k.Value, v); msg != "" {
-				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: cmp.Or(where, k.Value), Field: fieldIf(where != "", k.Value), Msg: msg})
+			w.where[k.Line] = join(where, "field "+name)
+			if msg := widensPolicy(t, name, v); msg != "" {
+				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: cmp.Or(where, name), Field: fieldIf(where != "", name), Msg: msg})
 			}
-			w.walk(v, ft, join(where, k.Value))
+			w.walk(v, ft, join(where, name))
 		}
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if isMergeKey(n.Content[i]) {
+			k := n.Content[i]
+			if isMergeKey(k) {
 				w.walkMerge(n.Content[i+1], t, where)
 				continue
 			}
-			w.walk(n.Content[i+1], t.Elem(), join(where, n.Content[i].Value))
+			if text, null := nullKey(k); null {
+				// yaml.v3 decodes it to no string, and leaves the entry out without a word:
+				// principals: {null: ...} would be no principals at all.
+				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: parentOf(where), Field: fieldOf(where) + "." + text,
+					Msg: fmt.Sprintf("a null key, which yaml leaves out: quote it (%q) for that name", text)})
+				continue
+			}
+			w.walk(n.Content[i+1], t.Elem(), join(where, keyName(k)))
 		}
 		chunkMapping(n)
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
@@ -470,6 +495,45 @@ func (w *shapeWalker) walkMerge(v *yaml.Node, t reflect.Type, where string) {
 	w.walk(v, t, where)
 }
 
+// keyNamed returns the name key k decodes to as a string, a map's key or a struct's field name
+// (an alias as the key it repeats, !!binary decoded), and whether it decodes to one (not a
+// null, mapping or list).
+func keyNamed(k *yaml.Node) (string, bool) {
+	for i := 0; k.Kind == yaml.AliasNode && k.Alias != nil && i < 100; i++ {
+		k = k.Alias
+	}
+	if k.Kind != yaml.ScalarNode {
+		return "", false
+	}
+	switch k.ShortTag() {
+	case "!!null":
+		return "", false
+	case "!!binary":
+		b, err := base64.StdEncoding.DecodeString(k.Value)
+		if err != nil {
+			return "", false
+		}
+		return string(b), true
+	}
+	return k.Value, true
+}
+
+// nullKey reports whether key k is null (null, ~, nothing, or an alias of one), and its text.
+func nullKey(k *yaml.Node) (string, bool) {
+	for i := 0; k.Kind == yaml.AliasNode && k.Alias != nil && i < 100; i++ {
+		k = k.Alias
+	}
+	return k.Value, k.Kind == yaml.ScalarNode && k.ShortTag() == "!!null"
+}
+
+// keyName is the name key k decodes to (keyNamed), or its text.
+func keyName(k *yaml.Node) string {
+	if name, ok := keyNamed(k); ok {
+		return name
+	}
+	return k.Value
+}
+
 // isMergeKey reports whether k is a merge key ("<<"), as yaml decodes it.
 func isMergeKey(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
@@ -480,25 +544,36 @@ func isMergeKey(k *yaml.Node) bool {
 // every pair of equal keys: k copies of one key gave k²/2 problems, so decoding is left to it
 // only once its keys are known to differ.
 func (w *shapeWalker) uniqueKeys(n *yaml.Node, t reflect.Type, where string) bool {
+	// Keys are compared as the names they decode to (a string map's keys, a struct's fields):
+	// an alias of an earlier key (*k) or a !!binary one repeats it too, which yaml.v3, comparing
+	// the nodes' kind and text, lets by (the last one kept, or the first once chunkMapping has
+	// made the mapping a merge). Keys that decode to no name keep yaml.v3's comparison.
 	type key struct {
 		kind  yaml.Kind
 		value string
+		named bool
 	}
 	first := make(map[key]int, len(n.Content)/2)
 	ok := true
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
-		line, dup := first[key{k.Kind, k.Value}]
+		name, named := keyNamed(k)
+		id := key{yaml.ScalarNode, name, true}
+		if !named {
+			name = k.Value
+			id = key{k.Kind, k.Value, false}
+		}
+		line, dup := first[id]
 		if !dup {
-			first[key{k.Kind, k.Value}] = k.Line
+			first[id] = k.Line
 			continue
 		}
 		ok = false
-		e := &configError{File: w.file, Line: k.Line, Where: where, Field: k.Value,
-			Msg: fmt.Sprintf("mapping key %q already defined at line %d", k.Value, line)}
+		e := &configError{File: w.file, Line: k.Line, Where: where, Field: name,
+			Msg: fmt.Sprintf("mapping key %q already defined at line %d", name, line)}
 		if t.Kind() != reflect.Struct {
 			// A key of a map is part of the field's name: env.API_KEY.
-			e.Where, e.Field = parentOf(where), fieldOf(where)+"."+k.Value
+			e.Where, e.Field = parentOf(where), fieldOf(where)+"."+name
 		}
 		w.errs = append(w.errs, e)
 	}
@@ -513,8 +588,26 @@ const mapChunk = 128
 // compares every key of a mapping with every other before decoding it, so an env, headers,
 // principals or limits mapping of n keys took n² steps (minutes for the 4 MiB a file may hold).
 // It decodes to the same map: the keys of a merge's earlier mappings win over later ones'.
+//
+// A mapping that merges is rewritten so whatever its size: yaml.v3 lets its own keys win over
+// merged ones by comparing them decoded without a type, so an own key that is no string there
+// (1001, true) lost to the merged "1001" (a principal kept the roles it was given to narrow);
+// in a merged chunk it is compared as the map's key, and wins. A mapping with a key named "<<"
+// (quoted: no merge) is left as it is: yaml.v3 counts a merge key among the mapping's own keys,
+// which would win over the name.
 func chunkMapping(n *yaml.Node) {
-	if len(n.Content)/2 <= mapChunk {
+	own, merges := 0, false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch k := n.Content[i]; {
+		case isMergeKey(k):
+			merges = true
+		case keyName(k) == "<<":
+			return
+		default:
+			own++
+		}
+	}
+	if own <= mapChunk && (!merges || own == 0) {
 		return
 	}
 	seq := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: n.Line, Column: n.Column}

@@ -80,3 +80,19 @@ func TestConfigPrincipalsEmptyByMergeRefused(t *testing.T) {
 		t.Errorf("principals %v", cfg.Policy.Principals)
 	}
 }
+
+// TestConfigSelfMergeRefused: a mapping that merges itself (&a {<<: *a}, directly or further
+// down) was followed by emptyMapping, asked of every field's mapping, until the stack overflowed:
+// a fatal error of the whole process, not a configuration error. yaml refuses it.
+func TestConfigSelfMergeRefused(t *testing.T) {
+	for _, y := range []string{
+		"servers:\n  - {name: a, command: x, env: &e {<<: *e, K: v}}\n",
+		"servers:\n  - {name: a, command: x, env: &e {<<: [{}, {<<: *e}]}}\n",
+		"servers: []\npolicy:\n  principals: &p {<<: *p}\n  rules: []\n",
+	} {
+		_, err := parseConfig("c.yaml", []byte(y), noEnv)
+		if err == nil || !strings.Contains(err.Error(), "value contains itself") {
+			t.Errorf("%q: %v, want refused", y, err)
+		}
+	}
+}

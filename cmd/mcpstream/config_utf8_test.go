@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -23,5 +24,22 @@ func TestConfigNotUTF8NamesTheLine(t *testing.T) {
 	utf16 := []byte("\xff\xfes\x00e\x00r\x00v\x00e\x00r\x00s\x00:\x00 \x00[\x00]\x00\n\x00")
 	if _, err := parseConfig("c.yaml", utf16, noEnv); err != nil {
 		t.Errorf("UTF-16 with a byte order mark: %v", err)
+	}
+}
+
+// TestConfigNotUTF8OnlyWhenYAMLSaysSo: the first byte that is not UTF-8 was named whatever
+// yaml's error, so a tab that cannot start a token on line 2 was reported as a Latin-1 byte
+// 300 lines below (yaml stops at the first problem it meets, and had not read that far). And a
+// UTF-8 byte order mark, which no editor shows, was counted as a column of line 1.
+func TestConfigNotUTF8OnlyWhenYAMLSaysSo(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"tab first": {"servers:\n\t- a\n" + strings.Repeat("# comment\n", 300) + "# caf\xe9\n",
+			"c.yaml:2: found character that cannot start any token"},
+		"byte order mark": {"\xef\xbb\xbfservers: [] # caf\xe9\n", "c.yaml:1: byte 0xe9 at column 18 is not UTF-8: save the file as UTF-8"},
+	} {
+		_, err := parseConfig("c.yaml", []byte(tc.yaml), noEnv)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %s", name, err, tc.want)
+		}
 	}
 }
