@@ -382,15 +382,16 @@
 //
 // The slots bucket and the counter stream lost while the executor runs (memory storage: a NATS
 // restart, or removed by hand) are declared again by the first call that finds them gone (at
-// most once a second, bounded to 5 s), with the decisions of the start: slots written with
+// most once a second, the declaration bounded to 5 s; it waits for the slot takes in flight,
+// each up to its request timeout), with the decisions of the start: slots written with
 // per-key TTLs or without (a bucket declared again first by an older mcpstream, that the
 // executor may not give them), renewed within the bucket's TTL, each condition warned of once
 // when it begins; a declaration that fails is logged once and the calls are refused unavailable
 // naming why, until one succeeds. The executor's calls in flight take their slots again before
 // any new call takes one, another executor's at their next renewal (a cap may be exceeded by
-// those until then). A lease renews and releases only a slot that holds its own value: a
-// bucket declared again starts its revisions over, and a stale lease's revision may be another
-// call's slot.
+// those until then). A lease renews and releases only a slot that holds its own value, and
+// writes nothing at its revision when it finds the bucket gone: a bucket declared again starts
+// its revisions over, and a stale lease's revision may be another call's slot.
 //
 // # Clients
 //

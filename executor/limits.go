@@ -862,7 +862,8 @@ func (ls *lease) renewLocked(ctx context.Context) {
 		before := time.Now()
 		ttl := slotTTL(max(lease, ls.hold.Sub(before)+lease))
 		if gone {
-			// Free: freed by its TTL (renewals late), or by a bucket declared again, empty.
+			// Free: freed by its TTL (renewals late), by a bucket declared again, empty, or
+			// gone with its bucket (taken in the one declared again, if it is by then).
 			// The call still runs: it takes its slot again if it is free, as it counts against
 			// the cap (else the cap is exceeded while it runs: nothing to be done).
 			var opts []jetstream.KVCreateOpt
@@ -875,7 +876,14 @@ func (ls *lease) renewLocked(ctx context.Context) {
 			}
 			if err == nil || !slotTaken(err) {
 				continue
-			} // (taken: the read was behind, maybe; renewed at the lease's revision)
+			}
+			// Taken since it was read, or the read was behind: read again (the slot may be
+			// another call's now at the revision the lease knows, in a bucket declared again).
+			if own, gone = ls.ownRevision(ctx, s); gone {
+				continue
+			}
+			before = time.Now()
+			ttl = slotTTL(max(lease, ls.hold.Sub(before)+lease))
 		}
 		if own == 0 {
 			continue // another call's
@@ -897,7 +905,7 @@ func (ls *lease) renewLocked(ctx context.Context) {
 }
 
 // ownRevision reads slot s and returns the revision to renew or release it at as this lease's
-// (0: it is another call's), and whether it is free. No other lease writes this one's value
+// (0: it is another call's, or gone with its bucket), and whether it is free. No other lease writes this one's value
 // (slotValue), so the value says whether the slot is still the lease's, not the revision the
 // lease knows:
 //   - at a later revision after a renewal JetStream stored whose acknowledgement was lost (a
@@ -917,6 +925,12 @@ func (ls *lease) ownRevision(ctx context.Context, s slotLease) (own uint64, free
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound): // (also a slot released: a delete marker)
 		return s.rev, true
+	case err != nil && stateLost(err):
+		// The bucket is gone, the slot with it: nothing to write at the lease's revision. A
+		// write at it now (nats.go retries one no stream answers for half a second; a NATS
+		// restart sends what it buffered) could reach the bucket declared again, where that
+		// revision may be another call's slot.
+		return 0, true
 	case err != nil:
 		return s.rev, false
 	case bytes.Equal(e.Value(), ls.val):
