@@ -12,14 +12,18 @@
 // Heartbeats (subjects.HeartbeatAll, a plain subscription read by the checking goroutine; only
 // those of connectors that some server's last status names are kept; a subscription NATS
 // refused — this process's user may not subscribe there — hears none, and the watchdog then
-// declares nothing, with an error in its log, until a reconnection makes it again), and the
+// declares nothing, with an error in its log, until a reconnection, after which it subscribes
+// anew: NATS says so only in the connection's last error, which another error of a shared
+// connection can replace — a subscription made again with the others on a reconnection, or
+// with another refused meanwhile, is made anew, up to 3 times, until its answer is told), and the
 // last status of every server and then each new one (subjects.RegistryAllStatus on the
 // registry stream, an ordered consumer delivering the last message per subject first). A lost
 // consumer is made again by the watchdog, with a backoff that watches Run's context: while the
 // stream is missing (deleted, NATS restarted without its store) Run still returns once its
 // context ends. A stream made again is noticed within 5 s (its creation time, read every 5 s:
 // the ordered consumer would go on from the sequence after the last it read, skipping as many
-// statuses of the new stream, whose sequences start over from 1), and the consumer made anew.
+// statuses of the new stream, whose sequences start over from 1), and the consumer made anew;
+// the statuses read from the old stream are dropped.
 //
 // # Produces
 //
@@ -32,7 +36,10 @@
 // from that failed round trip; after one that succeeds, the heartbeats that came before the
 // server's answer count, and the silence is measured up to that round trip, however late the
 // check goes on after it): a Status unavailable, code connector_lost, naming the silent
-// connector, published with Nats-Expected-Last-Subject-Sequence set to the status it saw.
+// connector, published with Nats-Expected-Last-Subject-Sequence set to the status it saw, and
+// only if the registry stream is still the one that status was read from (its creation time,
+// read before each batch of declarations: on a stream made again the sequence could be a newer
+// status's; the consumer is then made anew at once).
 // Several watchdogs (one per indexer replica) may race: the first declaration is stored, the
 // others are refused by the stream, and none lands over a newer status. Statuses without
 // HeartbeatMs (removed, connector_stopped, or from a process that sends none) are not watched,

@@ -79,3 +79,78 @@ func TestStreamRecreatedStatusesFollowed(t *testing.T) {
 	p.Resume()
 	waitFor(t, "the status of the new stream declared", func() bool { return last(statuses(t, env, "new")).Code == subjects.CodeConnectorLost })
 }
+
+// The registry stream made again while a silent connector's server is watched, before the
+// watchdog notices (it reads the stream's creation time every 5 s): the server's status of the
+// old stream was at sequence 21, and on the new stream, whose sequences start over, the
+// server's fresh status is at 21 too. The watchdog's declaration expects the last sequence 21
+// of the server's subject: the new stream took it, over the fresh status, and the server was
+// left unavailable (connector_lost) with its new connector beating. A declaration must go to
+// the stream the status it expects was read from.
+func TestStreamRecreatedNoDeclarationOverNewStatus(t *testing.T) {
+	old := streamCheckEvery
+	streamCheckEvery = time.Hour // the 5 s before the watchdog notices, made long
+	t.Cleanup(func() { streamCheckEvery = old })
+	env := natstest.Start(t)
+	p := natstest.NewPausableProxy(t, strings.TrimPrefix(env.URL, "nats://"))
+	nc, err := nats.Connect(p.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	waitFor(t, "the watchdog reading statuses", w.Ready)
+	pub := func(server, connector string, ms int64) uint64 {
+		t.Helper()
+		data, _ := json.Marshal(subjects.Status{V: 1, Type: subjects.EventStatus, Server: server, Status: subjects.StatusReady,
+			Connector: connector, HeartbeatMs: ms, At: time.Now()})
+		ack, err := env.JS.Publish(t.Context(), subjects.RegistryStatus(server), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ack.Sequence
+	}
+	for i := range 20 {
+		pub(fmt.Sprintf("filler%d", i), "slow", time.Hour.Milliseconds())
+	}
+	oldSeq := pub("x", "ghost", 300) // silent: due 900 ms after it is seen
+	waitFor(t, "the old statuses read", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return len(w.servers) == 21
+	})
+
+	p.Pause()
+	if err := env.JS.DeleteStream(t.Context(), subjects.RegistryStream); err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), waitLimit)
+	err = subjects.EnsureStreams(sctx, env.JS, subjects.StreamOptions{})
+	scancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		pub(fmt.Sprintf("filler%d", i), "slow", time.Hour.Milliseconds())
+	}
+	if seq := pub("x", "fresh", time.Hour.Milliseconds()); seq != oldSeq {
+		t.Fatalf("x's fresh status at sequence %d, want %d", seq, oldSeq)
+	}
+	pub("y", "ghost2", 600) // silent too, declared after x would be: the event waited for
+	p.Resume()
+	waitFor(t, "y declared", func() bool { return last(statuses(t, env, "y")).Code == subjects.CodeConnectorLost })
+	if st := last(statuses(t, env, "x")); st.Code == subjects.CodeConnectorLost || st.Connector != "fresh" {
+		t.Errorf("x's fresh status on the new stream overwritten by a declaration for the old one: %+v", st)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,8 +55,15 @@ type Watchdog struct {
 	declared int
 	ready    atomic.Bool
 	pub      jetstream.JetStream // for declarations (see Run)
+	created  time.Time           // when the registry stream the consumer reads was made (see consume)
+	remake   chan struct{}       // declare asks for the consumer to be made anew (see watchStream)
 
-	deaf bool // NATS refused the subscription to the heartbeats (see noteRefused)
+	// The subscription to the heartbeats, and what NATS said of it (see listen); Run's
+	// goroutine only.
+	sub     *nats.Subscription
+	told    bool  // whether NATS told if it refused sub
+	deaf    bool  // NATS refused sub
+	lastErr error // the connection's last error when last looked at (see hearing)
 
 	afterRoundTrip func() // tests: runs after a round trip that succeeded, before the deadlines are checked
 }
@@ -64,9 +72,15 @@ type Watchdog struct {
 type watched struct {
 	st       subjects.Status
 	seq      uint64    // its stream sequence
+	created  time.Time // when the stream it was read from was made (see consume)
 	seen     time.Time // when it arrived here
 	declared bool      // a declaration was sent for this status
 	retryAt  time.Time // a failed declaration is tried again from then
+}
+
+// is reports whether w (nil: none) is still the status s is a copy of.
+func (w *watched) is(s watched) bool {
+	return w != nil && w.seq == s.seq && w.created.Equal(s.created)
 }
 
 // Ready reports whether the watchdog has read the last status of every server once.
@@ -94,17 +108,15 @@ func (w *Watchdog) Run(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.beats, w.servers, w.named, w.since, w.pub = map[string]time.Time{}, map[string]*watched{}, map[string]int{}, time.Now(), pub
+	w.created, w.remake = time.Time{}, make(chan struct{}, 1)
 	w.mu.Unlock()
 	// The heartbeats are read by this goroutine, between checks (see hearing).
 	beats := make(chan *nats.Msg, beatBuffer)
-	sub, err := w.NC.ChanSubscribe(subjects.HeartbeatAll, beats)
-	if err != nil {
+	w.sub, w.told, w.deaf, w.lastErr = nil, false, false, nil
+	if err := w.listen(beats); err != nil {
 		return fmt.Errorf("liveness: subscribe to heartbeats: %w", err)
 	}
-	defer sub.Unsubscribe()
-	if w.NC.FlushTimeout(rttTimeout) == nil {
-		w.noteRefused()
-	}
+	defer func() { w.sub.Unsubscribe() }()
 	var following sync.WaitGroup
 	defer following.Wait() // Run returns only once ctx has ended, which ends follow too
 	following.Go(func() { w.follow(ctx) })
@@ -145,7 +157,9 @@ func (w *Watchdog) check(ctx context.Context, beats chan *nats.Msg, every time.D
 		// while it was paused (SIGSTOP, a frozen VM, starved of CPU) wait unread in its
 		// connection: silence counts from now.
 		if r != *reconnects {
-			w.deaf = false // the subscription was made again: told again at the next round trip
+			// The subscription was made again (by the NATS client, with the others): it is
+			// made anew at the next round trip, and whether NATS refused it told again.
+			w.told, w.deaf = false, false
 		}
 		*reconnects = r
 		w.mu.Lock()
@@ -191,11 +205,26 @@ const rttTimeout = 2 * time.Second
 // rttTimeout. Every heartbeat the server sent before its answer is then in beats, and is taken
 // into account before the deadlines are checked again.
 func (w *Watchdog) hearing(beats chan *nats.Msg) bool {
+	if !w.told {
+		if err := w.listen(beats); err != nil {
+			w.Log.Debug().Err(err).Msg("liveness: cannot subscribe to heartbeats: no declaration")
+			return false
+		}
+	}
 	if err := w.NC.FlushTimeout(rttTimeout); err != nil {
 		w.Log.Debug().Err(err).Msg("liveness: no round trip to NATS: no declaration")
 		return false
 	}
-	if w.noteRefused(); w.deaf {
+	// A subscription NATS dropped since (its permissions changed, and the server reloaded):
+	// told only if no other error came after it.
+	if err := w.NC.LastError(); !sameErr(err, w.lastErr) {
+		w.lastErr = err
+		if refusal(err) && !w.deaf {
+			w.deaf = true
+			w.logDeaf(err)
+		}
+	}
+	if !w.told || w.deaf {
 		return false
 	}
 	for {
@@ -208,17 +237,68 @@ func (w *Watchdog) hearing(beats chan *nats.Msg) bool {
 	}
 }
 
-// noteRefused notes whether NATS refused the subscription to the heartbeats (this process's
-// NATS user may not subscribe to them), which it says only asynchronously, before its answer to
-// a round trip made after the subscription (or after a reconnection, which makes it again).
-// Deaf, the watchdog would take every connector for silent: it declares nothing until a
-// reconnection.
-func (w *Watchdog) noteRefused() {
-	err := w.NC.LastError()
-	if w.deaf || !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `"`+subjects.HeartbeatAll+`"`) {
-		return
+// listenTries is how many subscriptions to the heartbeats listen makes at most before it takes
+// one for heard without being told (other errors of the connection came with each).
+const listenTries = 3
+
+// listen subscribes to the heartbeats anew (the subscription it replaces is dropped once the new
+// one is made), and notes whether NATS refused it (this process's NATS user may not subscribe
+// there). NATS tells that only asynchronously, before its answer to a round trip made after the
+// subscription, and the connection keeps only its last error: one told meanwhile (another
+// subscription of a shared connection refused, a slow consumer) could hide the refusal, or be
+// taken for it. A new error that names the heartbeats' subject tells a refusal, no new error at
+// all tells a subscription made; after another error, a new subscription is asked again. Not
+// told (no round trip), sub stays, and listen is called again at the next check that would
+// declare. Deaf, the watchdog would take every connector for silent: it declares nothing until
+// a reconnection (see check).
+func (w *Watchdog) listen(beats chan *nats.Msg) error {
+	for range listenTries {
+		before := w.NC.LastError()
+		sub, err := w.NC.ChanSubscribe(subjects.HeartbeatAll, beats)
+		if err != nil {
+			return err
+		}
+		if w.sub != nil {
+			_ = w.sub.Unsubscribe()
+		}
+		w.sub = sub
+		if w.NC.FlushTimeout(rttTimeout) != nil {
+			return nil
+		}
+		after := w.NC.LastError()
+		w.lastErr = after
+		switch {
+		case sameErr(after, before):
+			w.told, w.deaf = true, false
+			return nil
+		case refusal(after):
+			w.told, w.deaf = true, true
+			w.logDeaf(after)
+			return nil
+		}
 	}
-	w.deaf = true
+	w.told, w.deaf = true, false
+	w.Log.Warn().Str("subject", subjects.HeartbeatAll).Err(w.lastErr).
+		Msg("liveness: cannot tell whether NATS refused the subscription to the heartbeats (other errors on the connection): taken as made")
+	return nil
+}
+
+// refusal reports whether err is NATS refusing the subscription to the heartbeats.
+func refusal(err error) bool {
+	return errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), `Subscription to "`+subjects.HeartbeatAll+`"`)
+}
+
+// sameErr reports whether a and b are the same error value (an error of a type that cannot be
+// compared is taken for another).
+func sameErr(a, b error) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
+}
+
+func (w *Watchdog) logDeaf(err error) {
 	w.Log.Error().Err(err).Str("subject", subjects.HeartbeatAll).
 		Msg("liveness: NATS refused the subscription to the heartbeats: no connector_lost declaration (this NATS user needs to subscribe to " + subjects.HeartbeatAll + ")")
 }
@@ -270,11 +350,28 @@ func (w *Watchdog) follow(ctx context.Context) {
 // consume reads statuses until its consumer fails or ctx ends; started reports whether it got
 // as far as reading them (its consumer made, and its iterator).
 func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
+	select { // a request for a new consumer, made before this one: this one is new
+	case <-w.remake:
+	default:
+	}
 	// The stream it reads, told by when it was made (see watchStream).
 	stream, err := w.JS.Stream(ctx, subjects.RegistryStream)
 	if err != nil {
 		return false, err
 	}
+	created := stream.CachedInfo().Created
+	w.mu.Lock()
+	if !created.Equal(w.created) {
+		// Another stream: the statuses kept are of the old one, and their sequences mean
+		// nothing on this one (a declaration expecting one could land over a newer status
+		// there). This consumer reads the last status of every server of the new one.
+		for name, s := range w.servers {
+			w.unname(s.st.Connector)
+			delete(w.servers, name)
+		}
+		w.created = created
+	}
+	w.mu.Unlock()
 	cons, err := w.JS.OrderedConsumer(ctx, subjects.RegistryStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.RegistryAllStatus},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy,
@@ -295,21 +392,23 @@ func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 	if info := cons.CachedInfo(); info != nil && info.NumPending == 0 {
 		w.ready.Store(true)
 	}
+	// A stream made again ends the wait of Next (nctx), and this goroutine stops the iterator
+	// (deferred above). Stopped from the watching goroutine instead, while Next was making the
+	// ordered consumer again, the iterator stopped only the consumer it replaced: Next went on
+	// waiting on the new one for good, and the stream's statuses were never read anew.
 	var remade atomic.Bool
 	var watching sync.WaitGroup
-	wctx, stopWatching := context.WithCancel(ctx)
+	nctx, stopNext := context.WithCancel(ctx)
 	defer watching.Wait()
-	defer stopWatching()
+	defer stopNext()
 	watching.Go(func() {
-		if w.watchStream(wctx, stream) {
+		if w.watchStream(nctx, stream) {
 			remade.Store(true)
-			// Ends the Next below: the iterator's Stop does not while the ordered consumer
-			// makes itself again (on the new stream, from a sequence it has not reached).
-			stopWatching()
+			stopNext()
 		}
 	})
 	for {
-		msg, err := it.Next(jetstream.NextContext(wctx))
+		msg, err := it.Next(jetstream.NextContext(nctx))
 		if err != nil {
 			if remade.Load() {
 				err = errors.New("the registry stream was made again")
@@ -346,7 +445,7 @@ func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 			delete(w.servers, ev.Status.Server)
 		}
 		if watch {
-			w.servers[ev.Status.Server] = &watched{st: *ev.Status, seq: meta.Sequence.Stream, seen: time.Now()}
+			w.servers[ev.Status.Server] = &watched{st: *ev.Status, seq: meta.Sequence.Stream, created: created, seen: time.Now()}
 		}
 		// (A status that is not watched is not kept: nothing is declared over it, and a server
 		// whose last status it is takes no room.)
@@ -368,6 +467,8 @@ func (w *Watchdog) watchStream(ctx context.Context, stream jetstream.Stream) boo
 		select {
 		case <-ctx.Done():
 			return false
+		case <-w.remake:
+			return true
 		case <-t.C:
 		}
 		if info, err := stream.Info(ctx); err == nil && !info.Created.Equal(created) {
@@ -442,6 +543,32 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 		s   watched
 		ack jetstream.PubAckFuture
 	}
+	if created, ok := w.streamCreated(ctx); ok {
+		// The statuses read from a stream since deleted and made again, whose sequences start
+		// over: a declaration expecting one could land over a newer status of the new one.
+		// Their consumer is made anew at once, and reads the new stream's statuses.
+		w.mu.Lock()
+		kept := due[:0]
+		for _, s := range due {
+			if s.created.Equal(created) {
+				kept = append(kept, s)
+			} else if cur := w.servers[s.st.Server]; cur.is(s) {
+				cur.declared = false
+			}
+		}
+		remade := !w.created.Equal(created)
+		w.mu.Unlock()
+		if remade {
+			select {
+			case w.remake <- struct{}{}:
+			default:
+			}
+		}
+		if len(kept) < len(due) {
+			w.Log.Debug().Int("servers", len(due)-len(kept)).Msg("liveness: the registry stream was made again: no declaration until its statuses are read")
+		}
+		due = kept
+	}
 	var out []sent
 	var refused []watched
 	var failed []string
@@ -452,7 +579,7 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 			firstErr = err
 		}
 		w.mu.Lock()
-		if cur := w.servers[s.st.Server]; cur != nil && cur.seq == s.seq {
+		if cur := w.servers[s.st.Server]; cur.is(s) {
 			cur.declared, cur.retryAt = false, time.Now().Add(declareRetry)
 		}
 		w.mu.Unlock()
@@ -514,6 +641,18 @@ func (w *Watchdog) declare(ctx context.Context, due []watched) {
 	}
 }
 
+// streamCreated returns when the registry stream was made, if told (not with NATS away, or
+// the stream missing: a declaration then fails, or is refused, by itself).
+func (w *Watchdog) streamCreated(ctx context.Context) (time.Time, bool) {
+	ctx, cancel := context.WithTimeout(ctx, ackWait)
+	defer cancel()
+	stream, err := w.JS.Stream(ctx, subjects.RegistryStream)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return stream.CachedInfo().Created, true
+}
+
 // forgetGone drops the servers of refused declarations whose status is no longer on the stream
 // (purged, or deleted): no newer one is coming, and kept, they would stay until this process
 // restarts. The others were refused over a newer status, which the consumer delivers; those it
@@ -538,7 +677,7 @@ func (w *Watchdog) forgetGone(ctx context.Context, refused []watched) {
 			}
 		}
 		w.mu.Lock()
-		if cur := w.servers[s.st.Server]; cur != nil && cur.seq == s.seq {
+		if cur := w.servers[s.st.Server]; cur.is(s) {
 			switch {
 			case gone:
 				w.unname(cur.st.Connector)
