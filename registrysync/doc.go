@@ -181,7 +181,10 @@
 // (connector_lost); a process still running that sees such a declaration about one of its
 // servers — live, or on the stream after a reconnection or after the NATS client dropped
 // statuses (its subscription past its pending limits: a warning says how many) — publishes the
-// server's current status again. So it does, while it runs (not stopping), for another
+// server's current status again (a stopping process, until it retires its servers: from then
+// on the last word on each is its connector_stopped, or the status of the process that answered
+// its probe, which reclaims a declaration itself; published by the stopping process, the status
+// would name a process about to stop beating). So it does, while it runs (not stopping), for another
 // process's connector_stopped or removed status of a server it runs (made while it was cut off,
 // or when it answered a probe too slowly), and after a removal it publishes the server's lists
 // again too.

@@ -121,7 +121,8 @@ func (m *Manager) beat(every time.Duration) {
 // silent), or the connector_stopped or removed status of another process (this process's own
 // are published only once it no longer runs the server). A stopping process (its endpoints
 // gone, its calls draining) reclaims only the declarations: a removal or another process's
-// stop found nobody answering for the server, rightly.
+// stop found nobody answering for the server, rightly; and, once it retires its servers
+// (Manager.retire, its heartbeats still going), nothing (see reclaim).
 func (m *Manager) disowned(st *subjects.Status) bool {
 	if st.Code == subjects.CodeConnectorLost {
 		return true
@@ -156,7 +157,10 @@ func (m *Manager) reclaimDeclared(ctx context.Context) {
 // not stored yet.
 func (m *Manager) reclaim(ctx context.Context, name string) (notYet bool) {
 	c := m.connector(name)
-	if c == nil {
+	if c == nil || m.retiring.Load() {
+		// (Retiring: the last word on each server is retire's, connector_stopped, or that of
+		// the process that answered its probe, which reclaims a declaration itself: this
+		// one's status, published now, would name a process about to stop beating.)
 		return false
 	}
 	removed := false

@@ -64,6 +64,9 @@ type Manager struct {
 	// refused or timed out), before its answer is read: a test seam, it lets a test check
 	// that a stopping Manager's probes all run at once.
 	afterProbe atomic.Pointer[func(server string)]
+	// afterClaimRead, when set, runs in awaitClaims once it has read a status (a test seam: it
+	// lets a test make the ordered consumer start again midway).
+	afterClaimRead atomic.Pointer[func()]
 	// retryChosen, when set, is told every wait a connector chose before its next attempt (a
 	// reconnection, or a re-list of the kinds that failed): a test seam, it lets a test check
 	// the wait without a clock.
@@ -77,6 +80,10 @@ type Manager struct {
 	// publishWait bounds one JetStream publish or stream read: publishTimeout (a test may give
 	// less, set before Run, so that each read while NATS is away fails sooner).
 	publishWait time.Duration
+
+	// retiring is set while a stopping Run retires its servers (see retire): the heartbeats,
+	// which go on meanwhile, reclaim nothing then (see reclaim).
+	retiring atomic.Bool
 
 	mu      sync.Mutex
 	conns   map[string]*connector
@@ -170,6 +177,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		}
 	}
 	m.running, m.runCtx, m.ready = true, ctx, true
+	m.retiring.Store(false)
 	// The heartbeats outlive ctx: a stopping process still runs its servers while the calls in
 	// flight drain (up to DrainTimeout, which may exceed MissedHeartbeats periods), and must not
 	// be declared lost (connector_lost) before it publishes connector_stopped (retire), nor
@@ -211,6 +219,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	m.handlers.Wait()
+	m.retiring.Store(true)
 	m.retire(conns, m.retireBudget)
 	hbStop()
 	<-hbDone
@@ -404,11 +413,18 @@ func (m *Manager) awaitClaims(ctx context.Context, servers map[string]bool, wait
 		return
 	}
 	defer it.Stop()
-	seen := map[string]bool{} // servers of pending whose last status names this process
+	// mine: the servers of pending whose status read last names this process. Until every
+	// server's last status is read (caught up), a status read may not be its server's last:
+	// made again (a gap, a missed heartbeat, deleted), the ordered consumer goes on from where
+	// it was in the stream's history, older statuses included, not from each server's last.
+	mine := map[string]bool{}
+	caught := false
 	caughtUp := func() {
-		// Every server's last status read: one that has none is waited for no more.
+		// Every server's last status read: one that does not name this process (claimed, or
+		// none) is waited for no more.
+		caught = true
 		for name := range pending {
-			if !seen[name] {
+			if !mine[name] {
 				delete(pending, name)
 			}
 		}
@@ -427,11 +443,14 @@ func (m *Manager) awaitClaims(ctx context.Context, servers map[string]bool, wait
 		}
 		if subj, err := subjects.ParseRegistry(msg.Subject()); err == nil && pending[subj.Server] {
 			ev, err := subjects.DecodeRegistryMsg(msg.Subject(), msg.Data())
-			if err == nil && ev.Status != nil && ev.Status.Connector == m.id && ev.Status.HeartbeatMs > 0 && ev.Status.Status != subjects.StatusRemoved {
-				seen[subj.Server] = true // still this process's: its claim is to come
-			} else {
+			// Still this process's: its claim is to come.
+			mine[subj.Server] = err == nil && ev.Status != nil && ev.Status.Connector == m.id && ev.Status.HeartbeatMs > 0 && ev.Status.Status != subjects.StatusRemoved
+			if caught && !mine[subj.Server] {
 				delete(pending, subj.Server)
 			}
+		}
+		if hook := m.afterClaimRead.Load(); hook != nil {
+			(*hook)()
 		}
 		if meta.NumPending == 0 {
 			caughtUp()
