@@ -124,6 +124,11 @@ func (c *Catalog) follow(ctx context.Context, js jetstream.JetStream, bo backoff
 		watching.Wait() // (a test's change of originCheckEvery races no watch left running)
 	}()
 	watching.Go(func() { c.watchOrigin(wctx, st, func(why string) { lost <- why; wcancel() }) })
+	// And the iterator's Stop on wctx's end all the same: while the stream is missing, the
+	// ordered consumer retries making itself again, for good, inside Next, watching no context
+	// but its Stop (a stop then waited for the stream to come back).
+	stopIt := context.AfterFunc(wctx, it.Stop)
+	defer stopIt()
 	c.log.Info().Uint64("from", c.Seq()+1).Uint64("stream_last", target).Msg("following the registry stream")
 	for {
 		msg, err := it.Next(jetstream.NextContext(wctx))

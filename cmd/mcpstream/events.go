@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -41,7 +43,9 @@ the registry events of that server: with --subject, each filter is narrowed to i
 (--server kb --subject 'registry.*.status' prints kb's status events only). A server the
 stream holds no event of (never seen, or a typo) prints nothing, and a note on stderr says so
 (exit status 0, as for any replay with nothing to print; with --follow the note comes first and
-the events follow when they come).
+the events follow when they come). A stream deleted and created again while it is read (within
+seconds, with --follow) ends the command with an error: run it again to read the
+new one.
 
 Text output is one summary line per event: sequence, time, server, event, and for snapshots the
 number of items and what was added (+) or removed (-) since the previous snapshot of that server and
@@ -388,11 +392,45 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 	// traffic faster than the reader (a slow terminal), waiting for nothing to be pending
 	// would never end.
 	last := st.CachedInfo().State.LastSeq
+	// The stream made again (deleted and created) while it is read: the ordered consumer makes
+	// itself again on the new stream from the sequence after the last it read, skipping the new
+	// stream's events before it (or waiting, silent, for a sequence the new stream may never
+	// reach). A watch of the stream's creation time ends the read with an error instead. Next
+	// waits on wctx, and the iterator is stopped on its end too: while the stream is missing,
+	// nats.go retries making the consumer inside Next, watching no context but the Stop.
+	wctx, wcancel := context.WithCancel(ctx)
+	var remade atomic.Bool
+	var watching sync.WaitGroup
+	defer watching.Wait()
+	defer wcancel()
+	stopIt := context.AfterFunc(wctx, it.Stop)
+	defer stopIt()
+	created := st.CachedInfo().Created
+	watching.Go(func() {
+		t := time.NewTicker(followStreamCheckEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+			}
+			info, err := st.Info(wctx)
+			if err == nil && !info.Created.Equal(created) {
+				remade.Store(true)
+				wcancel()
+				return
+			}
+		}
+	})
 	for {
-		msg, err := it.Next(jetstream.NextContext(ctx))
+		msg, err := it.Next(jetstream.NextContext(wctx))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if remade.Load() {
+				return fmt.Errorf("read %s: the stream was made again (deleted and created) while it was read: run the command again to read the new one", stream)
 			}
 			return fmt.Errorf("read %s: %w", stream, err)
 		}
@@ -764,3 +802,7 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// followStreamCheckEvery is how often readStream checks that the stream it reads was not made
+// again (a variable: tests shorten it).
+var followStreamCheckEvery = 5 * time.Second
