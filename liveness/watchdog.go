@@ -241,16 +241,17 @@ func (w *Watchdog) hearing(beats chan *nats.Msg) bool {
 // one for heard without being told (other errors of the connection came with each).
 const listenTries = 3
 
-// listen subscribes to the heartbeats anew (the subscription it replaces is dropped once the new
-// one is made), and notes whether NATS refused it (this process's NATS user may not subscribe
-// there). NATS tells that only asynchronously, before its answer to a round trip made after the
-// subscription, and the connection keeps only its last error: one told meanwhile (another
-// subscription of a shared connection refused, a slow consumer) could hide the refusal, or be
-// taken for it. A new error that names the heartbeats' subject tells a refusal, no new error at
-// all tells a subscription made; after another error, a new subscription is asked again. Not
-// told (no round trip), sub stays, and listen is called again at the next check that would
-// declare. Deaf, the watchdog would take every connector for silent: it declares nothing until
-// a reconnection (see check).
+// listen subscribes to the heartbeats anew (the subscription it replaces is dropped once a round
+// trip shows the new one made; without one, the new one is dropped and the old one kept), and
+// notes whether NATS refused it (this process's NATS user may not subscribe there). NATS tells
+// that only asynchronously, before its answer to a round trip made after the subscription, and
+// the connection keeps only its last error: one told meanwhile (another subscription of a shared
+// connection refused, a slow consumer) could hide the refusal, or be taken for it. A new error
+// that names the heartbeats' subject tells a refusal, no new error at all tells a subscription
+// made; after another error, a new subscription is asked again. Not told (no round trip), the
+// old sub stays, and listen is called again at the next check that would declare. Deaf, the
+// watchdog would take every connector for silent: it declares nothing until a reconnection (see
+// check).
 func (w *Watchdog) listen(beats chan *nats.Msg) error {
 	for range listenTries {
 		before := w.NC.LastError()
@@ -258,13 +259,22 @@ func (w *Watchdog) listen(beats chan *nats.Msg) error {
 		if err != nil {
 			return err
 		}
+		// The subscription replaced is dropped only once the round trip shows the server has the
+		// new one: until then the server sends the heartbeats to the old one alone (a stalled
+		// connection holds them for as long as it stalls), and dropped at once, the NATS client
+		// would throw them away, the connectors beating all along taken for silent.
+		if w.NC.FlushTimeout(rttTimeout) != nil {
+			if w.sub == nil {
+				w.sub = sub
+			} else {
+				_ = sub.Unsubscribe()
+			}
+			return nil
+		}
 		if w.sub != nil {
 			_ = w.sub.Unsubscribe()
 		}
 		w.sub = sub
-		if w.NC.FlushTimeout(rttTimeout) != nil {
-			return nil
-		}
 		after := w.NC.LastError()
 		w.lastErr = after
 		switch {
