@@ -52,18 +52,7 @@ func TestRefusedHeartbeatSubscriptionDeclaresNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	w := runWatchdog(t, nc)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	// A connector that beats all along.
@@ -146,18 +135,7 @@ func TestRefusedHeartbeatSubscriptionNotMissedAmongOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	w := runWatchdog(t, nc)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	const period = 100 * time.Millisecond
@@ -244,18 +222,7 @@ func TestRefusedHeartbeatSubscriptionAllowedAfterReconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	w := runWatchdog(t, nc)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 	if !errors.Is(nc.LastError(), nats.ErrPermissionViolation) {
 		t.Fatalf("the subscription not refused: %v", nc.LastError())

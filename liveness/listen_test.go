@@ -51,18 +51,7 @@ func TestHeartbeatSubscriptionMadeAnewAfterReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	w := runWatchdog(t, nc)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	const period = 100 * time.Millisecond
@@ -253,18 +242,7 @@ func TestStallAfterReconnectNoFalseDeclaration(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	w := runWatchdog(t, nc)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	const period = 100 * time.Millisecond

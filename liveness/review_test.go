@@ -183,18 +183,7 @@ func TestSlowAcksAreNoPause(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	w := runWatchdog(t, nc)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 	start := w.silenceFrom()
 	publish := func(server, connector string) {

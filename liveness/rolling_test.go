@@ -201,18 +201,7 @@ func testStalledWatchdog(t *testing.T, stall time.Duration) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
+	w := runWatchdog(t, nc)
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 	startConnectorOn(t, env.Connect(t), kbURL(t))
 	waitFor(t, "kb ready", func() bool { return last(statuses(t, env, "kb")).Status == subjects.StatusReady })

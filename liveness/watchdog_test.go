@@ -97,6 +97,24 @@ func startWatchdog(t *testing.T, env *natstest.Env) *Watchdog {
 	return w
 }
 
+// runWatchdog runs a watchdog on nc (checking every 20 ms) until the test ends.
+func runWatchdog(t *testing.T, nc *nats.Conn) *Watchdog {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &Watchdog{NC: nc, JS: js, Log: logger(t), CheckEvery: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return w
+}
+
 // statuses returns every status event of server on the stream, in order.
 func statuses(t *testing.T, env *natstest.Env, server string) []subjects.Status {
 	t.Helper()
