@@ -1,12 +1,10 @@
 package liveness
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,25 +55,7 @@ func TestRefusedHeartbeatSubscriptionDeclaresNothing(t *testing.T) {
 
 	// A connector that beats all along.
 	const period = 100 * time.Millisecond
-	beating, stopBeating := context.WithCancel(context.Background())
-	var beats sync.WaitGroup
-	beats.Go(func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			data, _ := json.Marshal(subjects.Heartbeat{V: 1, Type: subjects.EventHeartbeat, Connector: "alive", EveryMs: 20, At: time.Now()})
-			_ = admin.Publish(subjects.HeartbeatSubject("alive"), data)
-			select {
-			case <-beating.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	t.Cleanup(func() {
-		stopBeating()
-		beats.Wait()
-	})
+	beatEvery(t, admin, "alive", 20*time.Millisecond, 20)
 	data, _ := json.Marshal(subjects.Status{V: 1, Type: subjects.EventStatus, Server: "served", Status: subjects.StatusReady,
 		Connector: "alive", HeartbeatMs: period.Milliseconds(), At: time.Now()})
 	if _, err := ajs.Publish(t.Context(), subjects.RegistryStatus("served"), data); err != nil {
@@ -139,25 +119,7 @@ func TestRefusedHeartbeatSubscriptionNotMissedAmongOthers(t *testing.T) {
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	const period = 100 * time.Millisecond
-	beating, stopBeating := context.WithCancel(context.Background())
-	var beats sync.WaitGroup
-	beats.Go(func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			data, _ := json.Marshal(subjects.Heartbeat{V: 1, Type: subjects.EventHeartbeat, Connector: "alive", EveryMs: 20, At: time.Now()})
-			_ = admin.Publish(subjects.HeartbeatSubject("alive"), data)
-			select {
-			case <-beating.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	t.Cleanup(func() {
-		stopBeating()
-		beats.Wait()
-	})
+	beatEvery(t, admin, "alive", 20*time.Millisecond, 20)
 	data, _ := json.Marshal(subjects.Status{V: 1, Type: subjects.EventStatus, Server: "served", Status: subjects.StatusReady,
 		Connector: "alive", HeartbeatMs: period.Milliseconds(), At: time.Now()})
 	if _, err := ajs.Publish(t.Context(), subjects.RegistryStatus("served"), data); err != nil {

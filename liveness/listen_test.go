@@ -55,25 +55,7 @@ func TestHeartbeatSubscriptionMadeAnewAfterReconnects(t *testing.T) {
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	const period = 100 * time.Millisecond
-	beating, stopBeating := context.WithCancel(context.Background())
-	var beats sync.WaitGroup
-	beats.Go(func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			data, _ := json.Marshal(subjects.Heartbeat{V: 1, Type: subjects.EventHeartbeat, Connector: "alive", EveryMs: 10, At: time.Now()})
-			_ = admin.Publish(subjects.HeartbeatSubject("alive"), data)
-			select {
-			case <-beating.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	t.Cleanup(func() {
-		stopBeating()
-		beats.Wait()
-	})
+	beatEvery(t, admin, "alive", 10*time.Millisecond, 10)
 	pub := func(server, connector string) {
 		t.Helper()
 		data, _ := json.Marshal(subjects.Status{V: 1, Type: subjects.EventStatus, Server: server, Status: subjects.StatusReady,
@@ -246,25 +228,7 @@ func TestStallAfterReconnectNoFalseDeclaration(t *testing.T) {
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	const period = 100 * time.Millisecond
-	beating, stopBeating := context.WithCancel(context.Background())
-	var beats sync.WaitGroup
-	beats.Go(func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			data, _ := json.Marshal(subjects.Heartbeat{V: 1, Type: subjects.EventHeartbeat, Connector: "alive", EveryMs: 10, At: time.Now()})
-			_ = admin.Publish(subjects.HeartbeatSubject("alive"), data)
-			select {
-			case <-beating.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	t.Cleanup(func() {
-		stopBeating()
-		beats.Wait()
-	})
+	beatEvery(t, admin, "alive", 10*time.Millisecond, 10)
 	data, _ := json.Marshal(subjects.Status{V: 1, Type: subjects.EventStatus, Server: "served", Status: subjects.StatusReady,
 		Connector: "alive", HeartbeatMs: period.Milliseconds(), At: time.Now()})
 	if _, err := ajs.Publish(t.Context(), subjects.RegistryStatus("served"), data); err != nil {

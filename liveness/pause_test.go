@@ -46,25 +46,7 @@ func TestPauseAfterRoundTripDeclaresOnlyTheSilent(t *testing.T) {
 	waitFor(t, "the watchdog reading statuses", w.Ready)
 
 	// "alive" beats every 20 ms, from before its status to the end of the test.
-	beating, stopBeating := context.WithCancel(context.Background())
-	var beats sync.WaitGroup
-	beats.Go(func() {
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			data, _ := json.Marshal(subjects.Heartbeat{V: 1, Type: subjects.EventHeartbeat, Connector: "alive", EveryMs: 20, At: time.Now()})
-			_ = env.NC.Publish(subjects.HeartbeatSubject("alive"), data)
-			select {
-			case <-beating.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	})
-	t.Cleanup(func() {
-		stopBeating()
-		beats.Wait()
-	})
+	beatEvery(t, env.NC, "alive", 20*time.Millisecond, 20)
 	publish := func(server, connector string) {
 		t.Helper()
 		data, _ := json.Marshal(subjects.Status{V: 1, Type: subjects.EventStatus, Server: server, Status: subjects.StatusReady,

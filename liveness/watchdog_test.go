@@ -115,6 +115,33 @@ func runWatchdog(t *testing.T, nc *nats.Conn) *Watchdog {
 	return w
 }
 
+// beatEvery publishes heartbeats of connector on nc, every period, saying everyMs, until stop is
+// called or the test ends.
+func beatEvery(t *testing.T, nc *nats.Conn, connector string, period time.Duration, everyMs int64) (stop func()) {
+	t.Helper()
+	beating, stopBeating := context.WithCancel(context.Background())
+	var beats sync.WaitGroup
+	beats.Go(func() {
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			data, _ := json.Marshal(subjects.Heartbeat{V: 1, Type: subjects.EventHeartbeat, Connector: connector, EveryMs: everyMs, At: time.Now()})
+			_ = nc.Publish(subjects.HeartbeatSubject(connector), data)
+			select {
+			case <-beating.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	stop = func() {
+		stopBeating()
+		beats.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
 // statuses returns every status event of server on the stream, in order.
 func statuses(t *testing.T, env *natstest.Env, server string) []subjects.Status {
 	t.Helper()
