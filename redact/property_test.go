@@ -159,7 +159,10 @@ func jsonContent(rng *rand.Rand, s string) string {
 	return b.String()
 }
 
-var propFiller = []string{"the ", "tool ", "said: ", "ok", ", ", "id=", "value ", "a", "b", "x", "-", "9", "Q", "z", "[", "]", "ab"}
+var propFiller = []string{"the ", "tool ", "said: ", "ok", ", ", "id=", "value ", "a", "b", "x", "-", "9", "Q", "z", "[", "]", "ab",
+	// escapes of escapes, and what looks like one: percent-escaped backslashes before a JSON
+	// escape, JSON-escaped backslashes, a lone '%', invalid UTF-8
+	"%5C", "%5c%5C", `\\u`, `\\/`, `\`, "%", "%2", "\xff", "\xc3"}
 
 // propText returns text (decoded level) with secrets spelled in it, adjacent and repeated.
 func propText(rng *rand.Rand, secrets []string) string {
@@ -408,6 +411,7 @@ func TestPropertyStringCut(t *testing.T) {
 			cut--
 		}
 		msg := "server said: " + full[:cut] + mark + " (call " + propText(rng, secrets) + ")"
+		checkDecodings(t, msg) // (an idx that fits each view: cutStart indexes it)
 		out := v.StringCut(msg, mark)
 		for _, s := range secrets {
 			if l := leak(out, s); l != "" {

@@ -268,10 +268,17 @@ func isMemberName(rawName []byte, name string) bool {
 // can send megabytes of it.
 const maxServerErrorBytes = 1 << 10
 
-// rpcErrorText is a server's JSON-RPC error, its message redacted by redact, then cut (a secret
-// cut in two would not be found).
+// serverErrorReadBytes bounds how much of a server's JSON-RPC error message is redacted: redact
+// searches text decoded several ways, an offset (8 bytes) a decoded byte each, tens of bytes of
+// memory a byte of a message of megabytes. Its start only is passed on (maxServerErrorBytes).
+const serverErrorReadBytes = 64 * maxServerErrorBytes
+
+// rpcErrorText is a server's JSON-RPC error, its message redacted by redact (a redactor's
+// String), then cut (a secret cut in two would not be found). A message longer than
+// serverErrorReadBytes is cut first, the mark of the cut after it: String replaces the start of
+// a value that straddled it.
 func rpcErrorText(e *mcp.JSONRPCErrorDetails, redact func(string) string) string {
-	return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, truncate(redact(e.Message), maxServerErrorBytes))
+	return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, truncate(redact(truncate(e.Message, serverErrorReadBytes)), maxServerErrorBytes))
 }
 
 func errText(err error) string {

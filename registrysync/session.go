@@ -522,7 +522,7 @@ func (s *session) startListening(f mcp.SubscriptionFilter) {
 			_, _, rpcErr, _ := cp.snapshot()
 			switch {
 			case rpcErr != nil:
-				s.c.log.Warn().Int("code", rpcErr.Code).Str("message", truncate(s.c.red.String(rpcErr.Message), maxServerErrorBytes)).
+				s.c.log.Warn().Int("code", rpcErr.Code).Str("message", truncate(s.c.red.String(truncate(rpcErr.Message, serverErrorReadBytes)), maxServerErrorBytes)).
 					Msg("server refused subscriptions/listen; relying on periodic resync")
 				return
 			case err != nil:
