@@ -33,11 +33,19 @@ func TestRunReturnsWhileRegistryStreamDeleted(t *testing.T) {
 	// The consumer's iterator notices its consumer gone with the stream and makes it again:
 	// its requests to JetStream's API, seen here, say when it got there.
 	creates := make(chan *nats.Msg, 64)
-	sub, err := env.Connect(t).ChanSubscribe("$JS.API.CONSUMER.CREATE."+subjects.RegistryStream+".>", creates)
+	watcher := env.Connect(t)
+	sub, err := watcher.ChanSubscribe("$JS.API.CONSUMER.CREATE."+subjects.RegistryStream+".>", creates)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
+	// The subscription in place at the server before the stream goes: else the watchdog's
+	// one quick attempt (its iterator's, told at once of its consumer's deletion) could come
+	// first, on another connection, and nothing after it (the stream missing, the watchdog
+	// asks for the stream, not for a consumer) would be seen.
+	if err := watcher.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	if err := env.JS.DeleteStream(t.Context(), subjects.RegistryStream); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/mcpstream/mcpstream/natsembed"
+	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -137,7 +139,7 @@ func TestSSEHugeNotificationSparesList(t *testing.T) {
 	srv := &rawSSEServer{mode: "hugenotify", out: make(chan string, 16)}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	h := run(t, nil, fastConfig(ServerConfig{Name: "ssehn", Transport: TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"}))
+	h := run(t, smallPayloadNATS(t), fastConfig(ServerConfig{Name: "ssehn", Transport: TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"}))
 	rec := record(t, h.env, subjects.RegistryServer("ssehn"))
 	e := rec.wait(0, "ready or unavailable", settled)
 	if st := e.ev.Status; st.Status != subjects.StatusReady || st.Code != "" {
@@ -157,7 +159,7 @@ func TestSSEHugeListAnswer(t *testing.T) {
 	t.Cleanup(ts.Close)
 	cfg := fastConfig(ServerConfig{Name: "ssehl", Transport: TransportSSE, URL: ts.URL + "/sse", ProtocolVersion: "2025-11-25"})
 	cfg.ListTimeout = 10 * waitLimit
-	h := run(t, nil, cfg)
+	h := run(t, smallPayloadNATS(t), cfg)
 	rec := record(t, h.env, subjects.RegistryServer("ssehl"))
 	e := rec.wait(0, "ready or unavailable", settled)
 	if st := e.ev.Status; st.Status != subjects.StatusUnavailable || st.Code != subjects.CodeSnapshotTooLarge {
@@ -230,12 +232,12 @@ func (m *misbehavingHTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			case "ssehuge":
 				w.Header().Set("Content-Type", "text/event-stream")
-				_, _ = io.WriteString(w, `event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+strings.Repeat("n", 12<<20)+`"}}`+"\n\n")
+				_, _ = io.WriteString(w, `event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"`+strings.Repeat("n", hugeEvent)+`"}}`+"\n\n")
 				_, _ = io.WriteString(w, "event: message\ndata: "+result+"\n\n")
 				return
 			case "ssehugeanswer":
 				w.Header().Set("Content-Type", "text/event-stream")
-				_, _ = io.WriteString(w, `event: message`+"\n"+`data: {"result":{"tools":[{"name":"t","description":"`+strings.Repeat("d", 12<<20)+`"}]},"jsonrpc":"2.0","id":`+id+"}\n\n")
+				_, _ = io.WriteString(w, `event: message`+"\n"+`data: {"result":{"tools":[{"name":"t","description":"`+strings.Repeat("d", hugeEvent)+`"}]},"jsonrpc":"2.0","id":`+id+"}\n\n")
 				return
 			}
 		}
@@ -266,7 +268,7 @@ func TestStreamableHTTPBatchesAndHugeEvents(t *testing.T) {
 			t.Cleanup(ts.Close)
 			cfg := fastConfig(ServerConfig{Name: tc.mode, Transport: TransportHTTP, URL: ts.URL + "/mcp", ProtocolVersion: "2025-11-25"})
 			cfg.ListTimeout = 10 * waitLimit
-			h := run(t, nil, cfg)
+			h := run(t, smallPayloadNATS(t), cfg)
 			rec := record(t, h.env, subjects.RegistryServer(tc.mode))
 			e := rec.wait(0, "ready or unavailable", settled)
 			if st := e.ev.Status; st.Status != tc.status || st.Code != tc.code {
@@ -369,4 +371,16 @@ func FuzzOversizeIDAndBatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// hugeEvent is the size of an event over the connector's bound in the HTTP and SSE tests, which
+// run on a NATS server of a 1 MiB max_payload (smallPayloadNATS): the bound is then 2 MiB less a
+// little (4 KiB today), against 9 MiB by default. An event over the default bound took ~10 s to
+// read under the race detector on the development VM (its shadow memory faulted in page by page
+// as the buffer grew), and three such tests side by side under load ran past their 30 s waits.
+const hugeEvent = 3 << 20
+
+// smallPayloadNATS is a JetStream server of a 1 MiB max_payload, for the tests of hugeEvent.
+func smallPayloadNATS(t *testing.T) *natstest.Env {
+	return natstest.StartWith(t, natsembed.Config{MaxPayload: 1 << 20})
 }

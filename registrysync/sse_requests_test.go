@@ -73,10 +73,10 @@ func (s *rawSSEServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "tools/list":
 			switch s.mode {
 			case "hugenotify":
-				s.out <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("n", 12<<20) + `"}}`
-				s.out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("r", 12<<20) + `"}}]}}`
+				s.out <- `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("n", hugeEvent) + `"}}`
+				s.out <- `{"jsonrpc":"2.0","id":` + id + `,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("r", hugeEvent) + `"}}]}}`
 			case "hugelist":
-				s.out <- `{"result":{"tools":[{"name":"t","description":"` + strings.Repeat("d", 12<<20) + `"}]},"jsonrpc":"2.0","id":` + id + `}`
+				s.out <- `{"result":{"tools":[{"name":"t","description":"` + strings.Repeat("d", hugeEvent) + `"}]},"jsonrpc":"2.0","id":` + id + `}`
 				return
 			case "batch":
 				s.out <- `[{"jsonrpc":"2.0","method":"notifications/tools/list_changed"},{"jsonrpc":"2.0","id":` + id + `,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}}]`
