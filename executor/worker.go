@@ -417,8 +417,11 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	if t == nil {
 		if server, name, ok := subjects.SplitPlain(c.req.Tool); ok && e.cfg.Policy.Decide(rp, policy.Tool{Server: server, Name: name}).Allowed {
 			// (Only of a list rp may see: one private to another context is not there for it,
-			// as its kept tools are not.)
-			if v := e.reg.view.Tool(server, name); v.State == staleness.Unavailable && e.cfg.Policy.MayUseScope(rp, v.CacheScope, v.AuthContext) {
+			// as its kept tools are not. Nor, when the server holds no tools list, of a server
+			// whose every list is private to another context: the catalog hides it from rp.)
+			mayUse := func(scope, authContext string) bool { return e.cfg.Policy.MayUseScope(rp, scope, authContext) }
+			if v := e.reg.view.Tool(server, name); v.State == staleness.Unavailable && mayUse(v.CacheScope, v.AuthContext) &&
+				e.reg.view.MayUseAList(server, mayUse) {
 				s := refused(subjects.CodeUnavailable, c.req.Tool+" is unavailable: "+v.Reason)
 				s.e.Reason = v.Reason
 				return s

@@ -401,6 +401,31 @@ func (v *View) Item(server string, kind subjects.Kind, name string) Verdict {
 	return out
 }
 
+// MayUseAList reports whether may accepts the cache scope and authorization context of some
+// list of server that the view holds (a kind listed, not only announced as changed, nor dropped
+// with its server), or whether it holds none: to whom the catalog shows the server (its servers
+// listing; indexer's mayUseAList). A server whose every list is private to another context is
+// that context's, its very existence and status included. may is called with the view locked.
+func (v *View) MayUseAList(server string, may func(cacheScope, authContext string) bool) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	s := v.servers[server]
+	if s == nil {
+		return true
+	}
+	listed := false
+	for _, ks := range s.kinds {
+		if !ks.listed {
+			continue
+		}
+		listed = true
+		if may(ks.cacheScope, ks.authContext) {
+			return true
+		}
+	}
+	return !listed
+}
+
 // Remembers reports whether the view knows name as an item of kind of server: in its last list,
 // or remembered as removed from it (at most MaxRemembered tool names beyond the list,
 // MaxRememberedItems of other kinds). A name it does
