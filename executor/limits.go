@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,10 +183,12 @@ type limiter struct {
 	restore    func(context.Context) error
 	restoreMu  sync.Mutex
 	restoredAt time.Time // when restore was last tried
-	restoreErr error     // what it then returned
-	// restoring is held by takeSlots, and by restoreState (exclusively) while it declares the
-	// state again and the live leases take their slots again: no call takes a slot of a
-	// bucket declared again before the calls in flight have theirs back.
+	// restoreErr is what it then returned (nil: none); read without restoreMu by the calls
+	// that find a try running after a failure (see restoreState).
+	restoreErr atomic.Pointer[error]
+	// restoring is held by takeSlots (a call with a cap), and by restoreState (exclusively)
+	// while it declares the state again and the live leases take their slots again: no call
+	// takes a slot of a bucket declared again before the calls in flight have theirs back.
 	restoring sync.RWMutex
 	liveMu    sync.Mutex
 	live      map[*lease]struct{} // the leases holding slots (taken, not released)
@@ -391,24 +394,46 @@ func (l *limiter) acquireFor(ctx context.Context, callID string, hold time.Durat
 // restoreState declares the limiter's state again after err said it is gone (once a second at
 // most over every worker): nil when it is there now, else err with why declaring it failed
 // (the last try's, within the second after it).
+//
+// A call that finds a try running waits for it (after a NATS restart it takes milliseconds, and
+// the call then goes on), unless the last try failed: then it is refused at once with that
+// failure. A try after a failure may take all of restoreWait again (a request JetStream drops,
+// as when the executor's NATS user may not declare the state), and every call with limits
+// waited for it, a worker each, for 5 s of every 6 while the failure lasted: enough of them held
+// every worker, and the calls with no limits waited too.
 func (l *limiter) restoreState(ctx context.Context, err error) error {
 	if l.restore == nil {
 		return err
 	}
-	l.restoreMu.Lock()
+	if !l.restoreMu.TryLock() {
+		if last := l.restoreErr.Load(); last != nil {
+			return restoreFailed(err, *last)
+		}
+		l.restoreMu.Lock()
+	}
 	defer l.restoreMu.Unlock()
 	if l.restoredAt.IsZero() || l.now().Sub(l.restoredAt) >= time.Second {
 		l.restoring.Lock()
-		if l.restoreErr = l.restore(ctx); l.restoreErr == nil {
+		rerr := l.restore(ctx)
+		if rerr == nil {
 			l.retakeLive(ctx)
+			l.restoreErr.Store(nil)
+		} else {
+			l.restoreErr.Store(&rerr)
 		}
 		l.restoring.Unlock()
 		l.restoredAt = l.now()
 	} // else another call just tried
-	if l.restoreErr != nil {
-		return fmt.Errorf("%w; declaring the limits state again failed: %w", err, l.restoreErr)
+	if last := l.restoreErr.Load(); last != nil {
+		return restoreFailed(err, *last)
 	}
 	return nil
+}
+
+// restoreFailed is the error of a call that found the limits state gone (err) and could not
+// have it declared again (why).
+func restoreFailed(err, why error) error {
+	return fmt.Errorf("%w; declaring the limits state again failed: %w", err, why)
 }
 
 // retakeLive has every live lease take its slots again in the slots bucket just declared again
@@ -490,7 +515,18 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 	if hold > 0 {
 		ls.hold = time.Now().Add(hold) // (renewals before the dispatch keep it)
 	}
-	l.restoring.RLock()
+	if !slices.ContainsFunc(lim, func(s scopeLimit) bool { return s.rate.Concurrency > 0 }) {
+		// No slot to take: not held up by a restore of the slots bucket (which may take
+		// restoreWait), as a call with rates only or no limits (an approved one) was.
+		return ls, nil, nil
+	}
+	if !l.restoring.TryRLock() {
+		// A restore runs: after a failure, refused at once, as restoreState refuses.
+		if last := l.restoreErr.Load(); last != nil {
+			return nil, nil, restoreFailed(fmt.Errorf("%w: the slots bucket is being declared again", ErrLimits), *last)
+		}
+		l.restoring.RLock()
+	}
 	defer l.restoring.RUnlock()
 	for _, s := range lim {
 		if s.rate.Concurrency <= 0 {
