@@ -193,6 +193,10 @@ func (c *Client) endpoint() (string, error) {
 		return "", c.fail(CodeConfig, 0, nil, "Dimensions is negative (%d)", c.Dimensions)
 	case c.MaxBatch < 0:
 		return "", c.fail(CodeConfig, 0, nil, "MaxBatch is negative (%d)", c.MaxBatch)
+	case strings.IndexFunc(c.APIKey, controlChar) >= 0:
+		// net/http refuses to send such a header: every request would fail, as a transport
+		// failure (worth retrying) rather than the configuration error it is.
+		return "", c.fail(CodeConfig, 0, nil, "APIKey holds a control character (a line break read with it from a file?)")
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil {
@@ -208,6 +212,10 @@ func (c *Client) endpoint() (string, error) {
 	}
 	return u.JoinPath("embeddings").String(), nil
 }
+
+// controlChar reports whether r may not be in a header value (net/http's rule: a control
+// character other than a tab).
+func controlChar(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }
 
 type request struct {
 	Model          string   `json:"model"`

@@ -604,6 +604,10 @@ func TestEmbedConfig(t *testing.T) {
 		{"password and bad port", Client{BaseURL: "http://user:" + testKey + "@127.0.0.1:port/v1", Model: "m"}},
 		{"negative Dimensions", Client{BaseURL: srv.URL, Model: "m", Dimensions: -1}},
 		{"negative MaxBatch", Client{BaseURL: srv.URL, Model: "m", MaxBatch: -1}},
+		// A key read from a file with its line break: net/http refuses to send it, which
+		// was a transport failure (embeddings_unavailable, retried without end).
+		{"line break in APIKey", Client{BaseURL: srv.URL, Model: "m", APIKey: testKey + "\n"}},
+		{"control character in APIKey", Client{BaseURL: srv.URL, Model: "m", APIKey: testKey + "\x7f"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -44,7 +44,8 @@
 // one of:
 //
 //	embeddings_config       missing BaseURL or Model, BaseURL not an http(s) URL with a host,
-//	                        negative Dimensions or MaxBatch (checked before any request)
+//	                        negative Dimensions or MaxBatch, an APIKey with a control
+//	                        character other than a tab (checked before any request)
 //	embeddings_unavailable  transport failure, timeout, context cancelled or expired, HTTP 5xx,
 //	                        429 or 408 (worth retrying later)
 //	embeddings_rejected     any other non-2xx status: bad key, unknown model, bad request, a

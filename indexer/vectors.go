@@ -395,7 +395,9 @@ func (c *Catalog) dropVectorCache() error {
 }
 
 // vectorizeBatch handles up to embedBatch wanted tools and reports how many wants it settled
-// (0: nothing to do now; a want that changed meanwhile kicks the vectorizer again).
+// (0: nothing to do now; a want that changed meanwhile kicks the vectorizer again). When the
+// endpoint fails, the vectors of the batch found in the cache are attached all the same, and
+// the error is returned with their count.
 func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 	type job struct {
 		public       string
@@ -405,6 +407,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		text         string
 		vec          []float32
 		refused      bool // the endpoint refused the text: asked again later (vecRefused)
+		failed       bool // the endpoint failed: still wanted, asked again after a backoff
 	}
 	c.mu.RLock()
 	jobs := make([]job, 0, embedBatch)
@@ -465,11 +468,21 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 			missing = append(missing, i)
 		}
 	}
+	var vecs [][]float32
+	var refused []error
+	var embedErr error
 	if len(texts) > 0 {
-		vecs, refused, err := c.embedTexts(ctx, texts)
-		if err != nil {
-			return 0, err
+		if vecs, refused, embedErr = c.embedTexts(ctx, texts); embedErr != nil {
+			// The vectors the cache held are attached all the same (below): they need no
+			// endpoint, and a tool whose definition changed but not its text (a parameter's
+			// type) would otherwise stay lexical for the whole outage. The others stay wanted.
+			for _, i := range missing {
+				jobs[i].failed = true
+			}
+			missing = nil
 		}
+	}
+	if len(missing) > 0 {
 		unlock := c.writing()
 		wb := c.db.NewWriteBatch()
 		for j, i := range missing {
@@ -493,7 +506,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 				return 0, err
 			}
 		}
-		err = wb.Flush()
+		err := wb.Flush()
 		unlock()
 		if err != nil {
 			return 0, err
@@ -511,7 +524,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 	defer c.mu.Unlock()
 	done := 0
 	for _, j := range jobs {
-		if cur, ok := c.vecWant[j.public]; !ok || cur.key != j.want.key {
+		if cur, ok := c.vecWant[j.public]; !ok || cur.key != j.want.key || j.failed {
 			continue
 		}
 		delete(c.vecWant, j.public)
@@ -525,7 +538,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 			c.badVectors.Add(1)
 		}
 	}
-	return done, nil
+	return done, embedErr
 }
 
 // embedTexts embeds the texts of tools in one call. When the endpoint refuses the batch for

@@ -65,6 +65,9 @@ func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 	key, secrets, kerr := expandEnv(e.APIKey, lookup)
 	if kerr != nil {
 		bad("apiKey", "%v", kerr)
+	} else if strings.IndexFunc(key, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0 {
+		// net/http refuses to send it: every request to the endpoint would fail.
+		bad("apiKey", "holds a control character (a line break at the end of the variable's value?)")
 	}
 	timeout := time.Duration(0)
 	if e.Timeout != "" {

@@ -513,6 +513,18 @@ func TestSearchEmbeddingsConfig(t *testing.T) {
 	if _, err := loadConfig(path, lookupTest); err == nil || !strings.Contains(err.Error(), "NOT_SET_ANYWHERE is not set") {
 		t.Errorf("an unset variable in the URL: %v", err)
 	}
+	// A key read from a file with its line break: net/http would refuse every request.
+	os.WriteFile(path, []byte("servers: []\nsearch:\n  embeddings:\n    url: http://127.0.0.1:9/v1\n    model: mini\n    apiKey: ${KEY_FROM_FILE}\n"), 0o644)
+	withBreak := func(name string) (string, bool) {
+		if name == "KEY_FROM_FILE" {
+			return "sk-from-file\n", true
+		}
+		return lookupTest(name)
+	}
+	if _, err := loadConfig(path, withBreak); err == nil || !strings.Contains(err.Error(), "field apiKey") ||
+		!strings.Contains(err.Error(), "control character") || strings.Contains(err.Error(), "sk-from-file") {
+		t.Errorf("a key with a line break: %v", err)
+	}
 	// Without the section: lexical only.
 	os.WriteFile(path, []byte("servers: []\n"), 0o644)
 	if cfg, err := loadConfig(path, lookupTest); err != nil || cfg.embedder != nil {
