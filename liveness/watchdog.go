@@ -20,10 +20,11 @@ import (
 )
 
 // MinHeartbeat and MaxHeartbeat bound the heartbeat period a watchdog honours: a status
-// claiming a shorter or longer one is watched as if it said the bound.
+// claiming a shorter or longer one is watched as if it said the bound (subjects.MinHeartbeat,
+// subjects.MaxHeartbeat, which registrysync beats within).
 const (
-	MinHeartbeat = 50 * time.Millisecond
-	MaxHeartbeat = time.Hour
+	MinHeartbeat = subjects.MinHeartbeat
+	MaxHeartbeat = subjects.MaxHeartbeat
 )
 
 // period is the heartbeat period of a status, within the bounds (a huge heartbeatMs would

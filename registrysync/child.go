@@ -283,11 +283,11 @@ func (c *child) handle(msg []byte) bool {
 		// answers, if its id can be read and one waits, ends now (brokenAnswer); otherwise its
 		// answer is lost, and the handshake and lists in flight fail (onMalformed).
 		if !c.brokenAnswer(msg) {
-			c.onMalformed(printable(truncate(c.red.jsonSample(string(msg)), 120)), false)
+			c.onMalformed(printable(quoteSample(c.red, msg, 120)), false)
 		}
 	default:
 		// Plain text on stdout (a banner, a log line): against the spec but harmless.
-		c.noteNoise(printable(truncate(c.red.String(string(msg)), 200)), c.log)
+		c.noteNoise(printable(quote(c.red, msg, 200)), c.log)
 	}
 	return true
 }
@@ -356,8 +356,8 @@ func (c *child) brokenAnswer(msg []byte) bool {
 		return false
 	}
 	// Where it breaks (json's syntax error names one character at most, quoted), and how it
-	// begins: the sample is redacted whole before it is cut, so no secret is cut in half.
-	sample := printable(truncate(c.red.jsonSample(string(msg)), 120))
+	// begins: its start, redacted, then cut (quoteSample: a value cut in two is replaced too).
+	sample := printable(quoteSample(c.red, msg, 120))
 	ch <- fastResponse{malformed: brokenJSON(msg) + "; it begins " + sample}
 	c.log.Warn().Str("id", string(id)).Str("sample", sample).Msg("server answered a tools/call with a line that is not valid JSON: the call fails")
 	return true
@@ -530,7 +530,7 @@ func (c *child) drainStderr(red redactor, log zerolog.Logger) {
 			}
 		}
 		if text := bytes.TrimSpace(line); len(text) > 0 {
-			msg := printable(truncate(red.String(string(text)), 300))
+			msg := printable(quote(red, text, 300))
 			c.mu.Lock()
 			c.stderrLast = msg
 			if telling(line) {

@@ -1,6 +1,10 @@
 package registrysync
 
-import "time"
+import (
+	"time"
+
+	"github.com/mcpstream/mcpstream/subjects"
+)
 
 // Transports a server may use.
 const (
@@ -81,7 +85,8 @@ type Config struct {
 	// HeartbeatEvery is how often the process sends a heartbeat while it runs (see
 	// package liveness: a watchdog declares the servers of a silent process unavailable,
 	// connector_lost); 0 → 5s; negative → none (its statuses then carry no heartbeatMs and
-	// nobody watches it).
+	// nobody watches it); a positive period is kept within subjects.MinHeartbeat (50 ms) and
+	// subjects.MaxHeartbeat (1 h), the bounds a watchdog honours.
 	HeartbeatEvery time.Duration
 }
 
@@ -120,6 +125,12 @@ func (c Config) withDefaults() Config {
 	def(&c.PingTimeout, DefaultPingTimeout)
 	def(&c.DrainTimeout, DefaultDrainTimeout)
 	def(&c.HeartbeatEvery, DefaultHeartbeatEvery)
+	if c.HeartbeatEvery > 0 {
+		// A watchdog takes a period past the bounds for the bound: one beating less often than
+		// once an hour would be declared lost while it runs, and one under a millisecond
+		// announced no period at all (heartbeatMs 0: nobody watched it) while it beat.
+		c.HeartbeatEvery = min(max(c.HeartbeatEvery, subjects.MinHeartbeat), subjects.MaxHeartbeat)
+	}
 	if c.MaxPages <= 0 {
 		c.MaxPages = DefaultMaxPages
 	}

@@ -161,7 +161,7 @@ func newConnector(m *Manager, sc ServerConfig) *connector {
 func (c *connector) newStatus(status, code, reason string) subjects.Status {
 	st := subjects.Status{
 		V: subjects.Version, Type: subjects.EventStatus, Server: c.sc.Name,
-		Status: status, Code: code, Reason: printable(truncate(c.red.String(reason), 1000)),
+		Status: status, Code: code, Reason: printable(quote(c.red, reason, 1000)),
 		Description: c.sc.Description, Transport: c.sc.Transport, At: time.Now().UTC(),
 		Connector: c.m.id,
 	}
@@ -1268,7 +1268,7 @@ func (c *connector) relistReply(kinds []subjects.Kind, out map[subjects.Kind]kin
 			}
 			return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
 				Code: subjects.CodeUnavailable, Message: msg, RetryAfterMs: waitMs,
-				Reason: truncate(code+": "+c.red.Err(o.err), 1000)}}
+				Reason: quote(c.red, code+": "+o.err.Error(), 1000)}}
 		}
 		if o.published && o.seq > r.Sequence {
 			r.Sequence = o.seq

@@ -111,9 +111,9 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 
 	switch {
 	case r.bad != "":
-		// (the server's words in it are bounded once redacted: cut first, a secret would not be
-		// found whole)
-		return dispatchErr(subjects.CodeProtocolError, truncate(redact(r.bad), 512)+"; the call was sent and may have run", "")
+		// (the server's words in it are bounded as they are redacted: quote replaces the start
+		// of a value its cut left too)
+		return dispatchErr(subjects.CodeProtocolError, quote(c.red, r.bad, 512)+"; the call was sent and may have run", "")
 	case r.rpcErr != nil:
 		return dispatchErr(subjects.CodeProtocolError, "server answered "+rpcErrorText(r.rpcErr, redact), "")
 	case len(r.raw) > 0:
@@ -141,7 +141,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return subjects.DispatchReply{V: subjects.Version, Result: res}
 	case r.refused != nil:
 		e := *r.refused
-		e.Message += ": " + truncate(redact(errText(r.err)), 512)
+		e.Message += ": " + quote(c.red, errText(r.err), 512)
 		return subjects.DispatchReply{V: subjects.Version, Error: &e}
 	case !r.sent:
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
@@ -154,7 +154,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return dispatchErr(subjects.CodeProtocolError, errBadBatch.Error()+"; the call was sent and may have run", "")
 	case errors.Is(r.err, errMalformedAnswer):
 		// (as a stdio answer that is not valid JSON, or whose error has the wrong shape)
-		return dispatchErr(subjects.CodeProtocolError, truncate(redact(errText(r.err)), 512)+"; the call was sent and may have run", "")
+		return dispatchErr(subjects.CodeProtocolError, quote(c.red, errText(r.err), 512)+"; the call was sent and may have run", "")
 	case errors.Is(r.err, errAnotherID):
 		return dispatchErr(subjects.CodeOutcomeUnknown, "the server answered with the id of another request; the call was sent and may have run", "")
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) || pastDeadline(cctx):
@@ -164,7 +164,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		// A task whose server said not to ask about it before the deadline: the timeout it
 		// would end with then, now, with the server's wait.
 		rep := dispatchErr(subjects.CodeTimeout, fmt.Sprintf("no answer within %s (%s); the task was cancelled; the call was sent and may have run",
-			timeout, truncate(redact(r.err.Error()), 512)), "")
+			timeout, quote(c.red, r.err.Error(), 512)), "")
 		rep.Error.RetryAfterMs = r.retryAfterMs
 		return rep
 	default:

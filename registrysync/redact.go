@@ -62,7 +62,7 @@ func (r redactor) byteDumps(s string) string {
 		i += j
 		// (a dump holds no '[': each scan ends at the next one at the latest, so s is read
 		// about once whatever it holds)
-		if end, dump := parseByteDump(s[i:]); end > 0 && len(dump) >= redact.MinLen && r.In(dump) {
+		if end, dump, cut := parseByteDump(s[i:]); end > 0 && len(dump) >= redact.MinLen && (r.In(dump) || cut && r.PartialEnd(string(dump)) < len(dump)) {
 			b.WriteString(s[at:i])
 			b.WriteString(redact.Placeholder)
 			i += end
@@ -80,10 +80,12 @@ func (r redactor) byteDumps(s string) string {
 
 // parseByteDump reads a byte dump at the start of s ("[1 2 3]": decimal numbers of 0 to 255,
 // one space between them), returning its length in s and its bytes; end is 0 when s does not
-// start with one.
-func parseByteDump(s string) (end int, dump []byte) {
+// start with one. A dump cut short (cutMark where a number or the space after one goes: a text
+// quoted cut to size, see quote) is one too, cut true, up to the mark: its bytes read whole,
+// without the number the cut may have shortened, may end with the start of a value.
+func parseByteDump(s string) (end int, dump []byte, cut bool) {
 	if len(s) < 3 || s[0] != '[' {
-		return 0, nil
+		return 0, nil, false
 	}
 	for i := 1; i < len(s); {
 		n, j := 0, i
@@ -91,20 +93,23 @@ func parseByteDump(s string) (end int, dump []byte) {
 			n = n*10 + int(s[j]-'0')
 			j++
 		}
+		if strings.HasPrefix(s[j:], cutMark) {
+			return j, dump, true
+		}
 		if j == i || n > 255 || j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			return 0, nil
+			return 0, nil, false
 		}
 		dump = append(dump, byte(n))
 		switch {
 		case j < len(s) && s[j] == ']':
-			return j + 1, dump
+			return j + 1, dump, false
 		case j+1 < len(s) && s[j] == ' ':
 			i = j + 1
 		default:
-			return 0, nil
+			return 0, nil, false
 		}
 	}
-	return 0, nil
+	return 0, nil, false
 }
 
 // SecretValues returns the secret values of a server's configuration, as its connector redacts
@@ -670,15 +675,36 @@ func nameWords(name string) []string {
 // cutMark marks where truncate cut a text (see redactor.String).
 const cutMark = "…"
 
-// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
+// truncate shortens s to at most n bytes on a rune boundary, marking the cut; s may be a line
+// as read (only the bytes kept are copied).
+func truncate[T ~string | ~[]byte](s T, n int) string {
 	if len(s) <= n {
-		return s
+		return string(s)
 	}
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + cutMark
+	return string(s[:n]) + cutMark
+}
+
+// quoteRoom is how many times the bytes of a quote of a server's text (quote, quoteSample) are
+// redacted of it: redact searches text decoded several ways, an offset (8 bytes) a decoded
+// byte each, tens of bytes of memory a byte, and a server's text may be of megabytes (a stdio
+// line of 64 MiB, an HTTP error's body, an error message). What is kept is the same as when the
+// whole text is redacted unless its values, replaced, shrink quoteRoom times n bytes of it to
+// fewer than n: then less is kept.
+const quoteRoom = 64
+
+// quote returns s, a server's text or one that may quote it, redacted (redactor.String) and cut
+// to n bytes. Only its start is redacted, cut as truncate cuts it (quoteRoom times n bytes): the
+// mark of that cut after it, String replaces the start of a value that straddled it.
+func quote[T ~string | ~[]byte](r redactor, s T, n int) string {
+	return truncate(r.String(truncate(s, quoteRoom*n)), n)
+}
+
+// quoteSample is quote for JSON text that cannot be decoded (redactor.jsonSample).
+func quoteSample[T ~string | ~[]byte](r redactor, s T, n int) string {
+	return truncate(r.jsonSample(truncate(s, quoteRoom*n)), n)
 }
 
 // printable replaces control characters (terminal escapes included) with '?': text that came

@@ -1174,10 +1174,10 @@ func (s *session) brokenResult(what string, raw []byte, rpcErr *mcp.JSONRPCError
 
 // brokenText is the error text of request what (a method, a tool's quoted name after it)
 // whose answer was not valid JSON, as a stdio call's (fastRequest): where it breaks and how it
-// begins, redacted whole before it is cut.
+// begins, redacted and cut (quoteSample).
 func (s *session) brokenText(what string, broken *brokenAnswerError) string {
 	return "the server's answer to " + what + " is not valid JSON: " + broken.what +
-		"; it begins " + printable(truncate(s.c.red.jsonSample(broken.head), 120))
+		"; it begins " + printable(quoteSample(s.c.red, broken.head, 120))
 }
 
 // unavailableRetryAfter is the Retry-After, in milliseconds, of a request answered HTTP 503

@@ -71,7 +71,7 @@ func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelError && h.warned.first(r.Message) {
 		ev = h.log.Warn()
 	}
-	ev.Str("source", "mcp-go").Msg(truncate(h.red.String(b.String()), 1000))
+	ev.Str("source", "mcp-go").Msg(quote(h.red, b.String(), 1000))
 	return nil
 }
 

@@ -234,7 +234,7 @@ func (s *session) callToolTask(ctx context.Context, tool string, args json.RawMe
 			return callResult{sent: true, bad: r.bad}
 		case r.raw == nil && (errors.Is(r.err, errBadBatch) || errors.Is(r.err, errMalformedAnswer)):
 			s.cancelTask(task.TaskID)
-			return callResult{sent: true, bad: "tasks/get: " + truncate(s.c.red.String(r.err.Error()), 512)}
+			return callResult{sent: true, bad: "tasks/get: " + quote(s.c.red, r.err.Error(), 512)}
 		case r.raw == nil:
 			if !s.isLost() && failures+1 < maxTaskGetFailures {
 				failures++
@@ -353,6 +353,6 @@ func (s *session) cancelTask(id string) {
 				ev = ev.Int64("retryAfterMs", ms)
 			}
 		}
-		ev.Str("task", truncate(s.c.red.String(id), 128)).Str("reason", truncate(s.c.red.Err(err), 512)).Msg(msg)
+		ev.Str("task", quote(s.c.red, id, 128)).Str("reason", quote(s.c.red, errText(err), 512)).Msg(msg)
 	}()
 }

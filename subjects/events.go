@@ -206,6 +206,15 @@ const EventHeartbeat = "heartbeat"
 // MissedHeartbeats is how many heartbeat periods of silence make a connector lost.
 const MissedHeartbeats = 3
 
+// MinHeartbeat and MaxHeartbeat bound a heartbeat period: a watchdog watches a status claiming
+// a shorter or longer one as if it said the bound, and a registrysync process beats within
+// them (a period it beat past MaxHeartbeat, watched as MaxHeartbeat, would have it declared lost
+// while it runs).
+const (
+	MinHeartbeat = 50 * time.Millisecond
+	MaxHeartbeat = time.Hour
+)
+
 // Revocation lists original tool names an operator revoked on a server; "*" revokes every tool.
 // A revoked tool never executes again until a later Revocation with Restore lists it.
 type Revocation struct {
