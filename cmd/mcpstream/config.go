@@ -223,7 +223,11 @@ func parseConfigFor(path string, data []byte, lookup func(string) (string, bool)
 		return nil, limitErrors(path, unjoin(yamlError(path, err, w.where)))
 	}
 	if err := cfg.validate(lookup, serverSecrets); err != nil {
-		return nil, limitErrors(path, unjoin(err))
+		errs := unjoin(err)
+		for _, e := range errs {
+			w.placeLine(e)
+		}
+		return nil, limitErrors(path, errs)
 	}
 	return cfg, nil
 }
@@ -385,7 +389,10 @@ type shapeWalker struct {
 	file  string
 	errs  []error
 	where map[int]string // line → place, for decode errors
-	steps int            // nodes walked
+	// lines maps a place and field, as lineKey writes them, to the line of its key (or of its
+	// value for a list item): for the errors of validate, which has only the decoded values.
+	lines map[string]int
+	steps int // nodes walked
 	// walked holds the nodes checked, with the type they were checked against: an alias
 	// repeats its node, which is checked once (n aliases of a node of n items are n² items).
 	walked map[walkedNode]bool
@@ -397,6 +404,8 @@ type walkedNode struct {
 }
 
 func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
+	// Where it is written: an alias's own line, not its anchor's (which is walked once).
+	w.setLine(where, "", n.Line)
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
@@ -445,8 +454,13 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 				continue
 			}
 			w.where[k.Line] = join(where, "field "+name)
+			w.setLine(where, name, k.Line)
 			if msg := widensPolicy(t, name, v); msg != "" {
 				w.errs = append(w.errs, &configError{File: w.file, Line: k.Line, Where: cmp.Or(where, name), Field: fieldIf(where != "", name), Msg: msg})
+				continue
+			}
+			if w.null(k, v, ft, cmp.Or(where, name), fieldIf(where != "", name)) {
+				continue
 			}
 			w.walk(v, ft, join(where, name))
 		}
@@ -464,12 +478,21 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 					Msg: fmt.Sprintf("a null key, which yaml leaves out: quote it (%q) for that name", text)})
 				continue
 			}
+			w.setLine(parentOf(where), fieldOf(where)+"."+keyName(k), k.Line)
+			// A key of a map is part of the field's name: env.API_KEY.
+			if w.null(k, n.Content[i+1], t.Elem(), parentOf(where), fieldOf(where)+"."+keyName(k)) {
+				continue
+			}
 			w.walk(n.Content[i+1], t.Elem(), join(where, keyName(k)))
 		}
 		chunkMapping(n)
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, item := range n.Content {
-			w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]%s", where, i, nameOf(item)))
+			at := fmt.Sprintf("%s[%d]%s", where, i, nameOf(item))
+			if w.null(nil, item, t.Elem(), parentOf(at), fieldOf(at)) {
+				continue
+			}
+			w.walk(item, t.Elem(), at)
 		}
 	case isInt(t) && n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float":
 		// yaml truncates a float into an integer (concurrency: 0.5 would be 0, no limit).
@@ -480,19 +503,115 @@ func (w *shapeWalker) walk(n *yaml.Node, t reflect.Type, where string) {
 	}
 }
 
+// null reports whether v, the value of key k (nil: an item of a list, or of a merge when field is
+// "<<") at where and field, decoded into t, is null (nothing after the key, ~, null, or an alias
+// of one), and reports that as a problem.
+// yaml decodes a null value to the zero value without a word, and leaves a null item out: a
+// limits.servers entry left null (its fields commented out, say) would be no limit, lifting the
+// "*" one for that server; a null item of args would move the later ones up; a null env or header
+// value would be "". An explicit null is most likely a mistake, so it is refused everywhere:
+// remove the key for the default, or write the empty value ({}, [], "") for that.
+func (w *shapeWalker) null(k, v *yaml.Node, t reflect.Type, where, field string) bool {
+	for n := 0; v.Kind == yaml.AliasNode && v.Alias != nil && n < 100; n++ {
+		v = v.Alias
+	}
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!null" {
+		return false
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	line := v.Line
+	if k != nil {
+		line = k.Line
+	}
+	var msg string
+	switch {
+	case k == nil && field == "<<":
+		msg = "a merge (<<) of a null: merge a mapping, or a list of mappings"
+	case k == nil && t.Kind() == reflect.String && v.Value != "":
+		msg = fmt.Sprintf("a null item, which yaml leaves out: remove it, or quote it (%q) for that text", v.Value)
+	case k == nil:
+		msg = "a null item, which yaml leaves out: remove it"
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		msg = "null (nothing, ~ or null), which yaml reads as an empty mapping: give its entries, write {} for none, or remove the key"
+	case t.Kind() == reflect.Slice:
+		msg = "null (nothing, ~ or null), which yaml reads as an empty list: give its items, write [] for none, or remove the key"
+	case t.Kind() == reflect.String && v.Value != "":
+		msg = fmt.Sprintf(`null, which yaml reads as "": quote it (%q) for that text, write "" for an empty value, or remove the key`, v.Value)
+	case t.Kind() == reflect.String:
+		msg = `null (nothing after the key), which yaml reads as "": give a value, write "" for an empty one, or remove the key`
+	default:
+		msg = "null (nothing, ~ or null): give a value, or remove the key"
+	}
+	w.errs = append(w.errs, &configError{File: w.file, Line: line, Where: where, Field: field, Msg: msg})
+	return true
+}
+
+// lineKey is the key of lines for a place and field as configErrors give them
+// ("servers[2] (github)", "env.API_KEY"), without the names of list items, which validate may
+// spell otherwise ("servers[2]" when the name comes from a merge).
+func lineKey(where, field string) string {
+	if !strings.Contains(where, "] (") && !strings.Contains(field, "] (") {
+		return where + "\x00" + field
+	}
+	return itemName.ReplaceAllString(where, "$1") + "\x00" + itemName.ReplaceAllString(field, "$1")
+}
+
+var (
+	itemName = regexp.MustCompile(`(\[\d+\]) \([^)]*\)`)
+	ruleRe   = regexp.MustCompile(`^rule (\d+) `)
+)
+
+// setLine records the line of a place and field, unless it has one (an alias or merge that
+// repeats it is not where it is written).
+func (w *shapeWalker) setLine(where, field string, line int) {
+	if w.lines == nil {
+		w.lines = map[string]int{}
+	}
+	if k := lineKey(where, field); w.lines[k] == 0 {
+		w.lines[k] = line
+	}
+}
+
+// placeLine gives err, a configError of validate without a line, the line of its field, else of
+// its place (a server refused as a whole, a policy rule "rule N (...)" by its message).
+func (w *shapeWalker) placeLine(err error) {
+	ce, ok := err.(*configError)
+	if !ok || ce.Line != 0 || ce.Where == "" {
+		return
+	}
+	if ce.Where == "policy" && ce.Field == "" {
+		if g := ruleRe.FindStringSubmatch(ce.Msg); g != nil {
+			if i, err := strconv.Atoi(g[1]); err == nil && i > 0 {
+				ce.Line = w.lines[lineKey(fmt.Sprintf("policy.rules[%d]", i-1), "")]
+			}
+		}
+	}
+	if ce.Line == 0 && ce.Field != "" {
+		ce.Line = w.lines[lineKey(ce.Where, ce.Field)]
+	}
+	if ce.Line == 0 {
+		ce.Line = w.lines[lineKey(ce.Where, "")]
+	}
+}
+
 // walkMerge walks the value of a merge key ("<<") in a mapping decoded into t: it brings in the
 // keys of a mapping, or of a list of mappings, which are keys of t too.
 func (w *shapeWalker) walkMerge(v *yaml.Node, t reflect.Type, where string) {
 	for v.Kind == yaml.AliasNode && v.Alias != nil {
 		v = v.Alias
 	}
+	items := []*yaml.Node{v}
 	if v.Kind == yaml.SequenceNode {
-		for _, item := range v.Content {
-			w.walk(item, t, where)
-		}
-		return
+		items = v.Content
 	}
-	w.walk(v, t, where)
+	for _, item := range items {
+		if w.null(nil, item, t, where, "<<") {
+			continue // yaml refuses it too, but without a line
+		}
+		w.walk(item, t, where)
+	}
 }
 
 // keyNamed returns the name key k decodes to as a string, a map's key or a struct's field name
@@ -775,7 +894,15 @@ func (c *fileConfig) validate(lookup func(string) (string, bool), serverSecrets 
 		c.resolved = append(c.resolved, sc)
 	}
 	if _, err := c.Limits.executorLimits(); err != nil {
-		errs = append(errs, &configError{File: c.Path, Where: "limits", Msg: strings.ReplaceAll(err.Error(), ErrLimits.Error()+": ", "")})
+		// Each on its own, of its own key (one message holding them all showed its line breaks
+		// escaped, \x0a).
+		for _, e := range unjoin(err) {
+			ce := &configError{File: c.Path, Where: "limits", Msg: e.Error()}
+			if le, ok := e.(*limitError); ok {
+				ce.Field, ce.Msg = le.field, le.msg
+			}
+			errs = append(errs, ce)
+		}
 	}
 	if _, err := policy.New(c.Policy); err != nil {
 		errs = append(errs, &configError{File: c.Path, Where: "policy", Msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": ")})

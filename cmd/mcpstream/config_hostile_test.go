@@ -154,7 +154,7 @@ func TestConfigErrorsPrintable(t *testing.T) {
 		"unknown key":      {"servers: [{name: a, command: x, \"co\\emmand\": y}]\n", `field co\x1bmmand: unknown field`},
 		"bidi override":    {"servers: [{name: \"a\\u202eb\", command: x, bogus: 1}]\n", `servers[0] (a\u202eb): field bogus`},
 		"value in message": {"servers: [{name: a, transport: \"st\\edio\", command: x}]\n", `field transport: "st\x1bdio" is not one of`},
-		"limits key":       {"servers: []\nlimits: {servers: {\"a\\rb\": {perSecond: -1}}}\n", `limits.servers.a\x0db`},
+		"limits key":       {"servers: []\nlimits: {servers: {\"a\\rb\": {perSecond: -1}}}\n", `limits: field servers.a\x0db`},
 	} {
 		_, err := parseConfig("c.yaml", []byte(tc.yaml), noEnv)
 		if err == nil {

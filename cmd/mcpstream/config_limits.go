@@ -42,19 +42,31 @@ type rateConfig struct {
 // ErrLimits is wrapped by errors of the limits section.
 var ErrLimits = errors.New("bad limits")
 
-func (r rateConfig) rate(where string) (executor.Rate, error) {
+// limitError is one problem of the limits section: of its key field ("tenant", "servers.NAME",
+// "tools.PATTERN"), so that the configuration error names that key and its line.
+type limitError struct {
+	field, msg string
+}
+
+func (e *limitError) Error() string { return ErrLimits.Error() + ": limits." + e.field + ": " + e.msg }
+
+func (e *limitError) Unwrap() error { return ErrLimits }
+
+func (r rateConfig) rate(field string) (executor.Rate, error) {
+	bad := func(msg string) (executor.Rate, error) { return executor.Rate{}, &limitError{field, msg} }
 	switch {
 	case r.PerSecond < 0 || r.Burst < 0 || r.Concurrency < 0:
-		return executor.Rate{}, fmt.Errorf("%w: %s: perSecond, burst and concurrency must not be negative", ErrLimits, where)
+		return bad("perSecond, burst and concurrency must not be negative")
 	case math.IsNaN(r.PerSecond) || math.IsInf(r.PerSecond, 0):
-		return executor.Rate{}, fmt.Errorf("%w: %s: perSecond must be a finite number", ErrLimits, where)
+		return bad("perSecond must be a finite number")
 	case r.Burst > 0 && r.PerSecond == 0:
-		return executor.Rate{}, fmt.Errorf("%w: %s: burst needs perSecond", ErrLimits, where)
+		return bad("burst needs perSecond")
 	}
 	return executor.Rate{PerSecond: r.PerSecond, Burst: r.Burst, Concurrency: r.Concurrency}, nil
 }
 
-// executorLimits converts the section (nil = no limits) for the executor.
+// executorLimits converts the section (nil = no limits) for the executor. Its errors join
+// limitErrors.
 func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 	var out executor.Limits
 	if l == nil {
@@ -62,7 +74,7 @@ func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 	}
 	var errs []error
 	if l.Tenant != nil {
-		r, err := l.Tenant.rate("limits.tenant")
+		r, err := l.Tenant.rate("tenant")
 		errs = append(errs, err)
 		out.Tenant = r
 	}
@@ -77,28 +89,29 @@ func (l *limitsConfig) executorLimits() (executor.Limits, error) {
 		sort.Strings(keys)
 		m := make(map[string]executor.Rate, len(in))
 		for _, k := range keys {
+			field := section + "." + k
 			if k == "" {
-				errs = append(errs, fmt.Errorf("%w: %s: empty name", ErrLimits, section))
+				errs = append(errs, &limitError{field, "empty name"})
 				continue
 			}
-			if section == "limits.tools" && policy.NoToolPart(k) {
+			if section == "tools" && policy.NoToolPart(k) {
 				// Compared with the whole public name server__tool, which always holds "__": a
 				// limit that silently applies to nothing.
-				errs = append(errs, fmt.Errorf(`%w: %s: %q matches no tool: patterns are server__tool (%q: every tool of server %s)`, ErrLimits, section, k, k+"__*", k))
+				errs = append(errs, &limitError{field, fmt.Sprintf(`%q matches no tool: patterns are server__tool (%q: every tool of server %s)`, k, k+"__*", k)})
 				continue
 			}
-			if section == "limits.tools" && !policy.ValidPattern(k) {
-				errs = append(errs, fmt.Errorf("%w: %s: %q is not a valid glob pattern", ErrLimits, section, k))
+			if section == "tools" && !policy.ValidPattern(k) {
+				errs = append(errs, &limitError{field, fmt.Sprintf("%q is not a valid glob pattern", k)})
 				continue
 			}
-			r, err := in[k].rate(section + "." + k)
+			r, err := in[k].rate(field)
 			errs = append(errs, err)
 			m[k] = r
 		}
 		return m
 	}
-	out.Servers = conv("limits.servers", l.Servers)
-	out.Tools = conv("limits.tools", l.Tools)
+	out.Servers = conv("servers", l.Servers)
+	out.Tools = conv("tools", l.Tools)
 	return out, errors.Join(errs...)
 }
 

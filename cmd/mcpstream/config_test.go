@@ -142,90 +142,90 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "duplicate server names",
 			yaml: "servers:\n  - {name: a, command: x}\n  - {name: b, command: y}\n  - {name: a, command: z}\n",
-			want: []string{": servers[2] (a): field name: duplicate: servers[0] has the same name"},
+			want: []string{":4: servers[2] (a): field name: duplicate: servers[0] has the same name"},
 		},
 		{
 			name: "server name holding __",
 			yaml: "servers:\n  - {name: kb__admin, command: x}\n",
-			want: []string{`: servers[0] (kb__admin): field name: must not hold "__": it separates the server from the tool in public names and policy patterns`},
+			want: []string{`:2: servers[0] (kb__admin): field name: must not hold "__": it separates the server from the tool in public names and policy patterns`},
 		},
 		{
 			name: "bad transport",
 			yaml: "servers:\n  - {name: a, transport: websocket, url: 'https://x'}\n",
-			want: []string{`: servers[0] (a): field transport: "websocket" is not one of stdio, http, sse`},
+			want: []string{`:2: servers[0] (a): field transport: "websocket" is not one of stdio, http, sse`},
 		},
 		{
 			name: "stdio without command",
 			yaml: "servers:\n  - {name: a, transport: stdio}\n",
-			want: []string{": servers[0] (a): field command: required for transport stdio"},
+			want: []string{":2: servers[0] (a): field command: required for transport stdio"},
 		},
 		{
 			name: "http without url",
 			yaml: "servers:\n  - {name: github, transport: http}\n",
-			want: []string{": servers[0] (github): field url: required for transport http"},
+			want: []string{":2: servers[0] (github): field url: required for transport http"},
 		},
 		{
 			name: "sse with command",
 			yaml: "servers:\n  - {name: a, transport: sse, url: 'http://127.0.0.1:1/sse', command: x}\n",
-			want: []string{": servers[0] (a): field command: only for transport stdio"},
+			want: []string{":2: servers[0] (a): field command: only for transport stdio"},
 		},
 		{
 			name: "stdio with url and headers",
 			yaml: "servers:\n  - {name: a, command: x, transport: stdio, url: 'http://x', headers: {A: b}}\n",
 			want: []string{
-				": servers[0] (a): field url: only for transports http and sse",
-				": servers[0] (a): field headers: only for transports http and sse",
+				":2: servers[0] (a): field url: only for transports http and sse",
+				":2: servers[0] (a): field headers: only for transports http and sse",
 			},
 		},
 		{
 			name: "no transport, command or url",
 			yaml: "servers:\n  - {name: a}\n",
-			want: []string{": servers[0] (a): field transport: required: stdio (with command) or http or sse (with url)"},
+			want: []string{":2: servers[0] (a): field transport: required: stdio (with command) or http or sse (with url)"},
 		},
 		{
 			name: "missing name",
 			yaml: "servers:\n  - {command: x}\n",
-			want: []string{": servers[0]: field name: required"},
+			want: []string{":2: servers[0]: field name: required"},
 		},
 		{
 			name: "unset env reference",
 			yaml: "servers:\n  - name: github\n    url: https://x/mcp\n    headers: {Authorization: 'Bearer ${NOPE_TOKEN}'}\n",
-			want: []string{": servers[0] (github): field headers.Authorization: environment variable NOPE_TOKEN is not set"},
+			want: []string{":4: servers[0] (github): field headers.Authorization: environment variable NOPE_TOKEN is not set"},
 		},
 		{
 			name: "bad env reference",
 			yaml: "servers:\n  - {name: a, command: 'x', args: ['${1BAD}', '${OPEN']}\n",
 			want: []string{
-				": servers[0] (a): field args[0]: ${1BAD} is not a valid reference (want ${ENV_VAR})",
-				": servers[0] (a): field args[1]: unterminated ${ reference",
+				":2: servers[0] (a): field args[0]: ${1BAD} is not a valid reference (want ${ENV_VAR})",
+				":2: servers[0] (a): field args[1]: unterminated ${ reference",
 			},
 		},
 		{
 			name: "invalid url never shows the resolved secret",
 			yaml: "servers:\n  - {name: a, transport: http, url: 'ftp://${GITHUB_TOKEN}@host/x'}\n",
-			want: []string{": servers[0] (a): field url: not an absolute http:// or https:// URL"},
+			want: []string{":2: servers[0] (a): field url: not an absolute http:// or https:// URL"},
 		},
 		{
 			name: "bad call timeout, protocol, auth context, kind",
 			yaml: "servers:\n  - {name: a, command: x, callTimeout: soon, protocolVersion: latest, authContext: 'team:x', kinds: [tool]}\n",
 			want: []string{
-				`: servers[0] (a): field callTimeout: "soon" is not a duration such as 30s or 2m`,
-				`: servers[0] (a): field protocolVersion: "latest" is not an MCP protocol version such as 2025-11-25`,
-				`: servers[0] (a): field authContext: "team:x" is not tenant:T, user:U or tenant:T/user:U`,
-				`: servers[0] (a): field kinds: "tool" is not one of tools, prompts, resources`,
+				`:2: servers[0] (a): field callTimeout: "soon" is not a duration such as 30s or 2m`,
+				`:2: servers[0] (a): field protocolVersion: "latest" is not an MCP protocol version such as 2025-11-25`,
+				`:2: servers[0] (a): field authContext: "team:x" is not tenant:T, user:U or tenant:T/user:U`,
+				`:2: servers[0] (a): field kinds: "tool" is not one of tools, prompts, resources`,
 			},
 		},
 		{
 			// Both were sent with Header.Set in map order: one or the other, at random.
 			name: "header names equal but for case",
 			yaml: "servers:\n  - name: a\n    url: https://x/mcp\n    headers: {Authorization: Bearer x, authorization: Bearer y}\n",
-			want: []string{`: servers[0] (a): field headers.authorization: the same header as Authorization (header names do not depend on case): keep one`},
+			want: []string{`:4: servers[0] (a): field headers.authorization: the same header as Authorization (header names do not depend on case): keep one`},
 		},
 		{
 			// Refused by the connectors' check, which named neither the field nor the versions.
 			name: "unknown protocol version",
 			yaml: "servers:\n  - {name: a, command: x, protocolVersion: 2099-01-01}\n",
-			want: []string{`: servers[0] (a): field protocolVersion: "2099-01-01" is not an MCP protocol version mcpstream speaks: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05`},
+			want: []string{`:2: servers[0] (a): field protocolVersion: "2099-01-01" is not an MCP protocol version mcpstream speaks: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05`},
 		},
 		{
 			// An alias of a null node decodes to no policy, the open one, as an empty key does.
@@ -237,14 +237,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "bad policy pattern",
 			yaml: "servers: []\npolicy:\n  rules:\n    - {name: r, allow: ['[x']}\n",
-			want: []string{`: policy: rule 1 (r): bad pattern "[x"`},
+			want: []string{`:4: policy: rule 1 (r): bad pattern "[x"`},
 		},
 		{
 			// Compared with server__tool, which always holds "__": a deny that silently
 			// denied nothing.
 			name: "policy pattern without a tool part",
 			yaml: "servers: []\npolicy:\n  rules:\n    - {name: r, allow: ['*'], deny: [github]}\n",
-			want: []string{`: policy: rule 1 (r): pattern "github" matches no tool: patterns are server__tool ("github__*": every tool of server github)`},
+			want: []string{`:4: policy: rule 1 (r): pattern "github" matches no tool: patterns are server__tool ("github__*": every tool of server github)`},
 		},
 		{
 			name: "wrong type",
@@ -280,11 +280,11 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "search embeddings",
 			yaml: "servers: []\nsearch:\n  embeddings: {url: 'ftp://x', apiKey: '${NOPE_KEY}', dimensions: -1, timeout: soon}\n",
 			want: []string{
-				": search.embeddings: field url: want an http(s) URL such as https://api.openai.com/v1",
-				": search.embeddings: field model: required, e.g. text-embedding-3-small",
-				": search.embeddings: field dimensions: must be between 1 and 16384 (or absent)",
-				": search.embeddings: field apiKey: environment variable NOPE_KEY is not set",
-				": search.embeddings: field timeout: want a positive duration such as 2s",
+				":3: search.embeddings: field url: want an http(s) URL such as https://api.openai.com/v1",
+				":3: search.embeddings: field model: required, e.g. text-embedding-3-small",
+				":3: search.embeddings: field dimensions: must be between 1 and 16384 (or absent)",
+				":3: search.embeddings: field apiKey: environment variable NOPE_KEY is not set",
+				":3: search.embeddings: field timeout: want a positive duration such as 2s",
 			},
 		},
 		{
@@ -293,32 +293,32 @@ func TestLoadConfigErrors(t *testing.T) {
 			name: "search embeddings endpoint URL",
 			yaml: "servers: []\nsearch:\n  embeddings: {url: 'https://api.openai.com/v1/embeddings/', model: m}\n",
 			want: []string{
-				": search.embeddings: field url: want the API's base URL, without /embeddings (POST URL/embeddings is sent), such as https://api.openai.com/v1",
+				":3: search.embeddings: field url: want the API's base URL, without /embeddings (POST URL/embeddings is sent), such as https://api.openai.com/v1",
 			},
 		},
 		{
 			name: "streams",
 			yaml: "servers: []\nstreams: {resultsMaxAge: 10s, resultsMaxBytes: 12 parsecs, auditMaxAge: forever, auditMaxBytes: 100KiB}\n",
 			want: []string{
-				": streams: field resultsMaxAge: want a duration of at least 10m (the call ids' de-duplication window), such as 24h",
-				": streams: field resultsMaxBytes: want a size of at least 1MiB, such as 10GiB",
-				": streams: field auditMaxAge: want a duration of at least 1m, such as 24h",
-				": streams: field auditMaxBytes: want a size of at least 1MiB, such as 10GiB",
+				":2: streams: field resultsMaxAge: want a duration of at least 10m (the call ids' de-duplication window), such as 24h",
+				":2: streams: field resultsMaxBytes: want a size of at least 1MiB, such as 10GiB",
+				":2: streams: field auditMaxAge: want a duration of at least 1m, such as 24h",
+				":2: streams: field auditMaxBytes: want a size of at least 1MiB, such as 10GiB",
 			},
 		},
 		{
 			name: "embeddedNats",
 			yaml: "servers: []\nembeddedNats: {sync: 1ms, maxStore: 12 parsecs, maxMemory: 100KiB}\n",
 			want: []string{
-				": embeddedNats: field sync: want \"always\" or a duration from 100ms to 24h, such as 1s",
-				": embeddedNats: field maxStore: want a size of at least 1MiB, such as 10GiB",
-				": embeddedNats: field maxMemory: want a size of at least 1MiB, such as 10GiB",
+				":2: embeddedNats: field sync: want \"always\" or a duration from 100ms to 24h, such as 1s",
+				":2: embeddedNats: field maxStore: want a size of at least 1MiB, such as 10GiB",
+				":2: embeddedNats: field maxMemory: want a size of at least 1MiB, such as 10GiB",
 			},
 		},
 		{
 			name: "embeddedNats sync word",
 			yaml: "servers: []\nembeddedNats: {sync: sometimes}\n",
-			want: []string{": embeddedNats: field sync: want \"always\" or a duration from 100ms to 24h, such as 1s"},
+			want: []string{":2: embeddedNats: field sync: want \"always\" or a duration from 100ms to 24h, such as 1s"},
 		},
 		{
 			name: "search embeddings field",

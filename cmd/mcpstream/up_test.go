@@ -357,7 +357,7 @@ func TestUpBadConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, _, err := runCmd(t, ctx, "up", "--data", t.TempDir(), "--nats-listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0", "--config", path)
-	if err == nil || err.Error() != path+": servers[0] (github): field url: required for transport http" {
+	if err == nil || err.Error() != path+":2: servers[0] (github): field url: required for transport http" {
 		t.Errorf("up with a bad config: %v", err)
 	}
 }
