@@ -183,15 +183,18 @@ type limiter struct {
 	restore    func(context.Context) error
 	restoreMu  sync.Mutex
 	restoredAt time.Time // when restore was last tried
-	// restoreErr is what it then returned (nil: none); read without restoreMu by the calls
-	// that find a try running after a failure (see restoreState).
+	// restoreErr is what it then returned (nil: none; cleared too by a call that took its
+	// slots: the state is back); read without restoreMu by the calls that find a try running
+	// after a failure (see restoreState).
 	restoreErr atomic.Pointer[error]
 	// restoring is held by takeSlots (a call with a cap), and by restoreState (exclusively)
 	// while it declares the state again and the live leases take their slots again: no call
 	// takes a slot of a bucket declared again before the calls in flight have theirs back.
 	restoring sync.RWMutex
-	liveMu    sync.Mutex
-	live      map[*lease]struct{} // the leases holding slots (taken, not released)
+	// restoreWaited, when set (tests), is called as a call begins to wait for a restore.
+	restoreWaited func()
+	liveMu        sync.Mutex
+	live          map[*lease]struct{} // the leases holding slots (taken, not released)
 
 	// serverTime reads the NATS server's clock (the limits stream's: see windowNow); nil: the
 	// rate windows follow now alone.
@@ -525,6 +528,9 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 		if last := l.restoreErr.Load(); last != nil {
 			return nil, nil, restoreFailed(fmt.Errorf("%w: the slots bucket is being declared again", ErrLimits), *last)
 		}
+		if l.restoreWaited != nil {
+			l.restoreWaited()
+		}
 		l.restoring.RLock()
 	}
 	defer l.restoring.RUnlock()
@@ -544,6 +550,13 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 		ls.slots = append(ls.slots, sl)
 	}
 	if len(ls.slots) > 0 {
+		// The slots bucket is there: a restore's failure no longer says anything of it (the
+		// state came back otherwise: another executor declared it), and must not refuse at
+		// once the calls that find a later try running (see restoreState), which may be one
+		// that succeeds in milliseconds. (No try stores one meanwhile: restoring is held.)
+		if l.restoreErr.Load() != nil {
+			l.restoreErr.Store(nil)
+		}
 		l.liveMu.Lock()
 		if l.live == nil {
 			l.live = map[*lease]struct{}{}
