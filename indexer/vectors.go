@@ -394,23 +394,25 @@ func (c *Catalog) dropVectorCache() error {
 	return c.deleteVectors(func([]byte) bool { return true })
 }
 
+// vecJob is a wanted tool in vectorizeBatch.
+type vecJob struct {
+	public       string
+	want         vecWant
+	server, tool string
+	serverDesc   string
+	text         string
+	vec          []float32
+	refused      bool // the endpoint refused the text: asked again later (vecRefused)
+	failed       bool // the endpoint failed: still wanted, asked again after a backoff
+}
+
 // vectorizeBatch handles up to embedBatch wanted tools and reports how many wants it settled
 // (0: nothing to do now; a want that changed meanwhile kicks the vectorizer again). When the
-// endpoint fails, the vectors of the batch found in the cache are attached all the same, and
-// the error is returned with their count.
+// endpoint fails, the vectors found in the cache are attached all the same, those of every
+// wanted tool (see attachCached), and the error is returned with their count.
 func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
-	type job struct {
-		public       string
-		want         vecWant
-		server, tool string
-		serverDesc   string
-		text         string
-		vec          []float32
-		refused      bool // the endpoint refused the text: asked again later (vecRefused)
-		failed       bool // the endpoint failed: still wanted, asked again after a backoff
-	}
 	c.mu.RLock()
-	jobs := make([]job, 0, embedBatch)
+	jobs := make([]vecJob, 0, embedBatch)
 	for public, w := range c.vecWant {
 		if len(jobs) == embedBatch {
 			break
@@ -423,7 +425,7 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		if e.srv != nil {
 			desc = e.srv.rec.Description
 		}
-		jobs = append(jobs, job{public: public, want: w, server: e.server, tool: e.tool, serverDesc: desc})
+		jobs = append(jobs, vecJob{public: public, want: w, server: e.server, tool: e.tool, serverDesc: desc})
 	}
 	c.mu.RUnlock()
 	if len(jobs) == 0 {
@@ -517,6 +519,24 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	done := c.attachJobs(jobs)
+	if embedErr != nil && ctx.Err() == nil && !errors.Is(embedErr, errSpaceChanged) {
+		// A batch holds at most embedBatch wants, picked in no order, and the next is tried
+		// after a backoff (up to a minute, or an endpoint's Retry-After): among many texts the
+		// endpoint has not embedded, a cached one would wait for the batches that happen to
+		// pick it, one per backoff. (Not when another model answered: the space is probed
+		// again first, and its vectors may all be dropped.)
+		n, err := c.attachCached()
+		if err != nil {
+			return done, errors.Join(embedErr, err)
+		}
+		done += n
+	}
+	return done, embedErr
+}
+
+// attachJobs attaches the vectors of a batch's jobs and reports how many wants it settled.
+func (c *Catalog) attachJobs(jobs []vecJob) int {
 	// Attach, unless the tool changed (or left) meanwhile: then its new text is wanted instead.
 	// A want that cannot be met (its definition no longer gives its text) is dropped: the
 	// tool's next change asks again.
@@ -538,7 +558,57 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 			c.badVectors.Add(1)
 		}
 	}
-	return done, embedErr
+	return done
+}
+
+// attachCached attaches the cached vectors of every wanted tool, without the endpoint, and
+// reports how many it attached. The vectorizer calls it when the endpoint failed; a want
+// whose text is not cached is left to the batches.
+func (c *Catalog) attachCached() (int, error) {
+	c.mu.RLock()
+	keys := make(map[string][32]byte, len(c.vecWant))
+	for public, w := range c.vecWant {
+		keys[public] = w.key
+	}
+	c.mu.RUnlock()
+	found := map[string][]float32{}
+	err := c.db.View(func(txn *badger.Txn) error {
+		for public, key := range keys {
+			item, err := txn.Get(append([]byte(pfxVector), key[:]...))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := item.Value(func(v []byte) error {
+				if vec := decodeVector(v); vec != nil {
+					found[public] = vec
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	done := 0
+	for public, vec := range found {
+		if cur, ok := c.vecWant[public]; !ok || cur.key != keys[public] || c.byPublic[public] == nil {
+			continue // changed (or left) meanwhile: its new want follows
+		}
+		delete(c.vecWant, public)
+		done++
+		if !c.index.SetVector(public, vec) {
+			c.badVectors.Add(1)
+		}
+	}
+	return done, nil
 }
 
 // embedTexts embeds the texts of tools in one call. When the endpoint refuses the batch for
