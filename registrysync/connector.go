@@ -426,9 +426,9 @@ func (c *connector) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The server's words: redacted as in the published serverInfo.
-	c.log.Info().Str("protocol", s.protocol).Str("serverName", printable(c.red.String(s.info.Name))).
-		Str("serverVersion", printable(c.red.String(s.info.Version))).Msg("connected")
+	// The server's words: redacted and bounded as in the published serverInfo.
+	c.log.Info().Str("protocol", s.protocol).Str("serverName", printable(quote(c.red, s.info.Name, maxServerInfoBytes))).
+		Str("serverVersion", printable(quote(c.red, s.info.Version, maxServerInfoBytes))).Msg("connected")
 	return s, nil
 }
 
@@ -618,7 +618,7 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 			out, err := relist(req.kinds)
 			if err != nil {
 				req.reply <- subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
-					Code: subjects.CodeUnavailable, Message: "connection lost while re-listing", Reason: c.red.Err(err)}}
+					Code: subjects.CodeUnavailable, Message: "connection lost while re-listing", Reason: quote(c.red, err.Error(), 1000)}}
 				return err
 			}
 			req.reply <- c.relistReply(req.kinds, out)
@@ -662,7 +662,8 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 	out := make(map[subjects.Kind]kindOutcome, len(kinds))
 	info := &subjects.ServerInfo{
 		Description: c.sc.Description, Transport: c.sc.Transport, Protocol: s.protocol,
-		Name: c.red.String(s.info.Name), Version: c.red.String(s.info.Version), // the server's words
+		// the server's words, of any size: bounded, as they go into every snapshot
+		Name: quote(c.red, s.info.Name, maxServerInfoBytes), Version: quote(c.red, s.info.Version, maxServerInfoBytes),
 	}
 	for _, kind := range kinds {
 		var l *listing
@@ -734,7 +735,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 				// neither its status nor the retry backoff hears of it; an on-demand re-list
 				// is answered with it. (A refusal with a Retry-After is the server's, whatever
 				// came meanwhile: the kind waits for it, the notification's re-list too.)
-				c.log.Debug().Str("kind", string(kind)).Str("reason", printable(c.red.Err(err))).
+				c.log.Debug().Str("kind", string(kind)).Str("reason", printable(quote(c.red, err.Error(), 1000))).
 					Msg("list failed after a list_changed came during it; waiting for the next one")
 				out[kind] = kindOutcome{err: err, skipped: true}
 				continue
@@ -745,7 +746,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 			if errors.As(failed[kind], &prev) && errors.As(err, &coded) && prev.code == coded.code {
 				ev = c.log.Debug()
 			}
-			ev.Str("kind", string(kind)).Str("reason", printable(c.red.Err(err))).Msg("list failed")
+			ev.Str("kind", string(kind)).Str("reason", printable(quote(c.red, err.Error(), 1000))).Msg("list failed")
 			failed[kind] = err
 			out[kind] = kindOutcome{err: err}
 			continue
@@ -793,7 +794,7 @@ func (c *connector) relist(ctx context.Context, s *session, kinds []subjects.Kin
 				c.log.Error().Err(err).Str("kind", string(kind)).Msg("cannot publish snapshot; will retry")
 				err = &codedError{code: subjects.CodeUnavailable, msg: "publish: " + err.Error(), nats: true}
 			} else {
-				c.log.Warn().Str("kind", string(kind)).Str("reason", c.red.Err(err)).Msg("snapshot not published")
+				c.log.Warn().Str("kind", string(kind)).Str("reason", printable(quote(c.red, err.Error(), 1000))).Msg("snapshot not published")
 			}
 			failed[kind] = err
 			out[kind] = kindOutcome{err: err}

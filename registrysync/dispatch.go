@@ -147,9 +147,11 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return notSentErr(subjects.CodeUnavailable, "the deadline passed before the call was sent; nothing was sent", "")
 		}
-		return notSentErr(subjects.CodeUnavailable, "the call could not be sent (nothing was sent): "+redact(errText(r.err)), "")
+		// (as every error text below, quoted: mcp-go's may hold an HTTP error's body whole, of
+		// megabytes, which the reply could not carry)
+		return notSentErr(subjects.CodeUnavailable, "the call could not be sent (nothing was sent): "+quote(c.red, errText(r.err), 512), "")
 	case errors.Is(r.err, errResponseTooLarge):
-		return dispatchErr(subjects.CodeResultTooLarge, "the server's answer is larger than an event can hold; the call ran: "+redact(errText(r.err)), "")
+		return dispatchErr(subjects.CodeResultTooLarge, "the server's answer is larger than an event can hold; the call ran: "+quote(c.red, errText(r.err), 512), "")
 	case errors.Is(r.err, errBadBatch):
 		return dispatchErr(subjects.CodeProtocolError, errBadBatch.Error()+"; the call was sent and may have run", "")
 	case errors.Is(r.err, errMalformedAnswer):
@@ -169,7 +171,7 @@ func (c *connector) dispatch(ctx context.Context, req subjects.DispatchRequest) 
 		return rep
 	default:
 		rep := dispatchErr(subjects.CodeOutcomeUnknown,
-			"the connection failed after the call was sent; it may have run: "+redact(errText(r.err)), "")
+			"the connection failed after the call was sent; it may have run: "+quote(c.red, errText(r.err), 512), "")
 		// A 503's Retry-After (unavailableRetryAfter): the executor retries a read-only tool's
 		// unknown outcome, not before it.
 		rep.Error.RetryAfterMs = r.retryAfterMs

@@ -695,6 +695,10 @@ func truncate[T ~string | ~[]byte](s T, n int) string {
 // fewer than n: then less is kept.
 const quoteRoom = 64
 
+// maxServerInfoBytes bounds the serverInfo name and version a server reports, as they are
+// published in every snapshot (subjects.ServerInfo) and logged: a server's words, of any size.
+const maxServerInfoBytes = 256
+
 // quote returns s, a server's text or one that may quote it, redacted (redactor.String) and cut
 // to n bytes. Only its start is redacted, cut as truncate cuts it (quoteRoom times n bytes): the
 // mark of that cut after it, String replaces the start of a value that straddled it.

@@ -80,7 +80,8 @@ type Snapshot struct {
 	Info        *ServerInfo       `json:"serverInfo,omitempty"`
 }
 
-// ServerInfo describes the server a snapshot came from.
+// ServerInfo describes the server a snapshot came from. Name and Version are the server's
+// words, redacted of its secrets, each cut to 256 bytes when longer ("…" appended).
 type ServerInfo struct {
 	Description string `json:"description,omitempty"` // from the configuration
 	Transport   string `json:"transport,omitempty"`   // stdio | http | sse
