@@ -468,7 +468,11 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 		}
 		return refused(subjects.CodeApprovalTimeout, fmt.Sprintf("no approval for %s within %s", c.tool.Public, wait))
 	}
-	if !c.waitPlace && !e.takeWaitPlace(c) {
+	if !c.waitPlace && !e.takeWaitPlace(c) && !(c.redelivered && e.copyWaits(c)) {
+		// (A copy of this request that still waits elsewhere, its executor's heartbeats lost,
+		// is waited with, place or none: a refusal stored now would be the call's answer,
+		// "nothing was run", while that copy, approved, runs it. Such copies are rare; a call
+		// handed back by a stopping executor has none.)
 		return e.noWaitPlace(c)
 	}
 	sub, err := e.nc.Subscribe(subjects.Approvals(c.tenant, c.req.ID), func(m *nats.Msg) {
@@ -526,6 +530,22 @@ func (e *Executor) approval(ctx context.Context, c *call) (s *stop) {
 		}
 		return &stop{err: errStopping}
 	}
+}
+
+// approvalProbeTimeout bounds copyWaits' request.
+const approvalProbeTimeout = 2 * time.Second
+
+// copyWaits reports whether a copy of c (another delivery of its request, whose executor's
+// heartbeats were lost, or a resend of the same call) waits for approval on c's approvals
+// subject now. It asks with an approval that decides nothing (no "approve": every waiter answers
+// bad_request); only no responders says that none waits.
+func (e *Executor) copyWaits(c *call) bool {
+	probe, _ := json.Marshal(struct {
+		V  int    `json:"v"`
+		ID string `json:"id"`
+	}{subjects.Version, c.req.ID})
+	_, err := e.nc.Request(subjects.Approvals(c.tenant, c.req.ID), probe, approvalProbeTimeout)
+	return !errors.Is(err, nats.ErrNoResponders)
 }
 
 // takeWaitPlace takes a place among the calls waiting in this process (MaxApprovalWaits) for c,

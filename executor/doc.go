@@ -169,7 +169,10 @@
 //     process (a wait holds a worker; an approved call waiting for a concurrency slot, step 8,
 //     still counts, but for one delivered again that found no place free) → rate_limited (not a
 //     call delivered again whose approval record holds its outcome, or whose approval timeout
-//     passed: it takes that outcome, nobody asked, place or none); else an audit.decision needs_approval event, then a wait
+//     passed: it takes that outcome, nobody asked, place or none; nor one delivered again while
+//     another copy of it waits for approval, its executor's heartbeats lost, as an approval
+//     without "approve" sent on its subject finds: it waits too, place or none, since a refusal
+//     stored was the call's answer while that copy, approved, ran it); else an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
 //     must hold "approve" (true or false): one without it is answered bad_request and decides
