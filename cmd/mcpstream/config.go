@@ -391,8 +391,11 @@ type shapeWalker struct {
 	where map[int]string // line → place, for decode errors
 	// lines maps a place and field, as lineKey writes them, to the line of its key (or of its
 	// value for a list item): for the errors of validate, which has only the decoded values.
-	lines map[string]int
-	steps int // nodes walked
+	lines map[string]lineAt
+	// merging counts the merges (<<) being walked: a key they bring in yields to the mapping's
+	// own key, which decodes over it, whatever their order.
+	merging int
+	steps   int // nodes walked
 	// walked holds the nodes checked, with the type they were checked against: an alias
 	// repeats its node, which is checked once (n aliases of a node of n items are n² items).
 	walked map[walkedNode]bool
@@ -555,22 +558,58 @@ func lineKey(where, field string) string {
 	if !strings.Contains(where, "] (") && !strings.Contains(field, "] (") {
 		return where + "\x00" + field
 	}
-	return itemName.ReplaceAllString(where, "$1") + "\x00" + itemName.ReplaceAllString(field, "$1")
+	return dropItemNames(where) + "\x00" + dropItemNames(field)
 }
 
-var (
-	itemName = regexp.MustCompile(`(\[\d+\]) \([^)]*\)`)
-	ruleRe   = regexp.MustCompile(`^rule (\d+) `)
-)
+// dropItemNames removes the names of list items from a place: "[2] (NAME)" becomes "[2]" (the
+// name ends at the first ")"). By hand, not with a regexp: it runs for every node walked.
+func dropItemNames(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "] (")
+		if i < 0 {
+			break
+		}
+		end := strings.IndexByte(s[i+3:], ')')
+		if end < 0 || !itemIndexBefore(s[:i]) {
+			b.WriteString(s[:i+3])
+			s = s[i+3:]
+			continue
+		}
+		b.WriteString(s[:i+1])
+		s = s[i+3+end+1:]
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// itemIndexBefore reports whether s ends with "[" and digits: a list item's index.
+func itemIndexBefore(s string) bool {
+	digits := len(s) - len(strings.TrimRight(s, "0123456789"))
+	return digits > 0 && strings.HasSuffix(s[:len(s)-digits], "[")
+}
+
+var ruleRe = regexp.MustCompile(`^rule (\d+) `)
+
+// lineAt is a line of lines, and whether a merge (<<) brought its key in.
+type lineAt struct {
+	line   int
+	merged bool
+}
 
 // setLine records the line of a place and field, unless it has one (an alias or merge that
-// repeats it is not where it is written).
+// repeats it is not where it is written), or one a merge brought in and this is a mapping's own
+// key (which decodes over the merged one).
 func (w *shapeWalker) setLine(where, field string, line int) {
 	if w.lines == nil {
-		w.lines = map[string]int{}
+		w.lines = map[string]lineAt{}
 	}
-	if k := lineKey(where, field); w.lines[k] == 0 {
-		w.lines[k] = line
+	k := lineKey(where, field)
+	if old, ok := w.lines[k]; !ok || old.merged && w.merging == 0 {
+		w.lines[k] = lineAt{line, w.merging > 0}
 	}
 }
 
@@ -584,15 +623,15 @@ func (w *shapeWalker) placeLine(err error) {
 	if ce.Where == "policy" && ce.Field == "" {
 		if g := ruleRe.FindStringSubmatch(ce.Msg); g != nil {
 			if i, err := strconv.Atoi(g[1]); err == nil && i > 0 {
-				ce.Line = w.lines[lineKey(fmt.Sprintf("policy.rules[%d]", i-1), "")]
+				ce.Line = w.lines[lineKey(fmt.Sprintf("policy.rules[%d]", i-1), "")].line
 			}
 		}
 	}
 	if ce.Line == 0 && ce.Field != "" {
-		ce.Line = w.lines[lineKey(ce.Where, ce.Field)]
+		ce.Line = w.lines[lineKey(ce.Where, ce.Field)].line
 	}
 	if ce.Line == 0 {
-		ce.Line = w.lines[lineKey(ce.Where, "")]
+		ce.Line = w.lines[lineKey(ce.Where, "")].line
 	}
 }
 
@@ -606,6 +645,8 @@ func (w *shapeWalker) walkMerge(v *yaml.Node, t reflect.Type, where string) {
 	if v.Kind == yaml.SequenceNode {
 		items = v.Content
 	}
+	w.merging++
+	defer func() { w.merging-- }()
 	for _, item := range items {
 		if w.null(nil, item, t, where, "<<") {
 			continue // yaml refuses it too, but without a line
@@ -828,18 +869,32 @@ func join(where, next string) string {
 	return where + "." + next
 }
 
-// nameOf returns " (NAME)" for a mapping item that has a scalar name: key.
+// nameOf returns " (NAME)" for a mapping item that has a scalar name: key, NAME cut to
+// maxNameShown bytes: it is part of the place of every node under the item, built and scanned
+// (lineKey) for each, so a name of megabytes made walking quadratic (a name that long is
+// refused, with its place in full, by validate).
 func nameOf(n *yaml.Node) string {
 	if n.Kind != yaml.MappingNode {
 		return ""
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == "name" && n.Content[i+1].Kind == yaml.ScalarNode && n.Content[i+1].Value != "" {
-			return " (" + n.Content[i+1].Value + ")"
+			name := n.Content[i+1].Value
+			if len(name) > maxNameShown {
+				cut := maxNameShown
+				for cut > 0 && !utf8.RuneStart(name[cut]) {
+					cut--
+				}
+				name = name[:cut] + "..."
+			}
+			return " (" + name + ")"
 		}
 	}
 	return ""
 }
+
+// maxNameShown bounds the name of a list item shown in its place: the longest valid server name.
+const maxNameShown = 64
 
 // yamlFields maps the yaml keys of struct type t to their field types.
 func yamlFields(t reflect.Type) map[string]reflect.Type {
