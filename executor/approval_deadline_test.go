@@ -1,14 +1,10 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -80,15 +76,7 @@ func TestApprovalTwoDeliveriesRunOnce(t *testing.T) {
 	r.startExecutor(front, r.env.NC)
 
 	// Executor A reaches NATS through a proxy that loses its progress heartbeats.
-	px := startDropper(t, strings.TrimPrefix(r.env.URL, "nats://"), func(subject string, payload []byte) bool {
-		return strings.HasPrefix(subject, "$JS.ACK.") && bytes.HasPrefix(payload, []byte("+WPI"))
-	})
-	px.drop.Store(true)
-	nc, err := nats.Connect("nats://"+px.addr(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	px, nc := connectLosingHeartbeats(t, r)
 	ca := base
 	ca.Workers, ca.FrontEnd = 1, new(bool)
 	r.startExecutor(ca, nc)

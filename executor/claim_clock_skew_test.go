@@ -1,14 +1,10 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -32,15 +28,7 @@ func TestRedeliveryWaitsForHolderWithClockBehind(t *testing.T) {
 
 	// Executor A, on a host 10 minutes behind, reaches NATS through a proxy that loses its
 	// progress heartbeats.
-	px := startDropper(t, strings.TrimPrefix(r.env.URL, "nats://"), func(subject string, payload []byte) bool {
-		return strings.HasPrefix(subject, "$JS.ACK.") && bytes.HasPrefix(payload, []byte("+WPI"))
-	})
-	px.drop.Store(true)
-	nc, err := nats.Connect("nats://"+px.addr(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	px, nc := connectLosingHeartbeats(t, r)
 	ca := base
 	ca.Workers, ca.FrontEnd = 1, new(bool)
 	ca.hooks.hostClock = func() time.Time { return time.Now().Add(-10 * time.Minute) }

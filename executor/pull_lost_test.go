@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -213,4 +214,22 @@ func clientVia(t *testing.T, p *pullDropper, pubAckWait time.Duration) Client {
 		t.Fatal(err)
 	}
 	return Client{NC: nc, JS: js, PubAckWait: pubAckWait}
+}
+
+// connectLosingHeartbeats connects to r's NATS through a proxy that loses the progress
+// heartbeats (+WPI acks) sent through it, from the start: an executor on that connection keeps
+// its calls only until AckWait, and JetStream delivers them again elsewhere. px.drop.Store(false)
+// lets them through again.
+func connectLosingHeartbeats(t *testing.T, r *rig) (*pullDropper, *nats.Conn) {
+	t.Helper()
+	px := startDropper(t, strings.TrimPrefix(r.env.URL, "nats://"), func(subject string, payload []byte) bool {
+		return strings.HasPrefix(subject, "$JS.ACK.") && bytes.HasPrefix(payload, []byte("+WPI"))
+	})
+	px.drop.Store(true)
+	nc, err := nats.Connect("nats://"+px.addr(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return px, nc
 }
