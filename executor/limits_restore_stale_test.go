@@ -52,18 +52,7 @@ func TestOldRestoreFailureRefusesNoCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
 	defer cancel()
 	capped := []scopeLimit{{subjects.LimitScopeServer, "s", Rate{Concurrency: 2}}}
-	acquire := func(id string) <-chan error {
-		res := make(chan error, 1)
-		go func() {
-			ls, refusal, err := l.acquireFor(ctx, id, time.Minute, capped)
-			if refusal != nil {
-				err = errors.New("refused " + refusal.Message)
-			}
-			ls.release(context.WithoutCancel(ctx))
-			res <- err
-		}()
-		return res
-	}
+	acquire := acquireAsync(ctx, l, capped)
 
 	loseSlots(t, env)
 	if err := <-acquire("first"); err == nil || !strings.Contains(err.Error(), why) {

@@ -126,18 +126,7 @@ func TestRetryAfterFailedRestoreHoldsNoOtherCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
 	defer cancel()
 	capped := []scopeLimit{{subjects.LimitScopeServer, "s", Rate{Concurrency: 1}}}
-	acquire := func(id string) <-chan error {
-		res := make(chan error, 1)
-		go func() {
-			ls, refusal, err := l.acquireFor(ctx, id, time.Minute, capped)
-			if refusal != nil {
-				err = errors.New("refused " + refusal.Message)
-			}
-			ls.release(context.WithoutCancel(ctx))
-			res <- err
-		}()
-		return res
-	}
+	acquire := acquireAsync(ctx, l, capped)
 	if err := <-acquire("first"); err == nil || !strings.Contains(err.Error(), why) {
 		t.Fatalf("the first call: %v, want the failure %q", err, why)
 	}
@@ -158,5 +147,22 @@ func TestRetryAfterFailedRestoreHoldsNoOtherCall(t *testing.T) {
 	}
 	if n := tries.Load(); n != 2 {
 		t.Errorf("%d tries, want 2", n)
+	}
+}
+
+// acquireAsync returns a function that starts acquireFor of lim on l for a call id, the lease
+// (if any) released at once, and gives its error (a refusal as one) on the channel it returns.
+func acquireAsync(ctx context.Context, l *limiter, lim []scopeLimit) func(id string) <-chan error {
+	return func(id string) <-chan error {
+		res := make(chan error, 1)
+		go func() {
+			ls, refusal, err := l.acquireFor(ctx, id, time.Minute, lim)
+			if refusal != nil {
+				err = errors.New("refused " + refusal.Message)
+			}
+			ls.release(context.WithoutCancel(ctx))
+			res <- err
+		}()
+		return res
 	}
 }
