@@ -539,13 +539,27 @@ const approvalProbeTimeout = 2 * time.Second
 // heartbeats were lost, or a resend of the same call) waits for approval on c's approvals
 // subject now. It asks with an approval that decides nothing (no "approve": every waiter answers
 // bad_request); only no responders says that none waits.
+//
+// No answer at all (a copy whose connection stalls, the very case of lost heartbeats; NATS slow;
+// or this executor's NATS user may not publish on the approvals subjects, so NATS drops every
+// probe) is taken for a copy that waits, and warned: the call then waits without a place, and
+// with the permission missing every call delivered again that finds none free does.
 func (e *Executor) copyWaits(c *call) bool {
 	probe, _ := json.Marshal(struct {
 		V  int    `json:"v"`
 		ID string `json:"id"`
 	}{subjects.Version, c.req.ID})
-	_, err := e.nc.Request(subjects.Approvals(c.tenant, c.req.ID), probe, approvalProbeTimeout)
-	return !errors.Is(err, nats.ErrNoResponders)
+	subject := subjects.Approvals(c.tenant, c.req.ID)
+	_, err := e.nc.Request(subject, probe, approvalProbeTimeout)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return false
+	}
+	if err != nil {
+		e.cfg.Log.Warn().Err(err).Str("call", e.logText(c.req.ID)).Str("subject", e.logRedacted(subject)).
+			Msg("no answer to the probe for another copy of this call waiting for approval (a copy whose connection stalls, NATS slow, or this executor's NATS user may not publish on " +
+				subjects.Root + ".approvals.*.*): taken as waiting, the call waits without a place among the calls waiting for approval (MaxApprovalWaits)")
+	}
+	return true
 }
 
 // takeWaitPlace takes a place among the calls waiting in this process (MaxApprovalWaits) for c,

@@ -171,7 +171,7 @@
 //     call delivered again whose approval record holds its outcome, or whose approval timeout
 //     passed: it takes that outcome, nobody asked, place or none; nor one delivered again while
 //     another copy of it waits for approval, its executor's heartbeats lost, as an approval
-//     without "approve" sent on its subject finds: it waits too, place or none, since a refusal
+//     without "approve" sent on its subject finds (no answer within 2 s counts as one, warned): it waits too, place or none, since a refusal
 //     stored was the call's answer while that copy, approved, ran it); else an audit.decision needs_approval event, then a wait
 //     on mcpstream.v1.approvals.<tenant>.<id> → denied, or approval_timeout after approvalTimeoutMs (default
 //     5 min, capped at MaxApprovalTimeout; -1 = do not wait: needs_approval at once). An Approval
