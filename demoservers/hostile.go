@@ -18,8 +18,12 @@ var ErrUnknownMode = errors.New("unknown hostile mode")
 // HostileProtocolVersion is the protocol version the hostile server speaks.
 const HostileProtocolVersion = "2025-11-25"
 
-// HugeDescriptionSize is the length in bytes of the huge tool description.
-const HugeDescriptionSize = 5 << 20
+// HugeDescriptionSize is the length in bytes of the huge tool description: twice the largest
+// definition a registry snapshot may hold (subjects.MaxDefinitionBytes, 512 KiB), so that any
+// connector's bound rejects the tool, and under the page a connector reads (a NATS server's
+// max_payload, plus room for the answer's envelope). It was 5 MiB, which proved nothing more and took seconds to write, read and
+// parse under the race detector: on a loaded machine a list then ran past its timeout.
+const HugeDescriptionSize = 1 << 20
 
 // Hostile modes: what tools/list answers.
 const (
@@ -28,7 +32,7 @@ const (
 	// HostileInvalidSchema lists tools whose inputSchema is not a valid
 	// object schema ("type": 42, a string, properties as an array), plus echo.
 	HostileInvalidSchema = "invalid-schema"
-	// HostileHugeDescription lists a tool with a 5 MiB description, plus echo.
+	// HostileHugeDescription lists a tool with a 1 MiB description, plus echo.
 	HostileHugeDescription = "huge-description"
 	// HostileOddNames lists tools named "a.b/c d", "ünïcode.tool", "x*>y" and
 	// a 200-character name.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcpstream/mcpstream/subjects"
 )
 
 // rawConn is a hand-driven JSON-RPC connection to a stdio server.
@@ -142,6 +144,19 @@ func (c *rawConn) toolsList(id int, params string) rawToolsList {
 		c.t.Fatalf("tools/list result %.200s: %v", r.Result, err)
 	}
 	return res
+}
+
+// The huge description is over every definition bound a connector may have, so that its tool is
+// rejected wherever it is listed, and under the bound on a page (a registry event), so that the
+// list still reaches the connector and its other tool is kept: it need be no larger, for a
+// larger one only slowed the tests that list it under the race detector.
+func TestHugeDescriptionOverEveryDefinitionBound(t *testing.T) {
+	if HugeDescriptionSize <= subjects.MaxDefinitionBytes {
+		t.Errorf("HugeDescriptionSize %d, not over subjects.MaxDefinitionBytes %d", HugeDescriptionSize, subjects.MaxDefinitionBytes)
+	}
+	if HugeDescriptionSize >= subjects.MaxEventBytes {
+		t.Errorf("HugeDescriptionSize %d, not under subjects.MaxEventBytes %d", HugeDescriptionSize, subjects.MaxEventBytes)
+	}
 }
 
 func TestHostileModes(t *testing.T) {

@@ -286,6 +286,14 @@ func toolList(at time.Time, server, fp, scope, authContext string, items ...json
 // replica served on NATS, both enforcing pol, and waits until both applied the events.
 func startBoth(t *testing.T, pol *policy.Policy, events []diffEvent) (*rig, *Executor, indexer.Client) {
 	t.Helper()
+	return startBothRemembering(t, pol, events, 0)
+}
+
+// startBothRemembering is startBoth with the bound on the removed tool names the executor
+// remembers a server, and the catalog in all, at maxRemoved instead of their defaults (0; both
+// staleness.MaxRemembered).
+func startBothRemembering(t *testing.T, pol *policy.Policy, events []diffEvent, maxRemoved int) (*rig, *Executor, indexer.Client) {
+	t.Helper()
 	env := startNATS(t, natsembed.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -299,8 +307,8 @@ func startBoth(t *testing.T, pol *policy.Policy, events []diffEvent) (*rig, *Exe
 		last = ack.Sequence
 	}
 	r := &rig{t: t, env: env, control: map[string]string{}, dir: t.TempDir(), client: Client{NC: env.NC, JS: env.JS}}
-	ex := r.startExecutor(Config{Policy: pol, Dispatcher: noDispatch{t}, Relister: noDispatch{t}}, env.NC) // ready: replayed
-	cat, err := indexer.Open(indexer.Config{InMemory: true, Policy: pol, Log: testLogger(t).With().Str("role", "indexer").Logger()})
+	ex := r.startExecutor(Config{Policy: pol, Dispatcher: noDispatch{t}, Relister: noDispatch{t}, hooks: testHooks{maxRemembered: maxRemoved}}, env.NC) // ready: replayed
+	cat, err := indexer.Open(indexer.Config{InMemory: true, Policy: pol, MaxRemoved: maxRemoved, Log: testLogger(t).With().Str("role", "indexer").Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,6 +112,11 @@ type Config struct {
 
 // testHooks are the calls of Config.hooks, each nil when not set.
 type testHooks struct {
+	// maxRemembered bounds the removed tool names the registry remembers a server instead of
+	// staleness.MaxRemembered (0): a test of the bound then needs a list of a few dozen tools,
+	// not 50,000 (which took the executor and the catalog most of a minute under -race on a
+	// loaded machine).
+	maxRemembered int
 	// approvalDecided: a delivery of call id has the decision its approval wait goes on with:
 	// elsewhere when that is the outcome another delivery of the call recorded
 	// (decidedElsewhere), else this delivery's own.

@@ -127,7 +127,7 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 		cfg:      cfg,
 		nc:       nc,
 		js:       js,
-		reg:      newRegistry(log),
+		reg:      newRegistryRemembering(log, cfg.hooks.maxRemembered),
 		audit:    audit,
 		disp:     cfg.Dispatcher,
 		relist:   cfg.Relister,

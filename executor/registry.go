@@ -109,6 +109,9 @@ type registry struct {
 	// remembers as removed (staleness.MaxRemembered, the catalog's bound), so that a server
 	// that renames its tools on every re-list does not grow the table forever. Guarded by mu.
 	gone map[string]map[string]bool
+	// maxGone is the view's bound on the tool names it remembers as removed a server, and so
+	// gone's (staleness.MaxRemembered; less in some tests).
+	maxGone int
 	// names indexes the public names listed holds by their keys and their original names'
 	// (for the names a not_found answer suggests). Guarded by mu.
 	names suggest.Index
@@ -133,7 +136,16 @@ func bySuggestKey(a, b *tool) int {
 }
 
 func newRegistry(log zerolog.Logger) *registry {
-	return &registry{view: staleness.New(nil), tools: map[string]*tool{}, listed: map[string]map[string]bool{}, sorted: map[string][]*tool{}, gone: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
+	return newRegistryRemembering(log, staleness.MaxRemembered)
+}
+
+// newRegistryRemembering is newRegistry with another bound on the removed tool names a server
+// (tests); 0 is staleness.MaxRemembered.
+func newRegistryRemembering(log zerolog.Logger, maxTools int) *registry {
+	if maxTools <= 0 {
+		maxTools = staleness.MaxRemembered
+	}
+	return &registry{view: staleness.NewRemembering(nil, maxTools), maxGone: maxTools, tools: map[string]*tool{}, listed: map[string]map[string]bool{}, sorted: map[string][]*tool{}, gone: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
 }
 
 // lookup returns the tool of a public name, or nil. A plain name of an unknown tool still maps
@@ -294,7 +306,7 @@ func (r *registry) unindex(server string, names, keep map[string]bool) {
 // forget records the tools of server that names (its last list) holds and keep (its new list,
 // nil when it is removed) does not as gone, and those keep holds as listed again. The entry of a
 // tool gone keeps its names and hints only (removedEntry): its definition is dropped. Once a
-// server has staleness.MaxRemembered names gone, those the view has forgotten (see
+// server has maxGone (staleness.MaxRemembered) names gone, those the view has forgotten (see
 // staleness.View.Apply) leave the table: a call of one is then not_found, as the view says
 // unknown.
 // Callers hold mu, and apply the event to the view first.
@@ -316,7 +328,7 @@ func (r *registry) forget(server string, names, keep map[string]bool) {
 	for n := range keep {
 		delete(gone, n)
 	}
-	if len(gone) >= staleness.MaxRemembered {
+	if len(gone) >= r.maxGone {
 		for n := range gone {
 			if r.view.Remembers(server, subjects.KindTools, n) {
 				continue

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -44,7 +43,9 @@ func TestServerAddedAgainBeforeListed(t *testing.T) {
 	}
 }
 
-// TestServerRemovedLargeListRefusedStale: a server with staleness.MaxRemembered tools or more is
+// TestServerRemovedLargeListRefusedStale: a server with as many tools as the bound on the removed
+// names remembered (staleness.MaxRemembered, the catalog's; lowered for both here: 50,000
+// tools took the executor and the catalog 20 s under -race alone, past waitLimit on a loaded machine) or more is
 // removed as `servers remove` does it (its removed status, then an empty tools snapshot), and
 // added again: a call of a tool of its old list is refused stale (removed), as the catalog
 // answers removed (of those it still remembers). The view moved the whole list into the names it remembers beyond its list,
@@ -63,20 +64,21 @@ func TestServerRemovedLargeListRefusedStale(t *testing.T) {
 		return diffEvent{subjects.RegistrySnapshot("big", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot, Server: "big",
 			Kind: subjects.KindTools, Fingerprint: fp, ListedAt: now, Pages: 1, Items: items}}
 	}
+	const bound = 64
 	events := []diffEvent{
-		st(subjects.StatusReady), list("f1", staleness.MaxRemembered+10),
+		st(subjects.StatusReady), list("f1", bound+10),
 		st(subjects.StatusRemoved), list("f0", 0), // servers remove
 		st(subjects.StatusConnecting), st(subjects.StatusReady),
 	}
-	r, _, cl := startBoth(t, nil, events)
-	lastPub := fmt.Sprintf("big__t%05d", staleness.MaxRemembered+9)
+	r, _, cl := startBothRemembering(t, nil, events, bound)
+	lastPub := fmt.Sprintf("big__t%05d", bound+9)
 	for _, pub := range []string{"big__t00000", lastPub} {
 		res := r.call("local", pub, `{}`)
 		if res.Error == nil || res.Error.Code != subjects.CodeStale {
 			t.Errorf("call of %s of the old list: %s %+v, want stale (removed)", pub, res.Status, res.Error)
 		}
 		if pub != lastPub {
-			// The catalog remembers as many removed names (indexer.DefaultMaxRemoved) in all,
+			// The catalog remembers as many removed names (indexer.Config.MaxRemoved) in all,
 			// forgetting the first (by sequence, then name) of those past it with the next
 			// message: it may say not_found of a tool a call is refused stale (README).
 			continue

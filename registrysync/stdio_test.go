@@ -157,7 +157,7 @@ func writeControl(t *testing.T, path string, c demoservers.Control) {
 func TestHostileServers(t *testing.T) {
 	t.Parallel()
 	// The slow mode never answers tools/list: it gets its own manager with a short list
-	// timeout. The others keep the normal one — a 5 MB description takes a while to list under
+	// timeout. The others keep the normal one — a 1 MiB description takes a while to list under
 	// the race detector on a loaded machine, and must not be cut off by the slow mode's bound.
 	cfg, slowCfg := fastConfig(), fastConfig()
 	cfg.MaxPages = 5
