@@ -58,7 +58,8 @@ type Config struct {
 	MaxDefinitionBytes int
 	// ListTimeout bounds one full list of one kind; 0 → 30s.
 	ListTimeout time.Duration
-	// ConnectTimeout bounds connecting and the handshake; 0 → 20s.
+	// ConnectTimeout bounds connecting and the handshake; 0 → 20s. Half of it (at least 5 s)
+	// bounds server/discover before initialize is tried (discoverTimeout).
 	ConnectTimeout time.Duration
 	// BackoffInitial and BackoffMax shape reconnects (exponential with jitter); 0 → 250ms, 30s.
 	// The backoff starts over once a session has lasted BackoffMax.

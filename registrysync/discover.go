@@ -34,8 +34,9 @@ import (
 //
 // mcp-go also falls back to initialize when server/discover fails for a passing reason: an
 // HTTP 503 or 429 (a gateway shedding load, a replica restarting), a connection that failed,
-// no answer within its probe timeout (5 s). A 2026-07-28 server that also serves legacy
-// clients (as mcp-go's does) is then spoken to at 2025-11-25 for that connection. The
+// no answer within its probe timeout (half of ConnectTimeout, at least 5 s: discoverTimeout,
+// session.go). A 2026-07-28 server that also serves legacy clients (as mcp-go's does) is then
+// spoken to at 2025-11-25 for that connection. The
 // connector remembers a streamable HTTP server found to be legacy, so that its reconnections
 // open the GET stream at once (legacyHTTP), but only when the server's answer said so (a
 // JSON-RPC error, an HTTP 4xx other than 408 and 429): after a passing failure (discoverPassing)

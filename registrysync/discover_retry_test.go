@@ -18,7 +18,7 @@ import (
 // discoverFlaky serves next, but fails the first failDiscover server/discover POSTs and counts
 // every server/discover it sees. It fails one with a 503 without Retry-After (a gateway
 // shedding load, a replica restarting) or, slow set, by opening its event stream and answering nothing until the client
-// gives up (mcp-go's probe waits 5 s).
+// gives up (the probe waits half of ConnectTimeout: discoverTimeout).
 //
 // With legacy set it answers every server/discover with JSON-RPC -32601 (method not found), as
 // a server that predates 2026-07-28 does.
@@ -72,7 +72,7 @@ func TestTransientDiscoverFailureNotSticky(t *testing.T) {
 	for _, slow := range []bool{false, true} {
 		name := "503"
 		if slow {
-			name = "slow" // (mcp-go's probe waits 5 s)
+			name = "slow" // (the probe waits 10 s: half of fastConfig's ConnectTimeout)
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -315,7 +315,8 @@
 // transport to the legacy protocol: such a server is reconnected once with continuous listening
 // (remembered for later reconnects when the server said it is legacy: a JSON-RPC error or an
 // HTTP 4xx other than 408 and 429 answered server/discover; mcp-go also falls back to
-// initialize for one connection when server/discover got no answer within its 5 s, or an
+// initialize for one connection when server/discover got no answer within half of
+// ConnectTimeout (at least 5 s: a server slow to start still answers in time), or an
 // HTTP 5xx, 408 or 429 (not a 429 or 503 with a Retry-After: the connection fails, and is
 // tried again after it, below), and such a connection is not remembered: the next reconnection probes
 // server/discover again; discover.go), and every kind is re-listed whenever that stream (re)opens,

@@ -46,6 +46,8 @@ import (
 //	batch     answers tools/list and tools/call with JSON-RPC batches: a list_changed
 //	          notification or a ping request, then the result
 //	bigbatch  answers tools/list with a batch of more than maxBatch messages
+//	nodiscover never answers server/discover (a legacy server that ignores a method it does not
+//	          know, rather than answering -32601)
 //	echoresult answers tools/call with the JSON of its argument "r" as the result
 //	rawresult answers tools/call with the bytes its argument "b64" holds (base64) as the result,
 //	          whatever they are (TestRawResultAcrossTransports)
@@ -224,7 +226,7 @@ func serveRawChild(mode string) int {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"ok"}]}}`)
 			}
 		default:
-			if len(m.ID) > 0 {
+			if len(m.ID) > 0 && (mode != "nodiscover" || m.Method != "server/discover") {
 				write(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32601,"message":"no"}}`)
 			}
 		}

@@ -27,6 +27,8 @@ import (
 //	rogue:<mode>      serveRogueChild (rogue_test.go)
 //	script            serveScriptChild (hostile_answers_test.go)
 //	demo:<name>       demoservers.ServeStdio, control file in MCPSTREAM_TEST_CONTROL
+//
+// With startDelayEnv set, any of them first sleeps that long (slow_start_test.go).
 const childEnv = "MCPSTREAM_TEST_SERVER"
 
 func TestMain(m *testing.M) {
@@ -40,6 +42,7 @@ func TestMain(m *testing.M) {
 }
 
 func serveChild(mode string) int {
+	slowStart()
 	// The hand-written servers keep SIGTERM's default action (it ends the process), as a stopped
 	// server's process does: caught for a context none of them reads, it left a hung one
 	// (raw:stuck, rogue:closestdout) running until the SIGKILL childTermGrace (3 s) later, and

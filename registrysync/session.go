@@ -273,7 +273,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		return nil, fmt.Errorf("%w: unknown transport %q", ErrInvalidConfig, sc.Transport)
 	}
 
-	var opts []client.ClientOption
+	opts := []client.ClientOption{client.WithDiscoverTimeout(discoverTimeout(cfg.ConnectTimeout))}
 	pinned := sc.ProtocolVersion
 	if pinned == "" && listening {
 		pinned = c.legacyHTTP
@@ -395,6 +395,27 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		return fail(s.lostErr)
 	}
 	return s, nil
+}
+
+// mcpDiscoverTimeout is mcp-go's own bound on its server/discover probe (its default).
+const mcpDiscoverTimeout = 5 * time.Second
+
+// discoverTimeout bounds mcp-go's server/discover probe, after which it falls back to
+// initialize for the life of the Client: half of connect, the handshake's bound, so that a
+// legacy server that ignores the method keeps the other half for initialize; never less than
+// mcp-go's 5 s. With its 5 s, a server slow to start (npx fetching its package, a JVM, a loaded
+// host) answered server/discover too late and was spoken to at 2025-11-25 for as long as the
+// connection lasted (a stdio server's process: no cache hints, no subscriptions/listen).
+//
+// It applies to every transport. A legacy HTTP or SSE server answers server/discover at once
+// with an error or an HTTP 4xx, which the bound does not delay; one that leaves it unanswered
+// connects later but still within connect; and a 2026-07-28 server slow under load is not
+// downgraded for the connection. The floor keeps a short ConnectTimeout from shortening the
+// probe: a 2026-07-28 server downgraded is silent and lasts, a legacy server that ignores
+// server/discover and cannot connect within a short ConnectTimeout fails loudly (the status
+// says server/discover went unanswered; ProtocolVersion "2025-11-25" connects it at once).
+func discoverTimeout(connect time.Duration) time.Duration {
+	return max(connect/2, mcpDiscoverTimeout)
 }
 
 // handshakeRefused is the failure of an initialize POST the server answered with status, a 4xx
