@@ -120,7 +120,11 @@ func TestStdioDemoServerControlFile(t *testing.T) {
 	t.Parallel()
 	control := filepath.Join(t.TempDir(), "control.json")
 	sc := stdioServer(t, "ticketing", "demo:ticketing", "MCPSTREAM_TEST_CONTROL="+control)
-	h := run(t, nil, fastConfig(sc))
+	cfg := fastConfig(sc)
+	// The cache hints come with 2026-07-28: server/discover is given 20 s (half of this), as
+	// a test child under -race on a loaded machine took ~8 s to answer it.
+	cfg.ConnectTimeout = 40 * time.Second
+	h := run(t, nil, cfg)
 	rec := record(t, h.env, subjects.RegistryServer("ticketing"))
 	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
 	snap := rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil)).ev.Snapshot
