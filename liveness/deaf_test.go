@@ -21,30 +21,8 @@ import (
 // declared every server lost, every 3 periods, as often as their registrysync published them
 // again. Deaf, it must declare nothing.
 func TestRefusedHeartbeatSubscriptionDeclaresNothing(t *testing.T) {
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-		Users: []*server.User{{Username: "admin", Password: "admin"}, {Username: "watchdog", Password: "watchdog",
-			Permissions: &server.Permissions{Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{subjects.HeartbeatAll}}}}}}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	admin, err := nats.Connect(srv.ClientURL(), nats.UserInfo("admin", "admin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
-	ajs, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := subjects.EnsureStreams(t.Context(), ajs, subjects.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, ajs := startJetStream(t, []*server.User{{Username: "admin", Password: "admin"}, {Username: "watchdog", Password: "watchdog",
+		Permissions: &server.Permissions{Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{subjects.HeartbeatAll}}}}})
 	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("watchdog", "watchdog"), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
 		t.Fatal(err)
@@ -79,30 +57,8 @@ func TestRefusedHeartbeatSubscriptionDeclaresNothing(t *testing.T) {
 // the connection's last error: another subscription's refusal, and took its own subscription
 // for heard, and declared every server lost again.
 func TestRefusedHeartbeatSubscriptionNotMissedAmongOthers(t *testing.T) {
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-		Users: []*server.User{{Username: "admin", Password: "admin"}, {Username: "watchdog", Password: "watchdog",
-			Permissions: &server.Permissions{Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{subjects.HeartbeatAll, "other.>"}}}}}}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	admin, err := nats.Connect(srv.ClientURL(), nats.UserInfo("admin", "admin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
-	ajs, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := subjects.EnsureStreams(t.Context(), ajs, subjects.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, ajs := startJetStream(t, []*server.User{{Username: "admin", Password: "admin"}, {Username: "watchdog", Password: "watchdog",
+		Permissions: &server.Permissions{Subscribe: &server.SubjectPermission{Allow: []string{">"}, Deny: []string{subjects.HeartbeatAll, "other.>"}}}}})
 	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("watchdog", "watchdog"), nats.ReconnectWait(10*time.Millisecond),
 		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {

@@ -24,28 +24,7 @@ import (
 // of a connector beating all along lost meanwhile (its server never declared), while silent
 // connectors are still declared after each reconnection.
 func TestHeartbeatSubscriptionMadeAnewAfterReconnects(t *testing.T) {
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	admin, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
-	ajs, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := subjects.EnsureStreams(t.Context(), ajs, subjects.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, ajs := startJetStream(t, nil)
 	nc, err := nats.Connect(srv.ClientURL(), nats.ReconnectWait(10*time.Millisecond), nats.MaxReconnects(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -196,28 +175,7 @@ func TestDeclaredWhenStreamUnreadable(t *testing.T) {
 // thrown away by the client, its round trips succeeded, and the connector's server was declared
 // lost (connector_lost) over a silence that was the watchdog's own.
 func TestStallAfterReconnectNoFalseDeclaration(t *testing.T) {
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true}
-	srv, err := server.NewServer(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Start()
-	t.Cleanup(srv.Shutdown)
-	if !srv.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats-server not ready")
-	}
-	admin, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(admin.Close)
-	ajs, err := jetstream.New(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := subjects.EnsureStreams(t.Context(), ajs, subjects.StreamOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, ajs := startJetStream(t, nil)
 	p := natstest.NewPausableProxy(t, strings.TrimPrefix(srv.ClientURL(), "nats://"))
 	nc, err := nats.Connect(p.URL(), nats.ReconnectWait(10*time.Millisecond), nats.MaxReconnects(-1))
 	if err != nil {

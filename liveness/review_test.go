@@ -139,10 +139,17 @@ func TestStatusConsumerBackoffResetsAfterWorking(t *testing.T) {
 // "watchdog", denied publishing on the status subjects of deny.
 func startAuthServer(t *testing.T, deny ...string) (url string, admin jetstream.JetStream) {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-		Users: []*server.User{{Username: "admin", Password: "admin"}, {Username: "watchdog", Password: "watchdog",
-			Permissions: &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: deny}}}}}
-	srv, err := server.NewServer(opts)
+	srv, _, js := startJetStream(t, []*server.User{{Username: "admin", Password: "admin"}, {Username: "watchdog", Password: "watchdog",
+		Permissions: &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: deny}}}})
+	return srv.ClientURL(), js
+}
+
+// startJetStream runs a JetStream server on loopback with users (nil: no authorization) and the
+// mcpstream streams declared, and returns it with a connection as "admin" (password "admin",
+// when users are given) and its JetStream.
+func startJetStream(t *testing.T, users []*server.User) (*server.Server, *nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true, Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,19 +158,23 @@ func startAuthServer(t *testing.T, deny ...string) (url string, admin jetstream.
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("nats-server not ready")
 	}
-	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("admin", "admin"))
+	var opts []nats.Option
+	if users != nil {
+		opts = append(opts, nats.UserInfo("admin", "admin"))
+	}
+	admin, err := nats.Connect(srv.ClientURL(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	t.Cleanup(admin.Close)
+	js, err := jetstream.New(admin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := subjects.EnsureStreams(t.Context(), js, subjects.StreamOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return srv.ClientURL(), js
+	return srv, admin, js
 }
 
 func (w *Watchdog) silenceFrom() time.Time {
