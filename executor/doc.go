@@ -33,6 +33,9 @@
 //	                                      subject is ever published to from a header); a request
 //	                                      refused with no answer to store (no or bad id, not a
 //	                                      CallRequest, no valid tenant token) is answered there alone.
+//	                                      The stream captures calls.>, but only calls.<tenant> is a
+//	                                      call: a subject with more tokens (calls.<tenant>.x) is refused
+//	                                      bad_request as one without a valid tenant token, never run.
 //	mcpstream.v1.results.<tenant>.<id>    stream MCPSTREAM_RESULTS: exactly one CallResult per call id
 //	                                      (Nats-Msg-Id "result:<tenant>:<id>"; Mcpstream-Call-Seq: the
 //	                                      calls stream sequence of the request whose worker published
@@ -296,7 +299,8 @@
 //
 // One wrapper settles every call message: ack once the terminal answer is stored; nak with a
 // delay when JetStream failed transiently (storing the answer, looking up a claim); term for a
-// message that can never be answered (no call id, or a subject with no valid tenant token, whose
+// message that can never be answered (no call id, or a subject with no valid tenant token or with
+// tokens after it, whose
 // events go under the tenant token "~~": mcpstream.v1.audit.~~.<event>; the audit stream keeps it). A panic is
 // recovered (answer internal, outcome_unknown once tools/call was sent, with its decision and
 // result audit events, counted in Stats as a failed call; the worker goes on). Rate limits never nak (a nak counts as a

@@ -272,6 +272,10 @@ func (e *Executor) process(ctx context.Context, m jetstream.Msg) error {
 		c := &call{req: req, started: time.Now().UTC(), replyTo: e.replyTo(m)}
 		args, n, trunc := e.audit.payload(m.Data())
 		msg := "no valid tenant token in the subject " + truncateString(m.Subject(), 300)
+		if errors.Is(err, subjects.ErrSubjectTokens) {
+			// The stream captures calls.>: more tokens after the tenant's make no call of it.
+			msg = "the subject " + truncateString(m.Subject(), 300) + " is not " + subjects.Root + ".calls.<tenant>: extra tokens after the tenant are refused"
+		}
 		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditRequest), subjects.AuditRequest, c.audit(subjects.AuditEvent{Arguments: args, ArgBytes: n, Truncated: trunc, Message: msg}))
 		e.audit.emitOn(subjects.AuditNoTenant(subjects.AuditDecision), subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.CodeBadRequest, Code: subjects.CodeBadRequest, Message: msg}))
 		e.reply(c.replyTo, refusal("", req, subjects.CallRefused, &subjects.Error{Code: subjects.CodeBadRequest, Message: msg}))

@@ -69,6 +69,9 @@ func (k Kind) Valid() bool {
 var (
 	ErrBadSubject = errors.New("not an mcpstream subject")
 	ErrBadToken   = errors.New("bad subject token")
+	// ErrSubjectTokens (with ErrBadSubject) is a subject with more or fewer tokens than its
+	// kind has (calls.<tenant>.x): not one of the documented subjects.
+	ErrSubjectTokens = errors.New("wrong number of subject tokens")
 )
 
 // RegistrySnapshot is the subject of a server's snapshot of one kind.
@@ -199,17 +202,32 @@ const (
 	DispatchAll = Root + ".dispatch.*"
 )
 
+// tenantKinds are the subject kinds TenantOf reads, each with how many tokens follow its
+// prefix: the tenant, then the call id (results), the event (audit) or the operation (catalog).
+var tenantKinds = []struct {
+	prefix string
+	tokens int
+}{{".calls.", 1}, {".exec.", 1}, {".results.", 2}, {".audit.", 2}, {".catalog.", 2}}
+
 // TenantOf returns the decoded tenant token of a calls, exec, results, audit or catalog subject.
+// The subject must have exactly its kind's tokens (ErrSubjectTokens otherwise): the calls stream
+// captures calls.>, and a call published on calls.<tenant>.x is none of the tenant's — not the
+// subject NATS permissions pin a tenant to, nor the one the executor's checks of a call's
+// subject (a resend, another tenant's Nats-Msg-Id) compare with — so it must not run as one.
 // A tenant longer than MaxUserBytes (what principal.tenant may hold) is refused: the subjects
 // and keys built from a tenant (results with the call id, claims, rate counters, slots) must stay
 // within what a NATS control line holds (4 KiB by default), or the server closes the connection
 // that publishes one. The empty tenant ("~") is refused too: it is no tenant (a principal
 // without one is the local tenant's), so no principal could ever act in it.
 func TenantOf(subject string) (string, error) {
-	for _, p := range []string{".calls.", ".exec.", ".results.", ".audit.", ".catalog."} {
-		rest, ok := strings.CutPrefix(subject, Root+p)
+	for _, k := range tenantKinds {
+		rest, ok := strings.CutPrefix(subject, Root+k.prefix)
 		if !ok {
 			continue
+		}
+		if n := strings.Count(rest, ".") + 1; n != k.tokens {
+			return "", fmt.Errorf("%w: %s: %w: %d after %s, want %d (%s)", ErrBadSubject, quoteCut(subject, 300), ErrSubjectTokens,
+				n, Root+strings.TrimSuffix(k.prefix, "."), k.tokens, tenantShape(k.prefix))
 		}
 		tok, _, _ := strings.Cut(rest, ".")
 		t, err := DecodeToken(tok)
@@ -225,6 +243,19 @@ func TenantOf(subject string) (string, error) {
 		return t, nil
 	}
 	return "", fmt.Errorf("%w: %q", ErrBadSubject, subject)
+}
+
+// tenantShape is the documented shape of the subjects of a TenantOf kind.
+func tenantShape(prefix string) string {
+	switch prefix {
+	case ".results.":
+		return Root + prefix + "<tenant>.<callID>"
+	case ".audit.":
+		return Root + prefix + "<tenant>.<event>"
+	case ".catalog.":
+		return Root + prefix + "<tenant>.<op>"
+	}
+	return Root + prefix + "<tenant>"
 }
 
 // quoteCut is s quoted as %q quotes it, cut to its first n runes with "…" inside the quotes
