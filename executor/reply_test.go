@@ -127,6 +127,22 @@ func TestValidReply(t *testing.T) {
 			t.Errorf("validReply(%q) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
+	// A prefix configured too broadly still never names mcpstream's own subjects or the server's.
+	broad := &Executor{cfg: Config{ReplyPrefixes: []string{"mcp", "$", "_INBOX."}}.withDefaults()}
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"mcpx.reply.1", true},
+		{"_INBOX.abc.1", true},
+		{"mcpstream.v1.calls.other", false},
+		{"mcpstream.v1.results.other.id", false},
+		{"$KV.mcpstream-slots.x", false},
+	} {
+		if got := broad.validReply(tc.in) != ""; got != tc.want {
+			t.Errorf("broad prefixes: validReply(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
 }
 
 // TestCallDirect: a call persisted straight on the calls stream is answered on the caller's
