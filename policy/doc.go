@@ -18,6 +18,9 @@
 // as JSON): a configuration string that is not (YAML's !!binary) is refused. A pattern with the
 // exact shape of an encoded public name (subjects.LooksEncoded), copied from search output, is
 // accepted (an original name may have it) but listed by Warnings, which the roles log at load.
+// New reports every problem of a configuration it refuses (the first MaxProblems, and how many
+// more), each a *Problem with a stable code and its place (principal, or rule, field and item),
+// for the configuration loader to point at the lines they are written on.
 //
 // Digest is a stable hash of the effective policy (its normalized principals and rules, not the
 // configuration's text): processes that must enforce the same policy advertise it, so that one

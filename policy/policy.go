@@ -78,7 +78,9 @@ func Open() *Policy {
 	return p
 }
 
-// New compiles cfg; a nil cfg gives Open().
+// New compiles cfg; a nil cfg gives Open(). A configuration it refuses gets an *Error that lists
+// every problem found (at most MaxProblems, and how many more), each an ErrInvalid *Problem
+// that says where it is: a user fixing a file sees them all at once, not one per run.
 func New(cfg *Config) (*Policy, error) {
 	if cfg == nil {
 		return Open(), nil
@@ -87,76 +89,15 @@ func New(cfg *Config) (*Policy, error) {
 	if cfg.ApproveDestructive != nil {
 		p.approveDestructive = *cfg.ApproveDestructive
 	}
-	if err := checkUTF8(cfg); err != nil {
-		return nil, err
+	var ps problems
+	if len(cfg.Principals) > 0 {
+		p.principals, p.userTenants = compilePrincipals(cfg.Principals, &ps)
 	}
 	for i, r := range cfg.Rules {
-		for _, who := range []struct {
-			field string
-			names []string
-		}{{"tenants", r.Tenants}, {"users", r.Users}, {"roles", r.Roles}} {
-			for _, n := range who.names {
-				// Names are matched exactly: a glob here ("contractor-*") would never match,
-				// and a deny written with one would silently fail open.
-				if n == "" || n != "*" && strings.ContainsAny(n, "*?[\\") {
-					return nil, fmt.Errorf("%w: rule %d (%s): %s entry %q: names are exact, or \"*\" for any (globs are for tools)",
-						ErrInvalid, i+1, r.Name, who.field, n)
-				}
-				// A user name holds no "/": a principal's "tenant/user" key (and --principal)
-				// is a tenant and a user, so a rule naming one would apply to nobody, and a
-				// deny written so would silently fail open.
-				if t, u, ok := strings.Cut(n, "/"); ok && who.field == "users" {
-					return nil, fmt.Errorf("%w: rule %d (%s): users entry %q: users are user names; for user %q of tenant %q write tenants: [%q], users: [%q]",
-						ErrInvalid, i+1, r.Name, n, u, t, t, u)
-				}
-			}
-		}
-		for _, list := range [][]string{r.Allow, r.Deny, r.Approve} {
-			for _, pat := range list {
-				if pat == "" {
-					return nil, fmt.Errorf(`%w: rule %d (%s): empty pattern: patterns are server__tool globs such as "github__*"`, ErrInvalid, i+1, r.Name)
-				}
-				if NoToolPart(pat) {
-					return nil, fmt.Errorf(`%w: rule %d (%s): pattern %q matches no tool: patterns are server__tool (%q: every tool of server %s)`,
-						ErrInvalid, i+1, r.Name, pat, pat+"__*", pat)
-				}
-				if emptyPart(pat) {
-					return nil, fmt.Errorf(`%w: rule %d (%s): pattern %q matches no tool: its server or tool part is empty (%q: every tool of a server)`,
-						ErrInvalid, i+1, r.Name, pat, "server__*")
-				}
-				if !ValidPattern(pat) {
-					return nil, fmt.Errorf("%w: rule %d (%s): bad pattern %q", ErrInvalid, i+1, r.Name, pat)
-				}
-			}
-		}
+		checkRule(i+1, r, &ps)
 	}
-	if len(cfg.Principals) > 0 {
-		p.principals, p.userTenants = map[tenantUser]PrincipalConfig{}, map[string][]string{}
-		keyOf := map[tenantUser]string{}
-		keys := slices.Sorted(maps.Keys(cfg.Principals)) // errors name the same key every time
-		for _, key := range keys {
-			pc := cfg.Principals[key]
-			if key == "" {
-				return nil, fmt.Errorf("%w: a principal has an empty name", ErrInvalid)
-			}
-			tu := tenantUser{tenant: cmp.Or(pc.Tenant, Local.Tenant), user: key}
-			if t, u, ok := strings.Cut(key, "/"); ok {
-				switch {
-				case t == "" || u == "" || strings.Contains(u, "/"):
-					return nil, fmt.Errorf("%w: principal %q: want a user name, or tenant/user", ErrInvalid, key)
-				case pc.Tenant != "" && pc.Tenant != t:
-					return nil, fmt.Errorf("%w: principal %q has tenant %q: the key names tenant %q", ErrInvalid, key, pc.Tenant, t)
-				}
-				tu = tenantUser{tenant: t, user: u}
-			}
-			if other, dup := keyOf[tu]; dup {
-				return nil, fmt.Errorf("%w: principals %q and %q: user %q of tenant %q is configured twice", ErrInvalid, other, key, tu.user, tu.tenant)
-			}
-			keyOf[tu] = key
-			pc.Tenant = tu.tenant
-			p.principals[tu] = pc
-			p.userTenants[tu.user] = append(p.userTenants[tu.user], tu.tenant)
-		}
+	if err := ps.err(); err != nil {
+		return nil, err
 	}
 	p.namedTenants, p.namedUsers, p.namedRoles = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, r := range cfg.Rules {
@@ -174,45 +115,127 @@ func New(cfg *Config) (*Policy, error) {
 	return p, nil
 }
 
-// checkUTF8 refuses a configuration string that is not UTF-8 (YAML's !!binary decodes into one
-// as raw bytes). Tool, server, user and role names reach the policy as JSON, which holds none, so
-// such a pattern or name would match nothing (a deny so written would silently deny nothing);
-// and Digest, hashing JSON, would write the bytes as U+FFFD: policies that decide apart would
-// share a digest.
-func checkUTF8(cfg *Config) error {
-	bad := func(where, s string) error {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8 (names and patterns are text)", ErrInvalid, where, s)
-	}
-	for i, r := range cfg.Rules {
-		if !utf8.ValidString(r.Name) {
-			return bad(fmt.Sprintf("rule %d: name", i+1), r.Name)
+// compilePrincipals resolves the principals by (tenant, user) and lists the tenants of each
+// user name, adding the problems of their keys to ps. Keys are taken in sorted order, so that
+// the problems come in the same order, naming the same keys, every time.
+func compilePrincipals(cfg map[string]PrincipalConfig, ps *problems) (map[tenantUser]PrincipalConfig, map[string][]string) {
+	principals, userTenants := map[tenantUser]PrincipalConfig{}, map[string][]string{}
+	keyOf := map[tenantUser]string{}
+	for _, key := range slices.Sorted(maps.Keys(cfg)) {
+		pc := cfg[key]
+		bad := func(code, field string, item int, format string, args ...any) {
+			ps.add(&Problem{Code: code, Principal: key, Field: field, Item: item, Msg: fmt.Sprintf(format, args...)})
 		}
-		for _, list := range []struct {
-			field string
-			s     []string
-		}{{"tenants", r.Tenants}, {"users", r.Users}, {"roles", r.Roles}, {"allow", r.Allow}, {"deny", r.Deny}, {"approve", r.Approve}} {
-			for _, s := range list.s {
-				if !utf8.ValidString(s) {
-					return bad(fmt.Sprintf("rule %d: %s entry", i+1, list.field), s)
-				}
+		if !principalUTF8(key, pc, bad) {
+			continue
+		}
+		if key == "" {
+			bad(CodeEmptyPrincipal, "", 0, "a principal has an empty name")
+			continue
+		}
+		tu := tenantUser{tenant: cmp.Or(pc.Tenant, Local.Tenant), user: key}
+		if t, u, ok := strings.Cut(key, "/"); ok {
+			switch {
+			case t == "" || u == "" || strings.Contains(u, "/"):
+				bad(CodeBadPrincipalKey, "", 0, "principal %q: want a user name, or tenant/user", key)
+				continue
+			case pc.Tenant != "" && pc.Tenant != t:
+				bad(CodeTenantMismatch, "tenant", 0, "principal %q has tenant %q: the key names tenant %q", key, pc.Tenant, t)
+				continue
+			}
+			tu = tenantUser{tenant: t, user: u}
+		}
+		if other, dup := keyOf[tu]; dup {
+			bad(CodeDuplicatePrincipal, "", 0, "principals %q and %q: user %q of tenant %q is configured twice", other, key, tu.user, tu.tenant)
+			continue
+		}
+		keyOf[tu] = key
+		pc.Tenant = tu.tenant
+		principals[tu] = pc
+		userTenants[tu.user] = append(userTenants[tu.user], tu.tenant)
+	}
+	return principals, userTenants
+}
+
+// principalUTF8 reports whether principal key's name, tenant and roles are all UTF-8, and
+// reports each that is not with bad (see notUTF8).
+func principalUTF8(key string, pc PrincipalConfig, bad func(code, field string, item int, format string, args ...any)) bool {
+	ok := true
+	if !utf8.ValidString(key) {
+		bad(CodeNotUTF8, "", 0, "principal %q %s", key, notUTF8)
+		ok = false
+	}
+	if !utf8.ValidString(pc.Tenant) {
+		bad(CodeNotUTF8, "tenant", 0, "principal %q: tenant %q %s", key, pc.Tenant, notUTF8)
+		ok = false
+	}
+	for j, role := range pc.Roles {
+		if !utf8.ValidString(role) {
+			bad(CodeNotUTF8, "roles", j+1, "principal %q: role %q %s", key, role, notUTF8)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// notUTF8 ends the message of a configuration string that is not UTF-8 (YAML's !!binary decodes
+// into one as raw bytes). Tool, server, user and role names reach the policy as JSON, which holds
+// none, so such a pattern or name would match nothing (a deny so written would silently deny
+// nothing); and Digest, hashing JSON, would write the bytes as U+FFFD: policies that decide
+// apart would share a digest.
+const notUTF8 = "is not valid UTF-8 (names and patterns are text)"
+
+// checkRule adds the problems of rule i (from 1) to ps: at most one for each entry of its lists.
+func checkRule(i int, r Rule, ps *problems) {
+	place := rulePlace(i, r.Name)
+	bad := func(code, field string, item int, format string, args ...any) {
+		ps.add(&Problem{Code: code, Rule: i, RuleName: r.Name, Field: field, Item: item, Msg: place + ": " + fmt.Sprintf(format, args...)})
+	}
+	if !utf8.ValidString(r.Name) {
+		ps.add(&Problem{Code: CodeNotUTF8, Rule: i, RuleName: r.Name, Field: "name",
+			Msg: fmt.Sprintf("rule %d: name %q %s", i, r.Name, notUTF8)})
+	}
+	for _, who := range []struct {
+		field string
+		names []string
+	}{{"tenants", r.Tenants}, {"users", r.Users}, {"roles", r.Roles}} {
+		for j, n := range who.names {
+			switch {
+			case !utf8.ValidString(n):
+				bad(CodeNotUTF8, who.field, j+1, "%s entry %q %s", who.field, n, notUTF8)
+			case n == "" || n != "*" && strings.ContainsAny(n, "*?[\\"):
+				// Names are matched exactly: a glob here ("contractor-*") would never match,
+				// and a deny written with one would silently fail open.
+				bad(CodeNameNotExact, who.field, j+1, `%s entry %q: names are exact, or "*" for any (globs are for tools)`, who.field, n)
+			case who.field == "users" && strings.Contains(n, "/"):
+				// A user name holds no "/": a principal's "tenant/user" key (and --principal)
+				// is a tenant and a user, so a rule naming one would apply to nobody, and a
+				// deny written so would silently fail open.
+				t, u, _ := strings.Cut(n, "/")
+				bad(CodeUserWithTenant, who.field, j+1, "users entry %q: users are user names; for user %q of tenant %q write tenants: [%q], users: [%q]",
+					n, u, t, t, u)
 			}
 		}
 	}
-	for _, key := range slices.Sorted(maps.Keys(cfg.Principals)) {
-		pc := cfg.Principals[key]
-		if !utf8.ValidString(key) {
-			return bad("principal", key)
-		}
-		if !utf8.ValidString(pc.Tenant) {
-			return bad(fmt.Sprintf("principal %q: tenant", key), pc.Tenant)
-		}
-		for _, role := range pc.Roles {
-			if !utf8.ValidString(role) {
-				return bad(fmt.Sprintf("principal %q: role", key), role)
+	for _, list := range []struct {
+		field    string
+		patterns []string
+	}{{"allow", r.Allow}, {"deny", r.Deny}, {"approve", r.Approve}} {
+		for j, pat := range list.patterns {
+			switch {
+			case !utf8.ValidString(pat):
+				bad(CodeNotUTF8, list.field, j+1, "%s entry %q %s", list.field, pat, notUTF8)
+			case pat == "":
+				bad(CodeEmptyPattern, list.field, j+1, `empty pattern: patterns are server__tool globs such as "github__*"`)
+			case NoToolPart(pat):
+				bad(CodeNoToolPart, list.field, j+1, `pattern %q matches no tool: patterns are server__tool (%q: every tool of server %s)`, pat, pat+"__*", pat)
+			case emptyPart(pat):
+				bad(CodeEmptyPart, list.field, j+1, `pattern %q matches no tool: its server or tool part is empty (%q: every tool of a server)`, pat, "server__*")
+			case !ValidPattern(pat):
+				bad(CodeBadPattern, list.field, j+1, "bad pattern %q", pat)
 			}
 		}
 	}
-	return nil
 }
 
 // Class returns a key that two principals share exactly when every rule applies to both or to

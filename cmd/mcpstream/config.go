@@ -100,6 +100,9 @@ type configError struct {
 	Where string // e.g. "servers[2] (github)", "policy"; "" = the document
 	Field string // e.g. "url"; "" = the whole section
 	Msg   string
+	// problem is the policy problem it reports, which says where in the policy section it is
+	// (see problemLine).
+	problem *policy.Problem
 }
 
 func (e *configError) Error() string {
@@ -592,8 +595,6 @@ func itemIndexBefore(s string) bool {
 	return digits > 0 && strings.HasSuffix(s[:len(s)-digits], "[")
 }
 
-var ruleRe = regexp.MustCompile(`^rule (\d+) `)
-
 // lineAt is a line of lines, and whether a merge (<<) brought its key in.
 type lineAt struct {
 	line   int
@@ -614,18 +615,18 @@ func (w *shapeWalker) setLine(where, field string, line int) {
 }
 
 // placeLine gives err, a configError of validate without a line, the line of its field, else of
-// its place (a server refused as a whole, a policy rule "rule N (...)" by its message).
+// its place (a server refused as a whole; a policy problem's entry, see problemLine, else the
+// policy: key).
 func (w *shapeWalker) placeLine(err error) {
 	ce, ok := err.(*configError)
 	if !ok || ce.Line != 0 || ce.Where == "" {
 		return
 	}
-	if ce.Where == "policy" && ce.Field == "" {
-		if g := ruleRe.FindStringSubmatch(ce.Msg); g != nil {
-			if i, err := strconv.Atoi(g[1]); err == nil && i > 0 {
-				ce.Line = w.lines[lineKey(fmt.Sprintf("policy.rules[%d]", i-1), "")].line
-			}
-		}
+	if ce.problem != nil {
+		ce.Line = w.problemLine(ce.problem)
+	}
+	if ce.Line == 0 && ce.Where == "policy" && ce.Field == "" {
+		ce.Line = w.lines[lineKey("", "policy")].line
 	}
 	if ce.Line == 0 && ce.Field != "" {
 		ce.Line = w.lines[lineKey(ce.Where, ce.Field)].line
@@ -633,6 +634,48 @@ func (w *shapeWalker) placeLine(err error) {
 	if ce.Line == 0 {
 		ce.Line = w.lines[lineKey(ce.Where, "")].line
 	}
+}
+
+// problemLine is the line of the entry policy problem p is about: the item of a rule's or
+// principal's list (allow[1], roles[0]), else the key of its field, else the rule (its item of
+// rules) or the principal (its key); 0 when none is known. The places are built as walk builds
+// them; a rule's with the name nameOf shows, or without one (a name a merge brought in, which
+// nameOf does not see).
+func (w *shapeWalker) problemLine(p *policy.Problem) int {
+	line := func(where, field string) int { return w.lines[lineKey(where, field)].line }
+	var places []string
+	if p.Rule > 0 {
+		at := fmt.Sprintf("policy.rules[%d]", p.Rule-1)
+		places = []string{at + shownName(p.RuleName), at}
+	} else {
+		places = []string{join("policy.principals", p.Principal)}
+	}
+	// The most precise line any place has first: lineKey drops the names of list items, so
+	// the field of a named place can be found where its items are not.
+	var keys [][2]string
+	if p.Field != "" && p.Item > 0 {
+		for _, at := range places {
+			keys = append(keys, [2]string{fmt.Sprintf("%s[%d]", join(at, p.Field), p.Item-1), ""})
+		}
+	}
+	if p.Field != "" {
+		for _, at := range places {
+			keys = append(keys, [2]string{at, p.Field})
+		}
+	}
+	if p.Rule > 0 {
+		for _, at := range places {
+			keys = append(keys, [2]string{at, ""})
+		}
+	} else {
+		keys = append(keys, [2]string{"policy", "principals." + p.Principal}) // the principal's key
+	}
+	for _, k := range keys {
+		if l := line(k[0], k[1]); l > 0 {
+			return l
+		}
+	}
+	return 0
 }
 
 // walkMerge walks the value of a merge key ("<<") in a mapping decoded into t: it brings in the
@@ -878,19 +921,27 @@ func nameOf(n *yaml.Node) string {
 		return ""
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "name" && n.Content[i+1].Kind == yaml.ScalarNode && n.Content[i+1].Value != "" {
-			name := n.Content[i+1].Value
-			if len(name) > maxNameShown {
-				cut := maxNameShown
-				for cut > 0 && !utf8.RuneStart(name[cut]) {
-					cut--
-				}
-				name = name[:cut] + "..."
-			}
-			return " (" + name + ")"
+		if n.Content[i].Value == "name" && n.Content[i+1].Kind == yaml.ScalarNode {
+			return shownName(n.Content[i+1].Value)
 		}
 	}
 	return ""
+}
+
+// shownName is " (NAME)" for a list item named name, NAME cut to maxNameShown bytes; "" for no
+// name.
+func shownName(name string) string {
+	if name == "" {
+		return ""
+	}
+	if len(name) > maxNameShown {
+		cut := maxNameShown
+		for cut > 0 && !utf8.RuneStart(name[cut]) {
+			cut--
+		}
+		name = name[:cut] + "..."
+	}
+	return " (" + name + ")"
 }
 
 // maxNameShown bounds the name of a list item shown in its place: the longest valid server name.
@@ -960,7 +1011,7 @@ func (c *fileConfig) validate(lookup func(string) (string, bool), serverSecrets 
 		}
 	}
 	if _, err := policy.New(c.Policy); err != nil {
-		errs = append(errs, &configError{File: c.Path, Where: "policy", Msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": ")})
+		errs = append(errs, policyErrors(c.Path, err)...)
 	}
 	if err := c.resolveSearch(lookup); err != nil {
 		errs = append(errs, err)
@@ -972,6 +1023,23 @@ func (c *fileConfig) validate(lookup func(string) (string, bool), serverSecrets 
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// policyErrors are the problems policy.New found in the policy section, each a configError
+// of its own, to be given the line of its entry (see problemLine), and how many more there are.
+func policyErrors(file string, err error) []error {
+	var pe *policy.Error
+	if !errors.As(err, &pe) {
+		return []error{&configError{File: file, Where: "policy", Msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": ")}}
+	}
+	errs := make([]error, 0, len(pe.Problems)+1)
+	for _, p := range pe.Problems {
+		errs = append(errs, &configError{File: file, Where: "policy", Msg: p.Msg, problem: p})
+	}
+	if pe.More > 0 {
+		errs = append(errs, &configError{File: file, Where: "policy", Msg: fmt.Sprintf("and %d more problems", pe.More)})
+	}
+	return errs
 }
 
 // resolve validates one server entry and resolves its references. With allowUnset, a

@@ -55,7 +55,7 @@ embeddedNats:
 		`c.yaml:11: limits: field tenant: perSecond, burst and concurrency must not be negative`,
 		`c.yaml:13: limits: field servers.github: burst needs perSecond`,
 		`c.yaml:15: limits: field tools.github: "github" matches no tool`,
-		`c.yaml:19: policy: rule 2 (r2): pattern "github" matches no tool`,
+		`c.yaml:20: policy: rule 2 (r2): pattern "github" matches no tool`, // the line of the pattern, not of its rule
 		`c.yaml:22: streams: field auditMaxAge: want a duration of at least 1m`,
 		`c.yaml:27: search.embeddings: field timeout: want a positive duration`,
 		`c.yaml:29: embeddedNats: field sync: want "always" or a duration`,
