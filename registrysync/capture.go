@@ -77,6 +77,13 @@ type capture struct {
 	// discoverPassing: the last server/discover sent with this slot failed for a passing
 	// reason (see noteDiscover); not reset by the requests after it.
 	discoverPassing bool
+	// pin is the protocol version ServerConfig.ProtocolVersion pins for the handshake sent with
+	// this slot, and discoverBound the bound of its server/discover probe (pinnedRefusal).
+	pin           string
+	discoverBound time.Duration
+	// discoverFailure says how the last server/discover sent with this slot failed ("" if it
+	// did not), for pinnedRefusal.
+	discoverFailure string
 }
 
 func withCapture(ctx context.Context) (context.Context, *capture) {
@@ -157,6 +164,9 @@ func (t *base) send(ctx context.Context, req transport.JSONRPCRequest) (*transpo
 	cp, _ := ctx.Value(captureKey{}).(*capture)
 	if cp != nil && req.Method == string(mcp.MethodInitialize) {
 		if err := cp.discoverWait(time.Now()); err != nil {
+			return nil, err // (discover.go)
+		}
+		if err := cp.pinnedRefusal(); err != nil {
 			return nil, err // (discover.go)
 		}
 	}

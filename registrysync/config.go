@@ -32,7 +32,9 @@ type ServerConfig struct {
 	// "tenant:T/user:U"; "" = the host's own). Lists the server marks cacheScope private are
 	// visible only to principals of this context.
 	AuthContext string
-	// ProtocolVersion pins the MCP protocol ("" = negotiate: 2026-07-28 with fallback).
+	// ProtocolVersion pins the MCP protocol ("" = negotiate: 2026-07-28 with fallback). A server
+	// that does not speak it fails to connect (no fallback to initialize from 2026-07-28, no
+	// other version an initialize answer names: pinnedRefusal, pinMismatch), and is tried again.
 	ProtocolVersion string
 	// Kinds to list; nil = tools, prompts and resources (each only if the server has it).
 	Kinds []string

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -126,6 +127,7 @@ func unsupportedVersionData(e *mcp.JSONRPCErrorDetails) mcp.UnsupportedProtocolV
 func (cp *capture) noteDiscover(resp *transport.JSONRPCResponse, err error, expired bool) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
+	cp.discoverFailure = discoverFailure(resp, err, expired, cp.status, cp.discoverBound)
 	switch status := cp.status; {
 	case err == nil && (resp == nil || resp.Error == nil):
 		cp.discoverPassing = false // answered (a result mcp-go cannot read is the server's word)
@@ -161,4 +163,66 @@ func (cp *capture) discoverWait(now time.Time) error {
 	}
 	return fmt.Errorf("server/discover: the server refused it with HTTP %d (%s); Retry-After %s: initialize not sent before then",
 		cp.status, http.StatusText(cp.status), time.Duration(ms)*time.Millisecond)
+}
+
+// discoverFailure says how a server/discover failed (its answer resp, err; expired: its
+// deadline passed; status: the HTTP status of its POST, 0 if none; bound: the probe's
+// deadline), "" if it was answered with a result.
+func discoverFailure(resp *transport.JSONRPCResponse, err error, expired bool, status int, bound time.Duration) string {
+	switch {
+	case err == nil && (resp == nil || resp.Error == nil):
+		return ""
+	case resp != nil && resp.Error != nil:
+		msg := fmt.Sprintf("server/discover failed with error %d: %s", resp.Error.Code, truncate(resp.Error.Message, 200))
+		if d := unsupportedVersionData(resp.Error); len(d.Supported) > 0 {
+			msg += fmt.Sprintf(" (supported: %s)", truncate(strings.Join(d.Supported, ", "), 200))
+		}
+		return msg
+	case expired:
+		return fmt.Sprintf("the server did not answer server/discover within %s", bound)
+	case status != 0:
+		return fmt.Sprintf("the server answered server/discover with HTTP %d (%s)", status, http.StatusText(status))
+	default:
+		return "server/discover failed: " + truncate(err.Error(), 300)
+	}
+}
+
+// pinnedError is the failure of a handshake pinned to a protocol version (ServerConfig.
+// ProtocolVersion) that the server did not speak.
+type pinnedError struct{ msg string }
+
+func (e *pinnedError) Error() string { return e.msg }
+
+// pinnedRefusal is the error that stops initialize from being sent with this slot when the
+// handshake is pinned to 2026-07-28 or later (nil otherwise). mcp-go falls back to initialize
+// whenever server/discover fails, whatever the version asked for, and initialize negotiates
+// 2025-11-25 at most: a version the pin says not to speak. The connection fails instead,
+// saying why server/discover failed, and the connector tries again after its backoff (a
+// server slow to start, or restarting, answers server/discover then).
+func (cp *capture) pinnedRefusal() error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if cp.pin == "" || !mcp.IsModernProtocol(cp.pin) {
+		return nil
+	}
+	why := cp.discoverFailure
+	if why == "" {
+		why = "server/discover failed"
+	}
+	return &pinnedError{msg: fmt.Sprintf("protocolVersion is pinned to %s but %s; initialize was not sent "+
+		"(it negotiates %s at most): check that the server speaks %s, or unpin protocolVersion",
+		cp.pin, why, mcp.LATEST_LEGACY_PROTOCOL_VERSION, cp.pin)}
+}
+
+// pinMismatch is the error of a handshake pinned to pin (ServerConfig.ProtocolVersion) that
+// settled on another version, got (nil when they agree or nothing is pinned). A server answers
+// initialize with the version asked for when it supports it, and with another it supports when
+// it does not; mcp-go took any version it knows, so a pin to 2025-06-18 could run at
+// 2025-11-25.
+func pinMismatch(pin, got string) error {
+	if pin == "" || got == pin {
+		return nil
+	}
+	return &pinnedError{msg: fmt.Sprintf("protocolVersion is pinned to %s but the server answered initialize with protocol %s, "+
+		"the version it speaks in its place: pin %s or unpin protocolVersion", pin, got, got)}
 }

@@ -25,6 +25,8 @@ import (
 //	               listing 2026-07-28 (the version asked for) as supported
 //	reject-always  refuses every server/discover with -32022 listing 2026-07-28 (the version
 //	               asked for), and answers initialize as a 2025-11-25 server
+//	mute-discover  a 2025-11-25 server that never answers server/discover (it holds the POST
+//	               until the client gives up), and answers initialize
 type negotiationServer struct {
 	mode string
 	mu   sync.Mutex
@@ -86,6 +88,18 @@ func (s *negotiationServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "initialize":
 			answer(200, "result", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
 				"serverInfo": map[string]any{"name": "contrary", "version": "1"}})
+		case "tools/list":
+			answer(200, "result", map[string]any{"tools": tools})
+		default:
+			answer(200, "result", map[string]any{})
+		}
+	case "mute-discover":
+		switch req.Method {
+		case "server/discover":
+			<-r.Context().Done()
+		case "initialize":
+			answer(200, "result", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tools": map[string]any{}},
+				"serverInfo": map[string]any{"name": "mute", "version": "1"}})
 		case "tools/list":
 			answer(200, "result", map[string]any{"tools": tools})
 		default:

@@ -336,6 +336,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	// which handshake request went unanswered: mcp-go sends server/discover, then initialize if
 	// the server is not a 2026-07-28 one, and sends nothing once ictx ends (handshakeTimeout).
 	ictx, hcp := withCapture(ictx)
+	hcp.pin, hcp.discoverBound = sc.ProtocolVersion, discoverTimeout(cfg.ConnectTimeout)
 	res, err := s.cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: pinned,
 		ClientInfo:      mcp.Implementation{Name: clientName, Version: clientVersion},
@@ -345,6 +346,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		// least that long before connecting again).
 		fail := func(err error) (*session, error) { return fail(withRetryAfter(err, hcp, time.Now())) }
 		var mal *malformedError
+		var pinErr *pinnedError
 		switch {
 		case s.isLost():
 			return fail(s.lostErr)
@@ -359,12 +361,17 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			}
 		case errors.Is(ictx.Err(), context.DeadlineExceeded):
 			return fail(s.handshakeTimeout(hcp.lastMethod(), cfg.ConnectTimeout))
+		case errors.As(err, &pinErr):
+			return fail(pinErr) // the pin's own words, whatever mcp-go wrapped them in
 		}
 		return fail(fmt.Errorf("initialize: %w", err))
 	}
 	s.protocol = s.cl.ProtocolVersion()
 	if s.protocol == "" {
 		s.protocol = res.ProtocolVersion
+	}
+	if err := pinMismatch(sc.ProtocolVersion, s.protocol); err != nil {
+		return fail(err)
 	}
 	s.proto.Store(&s.protocol)
 	s.info = res.ServerInfo
