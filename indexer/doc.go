@@ -165,8 +165,10 @@
 // text (name, title, description, parameters, server description) changed: from the cache, else
 // from the embedder in batches of 63, retried with backoff while it fails (longer when a 429 or
 // 503 asks for it with Retry-After, up to an hour); a tool re-listed meanwhile gets the vector
-// of its new text only. It first embeds the probe text (see v/probe above), retried likewise,
-// and attaches nothing before. Every Embed call, a batch's or a request's, carries the probe
+// of its new text only. It first embeds the probe text (see v/probe above) with an unrelated
+// text, retried likewise, and attaches nothing before: an embedder whose vectors are zero or
+// not finite, or that gives the two texts the same direction (the same vector for every text),
+// is refused so, with an error that says why (CheckEmbedder makes the same check once). Every Embed call, a batch's or a request's, carries the probe
 // text too, and its vectors are used only when the probe's is the one the attached vectors were
 // made with (same dimension, cosine at least 0.99): a model changed under the endpoint's name
 // while the replica runs (or a load balancer over two versions) never has its vectors ranked
@@ -191,7 +193,11 @@
 // (search.Config.VectorWeight). The permission filter applies to vector candidates exactly as to
 // lexical ones. Tools without a vector yet and requests whose embedding fails are served
 // lexically (SearchReply.Ranking says lexical rather than hybrid); after a failed request embedding the next ones wait 5 s (doubling up to a minute,
-// or as long as a 429 or 503's Retry-After asks, up to an hour). Stats counts vectors, pending
+// or as long as a 429 or 503's Retry-After asks, up to an hour), with a warning naming the
+// error. A 2xx answer that is not an embeddings response (embeddings_malformed), or a zero or
+// non-finite request vector, is such a failure: it embeds no text, not even the probe text
+// that goes with the request. Only HTTP 400, 413 or 422 is a refusal of the request's text
+// alone, which holds off nothing. Stats counts vectors, pending
 // tools and embedder errors.
 //
 // # Names and permissions

@@ -51,6 +51,46 @@ const keyProbe = pfxVector + "probe"
 // probeText is embedded each time the vectorizer starts (see probeSpace).
 const probeText = "mcpstream vector space probe: open a ticket, read a file, search the web"
 
+// probeContrastText is embedded with probeText when the vectorizer probes the space, a text
+// about something else: an embedder that gives both the same direction (the same vector for
+// every text: a stub, a broken deployment) would rank every tool alike (see degenerate).
+const probeContrastText = "weather forecast for the mountains: sunny, then rain; take an umbrella"
+
+// distinctMaxCosine is the most cosine the vectors of probeText and probeContrastText may
+// have. Unrelated texts are far below it with any working model (even one whose vectors all
+// crowd into a narrow cone); only float noise separates one vector from itself.
+const distinctMaxCosine = 0.9999
+
+// degenerate returns why an embedder is unusable for search, given its vectors of probeText
+// and probeContrastText (nil when it is usable): a zero or non-finite vector has no direction
+// (its cosine with anything is undefined: the index refuses it), and an embedder that gives
+// two unrelated texts the same direction gives every tool the same cosine with any request, a
+// "ranking" that is the tools' names in order.
+func degenerate(probe, contrast []float32) error {
+	switch {
+	case !usableVector(probe) || !usableVector(contrast):
+		return errors.New("the embedder returned a zero or non-finite vector for the probe text; it is not used")
+	case len(probe) == len(contrast) && cosine(probe, contrast) >= distinctMaxCosine:
+		return errors.New("the embedder gave two unrelated probe texts the same direction (the same vector for every text?); it is not used")
+	}
+	return nil
+}
+
+// CheckEmbedder embeds the texts a replica probes its vector space with, as the replica does
+// when it starts, and returns the error that would keep it from using e: the endpoint's (a
+// wrong key, URL or model) or the vectors' (see degenerate). A replica retries without end, so
+// a one-shot command (eval) checks first instead.
+func CheckEmbedder(ctx context.Context, e Embedder) error {
+	vecs, err := e.Embed(ctx, []string{probeText, probeContrastText})
+	switch {
+	case err != nil:
+		return err
+	case len(vecs) != 2:
+		return errors.New("the embedder returned a different number of vectors")
+	}
+	return degenerate(vecs[0], vecs[1])
+}
+
 // probeMinCosine is how close the probe's vector must stay to the one stored with the cache
 // for the cache to be used: the same model gives the same text the same vector up to float
 // noise (a cosine above 0.9999); another model, even of the same dimension, one that has
@@ -243,12 +283,12 @@ func (c *Catalog) retryRefused() (next time.Time, ok bool) {
 // vectorizer attaches anything; until it succeeds no vector is attached (nor could a request be
 // embedded: the endpoint fails).
 func (c *Catalog) probeSpace(ctx context.Context) error {
-	vecs, err := c.embed(ctx, []string{probeText})
+	vecs, err := c.embed(ctx, []string{probeText, probeContrastText})
 	if err != nil {
 		return err
 	}
-	if !usableVector(vecs[0]) { // no direction to compare others' with
-		return errors.New("the embedder returned a zero or non-finite vector for the probe text")
+	if err := degenerate(vecs[0], vecs[1]); err != nil {
+		return err
 	}
 	name := sha256.Sum256([]byte(c.cfg.Embedder.Name()))
 	var old []float32
@@ -377,16 +417,22 @@ func (c *Catalog) wantAll() error {
 // sameDirection reports whether a and b have the same dimension and a cosine of at least
 // probeMinCosine.
 func sameDirection(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
+	return len(a) == len(b) && cosine(a, b) >= probeMinCosine
+}
+
+// cosine is the cosine similarity of a and b (of the same length): NaN, never above anything,
+// when either is zero or not finite, so no zero norm divides.
+func cosine(a, b []float32) float64 {
 	var dot, na, nb float64
 	for i := range a {
 		dot += float64(a[i]) * float64(b[i])
 		na += float64(a[i]) * float64(a[i])
 		nb += float64(b[i]) * float64(b[i])
 	}
-	return na > 0 && nb > 0 && dot/math.Sqrt(na*nb) >= probeMinCosine
+	if na == 0 || nb == 0 {
+		return math.NaN()
+	}
+	return dot / math.Sqrt(na*nb)
 }
 
 // dropVectorCache deletes every cached vector (not the probe).
@@ -674,17 +720,17 @@ func (c *Catalog) embed(ctx context.Context, texts []string) ([][]float32, error
 // 403) or model (404) refuses every text alike: isolating texts would only multiply requests.
 func refusedInput(err error) bool {
 	var e *embeddings.Error
-	if !errors.As(err, &e) {
-		return false
-	}
-	switch {
-	case e.Code == embeddings.CodeMalformed:
-		return true
-	case e.Code == embeddings.CodeRejected:
-		return e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge ||
-			e.Status == http.StatusUnprocessableEntity
-	}
-	return false
+	return errors.As(err, &e) && e.Code == embeddings.CodeMalformed || refusedText(err)
+}
+
+// refusedText reports whether err is an error status the endpoint answers to a text it will
+// not embed: HTTP 400, 413 or 422 (see refusedInput). Unlike a malformed 2xx answer, which
+// embeds no text at all, such an answer says nothing of the next request's text.
+func refusedText(err error) bool {
+	var e *embeddings.Error
+	return errors.As(err, &e) && e.Code == embeddings.CodeRejected &&
+		(e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge ||
+			e.Status == http.StatusUnprocessableEntity)
 }
 
 // queryVector embeds a search request (nil when there is no Embedder or it fails in time).
@@ -736,15 +782,31 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 		c.log.Debug().Msg("the embeddings endpoint answered with another model than the tools' vectors; lexical search only")
 		return nil
 	}
-	if err != nil || len(vecs) != 2 {
+	switch {
+	case err != nil:
+	case len(vecs) != 2:
+		err = errors.New("the embedder returned a different number of vectors")
+	case !usableVector(vecs[0]):
+		// The index could not rank with it (search would ignore it): the endpoint is broken,
+		// as when its answer is malformed, and the vector is not cached.
+		err = errors.New("the embedder returned a zero or non-finite vector for the request")
+	}
+	if err != nil {
 		c.embedErrors.Add(1)
 		switch {
-		case refusedInput(err):
+		case refusedText(err):
 			// The endpoint answered, refusing this request's text (too long for the model,
 			// say): no reason to keep the next requests, other searchers', from it.
 			c.embedDown.ok()
-		case ctx.Err() == nil: // the endpoint's failure, not a caller that stopped waiting
-			c.embedDown.fail(max(c.embedRetryMin, askedHoldOff(err)))
+		case ctx.Err() == nil:
+			// The endpoint's failure, not a caller that stopped waiting: an error, a timeout,
+			// or an answer that embeds no text, not even the probe text the endpoint embedded
+			// before (a malformed 2xx: a proxy's error page, a wrong count or dimension).
+			// Searches are lexical at once for the hold-off: warned about once per hold-off
+			// (by each search that was waiting on the endpoint when it failed).
+			wait := c.embedDown.fail(max(c.embedRetryMin, askedHoldOff(err)))
+			c.log.Warn().Err(err).Dur("retry_in", wait).Msg("query embedding failed; searches are lexical without asking the endpoint until retry_in has passed")
+			return nil
 		}
 		c.log.Debug().Err(err).Msg("query embedding failed; lexical search only")
 		return nil
@@ -793,10 +855,13 @@ func (b *breaker) try(probe time.Duration) bool {
 	return b.until.CompareAndSwap(u, now.Add(probe).UnixNano())
 }
 
-func (b *breaker) fail(floor time.Duration) {
+// fail starts a hold-off of at least floor, twice the last one (up to embedRetryMax), and
+// returns it.
+func (b *breaker) fail(floor time.Duration) time.Duration {
 	w := max(floor, min(2*time.Duration(b.wait.Load()), embedRetryMax))
 	b.wait.Store(int64(w))
 	b.until.Store(time.Now().Add(w).UnixNano())
+	return w
 }
 
 func (b *breaker) ok() {

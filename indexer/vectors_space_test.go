@@ -77,7 +77,7 @@ func TestHybridModelSwappedWhileRunning(t *testing.T) {
 	}
 }
 
-// gatedProbe is a swappingEmbedder whose probe-only requests (the vectorizer's probeSpace) wait
+// gatedProbe is a swappingEmbedder whose probe requests (the vectorizer's probeSpace) wait
 // at the gate while it is armed.
 type gatedProbe struct {
 	swappingEmbedder
@@ -88,11 +88,12 @@ type gatedProbe struct {
 }
 
 func (e *gatedProbe) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if len(texts) == 1 && texts[0] == probeText && e.armed.CompareAndSwap(true, false) {
+	probe := len(texts) > 0 && texts[0] == probeText // a batch ends with it, the probe starts with it
+	if probe && e.armed.CompareAndSwap(true, false) {
 		close(e.reached)
 		<-e.release
 	}
-	if len(texts) > 1 && e.swapped.Load() {
+	if !probe && e.swapped.Load() {
 		e.batches.Add(1)
 	}
 	return e.swappingEmbedder.Embed(ctx, texts)

@@ -25,7 +25,7 @@ type conceptEmbedder struct {
 	mu     sync.Mutex
 	fail   bool
 	calls  atomic.Int64 // Embed calls
-	texts  atomic.Int64 // texts embedded, but for the probe
+	texts  atomic.Int64 // texts embedded, but for the probe's
 	probes atomic.Int64 // probe texts embedded (with each batch and request, see embedInSpace)
 }
 
@@ -47,9 +47,11 @@ func (e *conceptEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 		return nil, errors.New("embedder down")
 	}
 	for _, t := range texts {
-		if t == probeText {
+		switch t {
+		case probeText:
 			e.probes.Add(1)
-		} else {
+		case probeContrastText: // with the probe, when the space is probed
+		default:
 			e.texts.Add(1)
 		}
 	}

@@ -61,7 +61,8 @@ has gold.
 --per-query also prints each query's top results (* marks a gold tool).
 --embeddings-url and --embeddings-model make the search hybrid (lexical fused with vectors from an
 OpenAI-compatible embeddings API; the key is read from the variable --embeddings-key-env names):
-the endpoint is asked once first (eval stops with its error), every tool is embedded before the
+the endpoint is asked once first (eval stops with its error, or when its vectors are zero, not
+finite or the same for every text), every tool is embedded before the
 queries run, and queries ranked lexically (their embedding failed) are counted on stderr.
 
 Example:
@@ -199,11 +200,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			key = v
 		}
 		ec := &embeddings.Client{BaseURL: *embURL, Model: *embModel, APIKey: key, Dimensions: *embDims}
-		// One request first: the replica retries a failing endpoint without end (its log is
-		// discarded here), so a wrong key, URL, model or dimension would otherwise cost the
-		// ten minutes eval waits for tool vectors, and say nothing of why.
+		// One request first, the replica's probe: the replica retries a failing endpoint
+		// without end (its log is discarded here), so a wrong key, URL, model or dimension,
+		// or vectors it cannot rank with (zero, or the same for every text), would otherwise
+		// cost the ten minutes eval waits for tool vectors, and say nothing of why.
 		pctx, cancel := context.WithTimeout(ctx, time.Minute) // a model loaded on first use, too
-		_, err := ec.Embed(pctx, []string{"mcpstream eval: checking the embeddings endpoint"})
+		err := indexer.CheckEmbedder(pctx, ec)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("eval: the embeddings endpoint: %w", err)

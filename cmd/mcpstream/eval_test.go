@@ -184,3 +184,31 @@ func TestEvalRetrievalHybrid(t *testing.T) {
 		t.Error("--embeddings-url without --embeddings-model: no error")
 	}
 }
+
+// TestEvalRetrievalDegenerateEndpoint: an endpoint that answers the same vector for every text
+// answers eval's first request; the replica then refuses it at its probe (see
+// indexer.CheckEmbedder) and retries without end, and eval waited its ten minutes for tool
+// vectors that could not come, saying nothing of why. It stops at once with the reason.
+func TestEvalRetrievalDegenerateEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.jsonl")
+	os.WriteFile(tools, []byte(`{"id":"meteo::get_outlook","server":"meteo","name":"get_outlook","description":"Temperature outlook.","inputSchema":{"type":"object"}}`+"\n"), 0o644)
+	queries := filepath.Join(dir, "queries.jsonl")
+	os.WriteFile(queries, []byte(`{"id":"q1","query":"will it rain tomorrow","gold_groups":[["meteo::get_outlook"]]}`+"\n"), 0o644)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Input []string `json:"input"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		data := make([]map[string]any, len(req.Input))
+		for i := range data {
+			data[i] = map[string]any{"index": i, "embedding": []float32{0.5, 0.5, 0.1}}
+		}
+		json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(srv.Close)
+	_, errOut, err := catRun(t, "eval", "retrieval", "--tools", tools, "--queries", queries, "--embeddings-url", srv.URL+"/v1", "--embeddings-model", "constant")
+	if err == nil || !strings.Contains(err.Error()+errOut, "same direction") {
+		t.Errorf("eval with an endpoint answering one vector for every text: %v %s, want an error saying so", err, errOut)
+	}
+}
