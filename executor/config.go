@@ -96,6 +96,8 @@ type Config struct {
 	StopGrace time.Duration
 	// ReplyPrefixes are the subject prefixes a call's subjects.HeaderReplyTo may name (the
 	// answer is published there too); nil → ["_INBOX."] (nats.go's default inbox prefix). A
+	// subject subjects.Answerable refuses (mcpstream's own, the server's "$" ones) is never one,
+	// whatever the prefixes. A
 	// front end whose caller's reply subject is not under one of them waits for the answer on
 	// the results stream and relays it instead.
 	ReplyPrefixes []string

@@ -30,7 +30,9 @@
 //	                                      Callers that do not wait publish here and watch the result; a
 //	                                      Mcpstream-Reply-To header under Config.ReplyPrefixes also gets
 //	                                      the answer, published there after it is stored (no other
-//	                                      subject is ever published to from a header); a request
+//	                                      subject is ever published to from a header, nor one of
+//	                                      mcpstream's own or the server's "$" subjects, whatever the
+//	                                      prefixes: subjects.Answerable); a request
 //	                                      refused with no answer to store (no or bad id, not a
 //	                                      CallRequest, no valid tenant token) is answered there alone.
 //	                                      The stream captures calls.>, but only calls.<tenant> is a
@@ -300,8 +302,8 @@
 // One wrapper settles every call message: ack once the terminal answer is stored; nak with a
 // delay when JetStream failed transiently (storing the answer, looking up a claim); term for a
 // message that can never be answered (no call id, or a subject with no valid tenant token or with
-// tokens after it, whose
-// events go under the tenant token "~~": mcpstream.v1.audit.~~.<event>; the audit stream keeps it). A panic is
+// tokens after it, whose events go under the tenant token "~~": mcpstream.v1.audit.~~.<event>;
+// the audit stream keeps it). A panic is
 // recovered (answer internal, outcome_unknown once tools/call was sent, with its decision and
 // result audit events, counted in Stats as a failed call; the worker goes on). Rate limits never nak (a nak counts as a
 // delivery): they answer rate_limited. AckWait (30 s) only detects crashed workers: long calls

@@ -1547,7 +1547,7 @@ const maxReplySubject = 512
 // validReply returns s if it is a literal subject (no wildcard, no white space) under one of
 // the reply prefixes, else "". A subject no service of mcpstream may answer on
 // (subjects.Answerable: mcpstream's own subjects, the server's "$" ones) is refused even under a
-// configured prefix: a prefix an operator set too broadly ("mcp", "") must not let a caller have
+// configured prefix: a prefix an operator set too broadly ("mcp", "$") must not let a caller have
 // the worker publish on another tenant's calls or results subject for it.
 func (e *Executor) validReply(s string) string {
 	if s == "" || len(s) > maxReplySubject || strings.ContainsAny(s, " \t\r\n*>") ||
