@@ -195,9 +195,10 @@
 // lexically (SearchReply.Ranking says lexical rather than hybrid); after a failed request embedding the next ones wait 5 s (doubling up to a minute,
 // or as long as a 429 or 503's Retry-After asks, up to an hour), with a warning naming the
 // error. A 2xx answer that is not an embeddings response (embeddings_malformed), or a zero or
-// non-finite request vector, is such a failure: it embeds no text, not even the probe text
-// that goes with the request. Only HTTP 400, 413 or 422 is a refusal of the request's text
-// alone, which holds off nothing. Stats counts vectors, pending
+// non-finite vector for the probe text that goes with the request (not taken for another
+// model), is such a failure: it embeds no text, not even the probe text. HTTP 400, 413 or 422,
+// or a zero vector for the request's text alone (the probe text's fine), is a refusal of that
+// text, which holds off nothing (that search is lexical, nothing cached). Stats counts vectors, pending
 // tools and embedder errors.
 //
 // # Names and permissions

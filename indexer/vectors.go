@@ -771,7 +771,16 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	// With the probe text: a vector is ranked against the tools' only when the response's
 	// probe vector is theirs (see embedInSpace).
 	vecs, err := c.cfg.Embedder.Embed(qctx, []string{query, probeText})
-	if err == nil && len(vecs) == 2 && !sameDirection(*space, vecs[1]) {
+	switch {
+	case err != nil:
+	case len(vecs) != 2:
+		err = errors.New("the embedder returned a different number of vectors")
+	case !usableVector(vecs[1]):
+		// Not another model (whose probe vector has a direction, see degenerate): an
+		// endpoint that embeds nothing, zeros for every text say, fails like a malformed
+		// answer. Taken for another model, it would be asked again by every search.
+		err = errors.New("the embedder returned a zero or non-finite vector for the probe text sent with the request")
+	case !sameDirection(*space, vecs[1]):
 		// Another model answers: lexical, and the vectorizer probes the space again.
 		c.embedDown.ok()
 		c.spaceCheck.Store(true)
@@ -781,15 +790,15 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 		}
 		c.log.Debug().Msg("the embeddings endpoint answered with another model than the tools' vectors; lexical search only")
 		return nil
-	}
-	switch {
-	case err != nil:
-	case len(vecs) != 2:
-		err = errors.New("the embedder returned a different number of vectors")
 	case !usableVector(vecs[0]):
-		// The index could not rank with it (search would ignore it): the endpoint is broken,
-		// as when its answer is malformed, and the vector is not cached.
-		err = errors.New("the embedder returned a zero or non-finite vector for the request")
+		// The probe text's vector is fine (the same model, a working endpoint): the index
+		// could not rank with this text's (search would ignore it), so it is neither used nor
+		// cached. Like a 400 for this text, it says nothing of other searchers' texts: a
+		// query that embeds to nothing must not switch hybrid search off for everyone.
+		c.embedErrors.Add(1)
+		c.embedDown.ok()
+		c.log.Debug().Msg("the embedder returned a zero or non-finite vector for the request; lexical search only")
+		return nil
 	}
 	if err != nil {
 		c.embedErrors.Add(1)

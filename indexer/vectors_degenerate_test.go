@@ -94,11 +94,15 @@ func TestHybridMalformedQueryAnswerHeldOff(t *testing.T) {
 		{"dimensions differ", raw(`{"data":[{"index":0,"embedding":[0,1,0]},{"index":1,"embedding":[0,1,0,0,0.05]}]}`), "dimensions"},
 		{"NaN", raw(`{"data":[{"index":0,"embedding":[NaN,1,0,0,0.05]},{"index":1,"embedding":[0,1,0,0,0.05]}]}`), "embeddings_malformed"},
 		{"infinite", raw(`{"data":[{"index":0,"embedding":[1e999,1,0,0,0.05]},{"index":1,"embedding":[0,1,0,0,0.05]}]}`), "not a float32"},
-		{"zero query vector", func(w http.ResponseWriter, inputs []string) {
-			vecs, _ := (&conceptEmbedder{}).Embed(context.Background(), inputs)
-			vecs[0] = make([]float32, len(vecs[0]))
+		// The probe text's vector too: not another model (whose probe vector would be
+		// usable), an endpoint that embeds nothing.
+		{"zero vectors for every text", func(w http.ResponseWriter, inputs []string) {
+			vecs := make([][]float32, len(inputs))
+			for i := range vecs {
+				vecs[i] = make([]float32, 5)
+			}
 			answerVectors(w, vecs)
-		}, "zero or non-finite"},
+		}, "probe text sent with the request"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,6 +131,34 @@ func TestHybridMalformedQueryAnswerHeldOff(t *testing.T) {
 	r.Catalog.embedDown.until.Store(0)
 	if rep := find(t, r.Catalog, "will it rain tomorrow"); rep.Ranking != subjects.RankingHybrid {
 		t.Errorf("after the endpoint recovered: ranking %s, want hybrid", rep.Ranking)
+	}
+
+	// A zero vector for one search's text while the probe text's vector in the same answer is
+	// fine: that text embeds to nothing (like a 400 for it), the endpoint works. That search is
+	// lexical and its vector not cached; the endpoint is not held off, so the next search with
+	// another text is hybrid at once.
+	zeroFor := prefix + " embeds to nothing"
+	zeroText := answerFunc(func(w http.ResponseWriter, inputs []string) {
+		vecs, _ := (&conceptEmbedder{}).Embed(context.Background(), inputs)
+		for i, in := range inputs {
+			if in == zeroFor {
+				vecs[i] = make([]float32, len(vecs[i]))
+			}
+		}
+		answerVectors(w, vecs)
+	})
+	answer.Store(&zeroText)
+	before := requests.Load()
+	for i := range 3 {
+		if rep := find(t, r.Catalog, zeroFor); rep.Ranking != subjects.RankingLexical {
+			t.Fatalf("search %d of a text that embeds to a zero vector: ranking %s, want lexical", i, rep.Ranking)
+		}
+	}
+	if n := requests.Load() - before; n != 3 {
+		t.Errorf("a text that embeds to a zero vector: the endpoint was asked %d times in 3 searches, want 3 (nothing cached, nothing held off)", n)
+	}
+	if rep := find(t, r.Catalog, "will it snow tomorrow"); rep.Ranking != subjects.RankingHybrid {
+		t.Errorf("another text after a zero vector for one: ranking %s, want hybrid (the endpoint is not held off)", rep.Ranking)
 	}
 }
 
