@@ -137,16 +137,17 @@ func compilePrincipals(cfg map[string]PrincipalConfig, ps *problems) (map[tenant
 		if t, u, ok := strings.Cut(key, "/"); ok {
 			switch {
 			case t == "" || u == "" || strings.Contains(u, "/"):
-				bad(CodeBadPrincipalKey, "", 0, "principal %q: want a user name, or tenant/user", key)
+				bad(CodeBadPrincipalKey, "", 0, "principal %q: want a user name, or tenant/user", shown(key))
 				continue
 			case pc.Tenant != "" && pc.Tenant != t:
-				bad(CodeTenantMismatch, "tenant", 0, "principal %q has tenant %q: the key names tenant %q", key, pc.Tenant, t)
+				bad(CodeTenantMismatch, "tenant", 0, "principal %q has tenant %q: the key names tenant %q", shown(key), shown(pc.Tenant), shown(t))
 				continue
 			}
 			tu = tenantUser{tenant: t, user: u}
 		}
 		if other, dup := keyOf[tu]; dup {
-			bad(CodeDuplicatePrincipal, "", 0, "principals %q and %q: user %q of tenant %q is configured twice", other, key, tu.user, tu.tenant)
+			bad(CodeDuplicatePrincipal, "", 0, "principals %q and %q: user %q of tenant %q is configured twice",
+				shown(other), shown(key), shown(tu.user), shown(tu.tenant))
 			continue
 		}
 		keyOf[tu] = key
@@ -162,16 +163,16 @@ func compilePrincipals(cfg map[string]PrincipalConfig, ps *problems) (map[tenant
 func principalUTF8(key string, pc PrincipalConfig, bad func(code, field string, item int, format string, args ...any)) bool {
 	ok := true
 	if !utf8.ValidString(key) {
-		bad(CodeNotUTF8, "", 0, "principal %q %s", key, notUTF8)
+		bad(CodeNotUTF8, "", 0, "principal %q %s", shown(key), notUTF8)
 		ok = false
 	}
 	if !utf8.ValidString(pc.Tenant) {
-		bad(CodeNotUTF8, "tenant", 0, "principal %q: tenant %q %s", key, pc.Tenant, notUTF8)
+		bad(CodeNotUTF8, "tenant", 0, "principal %q: tenant %q %s", shown(key), shown(pc.Tenant), notUTF8)
 		ok = false
 	}
 	for j, role := range pc.Roles {
 		if !utf8.ValidString(role) {
-			bad(CodeNotUTF8, "roles", j+1, "principal %q: role %q %s", key, role, notUTF8)
+			bad(CodeNotUTF8, "roles", j+1, "principal %q: role %q %s", shown(key), shown(role), notUTF8)
 			ok = false
 		}
 	}
@@ -193,7 +194,7 @@ func checkRule(i int, r Rule, ps *problems) {
 	}
 	if !utf8.ValidString(r.Name) {
 		ps.add(&Problem{Code: CodeNotUTF8, Rule: i, RuleName: r.Name, Field: "name",
-			Msg: fmt.Sprintf("rule %d: name %q %s", i, r.Name, notUTF8)})
+			Msg: fmt.Sprintf("rule %d: name %q %s", i, shown(r.Name), notUTF8)})
 	}
 	for _, who := range []struct {
 		field string
@@ -202,18 +203,19 @@ func checkRule(i int, r Rule, ps *problems) {
 		for j, n := range who.names {
 			switch {
 			case !utf8.ValidString(n):
-				bad(CodeNotUTF8, who.field, j+1, "%s entry %q %s", who.field, n, notUTF8)
+				bad(CodeNotUTF8, who.field, j+1, "%s entry %q %s", who.field, shown(n), notUTF8)
 			case n == "" || n != "*" && strings.ContainsAny(n, "*?[\\"):
 				// Names are matched exactly: a glob here ("contractor-*") would never match,
 				// and a deny written with one would silently fail open.
-				bad(CodeNameNotExact, who.field, j+1, `%s entry %q: names are exact, or "*" for any (globs are for tools)`, who.field, n)
+				bad(CodeNameNotExact, who.field, j+1, `%s entry %q: names are exact, or "*" for any (globs are for tools)`, who.field, shown(n))
 			case who.field == "users" && strings.Contains(n, "/"):
 				// A user name holds no "/": a principal's "tenant/user" key (and --principal)
 				// is a tenant and a user, so a rule naming one would apply to nobody, and a
 				// deny written so would silently fail open.
 				t, u, _ := strings.Cut(n, "/")
+				t, u = shown(t), shown(u)
 				bad(CodeUserWithTenant, who.field, j+1, "users entry %q: users are user names; for user %q of tenant %q write tenants: [%q], users: [%q]",
-					n, u, t, t, u)
+					shown(n), u, t, t, u)
 			}
 		}
 	}
@@ -224,15 +226,15 @@ func checkRule(i int, r Rule, ps *problems) {
 		for j, pat := range list.patterns {
 			switch {
 			case !utf8.ValidString(pat):
-				bad(CodeNotUTF8, list.field, j+1, "%s entry %q %s", list.field, pat, notUTF8)
+				bad(CodeNotUTF8, list.field, j+1, "%s entry %q %s", list.field, shown(pat), notUTF8)
 			case pat == "":
 				bad(CodeEmptyPattern, list.field, j+1, `empty pattern: patterns are server__tool globs such as "github__*"`)
 			case NoToolPart(pat):
-				bad(CodeNoToolPart, list.field, j+1, `pattern %q matches no tool: patterns are server__tool (%q: every tool of server %s)`, pat, pat+"__*", pat)
+				bad(CodeNoToolPart, list.field, j+1, `pattern %q matches no tool: patterns are server__tool (%q: every tool of server %s)`, shown(pat), shown(pat)+"__*", shown(pat))
 			case emptyPart(pat):
-				bad(CodeEmptyPart, list.field, j+1, `pattern %q matches no tool: its server or tool part is empty (%q: every tool of a server)`, pat, "server__*")
+				bad(CodeEmptyPart, list.field, j+1, `pattern %q matches no tool: its server or tool part is empty (%q: every tool of a server)`, shown(pat), "server__*")
 			case !ValidPattern(pat):
-				bad(CodeBadPattern, list.field, j+1, "bad pattern %q", pat)
+				bad(CodeBadPattern, list.field, j+1, "bad pattern %q", shown(pat))
 			}
 		}
 	}

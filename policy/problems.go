@@ -98,10 +98,30 @@ func (ps *problems) err() error {
 }
 
 // rulePlace names rule i (from 1) in messages: "rule 2 (no deletes)", or "rule 2" for a rule
-// without a name, as Warning.Rule does.
+// without a name, as Warning.Rule does (the name cut, see shown: every problem of the rule
+// holds it).
 func rulePlace(i int, name string) string {
 	if name == "" {
 		return fmt.Sprintf("rule %d", i)
 	}
-	return fmt.Sprintf("rule %d (%s)", i, name)
+	return fmt.Sprintf("rule %d (%s)", i, shown(name))
+}
+
+// maxShown bounds, in runes, a name or pattern a problem quotes: well past a server name (at
+// most 64 bytes) and a tool name together, so only a value nobody reads in full is cut.
+const maxShown = 256
+
+// shown is s as a problem quotes it: its first maxShown runes, "…" marking a cut. A file may
+// repeat one value of megabytes many times (a YAML alias is three bytes), and each of the
+// MaxProblems problems quoted it in full, some several times over: hundreds of megabytes of
+// message for a 4 MiB file. Runes as range reads them: a byte that is not UTF-8 counts as one.
+func shown(s string) string {
+	runes := 0
+	for i := range s {
+		if runes == maxShown {
+			return s[:i] + "…"
+		}
+		runes++
+	}
+	return s
 }

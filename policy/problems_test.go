@@ -107,3 +107,44 @@ func TestNewOneProblemPerEntry(t *testing.T) {
 		t.Errorf("New = %v; want one not_utf8 problem", err)
 	}
 }
+
+// TestNewProblemsCutLongValues: a problem quotes the name or pattern it is about, and a file
+// may repeat one value of megabytes many times (a YAML alias costs three bytes): each of
+// MaxProblems problems quoted it in full (a pattern three times over, its rule's name once
+// more), hundreds of megabytes of message for a 4 MiB file. What is quoted is cut.
+func TestNewProblemsCutLongValues(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	bad := "\xff" + big
+	cfg := &Config{
+		Principals: map[string]PrincipalConfig{
+			"acme/u":      {Tenant: big},          // tenant mismatch
+			"/" + big:     {},                     // bad key
+			"a" + big:     {Roles: []string{bad}}, // role not UTF-8
+			"acme/" + big: {},                     // }
+			big:           {Tenant: "acme"},       // } configured twice
+		},
+		Rules: []Rule{
+			{Name: big, Allow: []string{big, big, big}}, // no tool part: quoted three times
+			{Name: bad, Users: []string{big + "/" + big, "*" + big}, Deny: []string{"[" + big, big + "__"}},
+			{Name: "more", Allow: slices.Repeat([]string{big}, MaxProblems)},
+		},
+	}
+	_, err := New(cfg)
+	var pe *Error
+	if !errors.As(err, &pe) || len(pe.Problems) != MaxProblems || pe.More == 0 {
+		t.Fatalf("New = %.300v; want %d problems and more", err, MaxProblems)
+	}
+	codes := map[string]bool{}
+	for _, p := range pe.Problems {
+		codes[p.Code] = true
+		if len(p.Msg) > 4<<10 {
+			t.Errorf("%s problem of %d bytes: %.300s", p.Code, len(p.Msg), p.Msg)
+		}
+	}
+	if len(codes) != 9 {
+		t.Errorf("problems of %d kinds, want 9: %v", len(codes), codes)
+	}
+	if !strings.Contains(pe.Problems[0].Msg, "x…") {
+		t.Errorf("a cut value is not marked: %.300s", pe.Problems[0].Msg)
+	}
+}

@@ -148,3 +148,28 @@ policy:
 		`c.yaml:11: policy: rule 1 (merged): pattern "bad" matches no tool`,
 	})
 }
+
+// TestConfigPolicyProblemsQuoteBounded: one pattern of a megabyte, repeated by alias (three
+// bytes each), was quoted in full, three times over, by each of the problems reported: the
+// error of a 1 MiB file was tens of megabytes. What a problem quotes is cut.
+func TestConfigPolicyProblemsQuoteBounded(t *testing.T) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "servers:\n  - {name: a, command: x}\npolicy:\n  rules:\n    - name: big\n      deny: [&p %s]\n      allow: [", strings.Repeat("x", 1<<20))
+	for i := 0; i < 100; i++ {
+		b.WriteString("*p, ")
+	}
+	b.WriteString("ok__*]\n")
+	_, err := parseConfig("c.yaml", []byte(b.String()), lookupTest)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	msg := err.Error()
+	lines := strings.Split(msg, "\n")
+	if len(lines) != 21 || !strings.HasPrefix(lines[0], `c.yaml:7: policy: rule 1 (big): pattern "xxx`) ||
+		!strings.Contains(lines[0], `x…" matches no tool`) || lines[20] != "c.yaml:3: policy: and 81 more problems" {
+		t.Errorf("error:\n%.2000s", msg)
+	}
+	if len(msg) > 64<<10 {
+		t.Errorf("error of %d bytes for %d problems", len(msg), len(lines))
+	}
+}
