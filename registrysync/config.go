@@ -61,7 +61,8 @@ type Config struct {
 	// ListTimeout bounds one full list of one kind; 0 → 30s.
 	ListTimeout time.Duration
 	// ConnectTimeout bounds connecting and the handshake; 0 → 20s. Half of it (at least 5 s)
-	// bounds server/discover before initialize is tried (discoverTimeout).
+	// bounds server/discover before initialize is tried (discoverTimeout); all of it when
+	// ProtocolVersion pins 2026-07-28 (initialize is not tried).
 	ConnectTimeout time.Duration
 	// BackoffInitial and BackoffMax shape reconnects (exponential with jitter); 0 → 250ms, 30s.
 	// The backoff starts over once a session has lasted BackoffMax.

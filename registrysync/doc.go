@@ -303,8 +303,8 @@
 // # Notifications per protocol and transport
 //
 // The client first probes server/discover (2026-07-28) and falls back to initialize, unless
-// ServerConfig.ProtocolVersion pins a version: pinned to 2026-07-28 a failed server/discover
-// fails the connection (initialize is not sent), pinned to an earlier one server/discover is not
+// ServerConfig.ProtocolVersion pins a version: pinned to 2026-07-28 server/discover has the
+// whole of ConnectTimeout and, failed, fails the connection (initialize is not sent), pinned to an earlier one server/discover is not
 // sent, and an initialize answered with another version fails the connection. A discover result whose supportedVersions does not
 // list the version asked for (a legacy server answering every unknown method with an empty
 // result) is read as the -32022 such a server would send, so mcp-go asks again at a version it

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -33,17 +35,19 @@ func pinFailure(t *testing.T, h *harness, server string, want ...string) (*recor
 }
 
 // TestPinnedModernDoesNotFallBack: a server pinned to 2026-07-28 whose server/discover goes
-// unanswered (within half of ConnectTimeout), or is answered as a legacy server answers it, is
-// not sent initialize: the connection fails, its reason says why, and it is tried again.
+// unanswered (within ConnectTimeout, the whole of it: initialize is not sent after it), or is
+// answered as a legacy server answers it, is not sent initialize: the connection fails, its
+// reason says why, and it is tried again.
 func TestPinnedModernDoesNotFallBack(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		mode string
-		want []string
+		mode    string
+		connect time.Duration
+		want    []string
 	}{
-		{"mute-discover", []string{"did not answer server/discover within 5s"}},
-		{"legacy-lax", []string{"server/discover answered without listing protocol version 2026-07-28"}},
-		{"reject-always", []string{"-32022"}},
+		{"mute-discover", 3 * time.Second, []string{"did not answer server/discover (the MCP handshake) within 3s"}},
+		{"legacy-lax", 10 * time.Second, []string{"server/discover answered without listing protocol version 2026-07-28"}},
+		{"reject-always", 10 * time.Second, []string{"-32022"}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
@@ -51,7 +55,7 @@ func TestPinnedModernDoesNotFallBack(t *testing.T) {
 			ts := httptest.NewServer(srv)
 			t.Cleanup(ts.Close)
 			cfg := fastConfig(ServerConfig{Name: "pin", Transport: TransportHTTP, URL: ts.URL, ProtocolVersion: "2026-07-28", Kinds: []string{"tools"}})
-			cfg.ConnectTimeout = 10 * time.Second // the probe's bound: 5 s
+			cfg.ConnectTimeout = tc.connect // the probe's bound, pinned to 2026-07-28
 			h := run(t, nil, cfg)
 			want := append([]string{"protocolVersion is pinned to 2026-07-28", "initialize was not sent"}, tc.want...)
 			rec, first := pinFailure(t, h, "pin", want...)
@@ -129,4 +133,25 @@ func TestPinnedLegacyVersionHeld(t *testing.T) {
 		h := run(t, nil, fastConfig(sc))
 		pinFailure(t, h, "other", "protocolVersion is pinned to 2025-06-18", "answered initialize with protocol 2025-11-25")
 	})
+}
+
+// TestPinnedModernSlowStart: a 2026-07-28 stdio server pinned to 2026-07-28 that answers
+// server/discover only after more than half of ConnectTimeout (a JVM, npx, a loaded host) is
+// connected at 2026-07-28. The probe's half of ConnectTimeout leaves the other half for
+// initialize, which a pin to 2026-07-28 never sends: it failed every attempt, each starting
+// the process anew, and the server never connected.
+func TestPinnedModernSlowStart(t *testing.T) {
+	t.Parallel()
+	sc := stdioServer(t, "slow", "fixture", startDelayEnv+"=16s")
+	sc.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	cfg := fastConfig(sc)
+	cfg.ConnectTimeout = 30 * time.Second // half of it, 15 s, is too short for the 16 s start
+	h := run(t, nil, cfg)
+	rec := record(t, h.env, subjects.RegistryServer("slow"))
+	first := rec.wait(0, "ready or unavailable", func(e event) bool {
+		return isStatus(subjects.StatusReady, "")(e) || isStatus(subjects.StatusUnavailable, "*")(e)
+	})
+	if st := first.ev.Status; st.Status != subjects.StatusReady || st.Protocol != mcp.LATEST_PROTOCOL_VERSION {
+		t.Errorf("first outcome %s %s %q (protocol %q), want ready at %s", st.Status, st.Code, st.Reason, st.Protocol, mcp.LATEST_PROTOCOL_VERSION)
+	}
 }

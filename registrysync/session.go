@@ -273,7 +273,14 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		return nil, fmt.Errorf("%w: unknown transport %q", ErrInvalidConfig, sc.Transport)
 	}
 
-	opts := []client.ClientOption{client.WithDiscoverTimeout(discoverTimeout(cfg.ConnectTimeout))}
+	probe := discoverTimeout(cfg.ConnectTimeout)
+	if mcp.IsModernProtocol(sc.ProtocolVersion) {
+		// Pinned to 2026-07-28, initialize is never sent (pinnedRefusal): the half of
+		// ConnectTimeout kept for it would only fail a server slow to start (each attempt
+		// starting its process anew), which the whole of it lets answer server/discover.
+		probe = cfg.ConnectTimeout
+	}
+	opts := []client.ClientOption{client.WithDiscoverTimeout(probe)}
 	pinned := sc.ProtocolVersion
 	if pinned == "" && listening {
 		pinned = c.legacyHTTP
@@ -336,7 +343,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	// which handshake request went unanswered: mcp-go sends server/discover, then initialize if
 	// the server is not a 2026-07-28 one, and sends nothing once ictx ends (handshakeTimeout).
 	ictx, hcp := withCapture(ictx)
-	hcp.pin, hcp.discoverBound = sc.ProtocolVersion, discoverTimeout(cfg.ConnectTimeout)
+	hcp.pin, hcp.discoverBound = sc.ProtocolVersion, probe
 	res, err := s.cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: pinned,
 		ClientInfo:      mcp.Implementation{Name: clientName, Version: clientVersion},
@@ -421,6 +428,7 @@ const mcpDiscoverTimeout = 5 * time.Second
 // probe: a 2026-07-28 server downgraded is silent and lasts, a legacy server that ignores
 // server/discover and cannot connect within a short ConnectTimeout fails loudly (the status
 // says server/discover went unanswered; ProtocolVersion "2025-11-25" connects it at once).
+// Pinned to 2026-07-28, the probe has the whole of connect (openSession).
 func discoverTimeout(connect time.Duration) time.Duration {
 	return max(connect/2, mcpDiscoverTimeout)
 }
@@ -673,6 +681,12 @@ func (s *session) handshakeTimeout(method string, timeout time.Duration) error {
 		method = "initialize"
 	}
 	msg := fmt.Sprintf("the server did not answer %s (the MCP handshake) within %s", method, timeout)
+	if pin := s.c.sc.ProtocolVersion; mcp.IsModernProtocol(pin) && method == string(mcp.MethodServerDiscover) {
+		// The probe had the whole of timeout (openSession): nothing was left for initialize,
+		// which a legacy server that ignores server/discover would have answered.
+		msg = fmt.Sprintf("protocolVersion is pinned to %s but %s; initialize was not sent (it negotiates %s at most)",
+			pin, msg, mcp.LATEST_LEGACY_PROTOCOL_VERSION)
+	}
 	if s.child == nil {
 		return errors.New(msg + ": check that its URL is its MCP endpoint and that the server is not overloaded")
 	}
