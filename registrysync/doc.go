@@ -403,7 +403,9 @@
 // an https server's http:// endpoint on the same host would have the credentials sent in clear
 // text). List results are taken as raw
 // bytes and never decoded by mcp-go, so the connector mirrors x-mcp-header arguments into
-// Mcp-Param-* headers of tools/call itself (2026-07-28, from the last tools listing). tools/call on stdio skips
+// Mcp-Param-* headers of tools/call itself (2026-07-28, from the last tools listing, reading the
+// definitions' members by their exact names as the catalog does: an "InputSchema" or "Name"
+// binds nothing). tools/call on stdio skips
 // mcp-go: the request frame is written straight to stdin (frames from mcp-go and from the
 // connector are serialized whole), and the reader hands the response, recognized by its id
 // ("mcpstream-N"), straight to the waiting call; every other line goes to mcp-go's transport.

@@ -17,6 +17,13 @@ import (
 
 // headerTools decodes the tools of a listing that carry valid x-mcp-header annotations (mcp-go
 // mirrors nothing for a tool whose annotations are invalid). The other items are not decoded.
+//
+// Members are read by their exact names, as the connector validated them and the catalog and
+// the executor read them: decoded into mcp-go's types, encoding/json would also take "Name",
+// "InputSchema", "Properties" or "Type" for their fields (the last such member winning), so a
+// server could bind a header to an argument of a tool whose inputSchema, as everyone else sees
+// it, binds none, or give one tool's bindings to another. mcp-go is handed only what the
+// bindings are made of, rebuilt from the exact members (headerSchema).
 func headerTools(items []json.RawMessage) map[string]*mcp.Tool {
 	var tools map[string]*mcp.Tool
 	for _, item := range items {
@@ -24,9 +31,12 @@ func headerTools(items []json.RawMessage) map[string]*mcp.Tool {
 		if !bytes.Contains(item, []byte("x-mcp-header")) && !bytes.Contains(item, []byte(`\u`)) {
 			continue
 		}
-		tool := &mcp.Tool{}
-		if json.Unmarshal(item, tool) != nil || len(mcp.ExtractParamHeaderBindings(tool)) == 0 ||
-			mcp.ValidateParamHeaderAnnotations(tool) != nil {
+		name, schema := headerDefinition(item)
+		if name == "" || schema == nil {
+			continue
+		}
+		tool := &mcp.Tool{Name: name, RawInputSchema: schema}
+		if len(mcp.ExtractParamHeaderBindings(tool)) == 0 || mcp.ValidateParamHeaderAnnotations(tool) != nil {
 			continue
 		}
 		if tools == nil {
@@ -35,6 +45,63 @@ func headerTools(items []json.RawMessage) map[string]*mcp.Tool {
 		tools[tool.Name] = tool
 	}
 	return tools
+}
+
+// headerDefinition reads the name of the tool definition item and the part of its inputSchema
+// that x-mcp-header bindings are made of (headerSchema), by exact member names (the last of
+// a name written twice, as every reader of a definition takes it); "" or nil when the item
+// has no string name or no object inputSchema. One decoding of the item: the schema may nest
+// thousands of levels deep, and a reading per level would take time of its depth times its
+// size.
+func headerDefinition(item json.RawMessage) (name string, schema json.RawMessage) {
+	dec := json.NewDecoder(bytes.NewReader(item))
+	dec.UseNumber() // (a number is passed on as it is written)
+	var v any
+	if dec.Decode(&v) != nil {
+		return "", nil
+	}
+	d, _ := v.(map[string]any)
+	name, _ = d["name"].(string)
+	in, ok := d["inputSchema"].(map[string]any)
+	if !ok {
+		return name, nil
+	}
+	b, err := json.Marshal(headerSchema(in))
+	if err != nil {
+		return name, nil
+	}
+	return name, b
+}
+
+// headerSchema is the part of the JSON Schema s that x-mcp-header bindings are made of: its
+// "type" and "x-mcp-header", and its "properties", each one's rebuilt so (what is not an object
+// is passed on as it is: mcp-go reads no bindings from such a schema). Every member of the
+// result is named exactly as mcp-go's fields are, so mcp-go, which matches member names up to
+// case, reads what a case-sensitive reader of s reads.
+func headerSchema(s map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"type", "x-mcp-header"} {
+		if v, ok := s[k]; ok {
+			out[k] = v
+		}
+	}
+	if v, ok := s["properties"]; ok {
+		props, isObject := v.(map[string]any)
+		if !isObject {
+			out["properties"] = v
+			return out
+		}
+		kept := make(map[string]any, len(props))
+		for name, p := range props {
+			if ps, ok := p.(map[string]any); ok {
+				kept[name] = headerSchema(ps)
+			} else {
+				kept[name] = p
+			}
+		}
+		out["properties"] = kept
+	}
+	return out
 }
 
 // setHeaderTools records the annotated tools of the last tools listing.
