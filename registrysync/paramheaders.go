@@ -66,7 +66,7 @@ func headerDefinition(item json.RawMessage) (name string, schema json.RawMessage
 	if !ok {
 		return name, nil
 	}
-	b, err := json.Marshal(headerSchema(in))
+	b, err := json.Marshal(headerSchema(in, 1))
 	if err != nil {
 		return name, nil
 	}
@@ -78,14 +78,19 @@ func headerDefinition(item json.RawMessage) (name string, schema json.RawMessage
 // is passed on as it is: mcp-go reads no bindings from such a schema). Every member of the
 // result is named exactly as mcp-go's fields are, so mcp-go, which matches member names up to
 // case, reads what a case-sensitive reader of s reads.
-func headerSchema(s map[string]any) map[string]any {
+//
+// Properties nested deeper than maxHeaderDepth are left out (no binding below): mcp-go reads the
+// bindings of this schema again on every tools/call, in time that grows with the square of its
+// depth (~0.8 s a call at 5,000 levels), which a hostile server could spend of the connector's
+// CPU, shared with its other servers, on every call of its tool.
+func headerSchema(s map[string]any, depth int) map[string]any {
 	out := map[string]any{}
 	for _, k := range []string{"type", "x-mcp-header"} {
 		if v, ok := s[k]; ok {
 			out[k] = v
 		}
 	}
-	if v, ok := s["properties"]; ok {
+	if v, ok := s["properties"]; ok && depth <= maxHeaderDepth {
 		props, isObject := v.(map[string]any)
 		if !isObject {
 			out["properties"] = v
@@ -94,7 +99,7 @@ func headerSchema(s map[string]any) map[string]any {
 		kept := make(map[string]any, len(props))
 		for name, p := range props {
 			if ps, ok := p.(map[string]any); ok {
-				kept[name] = headerSchema(ps)
+				kept[name] = headerSchema(ps, depth+1)
 			} else {
 				kept[name] = p
 			}
@@ -103,6 +108,11 @@ func headerSchema(s map[string]any) map[string]any {
 	}
 	return out
 }
+
+// maxHeaderDepth is how deep in a tool's arguments an x-mcp-header binding is mirrored: the
+// properties of the inputSchema are level 1, theirs level 2, and so on. A header names a
+// routing value (a region, a tenant): real bindings sit at the first levels.
+const maxHeaderDepth = 16
 
 // setHeaderTools records the annotated tools of the last tools listing.
 func (c *connector) setHeaderTools(items []json.RawMessage) {

@@ -121,3 +121,41 @@ func TestParamHeadersFromCatalogSchema(t *testing.T) {
 		t.Errorf("%d calls, Mcp-Param-Region headers %q: want 1 call and none (the catalog's inputSchema binds no header)", calls, headers)
 	}
 }
+
+// TestHeaderToolsDepthBounded: mcp-go reads a tool's bindings again on every tools/call, in
+// time that grows with the square of the schema's depth, so a hostile server's thousands of
+// nested properties would cost the connector's CPU on each call. Bindings are mirrored down to
+// maxHeaderDepth levels of arguments; the schema handed to mcp-go holds no deeper properties.
+func TestHeaderToolsDepthBounded(t *testing.T) {
+	t.Parallel()
+	// nested is an inputSchema whose property "a" nests depth levels of properties, the
+	// deepest carrying an x-mcp-header binding.
+	nested := func(depth int) string {
+		leaf := `{"type":"string","x-mcp-header":"Deep"}`
+		for range depth - 1 {
+			leaf = `{"type":"object","properties":{"a":` + leaf + `}}`
+		}
+		return `{"type":"object","properties":{"a":` + leaf + `}}`
+	}
+	item := func(schema string) json.RawMessage {
+		return json.RawMessage(`{"name":"t","inputSchema":` + schema + `}`)
+	}
+	if tools := headerTools([]json.RawMessage{item(nested(maxHeaderDepth))}); tools["t"] == nil ||
+		len(mcp.ExtractParamHeaderBindings(tools["t"])) != 1 {
+		t.Fatalf("a binding at level %d: tools %v, want it mirrored", maxHeaderDepth, tools)
+	}
+	if tools := headerTools([]json.RawMessage{item(nested(maxHeaderDepth + 1))}); tools["t"] != nil {
+		t.Errorf("a binding at level %d: bindings %v, want none (deeper than maxHeaderDepth)", maxHeaderDepth+1,
+			mcp.ExtractParamHeaderBindings(tools["t"]))
+	}
+	// A shallow binding beside thousands of levels: mirrored, from a schema cut at the bound.
+	deep := `{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"a":` +
+		strings.TrimSuffix(strings.TrimPrefix(nested(3000), `{"type":"object","properties":{"a":`), `}}`) + `}}`
+	tools := headerTools([]json.RawMessage{item(deep)})
+	if tools["t"] == nil || len(mcp.ExtractParamHeaderBindings(tools["t"])) != 1 {
+		t.Fatalf("a shallow binding beside a deep schema: want it mirrored, got %v", tools)
+	}
+	if n := strings.Count(string(tools["t"].RawInputSchema), `"properties"`); n > maxHeaderDepth {
+		t.Errorf("the schema handed to mcp-go nests %d levels of properties, want at most %d", n, maxHeaderDepth)
+	}
+}
