@@ -743,19 +743,67 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 // the call was dispatched and its side effect may have happened — this is a resend once the
 // calls stream's de-duplication window is past, while the first still runs or after it, or a
 // redelivery refused now (revoked since, say) — so the answer is that request's (answerClaimed).
+//
+// A refusal of a call delivered again takes the call's claim first (refuseClaiming): a copy of
+// it may still wait for approval elsewhere, to run once approved.
 func (e *Executor) refuse(ctx context.Context, c *call, status string, err *subjects.Error) error {
 	if status == subjects.CallRefused && c.tenant != "" && c.req.ID != "" {
+		if c.redelivered {
+			return e.refuseClaiming(ctx, c, status, err)
+		}
 		if claimed, cerr := e.claimed(ctx, c); cerr != nil {
 			return fmt.Errorf("%w: %w", errRetry, cerr)
 		} else if claimed {
 			return e.answerClaimed(ctx, c)
 		}
 	}
+	return e.storeRefusal(ctx, c, status, err)
+}
+
+// storeRefusal stores and sends err as c's answer, and records it in the audit stream.
+func (e *Executor) storeRefusal(ctx context.Context, c *call, status string, err *subjects.Error) error {
 	err.Message = e.audit.redact.StringCut(err.Message, "…") // (words quoted in it may be cut: see emitOn)
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: err.Code, Code: err.Code, Message: err.Message}))
 	res := refusal(c.tenant, c.req, status, err)
 	res.StartedAt = c.started
 	return e.finish(ctx, c, res)
+}
+
+// refuseClaiming is refuse for a call delivered again, whose answer says it did not run (a
+// refusal, or the last delivery's internal). Another copy of its request may still wait for
+// approval (its executor's heartbeats lost past AckWait) and run once approved: it looked for
+// an answer before its wait, not after, and ran the call under the refusal stored meanwhile —
+// the side effect happened, and the call's one answer said it did not. The refusal takes the
+// call's claim first, as a dispatch does: of it and that copy's dispatch, one (a copy approved
+// later finds the claim and gives the answer stored). Claimed before: the holder's answer
+// (answerClaimed). A bucket with no room: refused without the claim, as before. The answer not
+// stored, the claim is given back (the next delivery takes it again, nothing ran).
+func (e *Executor) refuseClaiming(ctx context.Context, c *call, status string, err *subjects.Error) error {
+	now := e.hostNow().UTC()
+	cv := claimValue{Tool: c.req.Tool, By: e.cfg.Name, At: now, Until: now.Add(e.cfg.AckWait), Seq: c.seq}
+	if id := e.instance.Load(); id != nil {
+		cv.Instance = *id
+	}
+	val, _ := json.Marshal(cv)
+	key := claimKey(c.tenant, c.req.ID)
+	rev, cerr := e.st.claims.Create(ctx, key, val)
+	switch {
+	case errors.Is(cerr, jetstream.ErrKeyExists):
+		return e.answerClaimed(ctx, c)
+	case subjects.StoreRefused(cerr):
+		e.cfg.Log.Warn().Err(cerr).Str("call", e.logText(c.req.ID)).Msg("refusal of a call delivered again not claimed: a copy of it waiting for approval elsewhere may still run")
+	case cerr != nil:
+		return fmt.Errorf("%w: claim: %w", errRetry, cerr)
+	}
+	ferr := e.storeRefusal(ctx, c, status, err)
+	if ferr != nil && cerr == nil {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveClaimTimeout)
+		defer cancel()
+		if derr := e.st.claims.Delete(dctx, key, jetstream.LastRevision(rev)); derr != nil {
+			e.cfg.Log.Debug().Err(derr).Str("claim", e.logRedacted(key)).Msg("claim of a refusal not given back")
+		}
+	}
+	return ferr
 }
 
 // refuseReplyOnly answers c's caller (its reply subject, if any) with a refusal that is not
@@ -839,17 +887,14 @@ func (e *Executor) finish(ctx context.Context, c *call, res subjects.CallResult)
 
 // lastDelivery answers a call delivered MaxDeliver times without an answer (its workers kept
 // dying on it): never run it again.
+//
+// Claimed (refuseClaiming) by this request (dispatched; an earlier delivery that may still run,
+// or whose executor stopped before recording the result: outcome_unknown), or by another
+// request of the call id that may still run (this is a resend delivered again while it
+// waited): its answer, waited for while its holder may still give it. Not claimed, its answer
+// takes the claim: an earlier delivery may still wait for approval, and not run once approved.
 func (e *Executor) lastDelivery(ctx context.Context, c *call, n uint64) error {
-	if claimed, err := e.claimed(ctx, c); err != nil {
-		return fmt.Errorf("%w: %w", errRetry, err)
-	} else if claimed {
-		// Claimed by this request (dispatched; an earlier delivery that may still run, or
-		// whose executor stopped before recording the result: outcome_unknown), or by another
-		// request of the call id that may still run (this is a resend delivered again while it
-		// waited): its answer, waited for while its holder may still give it.
-		return e.answerClaimed(ctx, c)
-	}
-	return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal,
+	return e.refuseClaiming(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal,
 		Message: fmt.Sprintf("the call was delivered %d times without an answer; it is not run again", n)})
 }
 
@@ -864,11 +909,13 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 		if done, err := e.answered(ctx, c); done || err != nil {
 			return err
 		}
-	} else if c.redelivered {
+	} else if c.redelivered || c.approved {
 		// A claim says an earlier delivery dispatched this call as a side-effecting one (its
 		// executor died before recording the result): the tool re-listed read-only or
 		// idempotent since does not make that dispatch harmless to repeat. The claim decides,
-		// as it does for a tool that still has side effects.
+		// as it does for a tool that still has side effects. Or, of a call that waited for
+		// approval, that another delivery of it answered meanwhile that it does not run
+		// (refuseClaiming): run now, its caller got "not run" for a call that ran.
 		if claimed, err := e.claimed(ctx, c); err != nil {
 			return fmt.Errorf("%w: %w", errRetry, err)
 		} else if claimed {
