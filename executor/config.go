@@ -159,6 +159,21 @@ type Limits struct {
 	order []string // Tools' patterns, most specific first (set by New; nil: sorted per call)
 }
 
+// capped reports whether any limit has a concurrency cap.
+func (l Limits) capped() bool {
+	if l.Tenant.Concurrency > 0 {
+		return true
+	}
+	for _, m := range []map[string]Rate{l.Servers, l.Tools} {
+		for _, r := range m {
+			if r.Concurrency > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Rate is one limit: a sliding-window rate and a cap on calls in flight. Zero (or negative)
 // fields are off; New refuses a NaN PerSecond.
 //

@@ -398,8 +398,9 @@
 // executor may not give them), renewed within the bucket's TTL, each condition warned of once
 // when it begins; a declaration that fails is logged once and the calls are refused unavailable
 // naming why, until one succeeds. The executor's calls in flight take their slots again before
-// any new call takes one, another executor's at their next renewal (a cap may be exceeded by
-// those until then). A lease renews and releases only a slot that holds its own value, and
+// any new call takes one, within the same 5 s (a call whose lease is busy renewing or releasing,
+// or that NATS hanging leaves out, at its next renewal), another executor's at their next
+// renewal (a cap may be exceeded by those until then). A lease renews and releases only a slot that holds its own value, and
 // writes nothing at its revision when it finds the bucket gone: a bucket declared again starts
 // its revisions over, and a stale lease's revision may be another call's slot.
 //

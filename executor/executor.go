@@ -203,7 +203,8 @@ func (e *Executor) Run(ctx context.Context) error {
 		return err
 	}
 	e.st = st
-	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{}}
+	e.lim = &limiter{js: e.js, stream: st.limits, slots: st.slots, now: time.Now, owner: e.cfg.Name, prev: map[string]prevWindow{},
+		uncapped: !e.cfg.Limits.capped()}
 	e.applySlots(ctx, st)
 	if e.cfg.hooks.hostClock != nil {
 		e.lim.now = e.cfg.hooks.hostClock
@@ -223,6 +224,7 @@ func (e *Executor) Run(ctx context.Context) error {
 		}
 	}
 	e.lim.restore = e.restoreLimits
+	e.lim.restoreBound = e.cfg.hooks.restoreWait // (0: restoreWait)
 
 	var bg sync.WaitGroup
 	defer bg.Wait()
@@ -689,23 +691,18 @@ func (e *Executor) hostNow() time.Time {
 	return time.Now()
 }
 
-// restoreWait bounds how long declaring the limits state again (restoreLimits) may hold up the
-// calls that found it gone: a request JetStream drops (an update the executor's NATS user may
-// not make) is otherwise waited for until the call's own deadline.
+// restoreWait bounds how long declaring the limits state again (restoreLimits), and the live
+// leases taking their slots again, may hold up the calls that found it gone (see
+// limiter.restoreState): a request JetStream drops (an update the executor's NATS user may not
+// make), or NATS hanging, is otherwise waited for until the call's own deadline.
 const restoreWait = 5 * time.Second
 
 // restoreLimits declares the limits stream and the slots bucket again (they are gone: see
 // stateLost) and makes the limiter follow them as the start does (applySlots): the bucket
 // declared again (by another executor first, maybe of an older mcpstream) may take no per-key
 // TTLs, or take them again. A failure is logged once until it changes or the state is back.
-// Called under lim.restoreMu.
+// Called under lim.restoreMu, within restoreWait (lim.restoreState).
 func (e *Executor) restoreLimits(ctx context.Context) error {
-	wait := restoreWait
-	if e.cfg.hooks.restoreWait > 0 {
-		wait = e.cfg.hooks.restoreWait
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
 	st, err := ensureState(ctx, e.js, e.cfg, false)
 	if err != nil {
 		if msg := err.Error(); msg != e.restoreFailed {

@@ -180,13 +180,18 @@ type limiter struct {
 
 	// restore declares the limits stream and the slots bucket again when they are gone (see
 	// stateLost), and makes the limiter follow them as declared (setLease); nil: never.
-	restore    func(context.Context) error
-	restoreMu  sync.Mutex
-	restoredAt time.Time // when restore was last tried
+	restore func(context.Context) error
+	// restoreBound bounds a restore with the live leases' retake (0: restoreWait).
+	restoreBound time.Duration
+	restoreMu    sync.Mutex
+	restoredAt   time.Time // when restore was last tried
 	// restoreErr is what it then returned (nil: none; cleared too by a call that took its
-	// slots: the state is back); read without restoreMu by the calls that find a try running
-	// after a failure (see restoreState).
+	// slots, or, with uncapped, one that was counted: the state is back); read without
+	// restoreMu by the calls that find a try running after a failure (see restoreState).
 	restoreErr atomic.Pointer[error]
+	// uncapped: no limit has a concurrency cap, no call takes a slot (none would clear
+	// restoreErr): a call the counters answered clears it (see checkRates).
+	uncapped bool
 	// restoring is held by takeSlots (a call with a cap), and by restoreState (exclusively)
 	// while it declares the state again and the live leases take their slots again: no call
 	// takes a slot of a bucket declared again before the calls in flight have theirs back.
@@ -412,19 +417,32 @@ func (l *limiter) restoreState(ctx context.Context, err error) error {
 		if last := l.restoreErr.Load(); last != nil {
 			return restoreFailed(err, *last)
 		}
+		if l.restoreWaited != nil {
+			l.restoreWaited()
+		}
 		l.restoreMu.Lock()
 	}
 	defer l.restoreMu.Unlock()
 	if l.restoredAt.IsZero() || l.now().Sub(l.restoredAt) >= time.Second {
+		// Bounded as a whole, the retake too: it holds every capped call (restoring), and one
+		// read and one write per slot of each live lease, each waited for up to the client's
+		// timeout (5 s: a worker's context has no deadline), held them for minutes when NATS
+		// hung just after the state was declared again.
+		bound := l.restoreBound
+		if bound <= 0 {
+			bound = restoreWait
+		}
+		rctx, cancel := context.WithTimeout(ctx, bound)
 		l.restoring.Lock()
-		rerr := l.restore(ctx)
+		rerr := l.restore(rctx)
 		if rerr == nil {
-			l.retakeLive(ctx)
+			l.retakeLive(rctx)
 			l.restoreErr.Store(nil)
 		} else {
 			l.restoreErr.Store(&rerr)
 		}
 		l.restoring.Unlock()
+		cancel()
 		l.restoredAt = l.now()
 	} // else another call just tried
 	if last := l.restoreErr.Load(); last != nil {
@@ -442,7 +460,9 @@ func restoreFailed(err, why error) error {
 // retakeLive has every live lease take its slots again in the slots bucket just declared again
 // (see renewLocked): emptied, it let as many new calls run as the caps allow beside the calls
 // in flight, the cap exceeded until they ended. (Other executors' calls in flight take theirs
-// at their next renewal.)
+// at their next renewal.) Within ctx (restoreState's bound), also while it waits for a lease a
+// renewal or a release holds, which may hang as long as NATS does whatever ctx: a lease it does
+// not get to within it takes its slots again at its next renewal.
 func (l *limiter) retakeLive(ctx context.Context) {
 	l.liveMu.Lock()
 	live := make([]*lease, 0, len(l.live))
@@ -450,8 +470,19 @@ func (l *limiter) retakeLive(ctx context.Context) {
 		live = append(live, ls)
 	}
 	l.liveMu.Unlock()
-	for _, ls := range live {
-		ls.renew(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, ls := range live {
+			if ctx.Err() != nil {
+				return
+			}
+			ls.renew(ctx)
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done(): // (the renewals left see it done: they write nothing)
 	}
 }
 
@@ -586,6 +617,8 @@ type rateCount struct {
 // estimates. It returns the increments it made (the caller gives them back if the call does not
 // run after all), or a refusal or error, in which case it gave back every count itself.
 func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]increment, *subjects.Error, error) {
+	// (a restore's failure stored meanwhile, by a later try, is not cleared: see below)
+	failed := l.restoreErr.Load()
 	var now time.Time // read once a rate is there: a call with none asks no clock
 	var ps []rateCount
 	for _, s := range lim {
@@ -661,6 +694,13 @@ func (l *limiter) checkRates(ctx context.Context, lim []scopeLimit) ([]increment
 				why = fmt.Sprintf("%s %s is limited to %d calls per %s", p.s.scope, p.s.key, p.n, p.w)
 			}
 		}
+	}
+	if failed != nil && l.uncapped && len(counted) > 0 {
+		// The counters answered: the state is back (declared by another executor), and a
+		// restore's failure must not refuse at once the calls that find a later try running
+		// (see restoreState). With a cap, a call that took its slots clears it (takeSlots): the
+		// counters answering says nothing of the slots bucket (declaring it may be what fails).
+		l.restoreErr.CompareAndSwap(failed, nil)
 	}
 	if firstErr != nil || worst > 0 {
 		l.giveBack(counted)
