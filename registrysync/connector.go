@@ -91,6 +91,10 @@ type connector struct {
 	// released is, per kind, the latest generation a stored ListChanged or a published list
 	// stands for (release); under pubMu.
 	released map[subjects.Kind]uint64
+	// sessEnd ends with the serving of sess (under mu): a re-list waiting for the loop to take
+	// it is answered then (relistNow), no loop takes it before the next session, if one comes.
+	// Kept once sess is nil until the status tells the loss (nil then).
+	sessEnd *sessionEnd
 
 	changedSig chan struct{}
 	relistSig  chan struct{}
@@ -296,9 +300,6 @@ func (c *connector) loop(ctx context.Context) {
 		}
 		began := time.Now()
 		err = c.serve(ctx, s)
-		c.mu.Lock()
-		c.sess = nil
-		c.mu.Unlock()
 		if ctx.Err() != nil {
 			s.close(cfg.DrainTimeout)
 			return
@@ -318,6 +319,9 @@ func (c *connector) loop(ctx context.Context) {
 		st.Attempt, st.RetryInMs = attempt, wait.Milliseconds()
 		c.stderrTail(c.log.Warn(), err).Str("reason", st.Reason).Dur("retryIn", wait).Msg("connection lost")
 		c.setStatus(ctx, st)
+		c.mu.Lock()
+		c.sessEnd = nil // the status tells the loss now (relistNow)
+		c.mu.Unlock()
 		c.settle()
 		c.chose("reconnect", wait)
 		sleepCtx(ctx, wait)
@@ -434,13 +438,23 @@ func (c *connector) connect(ctx context.Context) (*session, error) {
 
 // serve lists everything, then follows notifications, resyncs, probes and on-demand re-lists
 // until the session is lost (the error says why) or ctx ends.
-func (c *connector) serve(ctx context.Context, s *session) error {
+func (c *connector) serve(ctx context.Context, s *session) (err error) {
 	cfg := c.m.cfg
 	c.mu.Lock()
-	c.sess = s
+	end := &sessionEnd{done: make(chan struct{})}
+	c.sess, c.sessEnd = s, end
 	// The initial list covers every notification seen so far.
 	clear(c.pending)
 	c.mu.Unlock()
+	defer func() { // (deferred: a panic ends the serving too)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.sess, end.err = nil, err
+		if err == nil {
+			end.err = errors.New("the connector restarted after an internal error")
+		}
+		close(end.done)
+	}()
 
 	failed := map[subjects.Kind]error{}
 	// retries holds, per kind whose last list failed, its own backoff and when it is listed
@@ -626,6 +640,13 @@ func (c *connector) serve(ctx context.Context, s *session) error {
 			c.retryStatus(ctx)
 		}
 	}
+}
+
+// sessionEnd is the end of the loop's serving of a session: done closes when the loop stops
+// serving it (it was lost, or the connector stops); err, set first, says why.
+type sessionEnd struct {
+	done chan struct{}
+	err  error
 }
 
 // kindOutcome is the result of re-listing one kind.
@@ -1221,7 +1242,13 @@ func (c *connector) relistNow(ctx context.Context, kinds []subjects.Kind) subjec
 		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
 			Code: subjects.CodeUnavailable, Message: msg, Reason: st.Reason}}
 	}
-	if c.session() == nil {
+	c.mu.Lock()
+	s, end := c.sess, c.sessEnd
+	c.mu.Unlock()
+	switch {
+	case s == nil && end != nil: // lost, and the status does not say so yet (still ready, say)
+		return c.endedReply(end.err)
+	case s == nil:
 		return unavailable("server " + c.sc.Name + " is not connected (" + c.current().Status + ")")
 	}
 	if c.relistWaiting.Add(1) > maxRelistWaiting {
@@ -1232,6 +1259,8 @@ func (c *connector) relistNow(ctx context.Context, kinds []subjects.Kind) subjec
 	req := &relistReq{kinds: kinds, reply: make(chan subjects.RelistReply, 1)}
 	select {
 	case c.requests <- req:
+	case <-end.done:
+		return c.endedReply(end.err)
 	case <-ctx.Done():
 		return unavailable("the connector is busy; try again")
 	case <-c.done:
@@ -1240,10 +1269,29 @@ func (c *connector) relistNow(ctx context.Context, kinds []subjects.Kind) subjec
 	select {
 	case r := <-req.reply:
 		return r
+	case <-end.done:
+		select {
+		case r := <-req.reply: // answered before the serving ended
+			return r
+		default: // (the loop panicked while it re-listed)
+			return c.endedReply(end.err)
+		}
 	case <-ctx.Done():
 		return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
 			Code: subjects.CodeTimeout, Message: "re-list did not finish in time"}}
 	}
+}
+
+// endedReply answers a re-list the loop did not answer before it stopped serving its session,
+// err why: unavailable at once, rather than at the re-list's deadline (the executor's call
+// would wait its RelistTimeout for the same answer).
+func (c *connector) endedReply(err error) subjects.RelistReply {
+	msg := "connection to server " + c.sc.Name + " lost before the re-list ran; reconnecting"
+	if errors.Is(err, context.Canceled) {
+		msg = "server " + c.sc.Name + " is stopping"
+	}
+	return subjects.RelistReply{V: subjects.Version, Error: &subjects.Error{
+		Code: subjects.CodeUnavailable, Message: msg, Reason: quote(c.red, err.Error(), 1000)}}
 }
 
 // relistReply builds the answer to a re-list: one kind's fingerprint, or for several kinds a

@@ -240,7 +240,11 @@
 // is version 1; nothing runs), and not_found for a server removed while the
 // request was on its way (Manager.Remove). A server's re-lists run one at a time; at most 64
 // wait (maxRelistWaiting: a flood of relist requests must not grow the process by a goroutine
-// per request), and one more is answered unavailable at once. A re-list that fails is answered
+// per request), and one more is answered unavailable at once. While the server is not
+// connected (connecting, or reconnecting: backoff or a handshake in progress) a re-list is
+// answered unavailable at once, with the status' reason; one waiting its turn when the
+// connection is lost is answered unavailable then, with why, not at its deadline (the
+// executor's call would wait its RelistTimeout for it). A re-list that fails is answered
 // unavailable, with retryAfterMs when the server refused the list HTTP 429 or 503 with a
 // Retry-After; while that wait runs, a re-list of the kind is answered so at once (the wait
 // left), nothing sent to the server (see Failure handling). Neither serves a request whose reply subject is one
