@@ -311,7 +311,9 @@
 // at a reconnect to a cluster node whose JetStream has not caught up: "no responders", which
 // nats.go ignores) is noticed by its missing idle heartbeats (2 s each) and sent again within 4 s. A call delivered MaxDeliver (5) times is answered
 // without running again (outcome_unknown if claimed, else internal, which takes the claim
-// first: a copy still waiting for approval elsewhere, approved, does not run); the consumer delivers up to
+// first: a copy still waiting for approval elsewhere, approved, does not run; a claim so taken
+// names the refusal, and its holder gone before storing it is answered internal, not
+// outcome_unknown: nothing ran); the consumer delivers up to
 // five more times, so that answer is retried when storing it fails. A call handed back while it
 // waits for approval (its executor stopping) counts a delivery too: it is handed back with a
 // 2 s delay, so that another executor (or this one restarted) takes it, not the stopping

@@ -780,7 +780,7 @@ func (e *Executor) storeRefusal(ctx context.Context, c *call, status string, err
 // stored, the claim is given back (the next delivery takes it again, nothing ran).
 func (e *Executor) refuseClaiming(ctx context.Context, c *call, status string, err *subjects.Error) error {
 	now := e.hostNow().UTC()
-	cv := claimValue{Tool: c.req.Tool, By: e.cfg.Name, At: now, Until: now.Add(e.cfg.AckWait), Seq: c.seq}
+	cv := claimValue{Tool: c.req.Tool, By: e.cfg.Name, At: now, Until: now.Add(e.cfg.AckWait), Seq: c.seq, Refused: err.Code}
 	if id := e.instance.Load(); id != nil {
 		cv.Instance = *id
 	}
@@ -799,6 +799,12 @@ func (e *Executor) refuseClaiming(ctx context.Context, c *call, status string, e
 	if ferr != nil && cerr == nil {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveClaimTimeout)
 		defer cancel()
+		// A store whose last try failed may have stored the answer all the same (its PubAck
+		// lost): given back then, the claim would let a copy waiting for approval run the call
+		// under that answer. Only a refusal surely not stored gives it back.
+		if _, stored, lerr := e.lookupResult(dctx, c.tenant, c.req.ID); lerr != nil || stored {
+			return ferr
+		}
 		if derr := e.st.claims.Delete(dctx, key, jetstream.LastRevision(rev)); derr != nil {
 			e.cfg.Log.Debug().Err(derr).Str("claim", e.logRedacted(key)).Msg("claim of a refusal not given back")
 		}
@@ -1336,9 +1342,10 @@ func (e *Executor) claim(ctx context.Context, c *call, timeout time.Duration) (b
 
 // answerClaimed answers a call whose id was claimed before: with the claim holder's answer
 // (waited for while it may still come, see claimedAnswer), else outcome_unknown — the claim
-// holder was dispatched, and the call is not run again.
+// holder was dispatched, and the call is not run again — or, of a claim taken for a refusal
+// (refuseClaiming) whose holder never stored it, internal: nothing ran, nor runs.
 func (e *Executor) answerClaimed(ctx context.Context, c *call) error {
-	prev, found, err := e.claimedAnswer(ctx, c)
+	prev, found, cl, err := e.claimedAnswer(ctx, c)
 	if errors.Is(err, errStopping) {
 		return err
 	}
@@ -1351,6 +1358,13 @@ func (e *Executor) answerClaimed(ctx context.Context, c *call) error {
 			return fmt.Errorf("%w: %w", errRetry, err)
 		}
 		return nil
+	}
+	if cl.Refused != "" {
+		// The holder took the claim to store a refusal (refuseClaiming) and never did: nothing
+		// was dispatched under it, nor can be while it stands. (Refused again instead, the call
+		// would find the claim again: internal, which takes no claim.)
+		return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeInternal,
+			Message: "another delivery of this call answered it " + cl.Refused + " without running it, and that answer was never stored; " + c.req.Tool + " was not run"})
 	}
 	return e.refuse(ctx, c, subjects.CallFailed, &subjects.Error{Code: subjects.CodeOutcomeUnknown,
 		Message: "an earlier attempt of this call was dispatched and its result was never recorded; " + c.req.Tool + " is not idempotent, so it is not run again"})
@@ -1375,6 +1389,10 @@ type claimValue struct {
 	// Left says the holder's delivery ended without storing an answer (see leaveClaim): it
 	// gives none.
 	Left bool `json:"left,omitempty"`
+	// Refused is the code of the answer the holder took the claim to store without
+	// dispatching (see refuseClaiming), "" for a dispatch: nothing runs under such a claim, and
+	// its holder gone without that answer is no outcome_unknown.
+	Refused string `json:"refused,omitempty"`
 }
 
 // heldClaim is the claim a delivery made: its key, revision and value.
@@ -1426,20 +1444,22 @@ const (
 // were lost past AckWait (a network stall, a paused process) while it still runs — the first
 // answer stored is the call's only one, so outcome_unknown stored now would replace its result.
 // Also when c itself is a resend delivered again (its executor stopped while it waited).
-func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallResult, bool, error) {
+// It returns the claim as read too (zero when none was read): how its holder's answer, never
+// given, is to be told (see answerClaimed).
+func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallResult, bool, claimValue, error) {
+	var cl claimValue // (a claim of an earlier version has no Until: nothing is waited for)
 	prev, found, err := e.lookupResult(ctx, c.tenant, c.req.ID)
 	if err != nil || found {
-		return prev, found, err
+		return prev, found, cl, err
 	}
-	var cl claimValue // (a claim of an earlier version has no Until: nothing is waited for)
 	entry, err := e.st.claims.Get(ctx, claimKey(c.tenant, c.req.ID))
 	if err != nil {
-		return prev, false, err
+		return prev, false, cl, err
 	} else if json.Unmarshal(entry.Value(), &cl) != nil {
-		return prev, false, nil
+		return prev, false, claimValue{}, nil
 	}
 	if cl.Seq == 0 && c.redelivered {
-		return prev, false, nil // its own claim, of an earlier version: not waited for
+		return prev, false, cl, nil // its own claim, of an earlier version: not waited for
 	}
 	until := e.claimUntil(ctx, cl, entry.Created())
 	var check time.Time // when to ask next whether the holder is gone
@@ -1452,15 +1472,16 @@ func (e *Executor) claimedAnswer(ctx context.Context, c *call) (subjects.CallRes
 		}
 		select {
 		case <-e.stopping:
-			return prev, false, errStopping
+			return prev, false, cl, errStopping
 		case <-time.After(min(claimWaitPoll, time.Until(until))):
 		}
 		if prev, found, err = e.lookupResult(ctx, c.tenant, c.req.ID); err != nil || found {
-			return prev, found, err
+			return prev, found, cl, err
 		}
 	}
 	// A last look: the holder may have stored its answer just before it went.
-	return e.lookupResult(ctx, c.tenant, c.req.ID)
+	prev, found, err = e.lookupResult(ctx, c.tenant, c.req.ID)
+	return prev, found, cl, err
 }
 
 // claimUntil is when, on this host's clock, the answer of claim cl's holder is due at the
