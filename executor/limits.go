@@ -365,7 +365,7 @@ type increment struct {
 
 type slotLease struct {
 	key string
-	rev uint64
+	rev uint64 // 0: unknown (a Create that may have been stored: see renewLocked)
 	// expires is when its TTL ends at the earliest (counted from before it was written).
 	expires time.Time
 }
@@ -962,6 +962,14 @@ func (ls *lease) renewLocked(ctx context.Context) {
 			rev, err := l.slots.Create(ctx, s.key, ls.val, opts...)
 			if err == nil {
 				ls.slots[i].rev, ls.slots[i].expires = rev, before.Add(ttl)
+			}
+			if err != nil && !slotTaken(err) {
+				// Maybe stored all the same (a timeout, the restore's bound cutting a retake
+				// short), at a revision the lease does not know: in a bucket declared again,
+				// one before the revision it knows, which ownRevision would take over the
+				// slot's (every renewal and the release refused until the TTL). The revision
+				// is unknown (0): the slot's value says whether it is the lease's.
+				ls.slots[i].rev = 0
 			}
 			if err == nil || !slotTaken(err) {
 				continue

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -83,4 +84,59 @@ func TestRestoreRetakeBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lostAckKV is a slots bucket whose Create is stored but answered with an error, as a retake
+// cut off by the restore's bound (or a renewal timing out) with its Create sent: JetStream
+// stores it, the lease never learns its revision.
+type lostAckKV struct{ jetstream.KeyValue }
+
+func (kv lostAckKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if _, err := kv.KeyValue.Create(context.WithoutCancel(ctx), key, value, opts...); err != nil {
+		return 0, err
+	}
+	return 0, context.DeadlineExceeded
+}
+
+// TestRetakeCutOffRenewsAndReleases: a live lease whose retake was cut off by the restore's
+// bound with its Create of a slot sent (stored in the bucket declared again, unacknowledged)
+// kept the revision of the lost bucket, later than any of the new one's: the slot held its
+// value, and ownRevision took the later of the two, the lost bucket's. Every renewal and the
+// release then wrote at a revision the slot never had: the slot was not renewed (freed by its
+// TTL while the call ran), and held after the call ended, refusing calls under the cap until
+// the TTL ran out. A lease that does not know whether its Create was stored knows no revision:
+// the slot's value says whether it is the lease's.
+func TestRetakeCutOffRenewsAndReleases(t *testing.T) {
+	env := natstest.Start(t)
+	l := newTestLimiter(t, env, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	for range 20 { // (the lost bucket's revisions past the new one's)
+		if _, err := l.slots.Put(ctx, "pad", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capped := []scopeLimit{{subjects.LimitScopeServer, "s", Rate{Concurrency: 1}}}
+	ls := mustAcquire(t, l, "live", capped)
+	key, old := ls.slots[0].key, ls.slots[0].rev
+
+	loseSlots(t, env)
+	if _, err := ensureState(ctx, env.JS, Config{}.withDefaults(), false); err != nil {
+		t.Fatal(err)
+	}
+	slots := l.slots
+	l.slots = lostAckKV{slots}
+	ls.renew(ctx) // (the retake, cut off)
+	l.slots = slots
+	e, err := slots.Get(ctx, key)
+	if err != nil || !bytes.Equal(e.Value(), ls.val) || e.Revision() >= old {
+		t.Fatalf("precondition: the slot retaken unacknowledged below revision %d: %v %v", old, e, err)
+	}
+
+	ls.renew(ctx) // (its next renewal: a heartbeat's)
+	if again, err := slots.Get(ctx, key); err != nil || again.Revision() == e.Revision() {
+		t.Errorf("the renewal after the cut-off retake: slot at %v (%v), want it renewed past %d", again, err, e.Revision())
+	}
+	ls.release(ctx)
+	mustAcquire(t, l, "after", capped).release(ctx) // (the released call's slot freed)
 }
