@@ -983,7 +983,7 @@ func (ls *lease) renewLocked(ctx context.Context) {
 			ttl = slotTTL(max(lease, ls.hold.Sub(before)+lease))
 		}
 		if own == 0 {
-			continue // another call's
+			continue // another call's, or not read
 		}
 		if lease <= 0 {
 			if rev, err := l.slots.Update(ctx, s.key, ls.val, own); err == nil {
@@ -1002,9 +1002,9 @@ func (ls *lease) renewLocked(ctx context.Context) {
 }
 
 // ownRevision reads slot s and returns the revision to renew or release it at as this lease's
-// (0: it is another call's, or gone with its bucket), and whether it is free. No other lease writes this one's value
-// (slotValue), so the value says whether the slot is still the lease's, not the revision the
-// lease knows:
+// (0: it is another call's, gone with its bucket, or not read), and whether it is free. No
+// other lease writes this one's value (slotValue), so the value says whether the slot is still
+// the lease's, not the revision the lease knows:
 //   - at a later revision after a renewal JetStream stored whose acknowledgement was lost (a
 //     timeout, a leader change): written at the lease's, the renewal and the release were
 //     refused, and the slot stayed taken until its TTL ran out, up to the call's timeout plus
@@ -1014,9 +1014,13 @@ func (ls *lease) renewLocked(ctx context.Context) {
 //     another call's slot then, which the renewal wrote over (the other's release refused) and
 //     the release freed while the other call ran, one call more than the cap let through.
 //
-// Otherwise (not read, free, or another call's at another revision) it is the lease's revision:
-// a write at it is refused unless the slot's last write is still the lease's (the read was
-// answered by a replica behind the leader, say).
+// Otherwise (free, or another call's at another revision) it is the lease's revision: a write
+// at it is refused unless the slot's last write is still the lease's (the read was answered by a
+// replica behind the leader, say). A slot not read (a timeout: NATS busy, or reconnecting after
+// a restart) is not written (0): the bucket may have been declared again since the lease learned
+// its revision (by another executor: nothing here says so), and a write at it is then the one
+// above. The next renewal reads it again (renewals come a third of the lease apart), and its TTL
+// frees a slot whose release could not read it: the cap undercounted for a while, not exceeded.
 func (ls *lease) ownRevision(ctx context.Context, s slotLease) (own uint64, free bool) {
 	e, err := ls.l.slots.Get(ctx, s.key)
 	switch {
@@ -1029,7 +1033,7 @@ func (ls *lease) ownRevision(ctx context.Context, s slotLease) (own uint64, free
 		// revision may be another call's slot.
 		return 0, true
 	case err != nil:
-		return s.rev, false
+		return 0, false
 	case bytes.Equal(e.Value(), ls.val):
 		return max(e.Revision(), s.rev), false
 	case e.Revision() == s.rev:
