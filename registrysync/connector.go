@@ -193,6 +193,9 @@ func (c *connector) start(ctx context.Context) {
 			}
 			// The loop panicked: report and start over after a pause.
 			c.setStatus(ctx, c.newStatus(subjects.StatusUnavailable, subjects.CodeInternal, "connector restarted after an internal error"))
+			c.mu.Lock()
+			c.sessEnd = nil // the status tells the loss now (relistNow), as the loop's does
+			c.mu.Unlock()
 			sleepCtx(ctx, c.m.cfg.BackoffMax)
 		}
 	}()
@@ -299,7 +302,7 @@ func (c *connector) loop(ctx context.Context) {
 			continue
 		}
 		began := time.Now()
-		err = c.serve(ctx, s)
+		err = c.serveOrClose(ctx, s)
 		if ctx.Err() != nil {
 			s.close(cfg.DrainTimeout)
 			return
@@ -640,6 +643,21 @@ func (c *connector) serve(ctx context.Context, s *session) (err error) {
 			c.retryStatus(ctx)
 		}
 	}
+}
+
+// serveOrClose is serve, closing s when serving it panics (protect recovers, and the loop starts
+// again): left open, served by nothing, the session lived on beside the next one (a stdio
+// server's process, an HTTP server's streams), even once the connector stopped.
+func (c *connector) serveOrClose(ctx context.Context, s *session) error {
+	served := false
+	defer func() {
+		if !served {
+			s.close(0)
+		}
+	}()
+	err := c.serve(ctx, s)
+	served = true
+	return err
 }
 
 // sessionEnd is the end of the loop's serving of a session: done closes when the loop stops
