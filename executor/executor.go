@@ -595,7 +595,8 @@ type inflight struct {
 	mu         sync.Mutex
 	lease      *lease
 	dispatched atomic.Bool // tools/call was sent (or may have been): its outcome may be unknown
-	// claiming: this delivery claims, or claimed, its call (see claim): it holds the claim
+	// claiming: this delivery claims, or claimed, its call (see claim, and refuseClaiming: a
+	// refusal's claim too, unless given back): it holds the claim
 	// until it ends. held is the claim it made (under mu): marked Left if it ends without an
 	// answer stored (see leaveClaim).
 	claiming atomic.Bool

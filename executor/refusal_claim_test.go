@@ -2,10 +2,13 @@ package executor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -42,5 +45,57 @@ func TestRefusalClaimHolderGoneNotOutcomeUnknown(t *testing.T) {
 	}
 	if n := r.ex.Stats().Dispatched; n != 0 {
 		t.Errorf("dispatched %d times, want 0", n)
+	}
+}
+
+// seqMsg is a calls stream message of sequence seq as a worker of this process handles it.
+type seqMsg struct {
+	jetstream.Msg
+	seq uint64
+}
+
+func (m seqMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	return &jetstream.MsgMetadata{Sequence: jetstream.SequencePair{Stream: m.seq}, NumDelivered: 2}, nil
+}
+func (m seqMsg) InProgress() error { return nil }
+
+// TestRefusalClaimHeldHereNotGone: a delivery of this process took its call's claim to store a
+// refusal (refuseClaiming) and is still storing it (a JetStream slow to answer) when another
+// delivery of the call reaches this process (the same request delivered again, its heartbeats
+// lost; or a resend). That one asks whether the claim's holder is gone: a holder of this
+// process is gone when no worker here handles its delivery as a claimant. The refusal's
+// delivery was no claimant (only claim marked one), so the holder read as gone at once, and the
+// other delivery stored internal "that answer was never stored" over the refusal being stored.
+func TestRefusalClaimHeldHereNotGone(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"ticketing"}})
+	r.waitTool("ticketing__createIssue")
+
+	const seq = 1 << 40 // (no request of the calls stream)
+	a := r.ex.flight.add(seqMsg{seq: seq})
+	defer r.ex.flight.remove(a)
+	b := r.ex.flight.add(seqMsg{seq: seq})
+	defer r.ex.flight.remove(b)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	newCall := func() *call {
+		return &call{tenant: "local", started: time.Now(), redelivered: true, seq: seq,
+			req: subjects.CallRequest{V: subjects.Version, ID: "refusal-claim-here", Tool: "ticketing__createIssue"}}
+	}
+	err := r.ex.refuseClaiming(context.WithValue(ctx, inflightKey{}, a), newCall(), subjects.CallRefused,
+		&subjects.Error{Code: subjects.CodeUnavailable, Message: "refused"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := r.ex.st.claims.Get(ctx, claimKey("local", "refusal-claim-here"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cl claimValue
+	if err := json.Unmarshal(entry.Value(), &cl); err != nil || cl.Refused == "" {
+		t.Fatalf("precondition: a refusal's claim, got %s (%v)", entry.Value(), err)
+	}
+	// (a still handles the delivery that holds the claim: its answer may not be stored yet)
+	if r.ex.holderGone(context.WithValue(ctx, inflightKey{}, b), newCall(), cl) {
+		t.Errorf("the refusal's claim read as its holder's gone while its delivery is handled here")
 	}
 }

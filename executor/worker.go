@@ -785,8 +785,17 @@ func (e *Executor) refuseClaiming(ctx context.Context, c *call, status string, e
 		cv.Instance = *id
 	}
 	val, _ := json.Marshal(cv)
+	// A claimant, as claim's: another delivery of the call in this process finding the claim
+	// before the refusal is stored waits for it, not taking its holder for gone (holderGone).
+	in, _ := ctx.Value(inflightKey{}).(*inflight)
+	if in != nil {
+		in.claiming.Store(true)
+	}
 	key := claimKey(c.tenant, c.req.ID)
 	rev, cerr := e.st.claims.Create(ctx, key, val)
+	if cerr != nil && in != nil {
+		in.claiming.Store(false) // not this delivery's claim
+	}
 	switch {
 	case errors.Is(cerr, jetstream.ErrKeyExists):
 		return e.answerClaimed(ctx, c)
@@ -807,6 +816,8 @@ func (e *Executor) refuseClaiming(ctx context.Context, c *call, status string, e
 		}
 		if derr := e.st.claims.Delete(dctx, key, jetstream.LastRevision(rev)); derr != nil {
 			e.cfg.Log.Debug().Err(derr).Str("claim", e.logRedacted(key)).Msg("claim of a refusal not given back")
+		} else if in != nil {
+			in.claiming.Store(false) // (given back: no longer this delivery's)
 		}
 	}
 	return ferr
