@@ -319,10 +319,10 @@ func (c *Client) statusError(resp *http.Response) *Error {
 	msg := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
 		// Not followed (see sameOrigin): where it leads, without its query, which may hold
-		// a credential.
+		// a credential, and cut as a body is (the Location may be as long as a header may).
 		if to, err := resp.Location(); err == nil {
 			shown := url.URL{Scheme: to.Scheme, Host: to.Host, Path: to.Path}
-			msg += fmt.Sprintf(" to %q: redirects are followed within the endpoint's origin only (set the final URL)", shown.String())
+			msg += fmt.Sprintf(" to %q: redirects are followed within the endpoint's origin only (set the final URL)", c.snippet([]byte(shown.String())))
 		} else {
 			msg += ": a redirect without a usable Location"
 		}

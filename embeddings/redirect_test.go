@@ -57,3 +57,27 @@ func TestRedirectElsewhereRefused(t *testing.T) {
 		t.Errorf("same-origin redirect: %v, %v", vecs, err)
 	}
 }
+
+// TestRedirectLocationCut: the error of a redirect not followed quoted the Location's path
+// whole: an endpoint (or what answers at its address) could make it as long as a response
+// header may be, a megabyte, in every error message of the index. The path is cut as a
+// response body's snippet is, after the key in it is redacted (a cut copy would not be).
+func TestRedirectLocationCut(t *testing.T) {
+	long := "/v1/" + testKey + strings.Repeat("p", 100000)
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "http://localhost:1"+long+"?token=abcdefghijklmnop")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer endpoint.Close()
+
+	c := &Client{BaseURL: endpoint.URL + "/v1", Model: "m", APIKey: testKey}
+	_, err := c.Embed(context.Background(), []string{"a"})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeRejected {
+		t.Fatalf("Embed: %v, want embeddings_rejected", err)
+	}
+	if len(e.Message) > 1000 || !strings.Contains(e.Message, "http://localhost:1/v1/") ||
+		strings.Contains(e.Message, testKey) || strings.Contains(e.Message, "abcdefghijklmnop") {
+		t.Errorf("message of %d bytes %.300q: want the Location's start without the key or query, cut", len(e.Message), e.Message)
+	}
+}

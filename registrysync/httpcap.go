@@ -75,6 +75,12 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
+	if err := t.redirectElsewhere(resp); err != nil {
+		if resp.Body != nil {
+			resp.Body.Close()
+		}
+		return nil, err
+	}
 	if r.Method == http.MethodPost {
 		if cp, _ := r.Context().Value(captureKey{}).(*capture); cp != nil {
 			cp.httpAnswered(resp) // mcp-go reports most statuses as error text only
@@ -129,6 +135,30 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// redirectElsewhere is the error of a redirect to another origin than the configured URL's,
+// which the client is not to follow (see sameOriginRedirect). It is refused here, before the
+// client sees it: a refusal by CheckRedirect comes out of the client as a *url.Error quoting the
+// Location whole, path and query included, before the reason — a long one, the server's choice,
+// cut the reason out of the status and of a call's error, and a short one had its query (a
+// token) quoted. Refused here, the error quotes the request's URL (the configured one, as any
+// transport error does) and names the target by its origin only.
+func (t *cappedTransport) redirectElsewhere(resp *http.Response) error {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect: // (those the client follows)
+	default:
+		return nil
+	}
+	loc, err := resp.Location()
+	if err != nil || t.origin == "" {
+		return nil // none or unparsable: the client does not follow it
+	}
+	if to := origin(loc); to != t.origin {
+		return fmt.Errorf("refused a redirect from %s to another origin, %s: the server's credentials would go with it", t.origin, truncate(to, 256))
+	}
+	return nil
 }
 
 // brokenJSONBody reads the JSON body of resp, the answer to request want, that is not an

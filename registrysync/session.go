@@ -68,7 +68,9 @@ const maxRedirects = 10
 // configured URL. Every request carries ServerConfig.Headers, and Go's client copies them onto
 // a redirected request: custom headers (an API key) to any host, Authorization to any port of
 // the same host name. A redirect elsewhere would hand the server's credentials to whoever the
-// response names.
+// response names. cappedTransport refuses such a redirect first, with an error that does not
+// quote the Location (see redirectElsewhere): this is the bound on their number, and a second
+// line.
 func sameOriginRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
