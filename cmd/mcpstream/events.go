@@ -32,7 +32,8 @@ func init() {
 
 const eventsHelp = `
 Replays stored events in order, oldest first, then exits once caught up with what was stored when
-it began (or, with --follow, keeps printing new ones until Ctrl-C). By default it reads the registry stream: every snapshot,
+it began (events removed before they are read, by max_age, max_bytes, a message TTL or a purge,
+are not waited for), or, with --follow, keeps printing new ones until Ctrl-C. By default it reads the registry stream: every snapshot,
 list_changed, confirmation (re-listed unchanged), status and revocation event of every MCP server.
 A --subject filter (any mcpstream subject with NATS wildcards, with or without the "mcpstream.v1."
 prefix) picks the stream it belongs to: registry, results or audit; one that matches no stored
@@ -360,7 +361,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 // readStream delivers a stream's messages (filtered by cfg) in order to fn, with an ordered
 // consumer. Without follow it returns once the messages that existed when it started were
-// delivered; with follow it runs until ctx ends. Ctrl-C (ctx done) is a clean stop.
+// delivered (or removed before they were); with follow it runs until ctx ends. Ctrl-C (ctx done) is a clean stop.
 func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, follow bool, fn func(jetstream.Msg) error) error {
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	st, err := js.Stream(sctx, stream)
@@ -423,8 +424,9 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 			}
 		}
 	})
+	var got gotSoFar
 	for {
-		msg, err := it.Next(jetstream.NextContext(wctx))
+		msg, err := nextMsg(wctx, it, follow)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -432,9 +434,18 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 			if remade.Load() {
 				return fmt.Errorf("read %s: the stream was made again (deleted and created) while it was read: run the command again to read the new one", stream)
 			}
+			if errors.Is(err, errReplayIdle) && wctx.Err() == nil {
+				if replayDrained(wctx, cons, got) {
+					return nil
+				}
+				continue
+			}
 			return fmt.Errorf("read %s: %w", stream, err)
 		}
 		meta, merr := msg.Metadata()
+		if merr == nil {
+			got = gotSoFar{consumer: meta.Consumer, seq: meta.Sequence.Consumer}
+		}
 		if !follow && merr == nil && meta.Sequence.Stream > last {
 			return nil
 		}
@@ -445,6 +456,56 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 			return nil
 		}
 	}
+}
+
+// errReplayIdle is nextMsg's answer when a replay (no --follow) was sent nothing for
+// replayIdleCheck.
+var errReplayIdle = errors.New("no event for a while")
+
+// replayIdleCheck is how long a replay waits for its next event before it asks the server
+// whether one is still to come (a variable: tests shorten it).
+var replayIdleCheck = 2 * time.Second
+
+// nextMsg is the iterator's next message; without follow, errReplayIdle when none came for
+// replayIdleCheck (the iterator stays usable).
+func nextMsg(ctx context.Context, it jetstream.MessagesContext, follow bool) (jetstream.Msg, error) {
+	if follow {
+		return it.Next(jetstream.NextContext(ctx))
+	}
+	nctx, cancel := context.WithTimeout(ctx, replayIdleCheck)
+	defer cancel()
+	msg, err := it.Next(jetstream.NextContext(nctx))
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, errReplayIdle
+	}
+	return msg, err
+}
+
+// gotSoFar is the consumer (its name: the ordered consumer makes a new one on a reset) and the
+// consumer sequence of the last message a replay received.
+type gotSoFar struct {
+	consumer string
+	seq      uint64
+}
+
+// replayDrained reports whether the server has no event left to send a replay: none pending
+// and none sent that the replay has not received. The last event a replay is sent says how many
+// are pending after it, and those can be removed before they are sent (max_age, max_bytes, a
+// per-message TTL, a purge, a deleted message): the replay waited for them for good. False
+// when the consumer cannot be asked (a reset, a slow server): the replay waits on.
+func replayDrained(ctx context.Context, cons jetstream.Consumer, got gotSoFar) bool {
+	ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	info, err := cons.Info(ictx)
+	if err != nil || info.NumPending > 0 {
+		return false
+	}
+	// Sent but not yet received (the server's answer can overtake its messages): wait on.
+	received := uint64(0)
+	if info.Name == got.consumer {
+		received = got.seq
+	}
+	return info.Delivered.Consumer <= received
 }
 
 // eventLine is one --json line of `events`.
@@ -797,8 +858,16 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
+	// A rune the cut would split starts in the utf8.UTFMax-1 bytes before it: cut before that
+	// rune. Bytes of invalid UTF-8 are runes of a byte each (backing up to any byte that starts
+	// a rune emptied a run of continuation bytes, 0x80…).
+	for i := n - 1; i >= 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			if r, size := utf8.DecodeRuneInString(s[i:]); (r != utf8.RuneError || size > 1) && i+size > n {
+				n = i
+			}
+			break
+		}
 	}
 	return s[:n] + "…"
 }
