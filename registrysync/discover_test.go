@@ -27,10 +27,15 @@ import (
 //	               asked for), and answers initialize as a 2025-11-25 server
 //	mute-discover  a 2025-11-25 server that never answers server/discover (it holds the POST
 //	               until the client gives up), and answers initialize
+//	modern         a 2026-07-28 server that accepts the first request (reject-first without
+//	               the refusal), whose tools/list results carry hints
 type negotiationServer struct {
 	mode string
-	mu   sync.Mutex
-	seen []string // "method header" of each POST
+	// hints are the cache hints of a tools/list result of a 2026-07-28 mode (nil: ttlMs 0,
+	// cacheScope private), written as they are: a hostile server's odd values.
+	hints map[string]any
+	mu    sync.Mutex
+	seen  []string // "method header" of each POST
 }
 
 func (s *negotiationServer) posts() []string {
@@ -105,8 +110,8 @@ func (s *negotiationServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		default:
 			answer(200, "result", map[string]any{})
 		}
-	case "reject-first":
-		if first {
+	case "reject-first", "modern":
+		if first && s.mode == "reject-first" {
 			answer(400, "error", map[string]any{"code": -32022, "message": "Unsupported protocol version",
 				"data": map[string]any{"supported": []string{"2026-07-28"}, "requested": header}})
 			return
@@ -117,7 +122,15 @@ func (s *negotiationServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
 				"_meta": map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "strict", "version": "1"}}})
 		case "tools/list":
-			answer(200, "result", map[string]any{"tools": tools, "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+			res := map[string]any{"tools": tools, "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+			if s.hints != nil {
+				delete(res, "ttlMs")
+				delete(res, "cacheScope")
+				for k, v := range s.hints {
+					res[k] = v
+				}
+			}
+			answer(200, "result", res)
 		default:
 			answer(200, "result", map[string]any{"resultType": "complete"})
 		}
@@ -182,6 +195,40 @@ func TestDiscoverNegotiationEdges(t *testing.T) {
 						t.Errorf("POST %q: want MCP-Protocol-Version %s on every request; POSTs: %q", p, tc.protocol, posts)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestOddCacheHints: a server's odd cache hints reach the snapshot by the documented rules, not
+// as absent: a negative ttlMs is expired at once (0), and a cacheScope other than public,
+// "Private" or an unknown word, is private. Read as absent, the list never expired, and a
+// private list was shown to every principal.
+func TestOddCacheHints(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		hints map[string]any
+		ttl   int64 // -1: absent
+		scope string
+	}{
+		{"negative ttl, scope in another case", map[string]any{"ttlMs": -5, "cacheScope": "Private"}, 0, subjects.ScopePrivate},
+		{"unknown scope", map[string]any{"ttlMs": 60000, "cacheScope": "shared"}, 60000, subjects.ScopePrivate},
+		{"scope not a string", map[string]any{"ttlMs": 1.5, "cacheScope": 7}, 1, subjects.ScopePrivate},
+		{"hints absent", map[string]any{}, -1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ts := httptest.NewServer(&negotiationServer{mode: "modern", hints: tc.hints})
+			t.Cleanup(ts.Close)
+			h := run(t, nil, fastConfig(ServerConfig{Name: "odd", Transport: TransportHTTP, URL: ts.URL, Kinds: []string{"tools"}}))
+			rec := record(t, h.env, subjects.RegistryServer("odd"))
+			snap := rec.wait(0, "tools snapshot", isSnapshot(subjects.KindTools, nil)).ev.Snapshot
+			if (tc.ttl < 0) != (snap.TTLMs == nil) || snap.TTLMs != nil && *snap.TTLMs != tc.ttl {
+				t.Errorf("ttlMs = %v, want %d (-1: absent)", snap.TTLMs, tc.ttl)
+			}
+			if snap.CacheScope != tc.scope {
+				t.Errorf("cacheScope = %q, want %q", snap.CacheScope, tc.scope)
 			}
 		})
 	}

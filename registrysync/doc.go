@@ -32,7 +32,12 @@
 // executor's to refuse, per call). The catalog keeps them per server
 // and shows them in its servers listing.
 // TTLMs is the smallest ttlMs of the pages (absent if none sent one) and CacheScope is
-// "private" if any page said so; AuthContext is ServerConfig.AuthContext, whose credentials the
+// "private" if any page said so. Odd hints never fail the list, and never widen it: a ttlMs is
+// cut to whole milliseconds, a negative one is 0 (expired at once), one that is not a number
+// (a string included) or is past 2^53 is ignored (as absent: nothing expires); a cacheScope is
+// "public" or "private" in any case, and any other value (an unknown word, "", not a string)
+// is private — a list whose scope cannot be read is not shown to every principal; an absent or
+// null one is public, MCP's default. AuthContext is ServerConfig.AuthContext, whose credentials the
 // list was made with (a private list is for that context only). Fingerprint is a hex SHA-256
 // over the set of item hashes, the cache scope, the authorization context, the ttlMs (when
 // sent: a list whose TTL alone changed is a new snapshot) and the rejections (a server that reorders an unchanged list does not produce a new snapshot). The message's

@@ -17,6 +17,7 @@ func FuzzListing(f *testing.F) {
 	f.Add(`{"tools":[{"name":"","inputSchema":{"type":"string"}},{"name":1},null,[]]}`)
 	f.Add(`{"resources":[{"uri":"file:///a","name":"a"}],"ttlMs":-1}`)
 	f.Add(`{"prompts":[{"name":"p","arguments":[{"name":"x"}]}]}`)
+	f.Add(`{"tools":[],"ttlMs":-1e400,"cacheScope":"Private"}`)
 	f.Add(`{"tools":{"name":"a"}}`)
 	f.Add(`null`)
 	f.Add(`[1,2]`)
@@ -30,6 +31,14 @@ func FuzzListing(f *testing.F) {
 					t.Fatalf("error without its code: %v", err)
 				}
 				continue
+			}
+			// Cache hints are read by their rules whatever the server sent: a ttlMs of 0 or
+			// more, or none; a scope consumers know, or none.
+			if p.ttlMs != nil && *p.ttlMs < 0 {
+				t.Fatalf("ttlMs %d", *p.ttlMs)
+			}
+			if p.scope != "" && p.scope != subjects.ScopePublic && p.scope != subjects.ScopePrivate {
+				t.Fatalf("cacheScope %q", p.scope)
 			}
 			// Items are counted before they are decoded: the count is the number decoded.
 			if _, err := parsePage(kind, []byte(raw), len(p.items)); err != nil {

@@ -92,18 +92,45 @@ func parsePage(kind subjects.Kind, raw []byte, maxItems int) (page, error) {
 			return page{}, codedf(subjects.CodeMalformedResponse, "%s/list result: nextCursor is %d bytes, more than %d", kind, len(p.nextCursor), maxCursorBytes)
 		}
 	}
-	// Cache hints are advisory: a bad value is ignored rather than failing the list.
+	// Cache hints are advisory: a bad value never fails the list (see pageTTL, pageScope).
 	if v, ok := fields["ttlMs"]; ok && !isNull(v) {
-		var f float64
-		if json.Unmarshal(v, &f) == nil && f >= 0 && f <= 1<<53 {
-			ms := int64(f)
-			p.ttlMs = &ms
-		}
+		p.ttlMs = pageTTL(v)
 	}
 	if v, ok := fields["cacheScope"]; ok && !isNull(v) {
-		_ = json.Unmarshal(v, &p.scope)
+		p.scope = pageScope(v)
 	}
 	return p, nil
+}
+
+// pageTTL reads a page's ttlMs (not null): a fraction is cut to whole milliseconds; a negative
+// number is 0, expired at once (read as absent, it made the list never expire); a value that is
+// not a number, or past 2^53 (beyond any lifetime: nothing expires), is ignored (nil).
+func pageTTL(v json.RawMessage) *int64 {
+	var n json.Number
+	if t := bytes.TrimSpace(v); len(t) == 0 || t[0] == '"' || json.Unmarshal(t, &n) != nil {
+		return nil // not a number (json.Number would take "60000", a string)
+	}
+	ms := int64(0)
+	if !strings.HasPrefix(string(n), "-") { // (-1e400 too, which is no float64)
+		f, err := n.Float64()
+		if err != nil || f > 1<<53 {
+			return nil
+		}
+		ms = int64(f)
+	}
+	return &ms
+}
+
+// pageScope reads a page's cacheScope (not null): "public" or "private" in any case, and any
+// other value (an unknown word, "", not a string) private: a list whose scope cannot be read
+// must not be shown to every principal. An absent one is "" (public, MCP's default).
+func pageScope(v json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(v, &s)
+	if strings.EqualFold(s, subjects.ScopePublic) {
+		return subjects.ScopePublic
+	}
+	return subjects.ScopePrivate
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }

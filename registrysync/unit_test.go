@@ -77,6 +77,21 @@ func TestParsePage(t *testing.T) {
 		{"list a string", `{"tools":"x"}`, 0, "", -1, "", subjects.CodeMalformedResponse},
 		{"list an empty object", `{"tools":{}}`, 0, "", -1, "", subjects.CodeMalformedResponse},
 		{"bad ttl ignored", `{"tools":[],"ttlMs":"soon"}`, 0, "", -1, "", ""},
+		{"ttl a numeric string", `{"tools":[],"ttlMs":"60000"}`, 0, "", -1, "", ""},
+		{"null hints", `{"tools":[],"ttlMs":null,"cacheScope":null}`, 0, "", -1, "", ""},
+		{"fractional ttl", `{"tools":[],"ttlMs":1500.9}`, 0, "", 1500, "", ""},
+		{"huge ttl ignored", `{"tools":[],"ttlMs":1e300}`, 0, "", -1, "", ""},
+		// A negative ttlMs is expired at once, as 0: read as absent, it made the list never
+		// expire.
+		{"negative ttl", `{"tools":[],"ttlMs":-1}`, 0, "", 0, "", ""},
+		{"huge negative ttl", `{"tools":[],"ttlMs":-1e400}`, 0, "", 0, "", ""},
+		// A cacheScope other than public (in any case) or absent is private: read as absent,
+		// "Private" or an unknown scope made a private list visible to every principal.
+		{"scope in another case", `{"tools":[],"cacheScope":"Private"}`, 0, "", -1, "private", ""},
+		{"public in another case", `{"tools":[],"cacheScope":"PUBLIC"}`, 0, "", -1, "public", ""},
+		{"unknown scope", `{"tools":[],"cacheScope":"shared"}`, 0, "", -1, "private", ""},
+		{"empty scope", `{"tools":[],"cacheScope":""}`, 0, "", -1, "private", ""},
+		{"scope not a string", `{"tools":[],"cacheScope":{"public":true}}`, 0, "", -1, "private", ""},
 		{"unknown fields", `{"tools":[{"name":"a"}],"_meta":{"x":1},"resultType":"complete"}`, 1, "", -1, "", ""},
 		{"not an object", `[1,2]`, 0, "", -1, "", subjects.CodeMalformedResponse},
 		{"null", `null`, 0, "", -1, "", subjects.CodeMalformedResponse},
