@@ -857,9 +857,8 @@ func typeProblem(n *yaml.Node, t reflect.Type) string {
 		}
 	}
 	if n.Kind == yaml.MappingNode {
-		// As yaml says it, without its decoding, which compares every key with every other
-		// first.
-		return fmt.Sprintf("cannot unmarshal %s into %s", n.ShortTag(), t)
+		// Without decoding it, which compares every key with every other first.
+		return shapeMsg(t, "a mapping")
 	}
 	err := n.Decode(reflect.New(t).Interface())
 	if err == nil {
@@ -873,7 +872,70 @@ func typeProblem(n *yaml.Node, t reflect.Type) string {
 	if g := yamlLineRe.FindStringSubmatch(msg); g != nil {
 		msg = g[2]
 	}
-	return strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if g := yamlUnmarshalRe.FindStringSubmatch(msg); g != nil {
+		switch {
+		case outOfRange(n, t):
+			return fmt.Sprintf("want %s, got %s: out of range", shapeOf(t), g[2])
+		case g[2] != "":
+			return shapeMsg(t, g[2]) // the value as yaml shows it, cut to 10 bytes
+		case n.Kind == yaml.SequenceNode:
+			return shapeMsg(t, "a list")
+		}
+	}
+	return msg
+}
+
+// outOfRange reports whether scalar n is a number too large for the number type t
+// (burst: 99999999999999999999, perSecond: 1e400), which yaml refuses as of the wrong type.
+func outOfRange(n *yaml.Node, t reflect.Type) bool {
+	if n.Kind != yaml.ScalarNode || !isInt(t) && t.Kind() != reflect.Float32 && t.Kind() != reflect.Float64 {
+		return false
+	}
+	_, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
+}
+
+// yamlUnmarshalRe matches yaml's type errors: "cannot unmarshal !!str `maybe` into bool".
+var yamlUnmarshalRe = regexp.MustCompile("^cannot unmarshal (!![a-z]+)(?: (`.*`))? into ")
+
+// shapeMsg says what a field of type t wants and what it got, in the words of a YAML file:
+// yaml's own message names Go types ("into []main.serverEntry"), which mean nothing to whoever
+// wrote the file.
+func shapeMsg(t reflect.Type, got string) string {
+	return "want " + shapeOf(t) + ", got " + got
+}
+
+// shapeOf names what a value of type t is written as in YAML.
+func shapeOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Map:
+		return "a mapping"
+	case t.Kind() == reflect.Slice:
+		e := t.Elem()
+		for e.Kind() == reflect.Pointer {
+			e = e.Elem()
+		}
+		switch e.Kind() {
+		case reflect.String:
+			return "a list of strings"
+		case reflect.Struct, reflect.Map:
+			return "a list of mappings"
+		}
+		return "a list"
+	case t.Kind() == reflect.String:
+		return "a string"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case isInt(t):
+		return "a whole number"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a number"
+	}
+	return t.Kind().String()
 }
 
 func isInt(t reflect.Type) bool {

@@ -187,17 +187,17 @@ func TestConfigTypeErrorsNameTheirField(t *testing.T) {
 		want []string
 	}{
 		"limits": {"servers: []\nlimits: {tenant: {perSecond: 1e400, burst: 99999999999999999999, concurrency: 1}}\n", []string{
-			"c.yaml:2: limits.tenant: field perSecond: cannot unmarshal !!str `1e400` into float64",
-			"c.yaml:2: limits.tenant: field burst: cannot unmarshal !!float `9999999...` into int",
+			"c.yaml:2: limits.tenant: field perSecond: want a number, got `1e400`: out of range",
+			"c.yaml:2: limits.tenant: field burst: want a whole number, got `9999999...`: out of range",
 		}},
 		"server": {"servers: [{name: a, command: [x], args: y, kinds: tools}]\n", []string{
-			"c.yaml:1: servers[0] (a): field command: cannot unmarshal !!seq into string",
-			"c.yaml:1: servers[0] (a): field args: cannot unmarshal !!str `y` into []string",
-			"c.yaml:1: servers[0] (a): field kinds: cannot unmarshal !!str `tools` into []string",
+			"c.yaml:1: servers[0] (a): field command: want a string, got a list",
+			"c.yaml:1: servers[0] (a): field args: want a list of strings, got `y`",
+			"c.yaml:1: servers[0] (a): field kinds: want a list of strings, got `tools`",
 		}},
 		"policy": {"servers: []\npolicy: {approveDestructive: maybe, rules: [{name: r, allow: {a: b}}]}\n", []string{
-			"c.yaml:2: policy: field approveDestructive: cannot unmarshal !!str `maybe` into bool",
-			"c.yaml:2: policy.rules[0] (r): field allow: cannot unmarshal !!map into []string",
+			"c.yaml:2: policy: field approveDestructive: want true or false, got `maybe`",
+			"c.yaml:2: policy.rules[0] (r): field allow: want a list of strings, got a mapping",
 		}},
 	} {
 		_, err := parseConfig("c.yaml", []byte(tc.yaml), noEnv)

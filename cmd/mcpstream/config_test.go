@@ -249,7 +249,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{
 			name: "wrong type",
 			yaml: "servers:\n  - name: a\n    command: x\n    args: --flag\n",
-			want: []string{":4: servers[0] (a): field args: cannot unmarshal !!str `--flag` into []string"},
+			want: []string{":4: servers[0] (a): field args: want a list of strings, got `--flag`"},
 		},
 		{
 			name: "yaml syntax",
