@@ -57,6 +57,22 @@ const (
 	HeaderCallSeq = "Mcpstream-Call-Seq"
 )
 
+// NormalScope is a snapshot's cacheScope as its consumers read it: "" (absent: public, MCP's
+// default), "public" in any case is "public", and any other word is "private" ("Private", one
+// no consumer knows). Consumers tell a private list by the exact word "private" (policy's
+// MayUseScope): read as it was, an odd scope from a publisher other than registrysync (which
+// writes only these) showed a private list to every principal. A list whose scope cannot be
+// read is not shown to every principal; registrysync reads a server's cacheScope so too.
+func NormalScope(scope string) string {
+	switch {
+	case scope == "":
+		return ""
+	case strings.EqualFold(scope, ScopePublic):
+		return ScopePublic
+	}
+	return ScopePrivate
+}
+
 // ErrBadPayload is returned when an event's JSON is malformed or of an unknown version.
 var ErrBadPayload = errors.New("bad event payload")
 
@@ -323,6 +339,9 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 	if ev.Snapshot != nil && !ev.Snapshot.Kind.Valid() || ev.ListChanged != nil && !ev.ListChanged.Kind.Valid() ||
 		ev.Confirmed != nil && !ev.Confirmed.Kind.Valid() {
 		return RegistryEvent{}, fmt.Errorf("%w: unknown kind", ErrBadPayload)
+	}
+	if ev.Snapshot != nil {
+		ev.Snapshot.CacheScope = NormalScope(ev.Snapshot.CacheScope)
 	}
 	if ev.Confirmed != nil && (ev.Confirmed.Fingerprint == "" || ev.Confirmed.ListedAt.IsZero()) {
 		// It would confirm a list without a fingerprint, or at no time.

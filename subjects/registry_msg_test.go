@@ -91,3 +91,29 @@ func TestDecodeRegistryMsgErrorQuotesServer(t *testing.T) {
 		t.Errorf("error = %.400q (%d bytes), want the server quoted and bounded", msg, len(msg))
 	}
 }
+
+// TestDecodeSnapshotScope: a snapshot's cacheScope reaches consumers as "public", "private" or
+// "" (public, MCP's default), whoever published it: every consumer (policy.MayUseScope, the
+// catalog's scope overview) tells private from public by the exact word "private", so a
+// "Private" or an unknown word read as it is showed a private list to every principal.
+func TestDecodeSnapshotScope(t *testing.T) {
+	for scope, want := range map[string]string{
+		`"private"`: ScopePrivate, `"Private"`: ScopePrivate, `"PRIVATE"`: ScopePrivate,
+		`"shared"`: ScopePrivate, `" public"`: ScopePrivate,
+		`"public"`: ScopePublic, `"Public"`: ScopePublic,
+		`""`: "", `null`: "",
+	} {
+		data := []byte(`{"v":1,"type":"snapshot","server":"kb","kind":"tools","items":[],"cacheScope":` + scope + `}`)
+		ev, err := DecodeRegistryMsg(RegistrySnapshot("kb", KindTools), data)
+		if err != nil || ev.Snapshot == nil {
+			t.Fatalf("cacheScope %s: %+v, %v", scope, ev, err)
+		}
+		if ev.Snapshot.CacheScope != want {
+			t.Errorf("cacheScope %s decoded as %q, want %q", scope, ev.Snapshot.CacheScope, want)
+		}
+	}
+	ev, err := DecodeRegistry([]byte(`{"v":1,"type":"snapshot","server":"kb","kind":"tools","items":[],"cacheScope":"Private"}`))
+	if err != nil || ev.Snapshot.CacheScope != ScopePrivate {
+		t.Errorf("DecodeRegistry: cacheScope %q, %v; want private", ev.Snapshot.CacheScope, err)
+	}
+}
