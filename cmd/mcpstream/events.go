@@ -426,7 +426,7 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 	})
 	var got gotSoFar
 	for {
-		msg, err := nextMsg(wctx, it, follow)
+		msg, err := nextMsg(wctx, it, cons, got, follow)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -434,11 +434,8 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 			if remade.Load() {
 				return fmt.Errorf("read %s: the stream was made again (deleted and created) while it was read: run the command again to read the new one", stream)
 			}
-			if errors.Is(err, errReplayIdle) && wctx.Err() == nil {
-				if replayDrained(wctx, cons, got) {
-					return nil
-				}
-				continue
+			if errors.Is(err, errReplayDrained) {
+				return nil
 			}
 			return fmt.Errorf("read %s: %w", stream, err)
 		}
@@ -458,25 +455,45 @@ func readStream(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 	}
 }
 
-// errReplayIdle is nextMsg's answer when a replay (no --follow) was sent nothing for
-// replayIdleCheck.
-var errReplayIdle = errors.New("no event for a while")
+// errReplayDrained is nextMsg's answer when a replay (no --follow) has no event left to come
+// (see replayDrained).
+var errReplayDrained = errors.New("no event left to read")
 
 // replayIdleCheck is how long a replay waits for its next event before it asks the server
-// whether one is still to come (a variable: tests shorten it).
+// whether one is still to come, and how often it asks again (a variable: tests shorten it).
 var replayIdleCheck = 2 * time.Second
 
-// nextMsg is the iterator's next message; without follow, errReplayIdle when none came for
-// replayIdleCheck (the iterator stays usable).
-func nextMsg(ctx context.Context, it jetstream.MessagesContext, follow bool) (jetstream.Msg, error) {
+// nextMsg is the iterator's next message; without follow, errReplayDrained when none came for
+// replayIdleCheck and the server has none left to send (got: what the replay received). The
+// server is asked beside Next, which waits on: a deadline on Next would also end, every time,
+// nats.go's watch of the pull request's heartbeats, its way to ask again for a request lost
+// without a word (the replay then waited for good for events it never asked for).
+func nextMsg(ctx context.Context, it jetstream.MessagesContext, cons jetstream.Consumer, got gotSoFar, follow bool) (jetstream.Msg, error) {
 	if follow {
 		return it.Next(jetstream.NextContext(ctx))
 	}
-	nctx, cancel := context.WithTimeout(ctx, replayIdleCheck)
-	defer cancel()
+	nctx, cancel := context.WithCancelCause(ctx)
+	var asking sync.WaitGroup
+	asking.Go(func() {
+		t := time.NewTicker(replayIdleCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-nctx.Done():
+				return
+			case <-t.C:
+			}
+			if replayDrained(nctx, cons, got) {
+				cancel(errReplayDrained)
+				return
+			}
+		}
+	})
 	msg, err := it.Next(jetstream.NextContext(nctx))
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, errReplayIdle
+	cancel(nil)
+	asking.Wait()
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(nctx), errReplayDrained) {
+		return nil, errReplayDrained
 	}
 	return msg, err
 }
