@@ -256,7 +256,7 @@ func (c *Catalog) scopesNow() *scopeOverview {
 	if so == nil || so.version != c.version {
 		so = &scopeOverview{version: c.version, tenants: map[string]bool{}, users: map[string]bool{}}
 		for name, s := range c.servers {
-			if km := s.tools0; km != nil && km.CacheScope == subjects.ScopePrivate && len(s.tools) > 0 {
+			if km := s.tools0; km != nil && subjects.NormalScope(km.CacheScope) == subjects.ScopePrivate && len(s.tools) > 0 {
 				so.private = append(so.private, s)
 				for _, part := range strings.Split(km.AuthContext, "/") {
 					switch k, v, _ := strings.Cut(part, ":"); k {

@@ -471,8 +471,10 @@ func Match(pat, s string) bool {
 
 // MayUseScope reports whether principal pr may see a list the server marked cacheScope private,
 // listed under authContext ("tenant:T", "user:U", "tenant:T/user:U", or "" for the host's own).
+// A scope other than "" or public is private (subjects.NormalScope), whoever stored it: a
+// catalog written before snapshots were normalized when decoded may hold "Private".
 func (p *Policy) MayUseScope(pr subjects.Principal, cacheScope, authContext string) bool {
-	if cacheScope != subjects.ScopePrivate {
+	if subjects.NormalScope(cacheScope) != subjects.ScopePrivate {
 		return true
 	}
 	if authContext == "" {

@@ -110,6 +110,11 @@ func TestMayUseScope(t *testing.T) {
 		{alice, subjects.ScopePrivate, "", false},
 		{Local, subjects.ScopePrivate, "", true},
 		{alice, subjects.ScopePrivate, "weird", false},
+		// A scope stored before snapshots were normalized (an on-disk catalog): fails closed.
+		{alice, "Private", "tenant:other", false},
+		{alice, "shared", "tenant:other", false},
+		{alice, "Private", "tenant:acme", true},
+		{alice, "PUBLIC", "tenant:other", true},
 	}
 	for _, tt := range tests {
 		if got := p.MayUseScope(tt.pr, tt.scope, tt.ctx); got != tt.want {
