@@ -23,6 +23,15 @@ import (
 func TestOldRestoreFailureRefusesNoCall(t *testing.T) {
 	env := natstest.Start(t)
 	l := newTestLimiter(t, env, Config{})
+	oldFailureThenLoss(t, env, l, []scopeLimit{{subjects.LimitScopeServer, "s", Rate{Concurrency: 2}}}, loseSlots)
+}
+
+// oldFailureThenLoss is the scenario of TestOldRestoreFailureRefusesNoCall for limiter l and
+// calls with limits lim: a restore fails once, another executor declares the state again (a
+// call goes through), then lose removes the state again and a call finding the next (held)
+// try running must wait for it, not be refused with the old failure.
+func oldFailureThenLoss(t *testing.T, env *natstest.Env, l *limiter, lim []scopeLimit, lose func(*testing.T, *natstest.Env)) {
+	t.Helper()
 	var skew atomic.Int64
 	l.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	const why = "JetStream not ready yet"
@@ -51,10 +60,9 @@ func TestOldRestoreFailureRefusesNoCall(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*waitLimit)
 	defer cancel()
-	capped := []scopeLimit{{subjects.LimitScopeServer, "s", Rate{Concurrency: 2}}}
-	acquire := acquireAsync(ctx, l, capped)
+	acquire := acquireAsync(ctx, l, lim)
 
-	loseSlots(t, env)
+	lose(t, env)
 	if err := <-acquire("first"); err == nil || !strings.Contains(err.Error(), why) {
 		t.Fatalf("the first call: %v, want the failure %q", err, why)
 	}
@@ -65,7 +73,7 @@ func TestOldRestoreFailureRefusesNoCall(t *testing.T) {
 		t.Fatalf("a call once the state is back: %v", err)
 	}
 
-	loseSlots(t, env)
+	lose(t, env)
 	skew.Add(int64(2 * time.Second)) // (past the once-a-second bound)
 	restoring := acquire("restoring")
 	select {
