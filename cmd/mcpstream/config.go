@@ -309,10 +309,29 @@ func yamlError(path string, err error, where map[int]string) error {
 			ce.Msg = g[2]
 			ce.Where = where[ce.Line]
 		}
-		ce.Msg = strings.TrimPrefix(ce.Msg, "yaml: ")
+		ce.Msg = cutTagMismatch(strings.TrimPrefix(ce.Msg, "yaml: "))
 		errs = append(errs, ce)
 	}
 	return errors.Join(errs...)
+}
+
+// yamlTagMismatchRe matches yaml's error for a value its explicit tag does not fit
+// ("cannot decode !!str `sk-...` as a !!int"), which quotes the value whole.
+var yamlTagMismatchRe = regexp.MustCompile("(?s)^(cannot decode \\S+ `)(.*)(` as a \\S+)$")
+
+// cutTagMismatch cuts the value msg quotes, when it is yaml's error for a value its explicit tag
+// does not fit, as yaml's type errors cut theirs (to 7 bytes and "..."): the value may be a
+// header's or env's secret, or as long as the file.
+func cutTagMismatch(msg string) string {
+	g := yamlTagMismatchRe.FindStringSubmatch(msg)
+	if g == nil || len(g[2]) <= 10 {
+		return msg
+	}
+	cut := 7
+	for cut > 0 && !utf8.RuneStart(g[2][cut]) {
+		cut--
+	}
+	return g[1] + g[2][:cut] + "..." + g[3]
 }
 
 // widensPolicy explains why key, of a mapping decoded into t, may not have the value v ("" when
@@ -877,10 +896,10 @@ func typeProblem(n *yaml.Node, t reflect.Type) string {
 		switch {
 		case outOfRange(n, t):
 			return fmt.Sprintf("want %s, got %s: out of range", shapeOf(t), g[2])
+		case n.Kind == yaml.SequenceNode:
+			return shapeMsg(t, "a list") // (of a local tag, yaml quotes its empty value)
 		case g[2] != "":
 			return shapeMsg(t, g[2]) // the value as yaml shows it, cut to 10 bytes
-		case n.Kind == yaml.SequenceNode:
-			return shapeMsg(t, "a list")
 		}
 	}
 	return msg
@@ -888,16 +907,23 @@ func typeProblem(n *yaml.Node, t reflect.Type) string {
 
 // outOfRange reports whether scalar n is a number too large for the number type t
 // (burst: 99999999999999999999, perSecond: 1e400), which yaml refuses as of the wrong type.
+// A quoted or tagged value ("5", !!str 5, !foo 5) is no number, refused as such whatever it
+// reads as, and so are the words nan and inf, which strconv reads but YAML writes .nan and .inf.
 func outOfRange(n *yaml.Node, t reflect.Type) bool {
 	if n.Kind != yaml.ScalarNode || !isInt(t) && t.Kind() != reflect.Float32 && t.Kind() != reflect.Float64 {
 		return false
 	}
-	_, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
-	return err == nil || errors.Is(err, strconv.ErrRange)
+	if n.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 ||
+		n.Style&yaml.TaggedStyle != 0 && n.ShortTag() != "!!int" && n.ShortTag() != "!!float" {
+		return false
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+	return errors.Is(err, strconv.ErrRange) || err == nil && !math.IsInf(f, 0) && !math.IsNaN(f)
 }
 
-// yamlUnmarshalRe matches yaml's type errors: "cannot unmarshal !!str `maybe` into bool".
-var yamlUnmarshalRe = regexp.MustCompile("^cannot unmarshal (!![a-z]+)(?: (`.*`))? into ")
+// yamlUnmarshalRe matches yaml's type errors: "cannot unmarshal !!str `maybe` into bool", of a
+// local tag too ("!foo `x`").
+var yamlUnmarshalRe = regexp.MustCompile("^cannot unmarshal (\\S+)(?: (`.*`))? into ")
 
 // shapeMsg says what a field of type t wants and what it got, in the words of a YAML file:
 // yaml's own message names Go types ("into []main.serverEntry"), which mean nothing to whoever
