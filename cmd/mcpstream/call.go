@@ -48,7 +48,9 @@ Output:
 Exit status: 0 when the tool ran and answered; 1 when the call was refused or failed (the error
 code and message go to stderr, or stdout with --json), and 1 too when the tool reported a failure
 (isError: true; its result is printed). A --id already used gets the earlier answer, never a
-second execution: use it to retry safely. Ctrl-C stops the wait, not the call: once sent it
+second execution: use it to retry safely. A connection to NATS lost while waiting (NATS
+restarting) is said on stderr, and its return: the wait goes on (an answer sent meanwhile is
+read from the results stream). Ctrl-C stops the wait, not the call: once sent it
 runs, or waits for its approval (deny it to refuse it), and call --id gets its answer. When NATS
 refuses this user the call's subjects (publish to mcpstream.v1.exec.<tenant>, subscribe to the
 reply inbox: see --nats-inbox), call fails at once with the server's permissions violation.
@@ -161,7 +163,11 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	denyCtx, denied, watch := cf.watchPermissions(ctx, subjects.Exec(tenant))
 	defer denied(nil)
 	inbox := cf.inbox()
-	nc, js, err := cf.connect("call", watch)
+	// A call may wait minutes (an approval): a lost connection is said on stderr, and its
+	// return (the answer still comes, from the results stream).
+	notes, stopNotes := cf.connectionNotes(stderr, "call")
+	defer stopNotes()
+	nc, js, err := cf.connect("call", watch, notes)
 	if err != nil {
 		return failed(subjects.CodeUnavailable, err)
 	}

@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -56,7 +58,7 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
 	opts := []nats.Option{
 		nats.Name("mcpstream " + name),
-		nats.Timeout(5 * time.Second),
+		nats.Timeout(natsConnectTimeout),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(false),
 	}
@@ -73,6 +75,16 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
 		hint := ""
+		if greetingTimeout(err) {
+			// Something accepted the connection and said nothing (NATS greets a client at
+			// once with its INFO): another service's port, or a proxy to nothing.
+			hint = fmt.Sprintf(" (it accepted the connection but sent no NATS greeting within %s: %s may not be a NATS server",
+				natsConnectTimeout, redactURL(n.URL))
+			if name != "up" { // (up --nats: the user's own server)
+				hint += "; `mcpstream up` prints its NATS URL"
+			}
+			hint += ")"
+		}
 		if errors.Is(err, nats.ErrNoServers) {
 			// Nothing answered there; other failures (credentials, TLS, authorization) say why.
 			hint = fmt.Sprintf(" (is `mcpstream up` running? set --nats or $%s)", envNATS)
@@ -90,6 +102,51 @@ func (n *natsFlags) connect(name string, extra ...nats.Option) (*nats.Conn, jets
 		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
 	return nc, js, nil
+}
+
+// natsConnectTimeout bounds the dial to NATS and the wait for its greeting (its INFO).
+const natsConnectTimeout = 5 * time.Second
+
+// greetingTimeout reports whether err is a connection's read that timed out: the dial succeeded
+// but no INFO came (a dial that timed out is an OpError "dial").
+func greetingTimeout(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "read" && op.Timeout()
+}
+
+// connectionNotes returns an option that says on w, in a line "mcpstream CMD: ...", when the
+// connection to NATS is lost and when it is back: a command that waits (events --follow, a call
+// waiting for its answer) reconnects by itself, in silence otherwise. stdout is left alone
+// (scripts read it). nats.go runs the handlers on its own goroutine, possibly after the command
+// returned: stop, deferred, ends the notes before the command's stderr is done with.
+func (n *natsFlags) connectionNotes(w io.Writer, cmd string) (opt nats.Option, stop func()) {
+	var mu sync.Mutex
+	stopped := false
+	note := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			fmt.Fprintf(w, "mcpstream %s: "+format+"\n", append([]any{cmd}, args...)...)
+		}
+	}
+	opt = func(o *nats.Options) error {
+		o.DisconnectedErrCB = func(_ *nats.Conn, err error) {
+			if err == nil {
+				return // (closed by the command itself)
+			}
+			note("lost the connection to NATS at %s (%s): reconnecting", redactURL(n.URL), termLine(scrubCredentials(err.Error(), n.URL)))
+		}
+		o.ReconnectedCB = func(c *nats.Conn) {
+			note("reconnected to NATS at %s", redactURL(c.ConnectedUrl()))
+		}
+		return nil
+	}
+	stop = func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}
+	return opt, stop
 }
 
 // check refuses a --nats-inbox that is no subject prefix and a --nats URL that is an HTTP one,

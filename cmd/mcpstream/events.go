@@ -46,7 +46,8 @@ stream holds no event of (never seen, or a typo) prints nothing, and a note on s
 (exit status 0, as for any replay with nothing to print; with --follow the note comes first and
 the events follow when they come). A stream deleted and created again while it is read (within
 seconds, with --follow) ends the command with an error: run it again to read the
-new one.
+new one. While the connection to NATS is lost (NATS restarting), a line on stderr says so, and
+another when it is back; the read resumes where it was, and stdout carries the events only.
 
 Text output is one summary line per event: sequence, time, server, event, and for snapshots the
 number of items and what was added (+) or removed (-) since the previous snapshot of that server and
@@ -112,7 +113,10 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return &badUsage{err}
 	}
-	nc, js, err := cf.connect("events")
+	// Lost and back again: a note on stderr (the read resumes by itself once reconnected).
+	notes, stopNotes := cf.connectionNotes(stderr, "events")
+	defer stopNotes()
+	nc, js, err := cf.connect("events", notes)
 	if err != nil {
 		return err
 	}
