@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
@@ -94,40 +95,8 @@ func startPullDropper(t *testing.T, target string) *pullDropper {
 // pull requests).
 func startDropper(t *testing.T, target string, match func(subject string, payload []byte) bool) *pullDropper {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &pullDropper{ln: ln, match: match}
-	var conns sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); conns.Wait() })
-	var mu sync.Mutex
-	var open []net.Conn
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range open {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			srv, err := net.Dial("tcp", target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, client, srv)
-			mu.Unlock()
-			conns.Go(func() { p.back(client, srv); client.Close() })
-			conns.Go(func() { p.forward(client, srv); srv.Close() })
-		}
-	}()
+	p := &pullDropper{match: match}
+	p.ln = natstest.Forward(t, target, p.back, p.forward)
 	return p
 }
 

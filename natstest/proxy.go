@@ -14,49 +14,63 @@ type PausableProxy struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	paused bool
-	conns  []net.Conn
 }
 
 // NewPausableProxy listens on 127.0.0.1 and forwards each connection to target (host:port);
 // it stops, resumed, with the test.
 func NewPausableProxy(t testing.TB, target string) *PausableProxy {
 	t.Helper()
+	p := &PausableProxy{}
+	p.cond = sync.NewCond(&p.mu)
+	p.ln = Forward(t, target,
+		func(client, srv net.Conn) { p.pipe(client, srv) },
+		func(client, srv net.Conn) { p.pipe(srv, client) })
+	t.Cleanup(p.Resume) // (before Forward's cleanup, which waits for the pipes: cleanups run last first)
+	return p
+}
+
+// Forward listens on 127.0.0.1 and connects each client it accepts to target (host:port): back
+// copies what the server sends to the client, forward what the client sends to the server (a
+// test's proxy decides what passes, and when), each in its own goroutine; the connection's
+// receiving side is closed when either returns. Every connection is closed, and the goroutines
+// waited for, when the test ends.
+func Forward(t testing.TB, target string, back, forward func(client, srv net.Conn)) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &PausableProxy{ln: ln}
-	p.cond = sync.NewCond(&p.mu)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
 	t.Cleanup(func() {
 		ln.Close()
-		p.Resume()
-		p.mu.Lock()
-		for _, c := range p.conns {
+		mu.Lock()
+		for _, c := range open {
 			c.Close()
 		}
-		p.mu.Unlock()
+		mu.Unlock()
 		wg.Wait()
 	})
 	wg.Go(func() {
 		for {
-			c, err := ln.Accept()
+			client, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			s, err := net.Dial("tcp", target)
+			srv, err := net.Dial("tcp", target)
 			if err != nil {
-				c.Close()
+				client.Close()
 				continue
 			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			wg.Go(func() { p.pipe(s, c) })
-			wg.Go(func() { p.pipe(c, s) })
+			mu.Lock()
+			open = append(open, client, srv)
+			mu.Unlock()
+			wg.Go(func() { back(client, srv); client.Close() })
+			wg.Go(func() { forward(client, srv); srv.Close() })
 		}
 	})
-	return p
+	return ln
 }
 
 func (p *PausableProxy) pipe(dst, src net.Conn) {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,41 +61,10 @@ type firstPullLoser struct {
 
 func startFirstPullLoser(t *testing.T, target, prefix string) *firstPullLoser {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &firstPullLoser{ln: ln}
-	var conns sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		conns.Wait()
-	})
-	conns.Go(func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			srv, err := net.Dial("tcp", target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, client, srv)
-			mu.Unlock()
-			conns.Go(func() { io.Copy(client, srv); client.Close() })
-			conns.Go(func() { p.forward(client, srv, prefix); srv.Close() })
-		}
-	})
+	p := &firstPullLoser{}
+	p.ln = natstest.Forward(t, target,
+		func(client, srv net.Conn) { io.Copy(client, srv) },
+		func(client, srv net.Conn) { p.forward(client, srv, prefix) })
 	return p
 }
 
