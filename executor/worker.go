@@ -780,22 +780,10 @@ func (e *Executor) storeRefusal(ctx context.Context, c *call, status string, err
 // stored, the claim is given back (the next delivery takes it again, nothing ran).
 func (e *Executor) refuseClaiming(ctx context.Context, c *call, status string, err *subjects.Error) error {
 	now := e.hostNow().UTC()
-	cv := claimValue{Tool: c.req.Tool, By: e.cfg.Name, At: now, Until: now.Add(e.cfg.AckWait), Seq: c.seq, Refused: err.Code}
-	if id := e.instance.Load(); id != nil {
-		cv.Instance = *id
-	}
-	val, _ := json.Marshal(cv)
 	// A claimant, as claim's: another delivery of the call in this process finding the claim
 	// before the refusal is stored waits for it, not taking its holder for gone (holderGone).
-	in, _ := ctx.Value(inflightKey{}).(*inflight)
-	if in != nil {
-		in.claiming.Store(true)
-	}
-	key := claimKey(c.tenant, c.req.ID)
-	rev, cerr := e.st.claims.Create(ctx, key, val)
-	if cerr != nil && in != nil {
-		in.claiming.Store(false) // not this delivery's claim
-	}
+	key, rev, in, cerr := e.createClaim(ctx, c, &claimValue{Tool: c.req.Tool, By: e.cfg.Name, At: now,
+		Until: now.Add(e.cfg.AckWait), Seq: c.seq, Refused: err.Code})
 	switch {
 	case errors.Is(cerr, jetstream.ErrKeyExists):
 		return e.answerClaimed(ctx, c)
@@ -1326,29 +1314,37 @@ func (e *Executor) claim(ctx context.Context, c *call, timeout time.Duration) (b
 	now := e.hostNow().UTC()
 	cv := claimValue{Tool: c.tool.Public, Server: c.tool.Server, By: e.cfg.Name, At: now,
 		Until: now.Add(timeout + e.cfg.AckWait), Seq: c.seq}
+	key, rev, in, err := e.createClaim(ctx, c, &cv)
+	if in != nil && err == nil {
+		in.mu.Lock()
+		in.held = &heldClaim{key: key, rev: rev, val: cv}
+		in.mu.Unlock()
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// createClaim creates c's claim with value cv (its Instance set here: this process's), the
+// delivery in flight in ctx (nil if none) marked a claimant from before the claim exists (see
+// holderGone) until it is known not to be this delivery's. It returns the claim's key and
+// revision, and that delivery.
+func (e *Executor) createClaim(ctx context.Context, c *call, cv *claimValue) (string, uint64, *inflight, error) {
 	if id := e.instance.Load(); id != nil {
 		cv.Instance = *id
 	}
 	val, _ := json.Marshal(cv)
 	in, _ := ctx.Value(inflightKey{}).(*inflight)
 	if in != nil {
-		in.claiming.Store(true) // (before the claim exists: see holderGone)
+		in.claiming.Store(true)
 	}
 	key := claimKey(c.tenant, c.req.ID)
 	rev, err := e.st.claims.Create(ctx, key, val)
-	if in != nil {
-		if err != nil {
-			in.claiming.Store(false) // not this delivery's claim
-		} else {
-			in.mu.Lock()
-			in.held = &heldClaim{key: key, rev: rev, val: cv}
-			in.mu.Unlock()
-		}
+	if err != nil && in != nil {
+		in.claiming.Store(false) // not this delivery's claim
 	}
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return false, nil
-	}
-	return err == nil, err
+	return key, rev, in, err
 }
 
 // answerClaimed answers a call whose id was claimed before: with the claim holder's answer
