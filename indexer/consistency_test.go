@@ -359,3 +359,25 @@ func fillerServers(names []string, second string) []any {
 	}
 	return evs
 }
+
+// TestFullDetailsShowTheEnforcedScope: a catalog written before scopes were normalized on the
+// way in may hold "Private"; it is enforced as private, and full details say "private", not
+// the word as it was stored.
+func TestFullDetailsShowTheEnforcedScope(t *testing.T) {
+	d := openDirect(t, nil)
+	priv := snapshot("hr", "hr", tool("salary", "payroll salary"))
+	priv.CacheScope, priv.AuthContext = subjects.ScopePrivate, "user:carol"
+	d.apply(status("hr", subjects.StatusReady), priv)
+	d.servers["hr"].kinds[subjects.KindTools].CacheScope = "Private" // as an older version stored it
+	carol := subjects.Principal{User: "carol"}
+	rep := find(t, d.Catalog, "salary", as(carol), func(r *subjects.SearchRequest) { r.Detail = subjects.DetailFull })
+	if len(rep.Tools) != 1 {
+		t.Fatalf("search answer %+v, error %+v", rep.Tools, rep.Error)
+	}
+	if got := rep.Tools[0].CacheScope; got != subjects.ScopePrivate {
+		t.Errorf("cacheScope shown %q, want %q", got, subjects.ScopePrivate)
+	}
+	if rep := find(t, d.Catalog, "salary", as(subjects.Principal{User: "dave"})); len(rep.Tools) != 0 {
+		t.Errorf("shown outside its authorization context: %+v", rep.Tools)
+	}
+}

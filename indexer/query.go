@@ -516,7 +516,9 @@ func (c *Catalog) info(e *entry, detail string, d policy.Decision, v staleness.V
 	if detail == subjects.DetailFull {
 		if s := c.servers[e.server]; s != nil {
 			if km := s.kinds[subjects.KindTools]; km != nil {
-				ti.CacheScope = km.CacheScope
+				// A catalog written before scopes were normalized on the way in may hold
+				// "Private": show the scope as it is enforced.
+				ti.CacheScope = subjects.NormalScope(km.CacheScope)
 				if ti.CacheScope == "" {
 					ti.CacheScope = subjects.ScopePublic
 				}
