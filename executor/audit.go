@@ -573,12 +573,17 @@ func (a *auditor) requeue(m *nats.Msg, err error) {
 	a.failed.Add(1)
 	select {
 	case a.retry <- m:
-		a.log.Warn().Err(err).Str("subject", m.Subject).Msg("audit event not stored yet; publishing it again")
+		a.log.Warn().Err(err).Str("subject", a.logSubject(m)).Msg("audit event not stored yet; publishing it again")
 	default:
 		a.dropped.Add(1)
-		a.log.Error().Err(err).Str("subject", m.Subject).Msg("audit event dropped: the retry queue is full")
+		a.log.Error().Err(err).Str("subject", a.logSubject(m)).Msg("audit event dropped: the retry queue is full")
 	}
 }
+
+// logSubject is m's subject for a log line, redacted of the configured secret values: its
+// tenant token is the caller's words (as the executor's other log lines quote them, see
+// Executor.logRedacted).
+func (a *auditor) logSubject(m *nats.Msg) string { return a.redact.StringCut(m.Subject, "…") }
 
 // republish publishes the queued events again until ctx is done, then for at most
 // auditFlushWait more (the executor is stopping); what is still queued then is dropped.
@@ -612,10 +617,10 @@ func (a *auditor) publishUntilStored(ctx context.Context, m *nats.Msg) bool {
 			// It never will be (emit cuts events to fit, so this is a server whose limit
 			// went down): given up at once, not retried ahead of every event behind it.
 			a.dropped.Add(1)
-			a.log.Error().Err(err).Str("subject", m.Subject).Int("bytes", len(m.Data)).Msg("audit event dropped: larger than the NATS server takes")
+			a.log.Error().Err(err).Str("subject", a.logSubject(m)).Int("bytes", len(m.Data)).Msg("audit event dropped: larger than the NATS server takes")
 			return true
 		}
-		a.log.Debug().Err(err).Str("subject", m.Subject).Dur("retryIn", wait).Msg("audit event publish")
+		a.log.Debug().Err(err).Str("subject", a.logSubject(m)).Dur("retryIn", wait).Msg("audit event publish")
 		select {
 		case <-ctx.Done():
 			return false

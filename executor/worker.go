@@ -65,7 +65,8 @@ func (e *Executor) recoverer(h handler) handler {
 		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {
-				e.cfg.Log.Error().Interface("panic", p).Str("stack", string(debug.Stack())).Str("subject", m.Subject()).Msg("call handler panicked")
+				// Redacted: the panic's value may quote the call's arguments, the subject the caller's words.
+				e.cfg.Log.Error().Str("panic", e.logRedacted(fmt.Sprint(p))).Str("stack", string(debug.Stack())).Str("subject", e.logRedacted(m.Subject())).Msg("call handler panicked")
 				err = fmt.Errorf("%w: panic: %v", errTerminate, p)
 				if tenant, terr := subjects.TenantOf(m.Subject()); terr == nil {
 					if req, _ := decodeCall(m.Data()); req.ID != "" {
@@ -137,7 +138,8 @@ func (e *Executor) settle(m jetstream.Msg, err error) {
 	case errors.Is(err, errStopping):
 		m.NakWithDelay(handBackDelay)
 	default:
-		e.cfg.Log.Warn().Str("error", e.logRedacted(err.Error())).Str("subject", m.Subject()).Msg("call will be redelivered")
+		// (Redacted as above: the subject's tenant token is the caller's words.)
+		e.cfg.Log.Warn().Str("error", e.logRedacted(err.Error())).Str("subject", e.logRedacted(m.Subject())).Msg("call will be redelivered")
 		m.NakWithDelay(retryDelay)
 	}
 }
