@@ -143,6 +143,12 @@ type testHooks struct {
 	slotsUpdate func(before bool)
 	// restoreWait replaces restoreWait (0: it).
 	restoreWait time.Duration
+	// registryApplied: the registry consumer applied the event at stream sequence seq (it
+	// applies the next once this returns).
+	registryApplied func(seq uint64)
+	// registryWait: a call waits for the registry view to catch up with the stream (see
+	// registry.caughtUp).
+	registryWait func()
 }
 
 // Limits are the executor's rate limits and concurrency caps (the configuration's limits section).

@@ -277,8 +277,9 @@
 //     dead connector's ready, and the new connector refuses calls until it is connected. So
 //     too a refusal that lasts (no connector ever comes back for a ready server, a tool that
 //     requires tasks on a protocol without them): in the grace it is answered when the grace
-//     or the deadline ends, after an attempt about every second. A retry is sent only under
-//     the definition admitted, in a list its caller may still use: a tool listed again
+//     or the deadline ends, after an attempt about every second. A call is sent, the first
+//     time as on a retry, only under the definition admitted, in a list its caller may still
+//     use (an approved call waits for its concurrency slot up to its timeout): a tool listed again
 //     otherwise since (its schemas or hints: the new connector's first list may be an
 //     upgrade's; or private to another context) is not sent, stale, nothing sent (the earlier
 //     attempt's answer stands when it may have reached the server).
@@ -443,7 +444,10 @@
 // caught up; dropped and rebuilt by replay from the stream's start, within seconds, when the
 // registry stream is purged whole or deleted and created again while the process runs: calls
 // of its tools are answered not_found until registrysync has published its lists again, and the
-// revocations the stream held are gone with it: publish them again), compiled schemas, the last count of closed rate windows, the offset of the NATS
+// revocations the stream held are gone with it: publish them again; while such a replay runs,
+// calls wait, at admission and before each dispatch attempt, until it reaches what the stream
+// held when it began, at most their timeout, then unavailable: a view part way through holds a
+// tool listed but not yet its revocation), compiled schemas, the last count of closed rate windows, the offset of the NATS
 // server's clock. In JetStream: the calls work queue, results (24 h), audit (7 d), claims
 // (24 h), rate counters and slot leases. The
 // rate counters and slot leases are in memory storage: a NATS server restarted (not clustered)

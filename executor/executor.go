@@ -137,6 +137,7 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 		approvalWaits: make(chan struct{}, cfg.MaxApprovalWaits),
 	}
 	e.untaken, e.cutWorkers = context.WithCancel(context.Background())
+	e.reg.onApply, e.reg.onWait = cfg.hooks.registryApplied, cfg.hooks.registryWait
 	if e.disp == nil {
 		e.disp = NATSDispatcher{NC: nc}
 	}

@@ -120,6 +120,17 @@ type registry struct {
 	// every executor whatever the order they were listed in. A list replaces the slice, never
 	// changes it. Guarded by mu.
 	sorted map[string][]*tool
+
+	// caught is closed while the view holds at least what the stream held when it was last
+	// dropped to be replayed (reset): until then it holds the stream's first events without
+	// the later ones (a tool listed, not yet its revocation), and calls wait (caughtUp).
+	// Guarded by mu.
+	caught chan struct{}
+
+	// onApply and onWait are test hooks (testHooks.registryApplied, registryWait); nil
+	// outside tests.
+	onApply func(seq uint64)
+	onWait  func()
 }
 
 // bySuggestKey orders the tools of a server by the lengths of their names' keys, then by key,
@@ -145,7 +156,47 @@ func newRegistryRemembering(log zerolog.Logger, maxTools int) *registry {
 	if maxTools <= 0 {
 		maxTools = staleness.MaxRemembered
 	}
-	return &registry{view: staleness.NewRemembering(nil, maxTools), maxGone: maxTools, tools: map[string]*tool{}, listed: map[string]map[string]bool{}, sorted: map[string][]*tool{}, gone: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, log: log}
+	caught := make(chan struct{})
+	close(caught) // (the first replay: the executor serves calls once it is ready)
+	return &registry{view: staleness.NewRemembering(nil, maxTools), maxGone: maxTools, tools: map[string]*tool{}, listed: map[string]map[string]bool{}, sorted: map[string][]*tool{}, gone: map[string]map[string]bool{}, waiters: map[uint64][]chan struct{}{}, caught: caught, log: log}
+}
+
+// caughtUp waits until the view holds what the stream held when it was last dropped to be
+// replayed (at once but during such a replay), or until ctx ends or stop is closed (nil: never).
+// A view part way through a replay holds the stream's first events without the later ones: a
+// tool revoked, removed or made stale by a later event is fresh in it, and a call decided on
+// it ran a revoked tool.
+func (r *registry) caughtUp(ctx context.Context, stop <-chan struct{}) error {
+	r.mu.RLock()
+	ch := r.caught
+	r.mu.RUnlock()
+	select {
+	case <-ch:
+		return nil
+	default:
+	}
+	if r.onWait != nil {
+		r.onWait()
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-stop:
+		return errStopping
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// markCaughtUp records that the replay reached what the stream held when it began (caughtUp).
+func (r *registry) markCaughtUp() {
+	r.mu.Lock()
+	select {
+	case <-r.caught:
+	default:
+		close(r.caught)
+	}
+	r.mu.Unlock()
 }
 
 // lookup returns the tool of a public name, or nil. A plain name of an unknown tool still maps
@@ -164,6 +215,26 @@ func (r *registry) held(t *tool) (staleness.Verdict, *tool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.view.Tool(t.Server, t.Name), r.tools[t.Public]
+}
+
+// heldCaughtUp is held, read once the view has caught up with the stream (caughtUp), under the
+// lock that check is made in: a reset between the two would have it read a view part way
+// through its replay. It waits at most until ctx ends (its error then).
+func (r *registry) heldCaughtUp(ctx context.Context, t *tool) (staleness.Verdict, *tool, error) {
+	for {
+		r.mu.RLock()
+		select {
+		case <-r.caught:
+			v, cur := r.view.Tool(t.Server, t.Name), r.tools[t.Public]
+			r.mu.RUnlock()
+			return v, cur, nil
+		default: // replaying (or dropped again since the last wait)
+		}
+		r.mu.RUnlock()
+		if err := r.caughtUp(ctx, nil); err != nil {
+			return staleness.Verdict{}, nil, err
+		}
+	}
 }
 
 // suggestBudget bounds the tools one not_found answer weighs (see suggestions) among those the
@@ -509,7 +580,10 @@ func (r *registry) follow(ctx context.Context, js jetstream.JetStream, ready cha
 		return fmt.Errorf("registry stream: %w", err)
 	}
 	var once sync.Once
-	markReady := func() { once.Do(func() { close(ready) }) }
+	markReady := func() {
+		once.Do(func() { close(ready) })
+		r.markCaughtUp() // (a replay after reset: calls wait until then)
+	}
 	info := stream.CachedInfo()
 	for replays := 0; ; replays++ {
 		lost, why, err := r.replay(ctx, stream, info, markReady)
@@ -584,6 +658,9 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 			}
 		}
 		r.apply(m.Subject(), m.Data(), md.Sequence.Stream)
+		if r.onApply != nil {
+			r.onApply(md.Sequence.Stream)
+		}
 		if md.NumPending == 0 {
 			noteMax(&r.through, last) // what it did not apply up to last was deleted
 		}
@@ -606,6 +683,7 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 	}
 	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
 		noteMax(&r.through, last) // nothing held after the executor's position
+		markReady()               // (nor will any message come to say so)
 	}
 	// The stream's end, read now and then: a consumer that stalls takes no message that would
 	// say how far behind it is; and whether the stream still holds what was applied.
@@ -660,6 +738,11 @@ func (r *registry) reset(last uint64) {
 	clear(r.gone)
 	clear(r.sorted)
 	r.view.Reset()
+	select {
+	case <-r.caught:
+		r.caught = make(chan struct{}) // calls wait for the replay (caughtUp)
+	default:
+	}
 	r.first.Store(0)
 	r.applied.Store(0)
 	r.through.Store(0)

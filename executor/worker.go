@@ -418,7 +418,17 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 	}
 	c.pr = rp
 
-	// 2. Resolve the public name.
+	// 2. Resolve the public name, in a view that holds what the registry stream holds (not part
+	// way through a replay: see registry.caughtUp), waited for at most the call's timeout.
+	wctx, cancel := context.WithDeadline(ctx, c.started.Add(requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)))
+	err = e.reg.caughtUp(wctx, e.stopping)
+	cancel()
+	switch {
+	case errors.Is(err, errStopping):
+		return &stop{err: errStopping} // handed back: another executor waits for it
+	case err != nil:
+		return refused(subjects.CodeUnavailable, "the executor is replaying the registry stream (purged, or created again) and did not catch up within the call's timeout")
+	}
 	t := e.reg.lookup(c.req.Tool)
 	if t == nil {
 		if server, name, ok := subjects.SplitPlain(c.req.Tool); ok && e.cfg.Policy.Decide(rp, policy.Tool{Server: server, Name: name}).Allowed {
@@ -1143,7 +1153,7 @@ const maxRetryWait = time.Second
 // server's retryAfterMs (not at all when that is past maxRetryWait or the deadline: the answer
 // carries it). Each attempt first
 // checks the freshness view: a tool revoked, removed or stale since admission is not sent, nor
-// (a retry) one listed since with another definition or in a list its caller may not use.
+// one listed since with another definition or in a list its caller may not use.
 func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration) subjects.DispatchReply {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -1155,8 +1165,18 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		// attempt) is not dispatched (again): a revoked tool never executes, retry or not. Nor
 		// is one the view no longer knows (a removal it stopped remembering: unknown).
 		// (The entry the table holds now is read with the verdict: one the removal of the
-		// tool left, without its definition, comes with a verdict that says so.)
-		v, cur := e.reg.held(c.tool)
+		// tool left, without its definition, comes with a verdict that says so. And from a
+		// view that holds what the registry stream holds: one replaying it, purged or created
+		// again since admission, holds its first events without the later ones, a revocation
+		// say: see registry.caughtUp.)
+		v, cur, err := e.reg.heldCaughtUp(ctx, c.tool)
+		if err != nil {
+			if last != nil && !notSent(last.Error.Code) {
+				return *last // what the earlier attempt did stands; it is not retried
+			}
+			return subjects.DispatchReply{V: subjects.Version, NotSent: true, Error: &subjects.Error{Code: subjects.CodeUnavailable,
+				Message: "the executor is replaying the registry stream (purged, or created again) and did not catch up within the call's timeout; nothing was sent"}}
+		}
 		if v.State == staleness.Revoked || v.State == staleness.Removed ||
 			v.State == staleness.Stale || v.State == staleness.Unknown {
 			if last != nil && !notSent(last.Error.Code) {
@@ -1175,20 +1195,20 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 				return *last
 			}
 		}
-		if last != nil {
-			// Sent again only under the definition admitted, in a list its caller may use: a
-			// retry may come after a re-list (the new connector's first list, after a crash:
-			// see ReconnectGrace), and the call was not authorized, approved or validated
-			// against what it lists now (a tool now destructive, another inputSchema, a list
-			// private to another context).
-			if cur == nil || !cur.sameDefinition(c.tool) ||
-				!e.cfg.Policy.MayUseScope(c.pr, v.CacheScope, v.AuthContext) {
-				if !notSent(last.Error.Code) {
-					return *last // what the earlier attempt did stands; it is not retried
-				}
-				return subjects.DispatchReply{V: subjects.Version, NotSent: true, Error: &subjects.Error{Code: subjects.CodeStale,
-					Message: c.tool.Public + " was listed again, otherwise, since the call was admitted; nothing was sent", Reason: "re-listed"}}
+		// Sent (again) only under the definition admitted, in a list its caller may use: the
+		// call was not authorized, approved or validated against what its server lists now (a
+		// tool now destructive, another inputSchema, a list private to another context). A
+		// retry may come after a re-list (the new connector's first list, after a crash: see
+		// ReconnectGrace); so may the first attempt: an approved call waits for a concurrency
+		// slot up to its timeout (slotsWhenFree), and admission read the verdict and the
+		// definition apart.
+		if cur == nil || !cur.sameDefinition(c.tool) ||
+			!e.cfg.Policy.MayUseScope(c.pr, v.CacheScope, v.AuthContext) {
+			if last != nil && !notSent(last.Error.Code) {
+				return *last // what the earlier attempt did stands; it is not retried
 			}
+			return subjects.DispatchReply{V: subjects.Version, NotSent: true, Error: &subjects.Error{Code: subjects.CodeStale,
+				Message: c.tool.Public + " was listed again, otherwise, since the call was admitted; nothing was sent", Reason: "re-listed"}}
 		}
 		c.attempt++
 		if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil {
