@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/mcpstream/mcpstream/jsonscan"
+	"github.com/mcpstream/mcpstream/printable"
 	"github.com/mcpstream/mcpstream/redact"
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -117,6 +118,13 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 	inst, err := decodeInstance(value)
 	if err != nil { // (the result was found to be JSON: not expected)
 		return outputCheck{unchecked: "its structuredContent could not be decoded: " + firstLine(err.Error())}
+	}
+	if c.uniqueItems {
+		// (a result may echo a caller's arrays: see uniqueitems.go)
+		if at, costly := costlyUniqueItems(inst, maxUniqueItemsCost); costly {
+			return outputCheck{unchecked: fmt.Sprintf("its structuredContent has an array (at %s) whose items would cost the outputSchema's uniqueItems check more than %d comparisons",
+				singleQuoted(truncateString(printable.Escape(pointer(at)), 200)), maxUniqueItemsCost)}
+		}
 	}
 	res, wall, err := c.metered(t.OutputSchema, inst, len(value), lim, "a result")
 	switch {

@@ -92,8 +92,10 @@ const (
 //     one that stops then having taken more than limit.steps refuses only its call.
 //
 // Besides, before any validation: compileSchema bounds the schema's size (schemaShape) and
-// refuses a schema that is part of itself (refCycle), and a pattern only the ECMAScript engine
-// compiles has each of its matches cut off (compilePattern).
+// refuses a schema that is part of itself (refCycle), a pattern only the ECMAScript engine
+// compiles has each of its matches cut off (compilePattern), and the arguments of a schema with
+// uniqueItems have the cost of that check, which takes a single step, counted first
+// (costlyUniqueItems).
 //
 // Residual cost, stated plainly: Go cannot stop a goroutine from outside. A validation the
 // meter stopped is over. One abandoned at the backstop runs on: if it ends within limit.grace
@@ -140,6 +142,10 @@ type compiledSchema struct {
 	// unusable is why calls against this definition are refused from now on (validation
 	// overran its budget once), nil while it is usable.
 	unusable atomic.Pointer[string]
+
+	// uniqueItems: some schema object of it asserts uniqueItems (set by check): the
+	// arguments' arrays are costed first (see uniqueitems.go).
+	uniqueItems bool
 }
 
 // meteredSchema is one compiled copy of a definition, used by one validation at a time. It is
@@ -261,6 +267,7 @@ func (c *compiledSchema) check(raw []byte) error {
 			c.err = err
 			return
 		}
+		c.uniqueItems = mentionsUniqueItems(raw)
 		c.release(m)
 	})
 	return c.err
@@ -432,6 +439,9 @@ func compileSchema(raw []byte, meter *meteredSchema) (*jsonschema.Schema, error)
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
 		return nil, invalidSchema(firstLine(err.Error()), err)
+	}
+	if at, n, huge := hugeCount(doc); huge {
+		return nil, invalidSchema(fmt.Sprintf("at %s: %s is more than the validator counts to (2^63-1)", singleQuoted(pointer(at)), truncateString(n, 40)), nil)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -609,6 +619,15 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 		p := pointer(at)
 		return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: p,
 			Message: fmt.Sprintf("%sa number of the arguments has %s; nothing was run", atLocation(truncateString(p, 200)), hugeNumberText)}
+	}
+
+	if c.uniqueItems {
+		if at, costly := costlyUniqueItems(inst, maxUniqueItemsCost); costly {
+			p := pointer(at)
+			return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: p, Message: fmt.Sprintf(
+				"%sthe items of an array would cost the inputSchema's uniqueItems check more than %d comparisons (distinct items the validator hashes alike: numbers differing in sign only, strings holding the byte 4, or items alike but for their end); nothing was run",
+				atLocation(truncateString(printable.Escape(p), 200)), maxUniqueItemsCost)}
+		}
 	}
 
 	res, wall, err := c.metered(t.InputSchema, inst, len(trimmed), lim, whatArguments)

@@ -1,8 +1,12 @@
 package executor
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -30,6 +34,51 @@ func schemaShape(raw []byte) error {
 		return fmt.Errorf("it holds the number %s, of %s", truncateString(n, 40), hugeNumberText)
 	}
 	return nil
+}
+
+// countKeywords are the keywords whose value the library reads as an int, from the low 64 bits
+// of the number ("minLength": 2^64 read as 0: it required nothing, where no string meets it).
+var countKeywords = map[string]bool{
+	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
+	"minProperties": true, "maxProperties": true, "minContains": true, "maxContains": true,
+}
+
+// dataKeywords hold values, not schemas: a member named like a keyword inside them is data.
+var dataKeywords = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
+
+// hugeCount finds, in the decoded schema doc, a count keyword (countKeywords) whose value is an
+// integer beyond 2^63-1, and returns its location (JSON pointer tokens) and value. A member of
+// such a name that is no keyword, outside the data keywords, holds a schema, so a number there
+// is refused all the same (by the meta-schema, else).
+func hugeCount(doc any) ([]string, string, bool) {
+	switch v := doc.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // (the first in a fixed order)
+		for _, k := range keys {
+			if n, ok := v[k].(json.Number); ok && countKeywords[k] {
+				if r, ok := new(big.Rat).SetString(string(n)); ok && r.IsInt() && !r.Num().IsInt64() {
+					return []string{k}, string(n), true
+				}
+			}
+			if dataKeywords[k] {
+				continue
+			}
+			if at, n, ok := hugeCount(v[k]); ok {
+				return append([]string{k}, at...), n, true
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if at, n, ok := hugeCount(e); ok {
+				return append([]string{strconv.Itoa(i)}, at...), n, true
+			}
+		}
+	}
+	return nil, "", false
 }
 
 // shape is what jsonShape finds.
