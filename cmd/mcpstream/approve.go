@@ -43,8 +43,9 @@ Waiting calls show in the audit stream, with their ID, as decision needs_approva
 (An ID holding a configured secret value shows there redacted: decide by the ID its caller sent.)
 
 Exit status 1 when no call with that ID is waiting (already decided, timed out, or unknown),
-or when no answer came within --wait: the decision reached an executor and may or may not have
-been taken (see the audit stream; deciding again is safe: a call decided already answers so).
+or when no answer came within --wait (or Ctrl-C came first): the decision reached an executor
+and may or may not have been taken (see the audit stream; deciding again is safe: a call decided
+already answers so).
 
 Examples:
   mcpstream %[3]s c-5f2a9e0b7c1d4e3f --reason "ticket reviewed"
@@ -102,7 +103,12 @@ func runDecide(ctx context.Context, approve bool, args []string, stdout, stderr 
 		err, code = perr, subjects.CodeForbidden
 	case errors.Is(err, executor.ErrNoWaiter):
 		err, code = fmt.Errorf("%s: no call %s is waiting for approval (already decided, timed out, or another tenant's)", name, id), subjects.CodeNotFound
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+	case err != nil && ctx.Err() != nil:
+		// Interrupted (Ctrl-C) while waiting for the answer: the decision may have gone out
+		// and been taken, as when no answer came in time (not unavailable: NATS was reached).
+		err, code = fmt.Errorf("%s: interrupted before the answer about call %s: the decision may or may not have been taken; the audit stream says (mcpstream events --subject 'audit.%s.decision', approved or denied), or %s again",
+			name, id, subjects.EncodeToken(cmp.Or(tenant, policy.Local.Tenant)), name), subjects.CodeTimeout
+	case errors.Is(err, context.DeadlineExceeded):
 		// The decision reached an executor (else NATS answers no responders at once), and its
 		// answer did not come back: the call may have taken it.
 		err, code = fmt.Errorf("%s: no answer about call %s within %s: the decision may or may not have been taken (its answer lost, or the executor slow); the audit stream says (mcpstream events --subject 'audit.%s.decision', approved or denied), or %s again",

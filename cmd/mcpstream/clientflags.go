@@ -327,6 +327,11 @@ func (c *clientFlags) principal() (subjects.Principal, error) {
 		roles = strings.Trim(roles+","+c.Roles, ",")
 	}
 	pr, err := parsePrincipal(p, roles)
+	if err != nil {
+		// Quote the value as given, roles included: the user part alone ("" for ":support")
+		// would not show what is wrong.
+		err = fmt.Errorf("%w: %q: want [TENANT/]USER[:ROLE,ROLE]", ErrBadPrincipal, c.Principal)
+	}
 	if err != nil && c.Principal == os.Getenv(envPrincipal) {
 		// (a value left in the environment, not one typed on this command line)
 		err = fmt.Errorf("%w (from $%s)", err, envPrincipal)

@@ -174,7 +174,53 @@ func register(c command) {
 	commands[c.name] = c
 }
 
+// run runs the command args name and returns its error; a command that succeeded but whose
+// output could not all be written (a full disk, a closed stdout) failed: a script reading
+// that output must not take it for complete (some commands check their writes; this is for
+// every one, call's result included).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && servesUntilStopped[args[0]] {
+		// (Their output is a banner and notes: a service stopped cleanly did not fail.)
+		return runCommand(ctx, args, stdout, stderr)
+	}
+	out := &outputWriter{w: stdout}
+	err := runCommand(ctx, args, out, stderr)
+	if werr := out.failed(); err == nil && werr != nil {
+		return fmt.Errorf("write output: %w", werr)
+	}
+	return err
+}
+
+// servesUntilStopped are the commands that run a service until stopped, whose exit status says
+// how the service ended, not whether their start-up lines were written.
+var servesUntilStopped = map[string]bool{"up": true, "registrysync": true, "indexer": true, "executor": true, "demo-server": true}
+
+// outputWriter is a command's stdout that remembers its first write error.
+type outputWriter struct {
+	w   io.Writer
+	mu  sync.Mutex
+	err error
+}
+
+func (o *outputWriter) Write(p []byte) (int, error) {
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.mu.Lock()
+		if o.err == nil {
+			o.err = err
+		}
+		o.mu.Unlock()
+	}
+	return n, err
+}
+
+func (o *outputWriter) failed() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.err
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		if len(args) > 1 {
 			switch args[1] {

@@ -244,6 +244,11 @@ func (e *badRequestError) Unwrap() error { return e.error }
 // requestFailure reports a request that got no answer (no NATS, no catalog replica, no answer
 // in time): with --json as {"error":{"code","message"}} on stdout, as an answered error is.
 func requestFailure(stdout io.Writer, asJSON bool, err error) error {
+	if errors.Is(err, context.Canceled) {
+		// The command's context, cancelled by Ctrl-C (a permissions violation is reported as
+		// such before): NATS was reached, the request given up, as call says (code timeout).
+		err = fmt.Errorf("interrupted before the answer: %w", err)
+	}
 	if !asJSON {
 		return err
 	}
@@ -255,7 +260,7 @@ func requestFailure(stdout io.Writer, asJSON bool, err error) error {
 		code = subjects.CodeBadRequest
 	case errors.As(err, &notReached):
 		// (A dial that timed out included: nothing was sent.)
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.Canceled):
 		code = subjects.CodeTimeout
 	}
 	return catalogFailure(stdout, true, &subjects.Error{Code: code, Message: err.Error()})
