@@ -412,7 +412,7 @@ func (c *Catalog) Search(ctx context.Context, req subjects.SearchRequest) subjec
 	var results []result
 	var qvec []float32
 	if !strings.HasPrefix(text, SelectPrefix) {
-		qvec = c.queryVector(ctx, text) // before the lock: it may wait for the embedder
+		qvec = c.queryVector(ctx, pr, text) // before the lock: it may wait for the embedder
 	}
 	unlock := c.readLock()
 	defer unlock()

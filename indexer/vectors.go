@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mcpstream/mcpstream/embeddings"
 	"github.com/mcpstream/mcpstream/search"
+	"github.com/mcpstream/mcpstream/subjects"
 )
 
 // Embedder turns texts into vectors for hybrid search (embeddings.Client is one). Name
@@ -733,8 +735,8 @@ func refusedText(err error) bool {
 			e.Status == http.StatusUnprocessableEntity)
 }
 
-// queryVector embeds a search request (nil when there is no Embedder or it fails in time).
-func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
+// queryVector embeds a search request of pr (nil when there is no Embedder or it fails in time).
+func (c *Catalog) queryVector(ctx context.Context, pr subjects.Principal, query string) []float32 {
 	if c.cfg.Embedder == nil {
 		return nil
 	}
@@ -748,7 +750,11 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 	if timeout <= 0 {
 		timeout = defaultEmbedTimeout
 	}
-	if v, ok := c.queryVecs.get(query); ok {
+	// The cache is per tenant and user: it is read before the endpoint's hold-off and
+	// busy checks, so a cached query ranks hybrid while any other is lexical, and shared it
+	// told one principal which exact query another had run lately.
+	key := queryCacheKey(pr, query)
+	if v, ok := c.queryVecs.get(key); ok {
 		return v
 	}
 	if !c.embedDown.try(timeout) {
@@ -821,8 +827,14 @@ func (c *Catalog) queryVector(ctx context.Context, query string) []float32 {
 		return nil
 	}
 	c.embedDown.ok()
-	c.queryVecs.putIn(space, query, vecs[0])
+	c.queryVecs.putIn(space, key, vecs[0])
 	return vecs[0]
+}
+
+// queryCacheKey is the request cache's key of query searched by pr (lengths first: no two
+// principals' keys meet whatever their names hold).
+func queryCacheKey(pr subjects.Principal, query string) string {
+	return strconv.Itoa(len(pr.Tenant)) + ":" + pr.Tenant + strconv.Itoa(len(pr.User)) + ":" + pr.User + query
 }
 
 // askedHoldOff is how long the endpoint asked to be left alone with err (a 429 or 503's

@@ -373,3 +373,29 @@ func TestHybridModelSwappedUnderSameName(t *testing.T) {
 		})
 	}
 }
+
+// TestQueryCacheNotSharedAcrossPrincipals: the request cache is read before the endpoint's
+// hold-off, so a query cached for one principal ranked hybrid for another while the endpoint
+// was down, where any other query was lexical: one tenant could confirm another's exact query.
+func TestQueryCacheNotSharedAcrossPrincipals(t *testing.T) {
+	env := natstest.Start(t)
+	seq := publish(t, env.JS, hybridEvents()...)
+	emb := &conceptEmbedder{}
+	r := startReplicaConfig(t, env, Config{Embedder: emb}, nil)
+	waitSeq(t, r.Catalog, seq)
+	waitVectors(t, r.Catalog, 3)
+	const q = "will it rain tomorrow"
+	alice := subjects.Principal{Tenant: "acme", User: "alice"}
+	if rep := find(t, r.Catalog, q, as(alice)); rep.Ranking != subjects.RankingHybrid {
+		t.Fatalf("alice's search: ranking %q, want %q", rep.Ranking, subjects.RankingHybrid)
+	}
+	emb.setFail(true)
+	for _, pr := range []subjects.Principal{{Tenant: "globex", User: "alice"}, {Tenant: "acme", User: "bob"}} {
+		if rep := find(t, r.Catalog, q, as(pr)); rep.Ranking != subjects.RankingLexical {
+			t.Errorf("%+v, with the endpoint down: ranking %q, want %q (another principal's cached query)", pr, rep.Ranking, subjects.RankingLexical)
+		}
+	}
+	if rep := find(t, r.Catalog, q, as(alice)); rep.Ranking != subjects.RankingHybrid {
+		t.Errorf("alice again, her own query cached: ranking %q, want %q", rep.Ranking, subjects.RankingHybrid)
+	}
+}
