@@ -1124,10 +1124,7 @@ func (c *connector) notifier(ctx context.Context) {
 			var err error
 			stored := false
 			st := c.kind(k)
-			if st.needsConfirm() {
-				c.watch(k, st.changedSeq) // before the stream is read: an answer after the read is seen
-			}
-			if !st.needsConfirm() || !c.changedWaits(ctx, k, st.changedSeq) {
+			if !st.needsConfirm() || !c.stillWaits(ctx, k, st.changedSeq) {
 				err = c.publishChanged(ctx, k)
 				stored = err == nil
 			}
@@ -1172,6 +1169,27 @@ func (c *connector) changedWaits(ctx context.Context, kind subjects.Kind, change
 		if err != nil || msg != nil && msg.Sequence > changedSeq {
 			return false
 		}
+	}
+	return true
+}
+
+// stillWaits reports whether the ListChanged at changedSeq, which the connector stored, still
+// waits for its answer (changedWaits); the caller holds pubMu. It watches the kind first, and
+// reads the stream once per ListChanged that waits, not at every notification: once a read made
+// while the watch was up found it waiting, an answer stored since reaches the watch (or, while
+// the connection was down, the notifier's recheck), which makes the notifier store a ListChanged
+// (answered). A server flooding list_changed otherwise made its notifier send 2 JetStream API
+// requests per round, as fast as NATS answered, for as long as it flooded.
+func (c *connector) stillWaits(ctx context.Context, kind subjects.Kind, changedSeq uint64) bool {
+	h := c.watch(kind, changedSeq) // before the stream is read: an answer after the read is seen
+	if h.waiting == changedSeq && h.watching() && !h.seen.Load() {
+		return true
+	}
+	if !c.changedWaits(ctx, kind, changedSeq) {
+		return false
+	}
+	if h.watching() {
+		h.waiting = changedSeq
 	}
 	return true
 }

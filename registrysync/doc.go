@@ -40,7 +40,7 @@
 // null one is public, MCP's default. AuthContext is ServerConfig.AuthContext, whose credentials the
 // list was made with (a private list is for that context only). Fingerprint is a hex SHA-256
 // over the set of item hashes, the cache scope, the authorization context, the ttlMs (when
-// sent: a list whose TTL alone changed is a new snapshot) and the rejections (a server that reorders an unchanged list does not produce a new snapshot). The message's
+// sent: a list whose TTL alone changed is a new snapshot, but for a longer one up to twice the stored one: keepStoredTTL) and the rejections (a server that reorders an unchanged list does not produce a new snapshot). The message's
 // Nats-Msg-Id is <server token>/<kind>/<fingerprint> (the server name encoded with
 // subjects.EncodeToken), so JetStream drops a second copy. An unchanged re-list publishes
 // nothing: the connector remembers the last fingerprint of every kind and reads it back from
@@ -113,7 +113,9 @@
 // answer seen: the ListChanged ends the watch, and so does a list of the connector's own that
 // began after the notification, once published, and a notification that came before such a
 // ListChanged or list is not held back (an answer to it began after the notification); a
-// flood of notifications stores no more. The
+// flood of notifications stores no more, and reads the stream once per waiting ListChanged,
+// not at every notification (stillWaits: the watch, up before that read, sees any answer
+// stored after it). The
 // watch's subscriptions have no pending limits (the NATS client never drops their messages as
 // a slow consumer; the server cutting a slow connection is a disconnection), and an answer
 // stored while the connection was down is read from the stream once it is back (the last

@@ -28,7 +28,14 @@ type heldBack struct {
 	// seen: the watch saw an answer, or the stream holds one (set on the NATS client's
 	// goroutine, or by recheck; an answer seen by a watch since ended counts for nothing).
 	seen atomic.Bool
+	// waiting is the ListChanged a read of the stream made while subs were up found still
+	// waiting for its answer (stillWaits); under pubMu.
+	waiting uint64
 }
+
+// watching reports whether both answer subjects are watched: only then does the watch see
+// every answer stored after a read of the stream.
+func (h *heldBack) watching() bool { return len(h.subs) == 2 }
 
 // watch makes sure kind is watched for answers to the ListChanged at changedSeq; the caller
 // holds pubMu and is about to read the stream (changedWaits): an answer stored after that read

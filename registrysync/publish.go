@@ -258,8 +258,9 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 		c.setTaskTools(l.Items)
 		c.setHeaderTools(l.Items)
 	}
-	fp := l.fingerprint()
 	st := c.kind(l.Kind)
+	keepStoredTTL(l, st)
+	fp := l.fingerprint()
 	if st.known && st.fp == fp && st.needsConfirm() && l.AfterSeq >= st.changedSeq {
 		// Consumers lift the ListChanged only for the list they hold: the stream's last
 		// snapshot, which another connector of the server (or a publish whose ack was lost)
@@ -371,6 +372,29 @@ func (c *connector) streamFingerprint(ctx context.Context, kind subjects.Kind, s
 		return "", nil
 	}
 	return head.Fingerprint, nil
+}
+
+// maxTTLGrowth is how many times the stored list's ttlMs a list that differs from it only by a
+// longer ttlMs may have and still be taken for it (keepStoredTTL).
+const maxTTLGrowth = 2
+
+// keepStoredTTL gives l the stored list's ttlMs when that is all that tells them apart and l's
+// is longer, up to maxTTLGrowth times: l is then the stored list, unchanged (confirmed, not
+// stored again). A server that jitters its ttlMs at each listing (spreading its clients'
+// refreshes) otherwise had a whole copy of its list stored at every re-list (each executor's
+// re-list of an expired list, each resync), in a stream that keeps every snapshot. Consumers
+// keep the shorter TTL: they may re-list up to twice as often as the server asks, never later.
+// A shorter ttlMs (they must learn it at once), a much longer one, or one appearing or vanishing
+// is published.
+func keepStoredTTL(l *listing, st kindState) {
+	if !st.known || st.ttlMs == nil || l.TTLMs == nil || *l.TTLMs <= *st.ttlMs || *l.TTLMs > maxTTLGrowth**st.ttlMs {
+		return
+	}
+	stored := *l
+	stored.TTLMs = st.ttlMs
+	if stored.fingerprint() == st.fp {
+		l.TTLMs = st.ttlMs
+	}
 }
 
 func (c *connector) recordSnapshot(l *listing, fp string, seq uint64, listedAt time.Time) {
