@@ -66,8 +66,9 @@ func TestReadmePayloadExamples(t *testing.T) {
 	}
 }
 
-// TestReadmeReplyFieldLists: the member lists README gives of a CallResult (Calling tools) and
-// of an ApprovalReply (NATS API) name every member of the type, "v" included, and no other.
+// TestReadmeReplyFieldLists: the member lists README gives of a CallResult and of an AuditEvent
+// (Calling tools), of an ApprovalReply and of a RelistReply (NATS API) name every member of the
+// type, "v" included, and no other.
 func TestReadmeReplyFieldLists(t *testing.T) {
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -105,6 +106,10 @@ func TestReadmeReplyFieldLists(t *testing.T) {
 		{"CallResult", "the one\nterminal CallResult ", "`", "`", CallResult{V: 1, ID: "i", Tenant: "t", Tool: "t", Status: "ok", Result: json.RawMessage(`{}`),
 			Error: full, Attempts: 1, Duplicate: true, StartedAt: at, FinishedAt: at}},
 		{"ApprovalReply", "`Approval` `{", "→ ", "; no responders", ApprovalReply{V: 1, OK: true, Error: full}},
+		{"RelistReply", "`RelistRequest` `{", "→ ", " (re-list now", RelistReply{V: 1, Fingerprint: "f", Sequence: 1, ListedAt: at, Error: full}},
+		{"AuditEvent", "Each is an `AuditEvent` `", "{", "` (a member", AuditEvent{V: 1, Type: "audit.result", CallID: "c", Tenant: "t", User: "u",
+			Roles: []string{"r"}, Tool: "t", Server: "s", Decision: "ok", Code: "c", Message: "m", Arguments: json.RawMessage(`{}`),
+			Result: json.RawMessage(`{}`), Truncated: true, ArgBytes: 1, ResBytes: 1, IsError: true, At: at}},
 	} {
 		_, text, ok := strings.Cut(readme, tc.after)
 		_, text, ok1 := strings.Cut(text, tc.from)

@@ -36,6 +36,8 @@ func TestDecodeRegistryMsg(t *testing.T) {
 		{RegistryStatus("kb"), []byte(`{"v":2,"type":"status","server":"kb"}`)},    // another version
 		{RegistryRevoked("kb"), []byte(`{"v":1,"type":"revoked","server":"KB"}`)},  // names differ in case
 		{RegistryStatus("kb"), []byte(`{"v":1,"type":"status","server":"kb"} {}`)}, // trailing data
+		// The payload holds the server's name, never its subject token (README).
+		{RegistryRevoked("my.server"), []byte(`{"v":1,"type":"revoked","server":"my~2Eserver","tools":["x"]}`)},
 	} {
 		if _, err := DecodeRegistryMsg(tc.subject, tc.data); !errors.Is(err, ErrBadPayload) && !errors.Is(err, ErrBadSubject) {
 			t.Errorf("DecodeRegistryMsg(%s, %s) error = %v, want ErrBadPayload or ErrBadSubject", tc.subject, tc.data, err)

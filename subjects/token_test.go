@@ -33,7 +33,7 @@ func TestEncodeToken(t *testing.T) {
 }
 
 func TestDecodeTokenRejects(t *testing.T) {
-	for _, tok := range []string{"", "~2", "~ZZ", "a~", "~41" /* 'A' needs no escape */, "a.b", "a b"} {
+	for _, tok := range []string{"", "~2", "~ZZ", "a~", "~41" /* 'A' needs no escape */, "my~2eserver" /* hex digits are upper-case (README) */, "a.b", "a b"} {
 		if _, err := DecodeToken(tok); !errors.Is(err, ErrBadToken) {
 			t.Errorf("DecodeToken(%q) error = %v, want ErrBadToken", tok, err)
 		}
