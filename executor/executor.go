@@ -108,17 +108,19 @@ func New(nc *nats.Conn, cfg Config) (*Executor, error) {
 		}
 	}
 	log := cfg.Log
+	red := newRedactor(cfg.Secrets)
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(8192),
 		// Rate counters: a lost acknowledgement must not keep its publish pending forever.
 		jetstream.WithPublishAsyncTimeout(auditAckWait),
 		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-			log.Warn().Err(err).Str("subject", m.Subject).Msg("async publish failed")
+			// Redacted: a rate counter's subject holds the tenant token, the caller's words.
+			log.Warn().Err(err).Str("subject", red.StringCut(m.Subject, "…")).Msg("async publish failed")
 		}))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	audit, err := newAuditor(nc, newRedactor(cfg.Secrets), cfg.AuditBytes, log)
+	audit, err := newAuditor(nc, red, cfg.AuditBytes, log)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}

@@ -77,3 +77,26 @@ func TestLogRedactsSecretInPanic(t *testing.T) {
 		t.Errorf("the log holds the secret: %s", logs.String())
 	}
 }
+
+// A rate counter's publish that failed (the limits stream is gone) is logged with its subject
+// redacted of the configured secret values: the counter's subject holds the tenant token, the
+// caller's words, as the audit retry's does.
+func TestLogRedactsSecretInAsyncPublishSubject(t *testing.T) {
+	const secret = "Zq9s3cr3tV4lue"
+	logs := &lockedBuffer{}
+	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Secrets: []string{secret}, Limits: Limits{Tenant: Rate{PerSecond: 100}}}, logTo: logs})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := r.env.JS.DeleteStream(ctx, subjects.LimitsStream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.env.JS.Publish(ctx, subjects.Calls(secret), []byte(`{"id":"x","tool":"fixture__echo","arguments":{"text":"x"},"principal":{"user":"u"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failed rate counter publish's log line", func() bool {
+		return strings.Contains(logs.String(), "async publish failed")
+	})
+	if strings.Contains(logs.String(), secret) {
+		t.Errorf("the log holds the secret: %s", logs.String())
+	}
+}

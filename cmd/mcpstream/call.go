@@ -47,8 +47,9 @@ Output:
 
 Exit status: 0 when the tool ran and answered; 1 when the call was refused or failed (the error
 code and message go to stderr, or stdout with --json), and 1 too when the tool reported a failure
-(isError: true; its result is printed). A --id already used gets the earlier answer, never a
-second execution: use it to retry safely. A connection to NATS lost while waiting (NATS
+(isError: true; its result is printed), and 1 when the answer came but could not be printed
+(stdout on a full disk, say: the call ran, stderr says which --id gets its answer). A --id
+already used gets the earlier answer, never a second execution: use it to retry safely. A connection to NATS lost while waiting (NATS
 restarting) is said on stderr, and its return: the wait goes on (an answer sent meanwhile is
 read from the results stream). Ctrl-C stops the wait, not the call: once sent it
 runs, or waits for its approval (deny it to refuse it), and call --id gets its answer. When NATS
@@ -226,7 +227,16 @@ func runCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return failed(code, fmt.Errorf("call: %w", err))
 	}
 	res.Error = cf.explain(res.Error)
-	return printCallResult(stdout, stderr, res, cf.JSON)
+	// An answer that could not be written (stdout on a full disk, say) is a failure (exit status
+	// 1), but of this process, not of the call, which ran: said so, with how to get the answer
+	// again, so that a script does not run the call twice for it.
+	out := &outputWriter{w: stdout}
+	err = printCallResult(out, stderr, res, cf.JSON)
+	if werr := out.failed(); werr != nil {
+		return fmt.Errorf("call: call %s was answered, but its answer was not printed: write output: %w; `call --id %s` again returns it without running it twice",
+			termBlock(req.ID), werr, shellWord(req.ID))
+	}
+	return err
 }
 
 // callFailure reports a call that failed without an answer (bad arguments, no NATS, NATS

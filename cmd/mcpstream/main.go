@@ -175,7 +175,8 @@ func register(c command) {
 }
 
 // run runs the command args name and returns its error; a command that succeeded but whose
-// output could not all be written (a full disk, a closed stdout) failed: a script reading
+// output could not all be written (a full disk, say; a closed stdout is /dev/null to a Go
+// program, and a broken pipe on stdout kills it by SIGPIPE) failed: a script reading
 // that output must not take it for complete (some commands check their writes; this is for
 // every one, call's result included).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

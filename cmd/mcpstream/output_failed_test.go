@@ -64,4 +64,17 @@ func TestOutputNotWrittenIsAFailure(t *testing.T) {
 			t.Errorf("%v with stdout full: exit status %d (%v); want 1 and the write error", args, exitStatus(err), err)
 		}
 	}
+
+	// A call whose answer came but could not be written ran: exit status 1 says the call
+	// failed, so the error says it ran and how to get its answer without running it again.
+	for _, args := range [][]string{
+		{"call", "kb__x", "--id", "c-written-1", "--nats", env.URL},
+		{"call", "kb__x", "--id", "c-written-1", "--json", "--nats", env.URL},
+	} {
+		var errOut bytes.Buffer
+		err := run(ctx, args, fullWriter{}, &errOut)
+		if exitStatus(err) != 1 || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "call --id c-written-1") {
+			t.Errorf("%v with stdout full: exit status %d (%v); want 1, the write error, and how to get the answer again", args, exitStatus(err), err)
+		}
+	}
 }

@@ -78,7 +78,8 @@ given) and every executor the same enforcement digest; 1 when any differs, with 
 how many (ENFORCEMENT MISMATCH for executors' limits), and only then; 3 when it could not check,
 nothing compared: no instance answered with a digest (none runs, they run a version without
 digests, or the NATS user may not publish to $SRV.INFO.* or read its inbox), NATS could not be
-reached or refused the request, or the --config file could not be loaded (stderr says which, as
+reached or refused the request, the --config file could not be loaded, or the report could not be
+written (stdout on a full disk, say) (stderr says which, as
 "could not check: ..." but for no answer); 2 for bad flags. With --config, the warnings the
 roles log when they load the file's policy (a pattern with the shape of an encoded public name,
 which matches no tool) go to stderr too.
@@ -597,7 +598,10 @@ func digestVerdict(match *bool, digest string, n int, majority string) string {
 	return ""
 }
 
-func printPolicyReport(w io.Writer, r policyReport) error {
+func printPolicyReport(stdout io.Writer, r policyReport) error {
+	// Every write's error is the report's, the summary's too: a check whose verdict was not
+	// printed could not check (3), not a mismatch (1, the status of an output not written).
+	w := &outputWriter{w: stdout}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ROLE\tINSTANCE\tDIGEST\tPOLICY")
 	for _, in := range r.Instances {
@@ -663,7 +667,7 @@ func printPolicyReport(w io.Writer, r policyReport) error {
 			fmt.Fprintf(w, "%d executor(s) advertise no usable enforcement digest: not checked\n", e.Unknown)
 		}
 	}
-	return nil
+	return w.failed()
 }
 
 // policyCheckEvery is how often a role compares its policy digest with every other instance's.
