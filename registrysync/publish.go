@@ -259,7 +259,9 @@ func (c *connector) publishSnapshot(ctx context.Context, l *listing, info *subje
 		c.setHeaderTools(l.Items)
 	}
 	st := c.kind(l.Kind)
-	keepStoredTTL(l, st)
+	if err := c.keepStoredTTL(ctx, l, st); err != nil {
+		return publishResult{}, err
+	}
 	fp := l.fingerprint()
 	if st.known && st.fp == fp && st.needsConfirm() && l.AfterSeq >= st.changedSeq {
 		// Consumers lift the ListChanged only for the list they hold: the stream's last
@@ -386,15 +388,32 @@ const maxTTLGrowth = 2
 // keep the shorter TTL: they may re-list up to twice as often as the server asks, never later.
 // A shorter ttlMs (they must learn it at once), a much longer one, or one appearing or vanishing
 // is published.
-func keepStoredTTL(l *listing, st kindState) {
+//
+// The stored list must be the stream's last snapshot, which consumers hold, not only the one
+// the connector remembers: another connector of the server (a hand-over) may have stored
+// another since, this very list with its longer ttlMs say. Confirmed under the remembered
+// fingerprint, the list would be confirmed (and the executors' re-lists of it answered) for a
+// list no consumer holds: expired everywhere, its tools refused. So a list taken for the stored
+// one is checked against the stream (one read, made only then); when the stream holds another,
+// l is published as it is (a duplicate of the stream's, if that is it: recorded). A read that
+// fails is returned (the list is published at the next re-list).
+func (c *connector) keepStoredTTL(ctx context.Context, l *listing, st kindState) error {
 	if !st.known || st.ttlMs == nil || l.TTLMs == nil || *l.TTLMs <= *st.ttlMs || *l.TTLMs > maxTTLGrowth**st.ttlMs {
-		return
+		return nil
 	}
 	stored := *l
 	stored.TTLMs = st.ttlMs
-	if stored.fingerprint() == st.fp {
+	if stored.fingerprint() != st.fp {
+		return nil
+	}
+	cur, err := c.streamFingerprint(ctx, l.Kind, st.seq, st.fp)
+	if err != nil {
+		return err
+	}
+	if cur == st.fp {
 		l.TTLMs = st.ttlMs
 	}
+	return nil
 }
 
 func (c *connector) recordSnapshot(l *listing, fp string, seq uint64, listedAt time.Time) {
