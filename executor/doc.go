@@ -446,8 +446,11 @@
 // of its tools are answered not_found until registrysync has published its lists again, and the
 // revocations the stream held are gone with it: publish them again; while such a replay runs,
 // calls wait, at admission and before each dispatch attempt, until it reaches what the stream
-// held when it began, at most their timeout, then unavailable: a view part way through holds a
-// tool listed but not yet its revocation), compiled schemas, the last count of closed rate windows, the offset of the NATS
+// held when it began, at most their timeout, then unavailable (before a dispatch attempt, at once
+// when the executor stops: a claimed call left waiting by a process gone would be answered
+// outcome_unknown; at admission it is handed back): a view part
+// way through holds a tool listed but not yet its revocation; the replay reaches it too when its
+// last messages are deleted under it, once it applied the last one the stream holds), compiled schemas, the last count of closed rate windows, the offset of the NATS
 // server's clock. In JetStream: the calls work queue, results (24 h), audit (7 d), claims
 // (24 h), rate counters and slot leases. The
 // rate counters and slot leases are in memory storage: a NATS server restarted (not clustered)

@@ -219,8 +219,9 @@ func (r *registry) held(t *tool) (staleness.Verdict, *tool) {
 
 // heldCaughtUp is held, read once the view has caught up with the stream (caughtUp), under the
 // lock that check is made in: a reset between the two would have it read a view part way
-// through its replay. It waits at most until ctx ends (its error then).
-func (r *registry) heldCaughtUp(ctx context.Context, t *tool) (staleness.Verdict, *tool, error) {
+// through its replay. It waits at most until ctx ends (its error then) or stop is closed
+// (errStopping).
+func (r *registry) heldCaughtUp(ctx context.Context, stop <-chan struct{}, t *tool) (staleness.Verdict, *tool, error) {
 	for {
 		r.mu.RLock()
 		select {
@@ -231,7 +232,7 @@ func (r *registry) heldCaughtUp(ctx context.Context, t *tool) (staleness.Verdict
 		default: // replaying (or dropped again since the last wait)
 		}
 		r.mu.RUnlock()
-		if err := r.caughtUp(ctx, nil); err != nil {
+		if err := r.caughtUp(ctx, stop); err != nil {
 			return staleness.Verdict{}, nil, err
 		}
 	}
@@ -623,10 +624,19 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 	state, created := info.State, info.Created
 	last := state.LastSeq
 	r.sawLast(last)
+	// reached: the replay reached what the stream held (markReady called, once a replay: every
+	// message past that point says it reached it again, and markReady takes the registry's
+	// lock).
+	var reached atomic.Bool
+	ready := func() {
+		if !reached.Swap(true) {
+			markReady()
+		}
+	}
 	if last == 0 || state.Msgs == 0 {
 		// Nothing to replay. (A stream purged, or whose every event had a TTL that ran out,
 		// holds no message at its last sequence: none will come to say the replay reached it.)
-		markReady()
+		ready()
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.RegistryAll},
@@ -665,7 +675,7 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 			noteMax(&r.through, last) // what it did not apply up to last was deleted
 		}
 		if md.Sequence.Stream >= last || md.NumPending == 0 {
-			markReady()
+			ready()
 		}
 	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		if !errors.Is(err, jetstream.ErrNoHeartbeat) {
@@ -683,7 +693,7 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 	}
 	if ci := cons.CachedInfo(); ci != nil && ci.NumPending == 0 {
 		noteMax(&r.through, last) // nothing held after the executor's position
-		markReady()               // (nor will any message come to say so)
+		ready()                   // (nor will any message come to say so)
 	}
 	// The stream's end, read now and then: a consumer that stalls takes no message that would
 	// say how far behind it is; and whether the stream still holds what was applied.
@@ -707,8 +717,30 @@ func (r *registry) replay(ctx context.Context, stream jetstream.Stream, info *je
 				stop()
 				return info, why, nil
 			}
+			if !reached.Load() && r.consumedAll(ctx, stream) {
+				noteMax(&r.through, last) // what it did not apply up to last was deleted
+				ready()
+			}
 		}
 	}
+}
+
+// consumedAll reports whether the replay applied every message the registry stream holds:
+// the last one it holds now, of any registry subject, was applied (or it holds none), though no
+// message said the replay reached it. (Its last messages deleted after the consumer was handed
+// the ones before them, which said more were pending: a confirmation's TTL run out, a purge by
+// subject. No message past them comes until the next registry event, and calls would wait for
+// it. The consumer's info says nothing of it: the server counts the deleted messages
+// delivered.)
+func (r *registry) consumedAll(ctx context.Context, stream jetstream.Stream) bool {
+	m, err := stream.GetLastMsgForSubject(ctx, subjects.RegistryAll)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return true // it holds none
+	case err != nil:
+		return false
+	}
+	return r.applied.Load() >= m.Sequence
 }
 
 // originLost says why the events the executor applied, from the stream created at created, are

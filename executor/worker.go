@@ -232,9 +232,13 @@ type call struct {
 	// approved: the call needed approval and goes on approved (its own decision, or one an
 	// earlier delivery took): a busy concurrency cap is waited for (slotsWhenFree).
 	approved bool
-	// slotWaited is how long the approved call waited for a concurrency slot (slotsWhenFree):
-	// its dispatch has that much less of its timeout.
+	// slotWaited is how long the approved call waited for a concurrency slot (slotsWhenFree),
+	// and before it for the registry replay (since approvedAt): its dispatch has that much less
+	// of its timeout.
 	slotWaited time.Duration
+	// approvedAt: when the call, approved, began to wait for the registry replay (admit); zero
+	// when it did not.
+	approvedAt time.Time
 	// reached: a dispatch of the call may have reached its server (anything but a connector's
 	// "nothing was sent", see neverSent): it counts against its limits whatever the answer.
 	reached bool
@@ -510,6 +514,9 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 			return s
 		}
 		c.approved = true
+		if s := e.approvedCaughtUp(ctx, c); s != nil {
+			return s
+		}
 		nv, nt, s := e.fresh(ctx, t)
 		if s != nil {
 			return e.hidden(rp, nt, nv, s)
@@ -529,6 +536,26 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		return nil
 	}
 	e.audit.emit(subjects.AuditDecision, c.audit(subjects.AuditEvent{Decision: subjects.DecisionAllowed, Message: d.Why}))
+	return nil
+}
+
+// approvedCaughtUp waits, for an approved call, until the registry view holds what the stream
+// holds (see registry.caughtUp), at most the call's timeout (which runs from its approval),
+// before its tool is read again: a stream purged while it waited for its approver is replayed,
+// and a view part way through would refuse it not_found (its server's list not replayed yet),
+// the approver's OK thrown away, or admit it under a tool since revoked. The executor stopping
+// hands it back, marked so that its next delivery goes on as approved at once.
+func (e *Executor) approvedCaughtUp(ctx context.Context, c *call) *stop {
+	c.approvedAt = time.Now()
+	wctx, cancel := context.WithTimeout(ctx, requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout))
+	defer cancel()
+	switch err := e.reg.caughtUp(wctx, e.stopping); {
+	case errors.Is(err, errStopping):
+		e.handBackApproved(c)
+		return &stop{err: errStopping}
+	case err != nil:
+		return refused(subjects.CodeUnavailable, "the executor is replaying the registry stream (purged, or created again) and did not catch up within the call's timeout")
+	}
 	return nil
 }
 
@@ -1107,6 +1134,9 @@ func (e *Executor) execute(ctx context.Context, c *call) error {
 // left of the timeout (c.slotWaited).
 func (e *Executor) slotsWhenFree(ctx context.Context, c *call, lim []scopeLimit) (*lease, *subjects.Error, error) {
 	start := time.Now()
+	if !c.approvedAt.IsZero() {
+		start = c.approvedAt // (what it waited for the registry replay is of its timeout too)
+	}
 	timeout := requestWait(c.req.TimeoutMs, e.cfg.CallTimeout, e.cfg.MaxCallTimeout)
 	until := start.Add(timeout)
 	for {
@@ -1169,13 +1199,19 @@ func (e *Executor) dispatch(ctx context.Context, c *call, timeout time.Duration)
 		// view that holds what the registry stream holds: one replaying it, purged or created
 		// again since admission, holds its first events without the later ones, a revocation
 		// say: see registry.caughtUp.)
-		v, cur, err := e.reg.heldCaughtUp(ctx, c.tool)
+		// Nor does it wait on once the executor stops: the replay may outlast StopGrace, and a
+		// side-effecting call's claim left by a process gone answers outcome_unknown for a call
+		// never sent. (Not handed back: its claim is taken, and would answer so too.)
+		v, cur, err := e.reg.heldCaughtUp(ctx, e.stopping, c.tool)
 		if err != nil {
 			if last != nil && !notSent(last.Error.Code) {
 				return *last // what the earlier attempt did stands; it is not retried
 			}
-			return subjects.DispatchReply{V: subjects.Version, NotSent: true, Error: &subjects.Error{Code: subjects.CodeUnavailable,
-				Message: "the executor is replaying the registry stream (purged, or created again) and did not catch up within the call's timeout; nothing was sent"}}
+			msg := "the executor is replaying the registry stream (purged, or created again) and did not catch up within the call's timeout; nothing was sent"
+			if errors.Is(err, errStopping) {
+				msg = "the executor stopped while replaying the registry stream (purged, or created again); nothing was sent"
+			}
+			return subjects.DispatchReply{V: subjects.Version, NotSent: true, Error: &subjects.Error{Code: subjects.CodeUnavailable, Message: msg}}
 		}
 		if v.State == staleness.Revoked || v.State == staleness.Removed ||
 			v.State == staleness.Stale || v.State == staleness.Unknown {
