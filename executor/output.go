@@ -136,6 +136,11 @@ func checkStructured(t *tool, name string, value []byte, lim validationLimits) o
 	case res.stopped != nil && res.stopped.pattern != "":
 		return outputCheck{unchecked: fmt.Sprintf("the strings of its structuredContent took too long to match the outputSchema's pattern %s (matching is cut off after %v per result)",
 			singleQuoted(truncateString(res.stopped.pattern, 200)), ecmaMatchTimeout)}
+	case res.stopped != nil && res.stopped.uniqueAt != nil:
+		// (a result may echo a caller's arrays: see uniqueitems.go)
+		at, _ := arrayAt(inst, res.stopped.uniqueAt)
+		return outputCheck{unchecked: fmt.Sprintf("its structuredContent has an array (at %s) whose items would cost the outputSchema's uniqueItems check more than %d comparisons",
+			singleQuoted(truncateString(printable.Escape(pointer(at)), 200)), maxUniqueItemsCost)}
 	case res.stopped != nil && res.stopped.overBudget:
 		return unusableOutput(t, c.refuse(overBudgetText("a result", res.limit)))
 	case res.stopped != nil:

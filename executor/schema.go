@@ -93,9 +93,9 @@ const (
 //
 // Besides, before any validation: compileSchema bounds the schema's size (schemaShape) and
 // refuses a schema that is part of itself (refCycle), a pattern only the ECMAScript engine
-// compiles has each of its matches cut off (compilePattern), and the arguments of a schema with
-// uniqueItems have the cost of that check, which takes a single step, counted first
-// (costlyUniqueItems).
+// compiles has each of its matches cut off (compilePattern), and the cost of a uniqueItems
+// check, which takes a single step, is counted as the library starts it (hookUniqueItems), or
+// for every array of the arguments first (costlyUniqueItems).
 //
 // Residual cost, stated plainly: Go cannot stop a goroutine from outside. A validation the
 // meter stopped is over. One abandoned at the backstop runs on: if it ends within limit.grace
@@ -167,6 +167,10 @@ type meteredSchema struct {
 	// regexUnchecked is the first string of the validation that checkFormatRegex did not
 	// parse, and why (zero if none): see validationOutcome.regexUnchecked.
 	regexUnchecked regexNotChecked
+	// uniqueLeft and hashLeft are what is left of the validation's budgets for uniqueItems
+	// checks (costUniqueItems), when uniqueHooked: its schema objects with uniqueItems cost them.
+	uniqueLeft, hashLeft int
+	uniqueHooked         bool
 	// cut stops the validation at its next step: set when a validation of arguments runs on
 	// lim.grace past the backstop (see metered); reset by each validation.
 	cut atomic.Bool
@@ -177,6 +181,7 @@ type meteredSchema struct {
 type stopValidation struct {
 	overBudget bool
 	pattern    string // the pattern whose match was cut off
+	uniqueAt   *any   // the first item of the array whose uniqueItems check was too costly
 }
 
 // Validate implements jsonschema.SchemaExt: one step.
@@ -267,7 +272,7 @@ func (c *compiledSchema) check(raw []byte) error {
 			c.err = err
 			return
 		}
-		c.uniqueItems = mentionsUniqueItems(raw)
+		c.uniqueItems = !m.uniqueHooked && mentionsUniqueItems(raw)
 		c.release(m)
 	})
 	return c.err
@@ -280,6 +285,7 @@ func (c *compiledSchema) compileCopy(raw []byte) (*meteredSchema, error) {
 		return nil, err
 	}
 	m.sch = sch
+	m.uniqueHooked = hookUniqueItems(sch, m)
 	m.compiled = true
 	return m, nil
 }
@@ -334,7 +340,9 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 	if err != nil {
 		return meteredOutcome{}, 0, err
 	}
-	m.steps, m.limit, m.ecmaLeft, m.regexLeft = 0, lim.steps+lim.stepsPerNode*countJSONValues(inst), ecmaMatchTimeout, maxFormatRegexTotal
+	values := countJSONValues(inst)
+	m.steps, m.limit, m.ecmaLeft, m.regexLeft = 0, lim.steps+lim.stepsPerNode*values, ecmaMatchTimeout, maxFormatRegexTotal
+	m.uniqueLeft, m.hashLeft = maxUniqueItemsCost, maxUniqueItemsCost+maxUniqueHashesPerValue*values
 	m.regexUnchecked = regexNotChecked{}
 	m.cut.Store(false)
 	wall := lim.wall + time.Duration(int64(lim.wallPerMiB)*int64(size)>>20)
@@ -366,7 +374,7 @@ func (c *compiledSchema) metered(raw []byte, inst any, size int, lim validationL
 			case res := <-out:
 				if res.stopped != nil && res.stopped.overBudget && what != whatArguments {
 					c.refuse(overBudgetText(what, m.limit))
-				} else if (res.stopped == nil || res.stopped.pattern != "" || res.stopped.overBudget) && res.panic == nil {
+				} else if (res.stopped == nil || res.stopped.pattern != "" || res.stopped.overBudget || res.stopped.uniqueAt != nil) && res.panic == nil {
 					c.release(m)
 				}
 			case <-grace.C:
@@ -623,10 +631,7 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 
 	if c.uniqueItems {
 		if at, costly := costlyUniqueItems(inst, maxUniqueItemsCost); costly {
-			p := pointer(at)
-			return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: p, Message: fmt.Sprintf(
-				"%sthe items of an array would cost the inputSchema's uniqueItems check more than %d comparisons (distinct items the validator hashes alike: numbers differing in sign only, strings holding the byte 4, or items alike but for their end); nothing was run",
-				atLocation(truncateString(printable.Escape(p), 200)), maxUniqueItemsCost)}
+			return costlyUniqueItemsError(at)
 		}
 	}
 
@@ -646,6 +651,10 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 			return &subjects.Error{Code: subjects.CodeInvalidArguments,
 				Message: fmt.Sprintf("the strings of the arguments took too long to match the inputSchema's pattern %s (matching is cut off after %v per call); nothing was run",
 					singleQuoted(truncateString(res.stopped.pattern, 200)), ecmaMatchTimeout)}
+		}
+		if res.stopped.uniqueAt != nil {
+			at, _ := arrayAt(inst, res.stopped.uniqueAt)
+			return costlyUniqueItemsError(at)
 		}
 		if res.stopped.overBudget {
 			// Only this call is refused (see whatArguments).
@@ -675,6 +684,15 @@ func validateArgumentsWithin(t *tool, args []byte, lim validationLimits) *subjec
 		}
 	}
 	return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: issuesPath(issues), Message: issuesMessage(issues)}
+}
+
+// costlyUniqueItemsError refuses arguments whose array at (JSON pointer tokens) would cost the
+// inputSchema's uniqueItems check too much (see uniqueitems.go).
+func costlyUniqueItemsError(at []string) *subjects.Error {
+	p := pointer(at)
+	return &subjects.Error{Code: subjects.CodeInvalidArguments, Path: p, Message: fmt.Sprintf(
+		"%sthe items of an array would cost the inputSchema's uniqueItems check more than %d comparisons (distinct items the validator hashes alike: numbers differing in sign only, strings holding the byte 4, or items alike but for their end), or hashing more than %d plus %d per value of the arguments (arrays of more than 20 items nested in one another, numbers with large exponents); nothing was run",
+		atLocation(truncateString(printable.Escape(p), 200)), maxUniqueItemsCost, maxUniqueItemsCost, maxUniqueHashesPerValue)}
 }
 
 // unusableSchema is the invalid_schema refusal of a call of t.

@@ -34,3 +34,20 @@ func TestSchemaCountsBeyondInt64(t *testing.T) {
 		}
 	}
 }
+
+// A property (or a $defs entry) may be named like a data keyword: its value is a schema all the
+// same, whose counts the library reads. "properties": {"enum": {"minLength": 2^64}} was let
+// through, and that property then required no length at all.
+func TestSchemaCountsUnderKeywordNamedMembers(t *testing.T) {
+	for _, c := range []struct{ schema, args, at string }{
+		{`{"properties":{"const":{"type":"string","minLength":18446744073709551616}}}`, `{"const":"x"}`, "/properties/const/minLength"},
+		{`{"properties":{"enum":{"type":"string","minLength":18446744073709551616}}}`, `{"enum":"x"}`, "/properties/enum/minLength"},
+		{`{"patternProperties":{"default":{"maxItems":1e20}}}`, `{}`, "/patternProperties/default/maxItems"},
+		{`{"$defs":{"examples":{"minItems":9223372036854775808}},"$ref":"#/$defs/examples"}`, `[]`, "/$defs/examples/minItems"},
+		{`{"definitions":{"const":{"minProperties":1e19}}}`, `{}`, "/definitions/const/minProperties"},
+		{`{"dependentSchemas":{"enum":{"maxProperties":-9223372036854775809}}}`, `{}`, "/dependentSchemas/enum/maxProperties"},
+	} {
+		tl := &tool{Public: "s__t", InputSchema: json.RawMessage(c.schema)}
+		wantCode(t, validateArguments(tl, []byte(c.args)), subjects.CodeInvalidSchema, "at '"+c.at+"'")
+	}
+}

@@ -46,11 +46,21 @@ var countKeywords = map[string]bool{
 // dataKeywords hold values, not schemas: a member named like a keyword inside them is data.
 var dataKeywords = map[string]bool{"const": true, "enum": true, "default": true, "examples": true}
 
+// nameKeywords hold members named by the schema's author, each a schema: a member named like a
+// data keyword there ("properties": {"enum": {...}}) is a schema all the same.
+var nameKeywords = map[string]bool{
+	"properties": true, "patternProperties": true, "$defs": true, "definitions": true,
+	"dependentSchemas": true, "dependencies": true,
+}
+
 // hugeCount finds, in the decoded schema doc, a count keyword (countKeywords) whose value is an
 // integer beyond 2^63-1, and returns its location (JSON pointer tokens) and value. A member of
 // such a name that is no keyword, outside the data keywords, holds a schema, so a number there
 // is refused all the same (by the meta-schema, else).
-func hugeCount(doc any) ([]string, string, bool) {
+func hugeCount(doc any) ([]string, string, bool) { return hugeCountIn(doc, false) }
+
+// hugeCountIn is hugeCount of doc, whose members are names (nameKeywords) if names.
+func hugeCountIn(doc any, names bool) ([]string, string, bool) {
 	switch v := doc.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(v))
@@ -64,10 +74,10 @@ func hugeCount(doc any) ([]string, string, bool) {
 					return []string{k}, string(n), true
 				}
 			}
-			if dataKeywords[k] {
+			if dataKeywords[k] && !names {
 				continue
 			}
-			if at, n, ok := hugeCount(v[k]); ok {
+			if at, n, ok := hugeCountIn(v[k], nameKeywords[k] && !names); ok {
 				return append([]string{k}, at...), n, true
 			}
 		}

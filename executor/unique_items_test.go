@@ -139,3 +139,59 @@ func TestUniqueItemsCollisionsInResult(t *testing.T) {
 		t.Fatalf("a failing result after: got %+v, want protocol_error at /structuredContent/a", out)
 	}
 }
+
+// "uniqueItems": false asserts nothing (schema generators write it by default): arrays under
+// such a schema alone are not costed. 4,096 distinct vectors of ±1, which a schema with
+// "uniqueItems": true refuses, were refused under false.
+func TestUniqueItemsFalseNotCosted(t *testing.T) {
+	tl := &tool{Public: "s__t", InputSchema: []byte(`{"type":"object","properties":{"a":{"type":"array","uniqueItems":false},"b":{"uniqueItems":false}}}`)}
+	if e := validateWithin(t, tl, signVariants(4096, 16), defaultValidationLimits); e != nil {
+		t.Fatalf("uniqueItems false: %+v", e)
+	}
+}
+
+// Only arrays the library checks for uniqueItems are costed: 1,024 distinct sign-quantized
+// embeddings (64 numbers of ±0.125, all hashed alike by the library) beside an array of tags
+// that are unique were refused for the tags' uniqueItems. The same embeddings under
+// uniqueItems, or checked there through a $ref, an allOf, items, are refused at their path.
+func TestUniqueItemsOnlyCheckedArraysCosted(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"tags":["x","y"],"embeddings":[`)
+	for i := range 1024 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		for j := range 64 {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if (i*2654435761>>(j%29)+j*i)&1 == 1 { // (distinct, of varied signs)
+				b.WriteByte('-')
+			}
+			b.WriteString("0.125")
+		}
+		b.WriteByte(']')
+	}
+	b.WriteString(`]}`)
+	args := b.String()
+	tl := &tool{Public: "s__t", InputSchema: []byte(`{"type":"object","properties":{"tags":{"type":"array","uniqueItems":true},"embeddings":{"type":"array","items":{"type":"array","items":{"type":"number"}}}}}`)}
+	if e := validateWithin(t, tl, args, defaultValidationLimits); e != nil {
+		t.Fatalf("embeddings beside unique tags: %+v", e)
+	}
+	for _, schema := range []string{
+		`{"properties":{"embeddings":{"uniqueItems":true}}}`,
+		`{"$defs":{"u":{"uniqueItems":true}},"properties":{"embeddings":{"$ref":"#/$defs/u"}}}`,
+		`{"properties":{"embeddings":{"allOf":[{"type":"array"},{"uniqueItems":true}]}}}`,
+		`{"additionalProperties":{"items":{"type":"number"},"uniqueItems":true}}`,
+		// (a $dynamicRef: every array costed beforehand)
+		`{"$defs":{"u":{"$dynamicAnchor":"u","uniqueItems":true}},"properties":{"embeddings":{"$dynamicRef":"#u"}}}`,
+	} {
+		tl := &tool{Public: "s__u", InputSchema: []byte(schema)}
+		e := validateWithin(t, tl, args, defaultValidationLimits)
+		wantCode(t, e, subjects.CodeInvalidArguments, "uniqueItems")
+		if e.Path != "/embeddings" {
+			t.Fatalf("%s: path %q, want /embeddings", schema, e.Path)
+		}
+	}
+}
