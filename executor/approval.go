@@ -146,6 +146,9 @@ type approvalRecord struct {
 	// executor stopped while it waited for a concurrency slot, see handBackApproved): the next
 	// delivery goes on as approved at once.
 	HandedBack bool `json:"handedBack,omitempty"`
+	// Definition is the definitionDigest of the tool definition the call was approved under
+	// (approved only): a delivery holding another definition does not run it.
+	Definition string `json:"definition,omitempty"`
 
 	// stored is the record's timestamp on the NATS server's clock when read back (not part of
 	// the record); of a record with an outcome, when the outcome was written (see
@@ -312,12 +315,16 @@ func sameCall(tenant string, a, b subjects.CallRequest) bool {
 // settler is approvalWait.settle for the record rec at revision rev, written by delivery
 // c.delivery of c.
 func (e *Executor) settler(c *call, rec approvalRecord, rev uint64) func(string, subjects.Approval) (approvalRecord, bool) {
+	def := c.tool.definitionDigest() // (what the approver is asked about)
 	return func(outcome string, a subjects.Approval) (approvalRecord, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), approvalStore)
 		defer cancel()
 		key := approvalKey(c.tenant, c.req.ID, c.seq)
 		next := rec
 		next.Outcome, next.At, next.Delivery = outcome, time.Now().UTC(), c.delivery
+		if outcome == outcomeApproved {
+			next.Definition = def
+		}
 		next.By, next.Reason = truncateString(a.By, maxApprovalBy), truncateString(a.Reason, maxApprovalReason)
 		val, _ := json.Marshal(next)
 		for range 3 {
@@ -605,6 +612,7 @@ func (e *Executor) decided(c *call, elsewhere bool) {
 // this one never does meanwhile), then the call goes on as approved — that delivery died
 // before its answer, and the claim decides whether the call may run.
 func (e *Executor) decidedElsewhere(ctx context.Context, c *call, rec approvalRecord, wait time.Duration) *stop {
+	c.approvedDef = rec.Definition
 	by := cmp.Or(rec.By, "an approver")
 	why := ""
 	if rec.Reason != "" {

@@ -222,7 +222,10 @@
 //     approval was that very decision. A delivery that finds an outcome recorded (an executor
 //     died after the decision) takes it, without asking again. When the record cannot be read
 //     or written (logged), the delivery waits and decides alone, as if it were the only one.
-//     Freshness is checked again after approval.
+//     Freshness is checked again after approval, and the definition: the record of an approved
+//     call names the definition it was approved under (definitionDigest); one listed since with
+//     another (schemas, hints), while the call waited or before a later delivery goes on as
+//     approved, → stale (reason re-listed), nothing sent: nobody approved it.
 //  8. limits → rate_limited with retryAfterMs (see below). A call approved in step 7 took its
 //     rates then and takes only its concurrency slots here: a full cap is waited for (polled every
 //     250 ms, up to the call's timeout; then rate_limited, also when the slot comes with none of

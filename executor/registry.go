@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +73,19 @@ func (t *tool) sameDefinition(u *tool) bool {
 	return t == u || t.Public == u.Public && t.Server == u.Server && t.Name == u.Name &&
 		bytes.Equal(t.InputSchema, u.InputSchema) && bytes.Equal(t.OutputSchema, u.OutputSchema) &&
 		t.ReadOnly == u.ReadOnly && t.Idempotent == u.Idempotent && t.Destructive == u.Destructive
+}
+
+// definitionDigest identifies t's definition as sameDefinition compares it (name, schemas
+// byte for byte, hints), across processes: an approval record names the definition its call
+// was approved under, and a delivery of the call on another executor compares it with its own.
+func (t *tool) definitionDigest() string {
+	data, _ := json.Marshal(struct {
+		Public, Server, Name              string
+		InputSchema, OutputSchema         []byte // (as bytes: RawMessage would be compacted)
+		ReadOnly, Idempotent, Destructive bool
+	}{t.Public, t.Server, t.Name, t.InputSchema, t.OutputSchema, t.ReadOnly, t.Idempotent, t.Destructive})
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
 }
 
 // retrySafe reports whether the tool may run again: read-only or idempotent by annotation.

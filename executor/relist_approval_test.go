@@ -24,9 +24,11 @@ func (d *recordingDispatcher) Dispatch(ctx context.Context, server string, req s
 }
 
 // TestRelistDuringApproval: a tool re-listed with another definition while its call waits for
-// approval is checked again against the new definition. It used to keep the old one: fresh()
-// looked the tool up again only after a ttl re-list, so the new schema was not applied and the
-// old annotations (read-only: no claim) decided how the call was dispatched.
+// approval is not dispatched. It used to keep the old one: fresh() looked the tool up again
+// only after a ttl re-list, so the new schema was not applied and the old annotations
+// (read-only: no claim) decided how the call was dispatched. The call was then checked against
+// the new definition and ran under it when it passed, approved under another: it is refused
+// stale (re-listed), nothing sent (see TestApprovedUnderRelistedDefinition).
 func TestRelistDuringApproval(t *testing.T) {
 	disp := &recordingDispatcher{}
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Dispatcher: disp, Approve: []string{"vault__*"}}})
@@ -60,7 +62,10 @@ func TestRelistDuringApproval(t *testing.T) {
 		t.Fatalf("decide: %+v %v", rep, err)
 	}
 	res := <-done
-	if res.Error == nil || res.Error.Code != subjects.CodeInvalidArguments {
-		t.Errorf("got %s %+v (dispatched %d), want invalid_arguments against the new schema", res.Status, res.Error, len(disp.reqs))
+	disp.mu.Lock()
+	sent := len(disp.reqs)
+	disp.mu.Unlock()
+	if sent != 0 || res.Error == nil || res.Error.Code != subjects.CodeStale || res.Error.Reason != "re-listed" {
+		t.Errorf("got %s %+v (dispatched %d), want stale re-listed, nothing sent", res.Status, res.Error, sent)
 	}
 }

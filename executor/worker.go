@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -232,6 +233,9 @@ type call struct {
 	// approved: the call needed approval and goes on approved (its own decision, or one an
 	// earlier delivery took): a busy concurrency cap is waited for (slotsWhenFree).
 	approved bool
+	// approvedDef is the definitionDigest of the tool definition the call was approved under
+	// ("" when not known: an approval record written by an older executor).
+	approvedDef string
 	// slotWaited is how long the approved call waited for a concurrency slot (slotsWhenFree),
 	// and before it for the registry replay (since approvedAt): its dispatch has that much less
 	// of its timeout.
@@ -521,10 +525,18 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 		if s != nil {
 			return e.hidden(rp, nt, nv, s)
 		}
+		if nt.definitionDigest() != cmp.Or(c.approvedDef, t.definitionDigest()) {
+			// The approver decided on the call as listed then (another inputSchema, other
+			// hints): it does not run under a definition nobody approved, re-listed while it
+			// waited, or before this delivery of an approval another one took.
+			s := refused(subjects.CodeStale, nt.Public+" was listed again, otherwise (schemas, hints), since the call was asked to be approved: it was approved as listed before; nothing was sent; send it again with a new call id to have it approved as listed now")
+			s.e.Reason = "re-listed"
+			return s
+		}
 		if nt != t {
-			// Re-listed while waiting, with another definition: the policy, the cache scope and
-			// the arguments are checked again against it, and its annotations decide from now
-			// on (a tool that is no longer read-only is claimed before dispatch).
+			// Re-listed while waiting, with the same definition (a new list): the policy and the
+			// cache scope are checked again against it (the list may be private to another
+			// context now), and the arguments.
 			c.tool = nt
 			if _, s := e.authorize(rp, nt, nv, " as re-listed while it waited for approval"); s != nil {
 				return s
