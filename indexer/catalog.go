@@ -556,10 +556,24 @@ func itemKey(k subjects.Kind) string {
 	return "name"
 }
 
+// maxServerNameBytes is the longest server name the catalog stores: its records' keys hold the
+// name, with a tool's (up to MaxToolNameBytes), and a Badger key may not exceed 65,000 bytes.
+// Only a nats-server whose max_control_line was raised takes a subject that long.
+const maxServerNameBytes = 60_000
+
 // decodeEvent decodes a registry message and checks that its payload matches its subject (a
-// payload naming another server than its subject is refused: NATS permissions pin subjects).
+// payload naming another server than its subject is refused: NATS permissions pin subjects),
+// and that its server's name fits the catalog's keys: a commit of a longer one would fail, and
+// the replica stop at that message at every start.
 func decodeEvent(subject string, data []byte) (subjects.RegistryEvent, error) {
-	return subjects.DecodeRegistryMsg(subject, data)
+	ev, err := subjects.DecodeRegistryMsg(subject, data)
+	if err != nil || len(subject) <= maxServerNameBytes {
+		return ev, err
+	}
+	if sub, err := subjects.ParseRegistry(subject); err == nil && len(sub.Server) > maxServerNameBytes {
+		return subjects.RegistryEvent{}, fmt.Errorf("server name of %d bytes, more than the catalog stores (%d)", len(sub.Server), maxServerNameBytes)
+	}
+	return ev, nil
 }
 
 // applyMsg applies one stream message: Badger first (with the sequence, atomically), then the

@@ -59,6 +59,10 @@ var (
 	// The catalog holds nothing the registry stream does not:
 	// remove the directory and the replica rebuilds it by replay.
 	ErrUnreadable = errors.New("catalog unreadable")
+	// ErrDiskFull (with ErrStore): the catalog's filesystem has less free space than a write
+	// needs (see DiskReserve): Open and every write refuse, nothing is written, the catalog
+	// stays as it was. Free space and start the replica again: it resumes from its sequence.
+	ErrDiskFull = errors.New("not enough free disk space for the catalog")
 )
 
 // Config configures a catalog replica. The zero value is an in-memory replica with the open

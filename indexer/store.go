@@ -256,6 +256,10 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 		if err := checkDir(cfg.Dir); err != nil {
 			return nil, err
 		}
+		// Badger's Open writes too (a new memtable, the replayed write-ahead log).
+		if err := checkRoom(cfg.Dir); err != nil {
+			return nil, err
+		}
 	}
 	db, err := badger.Open(o)
 	if err != nil {
@@ -278,6 +282,33 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 		return nil, unreadable(cfg.Dir, fmt.Errorf("%w: open: %w", ErrStore, err))
 	}
 	return db, nil
+}
+
+// DiskReserve is the free space (bytes) the filesystem of a replica's directory must have for the
+// catalog to write: Badger writes its value log, its memtables' logs and its tables through
+// memory-mapped files created at their full size without reserving the space (a value log file
+// twice valueLogFileSize, a memtable's log twice memTableSize), and a page the filesystem then
+// has no room for ends the process (SIGBUS), in a commit or in a background compaction, and
+// again at every start while the disk stays full. Refusing to write below the size of the
+// files Badger may be writing (the active value log file, the memtables' logs, a compaction's
+// tables) turns that into an error that says what to do.
+func DiskReserve() int64 { return 2*valueLogFileSize + 8*memTableSize }
+
+// freeSpace is diskFree (a variable: tests fill the disk).
+var freeSpace = diskFree
+
+// checkRoom refuses a write (and Open) when dir's filesystem has less than DiskReserve free.
+// Where the free space cannot be read (dir not made yet, another system), it allows it.
+func checkRoom(dir string) error {
+	free, ok := freeSpace(dir)
+	if !ok {
+		free, ok = freeSpace(filepath.Dir(dir)) // Badger makes dir
+	}
+	if !ok || free >= DiskReserve() {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: %s has %d MiB free, less than the %d MiB the catalog needs free to write safely; nothing was written: free space there and start the replica again (it resumes from its sequence)",
+		ErrStore, ErrDiskFull, dir, free>>20, DiskReserve()>>20)
 }
 
 // unreadable is Open's refusal of a catalog it cannot read, with the remedy.

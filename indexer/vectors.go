@@ -319,6 +319,9 @@ func (c *Catalog) probeSpace(ctx context.Context) error {
 		}
 	}
 	if old == nil || !sameDirection(old, vecs[0]) {
+		if err := c.room(); err != nil {
+			return err
+		}
 		unlock := c.writing()
 		err := c.db.Update(func(txn *badger.Txn) error {
 			return txn.Set([]byte(keyProbe), append(name[:], encodeVector(vecs[0])...))
@@ -533,6 +536,9 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 		}
 	}
 	if len(missing) > 0 {
+		if err := c.room(); err != nil {
+			return 0, err
+		}
 		unlock := c.writing()
 		wb := c.db.NewWriteBatch()
 		for j, i := range missing {
@@ -1037,6 +1043,9 @@ func (c *Catalog) sweepVectors() error {
 			// storeMu before c.mu, never while holding it: a value log GC step holds storeMu
 			// for a whole file's rewrite, and a sweep waiting for it under c.mu's read lock
 			// would hold up Follow's next c.mu.Lock, and every query queued behind that.
+			if err := c.room(); err != nil {
+				return err
+			}
 			defer c.writing()()
 			c.mu.RLock()
 			defer c.mu.RUnlock()
@@ -1084,6 +1093,9 @@ func keepVector(keep map[[32]byte]bool, k []byte) bool {
 func (c *Catalog) deleteVectors(isStale func(key []byte) bool) error {
 	stale, err := c.vectorKeys(isStale)
 	if err != nil || len(stale) == 0 {
+		return err
+	}
+	if err := c.room(); err != nil {
 		return err
 	}
 	defer c.writing()()

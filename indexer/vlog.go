@@ -77,6 +77,9 @@ func (c *Catalog) gcValueLog(ctx context.Context) (gcPass, error) {
 		if c.gcClosed {
 			return false, ErrClosed
 		}
+		if err := c.room(); err != nil {
+			return false, err // a rewrite copies live values into the active file
+		}
 		err := c.db.RunValueLogGC(gcDiscardRatio)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
 			return false, nil // nothing (more) to rewrite; or another pass in flight
@@ -116,14 +119,30 @@ func (c *Catalog) writing() func() {
 	return c.storeMu.RUnlock
 }
 
+// room is checkRoom for the catalog's directory (always nil in memory): called before each
+// write, so that a disk filling up stops the replica with ErrDiskFull before Badger writes into
+// space the filesystem does not have.
+func (c *Catalog) room() error {
+	if c.cfg.InMemory {
+		return nil
+	}
+	return checkRoom(c.cfg.Dir)
+}
+
 // update is c.db.Update under storeMu.
 func (c *Catalog) update(fn func(txn *badger.Txn) error) error {
+	if err := c.room(); err != nil {
+		return err
+	}
 	defer c.writing()()
 	return c.db.Update(fn)
 }
 
 // commit is commit under storeMu.
 func (c *Catalog) commit(ws []write, seq uint64) error {
+	if err := c.room(); err != nil {
+		return err
+	}
 	defer c.writing()()
 	return commit(c.db, ws, seq)
 }
