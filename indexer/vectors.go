@@ -525,7 +525,14 @@ func (c *Catalog) vectorizeBatch(ctx context.Context) (int, error) {
 	var refused []error
 	var embedErr error
 	if len(texts) > 0 {
-		if vecs, refused, embedErr = c.embedTexts(ctx, texts); embedErr != nil {
+		// Room for the vectors' cache first: asked with the disk full, the endpoint's answer
+		// (a paid request, say) was thrown away, and asked for again after every backoff.
+		// Without room the batch goes as when the endpoint fails: the cached vectors are
+		// attached, the others wait.
+		if embedErr = c.room(); embedErr == nil {
+			vecs, refused, embedErr = c.embedTexts(ctx, texts)
+		}
+		if embedErr != nil {
 			// The vectors the cache held are attached all the same (below): they need no
 			// endpoint, and a tool whose definition changed but not its text (a parameter's
 			// type) would otherwise stay lexical for the whole outage. The others stay wanted.
