@@ -87,10 +87,12 @@ func NewCallID() string {
 // answered too_large here without being sent (so is one larger than a message of NC may be: its
 // server's max_payload); an empty ID gets a new one, and the bytes of an ID
 // that are not UTF-8 are sent as U+FFFD (as JSON carries them: the executor answers that id;
-// CallDirect and Submit do the same). The error is for
+// CallDirect and Submit do the same); an ID over 256 bytes as sent is answered bad_request
+// without being sent (CallDirect and Submit too). The error is for
 // transport failures only (ErrNoExecutor, ctx's deadline): a refusal is a CallResult with Error
 // set. Give ctx a deadline: the executor persists the call and does not answer a caller that
-// stopped waiting.
+// stopped waiting. A ctx that already ended sends nothing (its error is returned), as with
+// CallDirect and Submit.
 //
 // With JS, Call also reads the results stream every 2 s while waiting, and once more when ctx
 // ends first: an answer whose reply was lost (a reconnect) is still returned. And the request to
@@ -115,6 +117,11 @@ func (c Client) Call(ctx context.Context, tenant string, req subjects.CallReques
 	req, data, res := c.prepare(tenant, req)
 	if res != nil {
 		return *res, nil
+	}
+	if err := ctx.Err(); err != nil {
+		// (As nats.go's request/reply: a context already ended sends nothing. Sent, the
+		// request would be stored and run, its caller told it was given up.)
+		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)
 	}
 	if c.JS != nil {
 		return c.callResending(ctx, tenant, req, data)
@@ -345,6 +352,10 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	if res != nil {
 		return *res, nil
 	}
+	if err := ctx.Err(); err != nil {
+		// (Sent, it would be stored and run, its caller told it was given up.)
+		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): %w", req.Tool, req.ID, err)
+	}
 	inbox, answers, done, err := answerMuxFor(c.NC).wait()
 	if err != nil {
 		return subjects.CallResult{}, fmt.Errorf("call %s (id %s): subscribe to the answer: %w", req.Tool, req.ID, err)
@@ -525,6 +536,14 @@ func prepareWithin(tenant string, req subjects.CallRequest, maxPayload int64) (s
 	// The id the executor reads, answers and de-duplicates: one whose bytes are not UTF-8
 	// would be looked for where its answer never is.
 	req.ID = wireID(req.ID)
+	if len(req.ID) > maxCallID {
+		// No id to answer to: the executor refuses it on the request's reply inbox alone,
+		// with no id (CallDirect would pass that over as another call's), and stores no
+		// answer (Await would wait for nothing). Refused here as the executor would.
+		r := refusal(tenant, subjects.CallRequest{Tool: req.Tool}, subjects.CallRefused, &subjects.Error{Code: subjects.CodeBadRequest,
+			Message: fmt.Sprintf("id is %d bytes long; at most %d (%q)", len(req.ID), maxCallID, truncateString(req.ID, 20))})
+		return req, nil, &r
+	}
 	if req.RequestedAt.IsZero() {
 		req.RequestedAt = time.Now().UTC()
 	}
@@ -569,7 +588,8 @@ func wireID(id string) string {
 // Submit persists req on subjects.Calls(tenant) without waiting (Nats-Msg-Id =
 // subjects.CallMsgID(tenant, id)) and
 // returns the request as sent; duplicate reports that this id was already submitted. Read the
-// answer with Await. An id whose de-duplication key a message of another tenant holds is
+// answer with Await. An ID over 256 bytes as sent is a *subjects.Error with Code bad_request,
+// and nothing is stored. An id whose de-duplication key a message of another tenant holds is
 // ErrCallIDTaken. A request too large to be stored — over MaxCallBytes, over the max_payload
 // of JS's connection, or refused by the calls stream's maximum message size (which counts the
 // headers) — is a *subjects.Error with Code too_large, whichever limit binds (its message
@@ -710,12 +730,16 @@ func arrived(ch <-chan *nats.Msg) iter.Seq[*nats.Msg] {
 	}
 }
 
-// Decide approves or denies a call waiting in needs_approval.
+// Decide approves or denies a call waiting in needs_approval. An ID that is not UTF-8 is the
+// call sent with it (its invalid bytes U+FFFD), as for Await.
 func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.ApprovalReply, error) {
 	if err := c.need("Decide", true, false); err != nil {
 		return subjects.ApprovalReply{}, err
 	}
 	a.V = subjects.Version
+	// The id the call waits under: as Call and Submit send it (each byte that is not UTF-8
+	// U+FFFD), its approvals subject built from that.
+	a.ID = wireID(a.ID)
 	data, err := json.Marshal(a)
 	if err != nil {
 		return subjects.ApprovalReply{}, err
