@@ -455,8 +455,9 @@ func (r *rig) setControl(server string, c demoservers.Control) {
 	}
 }
 
-// publishRegistry publishes a registry event by hand, as a connector would.
-func (r *rig) publishRegistry(subject string, v any) {
+// publishRegistry publishes a registry event by hand, as a connector would, and returns its
+// stream sequence.
+func (r *rig) publishRegistry(subject string, v any) uint64 {
 	r.t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -464,9 +465,11 @@ func (r *rig) publishRegistry(subject string, v any) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := r.env.JS.Publish(ctx, subject, data); err != nil {
+	ack, err := r.env.JS.Publish(ctx, subject, data)
+	if err != nil {
 		r.t.Fatal(err)
 	}
+	return ack.Sequence
 }
 
 // auditEvents returns the audit events of a call id, in order.

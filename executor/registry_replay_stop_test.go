@@ -2,13 +2,8 @@ package executor
 
 import (
 	"context"
-	"encoding/json"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -20,69 +15,20 @@ import (
 // timeout: the process gone meanwhile, its claim was left without an answer, and the call,
 // never sent, was answered outcome_unknown (it may have run).
 func TestReplayWaitEndsWhenExecutorStops(t *testing.T) {
-	every := registryInfoEvery
-	registryInfoEvery = 50 * time.Millisecond
-	t.Cleanup(func() { registryInfoEvery = every })
-
-	var snapSeq atomic.Uint64
-	var armed atomic.Bool // the live application is over: the next is the replay's
-	paused, resume := make(chan struct{}), make(chan struct{})
-	var resumeOnce sync.Once
-	waiting := make(chan struct{}, 1)
+	p := newReplayPause(t)
 	busy := make(chan struct{}, 1)
-	hooks := testHooks{
-		slotBusy: func(string) {
-			select {
-			case busy <- struct{}{}:
-			default:
-			}
-		},
-		registryApplied: func(seq uint64) {
-			if seq == snapSeq.Load() && armed.CompareAndSwap(true, false) {
-				close(paused)
-				<-resume
-			}
-		},
-		registryWait: func() {
-			select {
-			case waiting <- struct{}{}:
-			default:
-			}
-		},
+	hooks := p.hooks()
+	hooks.slotBusy = func(string) {
+		select {
+		case busy <- struct{}{}:
+		default:
+		}
 	}
 	disp := &countDispatcher{}
 	limits := Limits{Tools: map[string]Rate{"vault__move": {Concurrency: 1}}}
-	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	r.startExecutor(Config{NoWorkers: true}, r.env.NC)
-	a, err := New(r.env.Connect(t), r.managerConfig(Config{Workers: 1, FrontEnd: new(bool), Dispatcher: disp, Limits: limits, Log: testLogger(t), hooks: hooks}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	astop := runUntilStopped(t, a)
-	// (after runUntilStopped's: cleanups run last first, and A's Run waits for its replay)
-	t.Cleanup(func() { resumeOnce.Do(func() { close(resume) }) })
-	waitFor(t, "executor A ready", a.Ready)
+	r, _, astop, first := startReplayingA(t, p, Config{Dispatcher: disp, Limits: limits, hooks: hooks})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	publish := func(subject string, v any) uint64 {
-		t.Helper()
-		data, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := r.env.JS.Publish(ctx, subject, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack.Sequence
-	}
-	first := publish(subjects.RegistryStatus("vault"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "vault", Status: subjects.StatusReady})
-	snapSeq.Store(publish(subjects.RegistrySnapshot("vault", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot,
-		Server: "vault", Kind: subjects.KindTools, Fingerprint: "f1", ListedAt: time.Now(),
-		Items: []json.RawMessage{json.RawMessage(`{"name":"move","inputSchema":{"type":"object"},"annotations":{"destructiveHint":true}}`)}}))
-	// (an event after the snapshot: the replay paused there has not reached the stream's end)
-	publish(subjects.RegistryStatus("other"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "other", Status: subjects.StatusReady})
-	waitFor(t, "vault__move listed", func() bool { return a.reg.lookup("vault__move") != nil })
 
 	other := newTestLimiter(t, r.env, Config{Limits: limits})
 	held, refusal, err := other.acquire(ctx, "other", []scopeLimit{{subjects.LimitScopeTool, "vault__move", Rate{Concurrency: 1}}})
@@ -104,22 +50,10 @@ func TestReplayWaitEndsWhenExecutorStops(t *testing.T) {
 		t.Fatal("the approved call did not wait for its slot")
 	}
 	// Purged while the call waits for its slot: A replays the stream, and stays part way.
-	armed.Store(true)
-	st, err := r.env.JS.Stream(ctx, subjects.RegistryStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Purge(ctx, jetstream.WithPurgeSequence(first)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-paused:
-	case <-ctx.Done():
-		t.Fatal("executor A did not replay the purged stream")
-	}
+	p.replayFrom(ctx, t, r, first)
 	held.release(ctx) // the call takes the slot, its claim, and waits for the replay to dispatch
 	select {
-	case <-waiting:
+	case <-p.waiting:
 	case <-ctx.Done():
 		t.Fatal("the approved call did not wait for the replay")
 	}
@@ -141,85 +75,23 @@ func TestReplayWaitEndsWhenExecutorStops(t *testing.T) {
 // (approvedCaughtUp); the executor stopping then hands it back, marked so that the next
 // delivery goes on as approved at once: another executor runs it, nobody asked again.
 func TestApprovedReplayWaitHandedBackWhenExecutorStops(t *testing.T) {
-	every := registryInfoEvery
-	registryInfoEvery = 50 * time.Millisecond
-	t.Cleanup(func() { registryInfoEvery = every })
-
-	var snapSeq atomic.Uint64
-	var armed atomic.Bool // the live application is over: the next is the replay's
-	paused, resume := make(chan struct{}), make(chan struct{})
-	var resumeOnce sync.Once
-	waiting := make(chan struct{}, 1)
-	hooks := testHooks{
-		registryApplied: func(seq uint64) {
-			if seq == snapSeq.Load() && armed.CompareAndSwap(true, false) {
-				close(paused)
-				<-resume
-			}
-		},
-		registryWait: func() {
-			select {
-			case waiting <- struct{}{}:
-			default:
-			}
-		},
-	}
+	p := newReplayPause(t)
 	disp := &countDispatcher{}
-	r := startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
-	r.startExecutor(Config{NoWorkers: true}, r.env.NC)
-	a, err := New(r.env.Connect(t), r.managerConfig(Config{Workers: 1, FrontEnd: new(bool), Dispatcher: disp, Log: testLogger(t), hooks: hooks}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	astop := runUntilStopped(t, a)
-	// (after runUntilStopped's: cleanups run last first, and A's Run waits for its replay)
-	t.Cleanup(func() { resumeOnce.Do(func() { close(resume) }) })
-	waitFor(t, "executor A ready", a.Ready)
+	r, a, astop, first := startReplayingA(t, p, Config{Dispatcher: disp, hooks: p.hooks()})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	publish := func(subject string, v any) uint64 {
-		t.Helper()
-		data, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := r.env.JS.Publish(ctx, subject, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack.Sequence
-	}
-	first := publish(subjects.RegistryStatus("vault"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "vault", Status: subjects.StatusReady})
-	snapSeq.Store(publish(subjects.RegistrySnapshot("vault", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot,
-		Server: "vault", Kind: subjects.KindTools, Fingerprint: "f1", ListedAt: time.Now(),
-		Items: []json.RawMessage{json.RawMessage(`{"name":"move","inputSchema":{"type":"object"},"annotations":{"destructiveHint":true}}`)}}))
-	// (an event after the snapshot: the replay paused there has not reached the stream's end)
-	publish(subjects.RegistryStatus("other"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "other", Status: subjects.StatusReady})
-	waitFor(t, "vault__move listed", func() bool { return a.reg.lookup("vault__move") != nil })
 
 	id := NewCallID()
 	if _, _, err := r.client.Submit(ctx, "local", subjects.CallRequest{ID: id, Tool: "vault__move", TimeoutMs: 2 * waitLimit.Milliseconds()}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "needs_approval", func() bool { return r.approvalWaits(id) > 0 })
-	armed.Store(true)
-	st, err := r.env.JS.Stream(ctx, subjects.RegistryStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Purge(ctx, jetstream.WithPurgeSequence(first)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-paused:
-	case <-ctx.Done():
-		t.Fatal("executor A did not replay the purged stream")
-	}
+	p.replayFrom(ctx, t, r, first)
 	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: id, Approve: true, By: "ops"}); err != nil || !rep.OK {
 		t.Fatalf("approve: %+v %v", rep, err)
 	}
 	select {
-	case <-waiting:
+	case <-p.waiting:
 	case <-ctx.Done():
 		t.Fatal("the approved call did not wait for the replay")
 	}
@@ -237,4 +109,28 @@ func TestApprovedReplayWaitHandedBackWhenExecutorStops(t *testing.T) {
 	if n := r.approvalWaits(id); n != 1 {
 		t.Errorf("held for approval %d times, want once", n)
 	}
+}
+
+// startReplayingA starts a rig whose calls are taken by executor A alone (one worker, with
+// cfg's dispatcher, limits and hooks: p's among them), vault__move listed in A's view. Once p
+// is armed, A's replay pauses at vault's list, followed by an event: the replay paused there
+// has not reached the stream's end. It returns the rig, A, what stops A, and vault's status
+// (to purge up to).
+func startReplayingA(t *testing.T, p *replayPause, cfg Config) (r *rig, a *Executor, astop func(), first uint64) {
+	t.Helper()
+	r = startRig(t, rigOptions{servers: []string{"fixture"}, noExecutor: true})
+	r.startExecutor(Config{NoWorkers: true}, r.env.NC)
+	cfg.Workers, cfg.FrontEnd, cfg.Log = 1, new(bool), testLogger(t)
+	a, err := New(r.env.Connect(t), r.managerConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	astop = runUntilStopped(t, a)
+	p.resumeAtCleanup(t) // (after runUntilStopped's)
+	waitFor(t, "executor A ready", a.Ready)
+	first, snap := publishVaultMove(r, `"destructiveHint":true`)
+	p.at.Store(snap)
+	r.publishRegistry(subjects.RegistryStatus("other"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "other", Status: subjects.StatusReady})
+	waitFor(t, "vault__move listed", func() bool { return a.reg.lookup("vault__move") != nil })
+	return r, a, astop, first
 }

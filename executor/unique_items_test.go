@@ -11,10 +11,10 @@ import (
 // uniqueSchema is an ordinary schema with uniqueItems (tags, ids, vectors).
 const uniqueSchema = `{"type":"object","properties":{"a":{"type":"array","uniqueItems":true}}}`
 
-// signVariants is {"a":[...]} with n distinct arrays of k numbers 1 or -1: the library's
+// signedNumbers is {"a":[...]} with n distinct arrays of k numbers num or -num: the library's
 // uniqueItems hashes a number by its magnitude only, so they all share one hash and it compares
 // every pair (n²/2 comparisons of arrays).
-func signVariants(n, k int) string {
+func signedNumbers(n, k int, num string) string {
 	var b strings.Builder
 	b.WriteString(`{"a":[`)
 	for i := range n {
@@ -27,10 +27,9 @@ func signVariants(n, k int) string {
 				b.WriteByte(',')
 			}
 			if i>>j&1 == 1 {
-				b.WriteString("-1")
-			} else {
-				b.WriteString("1")
+				b.WriteByte('-')
 			}
+			b.WriteString(num)
 		}
 		b.WriteByte(']')
 	}
@@ -45,7 +44,7 @@ func signVariants(n, k int) string {
 func TestUniqueItemsCollisionsRefused(t *testing.T) {
 	tl := &tool{Public: "s__t", InputSchema: []byte(uniqueSchema)}
 	for _, args := range []string{
-		signVariants(4096, 16),
+		signedNumbers(4096, 16, "1"),
 		// strings: the library writes no length, so ["a","\u0004b"] hashes as ["a\u0004b"]
 		stringSplits(4096, 13),
 		// 20 items or fewer are compared pairwise, each comparison walking the common prefix
@@ -81,7 +80,7 @@ func TestUniqueItemsLegitimate(t *testing.T) {
 		t.Fatalf("vectors: %+v", e)
 	}
 	plain := &tool{Public: "s__p", InputSchema: []byte(`{"type":"object","properties":{"a":{"type":"array"}}}`)}
-	if e := validateWithin(t, plain, signVariants(4096, 16), defaultValidationLimits); e != nil {
+	if e := validateWithin(t, plain, signedNumbers(4096, 16, "1"), defaultValidationLimits); e != nil {
 		t.Fatalf("no uniqueItems: %+v", e)
 	}
 }
@@ -131,7 +130,7 @@ func prefixItems(n, m int) string {
 func TestUniqueItemsCollisionsInResult(t *testing.T) {
 	tl := &tool{Public: "s__t", OutputSchema: []byte(uniqueSchema)}
 	result := func(sc string) []byte { return []byte(`{"content":[],"structuredContent":` + sc + `}`) }
-	out := checkOutput(tl, result(signVariants(4096, 16)))
+	out := checkOutput(tl, result(signedNumbers(4096, 16, "1")))
 	if out.fail != nil || out.unusable || !strings.Contains(out.unchecked, "uniqueItems") {
 		t.Fatalf("got %+v, want that result passed on unchecked", out)
 	}
@@ -145,7 +144,7 @@ func TestUniqueItemsCollisionsInResult(t *testing.T) {
 // "uniqueItems": true refuses, were refused under false.
 func TestUniqueItemsFalseNotCosted(t *testing.T) {
 	tl := &tool{Public: "s__t", InputSchema: []byte(`{"type":"object","properties":{"a":{"type":"array","uniqueItems":false},"b":{"uniqueItems":false}}}`)}
-	if e := validateWithin(t, tl, signVariants(4096, 16), defaultValidationLimits); e != nil {
+	if e := validateWithin(t, tl, signedNumbers(4096, 16, "1"), defaultValidationLimits); e != nil {
 		t.Fatalf("uniqueItems false: %+v", e)
 	}
 }

@@ -98,30 +98,6 @@ func TestSameDecimal(t *testing.T) {
 	}
 }
 
-// signedNumbers is {"a":[...]} with n distinct arrays of k numbers num or -num (one hash).
-func signedNumbers(n, k int, num string) string {
-	var b strings.Builder
-	b.WriteString(`{"a":[`)
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('[')
-		for j := range k {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			if i>>j&1 == 1 {
-				b.WriteByte('-')
-			}
-			b.WriteString(num)
-		}
-		b.WriteByte(']')
-	}
-	b.WriteString(`]}`)
-	return b.String()
-}
-
 // nestedHashes is {"a":...} nesting depth arrays of 21 items (the first holds the next), the
 // innermost holding n distinct numbers "<i><exp>": the library hashes (parsing them as big.Rat)
 // every item of an array of more than 20, everything inside it too, so each number once per

@@ -20,15 +20,7 @@ import (
 // to open likewise, and resume from its sequence once space is freed. (The free space is faked:
 // filling a real filesystem needs a small mount.)
 func TestDiskFullStopsWithClearError(t *testing.T) {
-	var full atomic.Bool
-	old := freeSpace
-	freeSpace = func(dir string) (int64, bool) {
-		if full.Load() {
-			return DiskReserve() - 1, true
-		}
-		return old(dir)
-	}
-	t.Cleanup(func() { freeSpace = old })
+	full := fakeDiskFull(t)
 
 	env := natstest.Start(t)
 	first := publish(t, env.JS, status("kb", "ready"), snapshot("kb", "docs", tool("search", "Search the docs")))
@@ -78,4 +70,19 @@ func TestDiskFullStopsWithClearError(t *testing.T) {
 	if got := r.Stats().Tools; got != 2 {
 		t.Errorf("tools %d, want 2", got)
 	}
+}
+
+// fakeDiskFull replaces freeSpace, restored at cleanup: while the flag returned is set, every
+// filesystem has one byte less than DiskReserve free (else its real free space).
+func fakeDiskFull(t *testing.T) *atomic.Bool {
+	full := new(atomic.Bool)
+	old := freeSpace
+	freeSpace = func(dir string) (int64, bool) {
+		if full.Load() {
+			return DiskReserve() - 1, true
+		}
+		return old(dir)
+	}
+	t.Cleanup(func() { freeSpace = old })
+	return full
 }

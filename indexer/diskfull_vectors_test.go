@@ -17,15 +17,7 @@ import (
 // after each backoff for as long as the replica had no registry message to stop it. Nothing is
 // asked while the disk is full; once space is freed the tools are embedded and cached.
 func TestDiskFullNoEmbeddingThrownAway(t *testing.T) {
-	var full atomic.Bool
-	old := freeSpace
-	freeSpace = func(dir string) (int64, bool) {
-		if full.Load() {
-			return DiskReserve() - 1, true
-		}
-		return old(dir)
-	}
-	t.Cleanup(func() { freeSpace = old })
+	full := fakeDiskFull(t)
 
 	var asked atomic.Int64
 	emb := funcEmbedder(func(texts []string) [][]float32 {
