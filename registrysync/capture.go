@@ -181,6 +181,15 @@ func (t *base) send(ctx context.Context, req transport.JSONRPCRequest) (*transpo
 	}
 	// The event stream of an HTTP request knows its id (sseRequests.want).
 	resp, err := t.inner.SendRequest(context.WithValue(ctx, requestIDKey{}, req.ID), req)
+	if resp == nil && err == nil {
+		// mcp-go's SSE transport returns (nil, ctx.Err()) for a request whose deadline passed
+		// while its POST travelled: (nil, nil) until the context's timer fires, and its client
+		// then dereferences the nil response (a panic, the process's for a call made in
+		// process). It is the request's timeout.
+		if err = ctx.Err(); err == nil {
+			err = context.DeadlineExceeded
+		}
+	}
 	if resp != nil {
 		if lerr := localError(resp.Error); lerr != nil {
 			// The connector's own answer for an answer it discarded (oversize.go).

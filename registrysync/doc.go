@@ -336,8 +336,9 @@
 // since notifications sent while it was down are lost (a GET resuming a request's own event
 // stream, Last-Event-ID, is not that stream and re-lists nothing; backing off from 1 s to 30 s between
 // re-lists while the stream keeps ending at once). A tools/call that times out on a legacy
-// HTTP or SSE connection is cancelled with notifications/cancelled (closing the request is no
-// cancellation there). Requests a server sends (ping, sampling, elicitation, roots...) are
+// streamable HTTP connection, or on any HTTP+SSE connection (2026-07-28 too: its requests have no
+// stream of their own to end), is cancelled with notifications/cancelled (closing the request is
+// no cancellation there). Requests a server sends (ping, sampling, elicitation, roots...) are
 // answered by the connector on every transport, outside mcp-go, as the stream carrying them
 // is read: ping with an empty result, anything else with -32601 (method not found: the
 // connector declares no client capability). A server that floods them while it does not take

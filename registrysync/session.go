@@ -1293,9 +1293,14 @@ func pastDeadline(ctx context.Context) bool {
 // cancelHTTP sends notifications/cancelled for a request whose caller stopped waiting, on a
 // legacy (before 2026-07-28) streamable HTTP or SSE connection: there, closing the HTTP request
 // does not cancel it (the spec says a disconnection is not a cancellation), and mcp-go sends the
-// notification on stdio only. On 2026-07-28 ending the request's stream is the cancellation.
+// notification on stdio only. On 2026-07-28 over streamable HTTP ending the request's stream
+// is the cancellation; over legacy HTTP+SSE a request has no stream of its own (its answer comes
+// on the session's event stream), so the notification is the only cancellation whatever the
+// protocol: without it a server that does not time its requests out (mcp-go's SSE server) held
+// each timed-out call, a goroutine and whatever it was doing, until the session ended.
 func (s *session) cancelHTTP(id mcp.RequestId, ctx context.Context) {
-	if s.hc == nil || mcp.IsModernProtocol(s.protocol) || id.IsNil() {
+	_, sse := s.cl.GetTransport().(*sseWrap)
+	if s.hc == nil || mcp.IsModernProtocol(s.protocol) && !sse || id.IsNil() {
 		return
 	}
 	reason := "timeout"
