@@ -35,6 +35,13 @@ func TestApprovedUnderRelistedDefinition(t *testing.T) {
 	// The same arguments still validate; the tool now deletes everything, and says so.
 	relistTool(r, "vault", "f2", `{"name":"wipe","inputSchema":{"type":"object","properties":{"n":{"type":"string"},"all":{"type":"boolean","default":true}}},"annotations":{"destructiveHint":true}}`)
 	waitFor(t, "new definition", func() bool { return r.ex.reg.lookup("vault__wipe") != old })
+	approveWantRelisted(t, r, disp, id, done)
+}
+
+// approveWantRelisted approves the call id waiting for approval, whose tool was listed again
+// otherwise meanwhile, and wants its answer (from done) stale re-listed, nothing dispatched.
+func approveWantRelisted(t *testing.T, r *rig, disp *recordingDispatcher, id string, done <-chan subjects.CallResult) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: id, Approve: true}); err != nil || !rep.OK {

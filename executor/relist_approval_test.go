@@ -56,16 +56,5 @@ func TestRelistDuringApproval(t *testing.T) {
 	// Now: n must be an integer, and the tool has side effects (no hints).
 	snap("f2", `{"name":"move","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}}}`)
 	waitFor(t, "new definition", func() bool { return r.ex.reg.lookup("vault__move") != old })
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if rep, err := r.client.Decide(ctx, subjects.Approval{ID: id, Approve: true}); err != nil || !rep.OK {
-		t.Fatalf("decide: %+v %v", rep, err)
-	}
-	res := <-done
-	disp.mu.Lock()
-	sent := len(disp.reqs)
-	disp.mu.Unlock()
-	if sent != 0 || res.Error == nil || res.Error.Code != subjects.CodeStale || res.Error.Reason != "re-listed" {
-		t.Errorf("got %s %+v (dispatched %d), want stale re-listed, nothing sent", res.Status, res.Error, sent)
-	}
+	approveWantRelisted(t, r, disp, id, done)
 }

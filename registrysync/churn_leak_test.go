@@ -43,9 +43,17 @@ func measure(t *testing.T) resources {
 	return resources{goroutines: runtime.NumGoroutine(), fds: openFDs(t)}
 }
 
-// churnSettled waits (bounded) until the goroutines and fds are back within churnSlack of base,
-// failing the test with what is left over if they never are.
+// churnSettled waits (bounded) until the goroutines and fds are back within churnSlack of base
+// after churnCycles cycles of what (churnSettledN).
 func churnSettled(t *testing.T, what string, base resources) {
+	t.Helper()
+	churnSettledN(t, fmt.Sprintf("%d %s", churnCycles, what), base)
+}
+
+// churnSettledN waits (bounded) until the goroutines and fds are back within churnSlack of base,
+// failing the test with what is left over (and every goroutine's stack) if they never are; what
+// says what was done since base.
+func churnSettledN(t *testing.T, what string, base resources) {
 	t.Helper()
 	deadline := time.Now().Add(waitLimit)
 	var now resources
@@ -61,7 +69,7 @@ func churnSettled(t *testing.T, what string, base resources) {
 	}
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
-	t.Errorf("after %d %s: %s, before: %s (a leak of about one per cycle)\n%s", churnCycles, what, now, base, buf)
+	t.Errorf("after %s: %s, before: %s (a leak of about one per cycle)\n%s", what, now, base, buf)
 }
 
 // A stdio server that crashes over and over: every session, child process, pipe and goroutine

@@ -65,21 +65,3 @@ func TestHTTPDroppedConnectionsLeakNothing(t *testing.T) {
 		}
 	}
 }
-
-// churnSettledN is churnSettled for a loop not counted in churnCycles.
-func churnSettledN(t *testing.T, what string, base resources) {
-	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	var now resources
-	for {
-		now = measure(t)
-		if now.goroutines <= base.goroutines+churnSlack && now.fds <= base.fds+churnSlack {
-			return
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Errorf("after %s: %s, before: %s", what, now, base)
-}

@@ -18,24 +18,7 @@ func TestHungCallsLeakNothing(t *testing.T) {
 	h := run(t, nil, fastConfig(rawServer(t, "stuck", "stuck")))
 	rec := record(t, h.env, subjects.RegistryServer("stuck"))
 	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
-	batch := func() {
-		var wg sync.WaitGroup
-		for range 10 {
-			wg.Go(func() {
-				r := h.m.Dispatch(context.Background(), "stuck", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 50})
-				if r.Error == nil || r.Error.Code != subjects.CodeTimeout {
-					t.Errorf("a stuck call answered %+v", r.Error)
-				}
-			})
-		}
-		wg.Wait()
-	}
-	batch()
-	base := measure(t)
-	for range churnCycles {
-		batch()
-	}
-	churnSettled(t, "batches of timed-out calls", base)
+	timedOutBatches(t, h, "stuck")
 	h.m.mu.Lock()
 	c := h.m.conns["stuck"]
 	h.m.mu.Unlock()
@@ -82,24 +65,32 @@ func TestHungHTTPCallsLeakNothing(t *testing.T) {
 			h := run(t, nil, fastConfig(ServerConfig{Name: "hang", Transport: transport, URL: url, ProtocolVersion: c.protocol}))
 			rec := record(t, h.env, subjects.RegistryServer("hang"))
 			rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
-			batch := func() {
-				var wg sync.WaitGroup
-				for range 10 {
-					wg.Go(func() {
-						r := h.m.Dispatch(context.Background(), "hang", subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 50})
-						if r.Error == nil || r.Error.Code != subjects.CodeTimeout {
-							t.Errorf("a hung call answered %+v", r.Error)
-						}
-					})
-				}
-				wg.Wait()
-			}
-			batch()
-			base := measure(t)
-			for range churnCycles {
-				batch()
-			}
-			churnSettled(t, "batches of timed-out calls", base)
+			timedOutBatches(t, h, "hang")
 		})
 	}
+}
+
+// timedOutBatches sends batches of 10 calls of server's tool t, each ended by its 50 ms timeout
+// (answered timeout), churnCycles batches after a first one, and checks that goroutines and
+// fds come back to what they were after the first (churnSettled).
+func timedOutBatches(t *testing.T, h *harness, server string) {
+	t.Helper()
+	batch := func() {
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				r := h.m.Dispatch(context.Background(), server, subjects.DispatchRequest{V: 1, Tool: "t", TimeoutMs: 50})
+				if r.Error == nil || r.Error.Code != subjects.CodeTimeout {
+					t.Errorf("a call of %s that never ends answered %+v", server, r.Error)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	batch()
+	base := measure(t)
+	for range churnCycles {
+		batch()
+	}
+	churnSettled(t, "batches of timed-out calls", base)
 }
