@@ -32,8 +32,10 @@
 // with property descriptions and an outputSchema; results carry
 // structuredContent plus a short text. Arguments are validated against the
 // input schema (additionalProperties false) and results against the output
-// schema by mcp-go. tools/list carries cache hints for 2026-07-28 clients:
-// logging 60 s public, kb 300 s public, ticketing 30 s private.
+// schema by mcp-go; an integer argument may be written as a float without a
+// fraction (2.0, 1e1), as JSON Schema's "integer" allows. tools/list carries
+// cache hints for 2026-07-28 clients: logging 60 s public, kb 300 s public,
+// ticketing 30 s private.
 //
 // # Control file
 //

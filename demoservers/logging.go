@@ -134,9 +134,10 @@ func (s *logStore) query(level string, since int64, limit int) ([]logEntry, int)
 
 // millis converts a since argument (a JSON number, at least 0) to unix milliseconds, saturating:
 // a plain int64 conversion of a float beyond the int64 range is undefined (it gives the most
-// negative value on amd64, which would match every entry).
+// negative value on amd64, which would match every entry). A fraction is rounded up: entries
+// are at whole milliseconds, and one at T is before T+0.5 ("at or after since").
 func millis(f float64) int64 {
-	if f >= math.MaxInt64 {
+	if f = math.Ceil(f); f >= math.MaxInt64 {
 		return math.MaxInt64
 	}
 	return int64(f)
