@@ -536,12 +536,11 @@ func prepareWithin(tenant string, req subjects.CallRequest, maxPayload int64) (s
 	// The id the executor reads, answers and de-duplicates: one whose bytes are not UTF-8
 	// would be looked for where its answer never is.
 	req.ID = wireID(req.ID)
-	if len(req.ID) > maxCallID {
+	if e := longIDError(req.ID); e != nil {
 		// No id to answer to: the executor refuses it on the request's reply inbox alone,
 		// with no id (CallDirect would pass that over as another call's), and stores no
 		// answer (Await would wait for nothing). Refused here as the executor would.
-		r := refusal(tenant, subjects.CallRequest{Tool: req.Tool}, subjects.CallRefused, &subjects.Error{Code: subjects.CodeBadRequest,
-			Message: fmt.Sprintf("id is %d bytes long; at most %d (%q)", len(req.ID), maxCallID, truncateString(req.ID, 20))})
+		r := refusal(tenant, subjects.CallRequest{Tool: req.Tool}, subjects.CallRefused, e)
 		return req, nil, &r
 	}
 	if req.RequestedAt.IsZero() {
@@ -563,6 +562,18 @@ func prepareWithin(tenant string, req subjects.CallRequest, maxPayload int64) (s
 		return req, nil, &r
 	}
 	return req, data, nil
+}
+
+// longIDError is the refusal of id (as sent: see wireID) when it is over the executor's
+// maxCallID bytes, nil for an id within: no call has such an id (the executor refuses it, and
+// every client path before sending), and one long enough puts a subject of it past the
+// server's max_control_line, which closes the connection that sent it.
+func longIDError(id string) *subjects.Error {
+	if len(id) <= maxCallID {
+		return nil
+	}
+	return &subjects.Error{Code: subjects.CodeBadRequest,
+		Message: fmt.Sprintf("id is %d bytes long; at most %d (%q)", len(id), maxCallID, truncateString(id, 20))}
 }
 
 // wireID is id as a JSON string carries it, and so as the executor reads it: each byte that is
@@ -629,8 +640,9 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 // Await returns the terminal answer of call id, waiting for it until ctx ends: it arrives on
 // the results subject, which Await subscribes to, and the results stream is read every 2 s
 // too (an answer the subscription missed is still returned). An id that is not UTF-8 is the
-// call sent with it (its invalid bytes U+FFFD, as Submit sends it). An id never sent waits
-// until ctx ends: give ctx a deadline. So does a results stream that does not exist yet (an
+// call sent with it (its invalid bytes U+FFFD, as Submit sends it). An id over 256 bytes as
+// sent, which no call has, is answered refused / bad_request at once, as Call answers it. An id
+// never sent waits until ctx ends: give ctx a deadline. So does a results stream that does not exist yet (an
 // integrator started before the executor or `mcpstream up` declared the streams, or the stream
 // being recreated): it is read again every 2 s, and the answer returned once it is there; any
 // other error of the first read is returned at once. A connection (NC) closed under it ends it
@@ -642,6 +654,11 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 		return subjects.CallResult{}, err
 	}
 	id = wireID(id)
+	if e := longIDError(id); e != nil {
+		// No call has it: Await would wait for nothing until ctx ends (and a results subject
+		// past the server's max_control_line would get NC closed). Refused as Call refuses it.
+		return refusal(tenant, subjects.CallRequest{}, subjects.CallRefused, e), nil
+	}
 	ch := make(chan *nats.Msg, 4)
 	sub, err := c.NC.ChanSubscribe(subjects.Result(tenant, id), ch)
 	if err != nil {
@@ -731,7 +748,8 @@ func arrived(ch <-chan *nats.Msg) iter.Seq[*nats.Msg] {
 }
 
 // Decide approves or denies a call waiting in needs_approval. An ID that is not UTF-8 is the
-// call sent with it (its invalid bytes U+FFFD), as for Await.
+// call sent with it (its invalid bytes U+FFFD), as for Await; one over 256 bytes as sent, which
+// no call has, is answered with an ApprovalReply whose Error is bad_request, unsent.
 func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.ApprovalReply, error) {
 	if err := c.need("Decide", true, false); err != nil {
 		return subjects.ApprovalReply{}, err
@@ -740,6 +758,11 @@ func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.Appro
 	// The id the call waits under: as Call and Submit send it (each byte that is not UTF-8
 	// U+FFFD), its approvals subject built from that.
 	a.ID = wireID(a.ID)
+	if e := longIDError(a.ID); e != nil {
+		// No call waits under it; and an approvals subject past the server's
+		// max_control_line would get NC closed. Refused unsent, as Call refuses it.
+		return subjects.ApprovalReply{V: subjects.Version, Error: e}, nil
+	}
 	data, err := json.Marshal(a)
 	if err != nil {
 		return subjects.ApprovalReply{}, err

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -151,5 +153,62 @@ func TestDecideIDNotUTF8(t *testing.T) {
 	res, err := r.client.Await(ctx, "local", id)
 	if err != nil || res.Status != subjects.CallOK {
 		t.Fatalf("after approval: %s %+v %v", res.Status, res.Error, err)
+	}
+}
+
+// TestAwaitAndDecideLongIDRefused: an id over the executor's 256 bytes (as sent) is never a
+// call's: Call, CallDirect and Submit refuse it bad_request unsent, and the executor too. Await
+// waited for it until its context ended, and Decide answered "no call is waiting" — and an id
+// long enough that its results or approvals subject passed the server's max_control_line
+// (4 KiB) got the caller's connection closed by the server (a gateway's shared connection:
+// every call in flight on it cut). Both refuse it bad_request at once, sending nothing, as
+// Call does (a refusal, not an error: Await a CallResult refused, Decide an ApprovalReply).
+func TestAwaitAndDecideLongIDRefused(t *testing.T) {
+	r := startRig(t, rigOptions{servers: []string{"fixture"}})
+	var disconnects atomic.Int64
+	nc, err := nats.Connect(r.env.URL, nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Client{NC: nc, JS: js}
+	ids := map[string]string{
+		"ascii":           strings.Repeat("i", maxCallID+1),
+		"not UTF-8":       "c-" + strings.Repeat("\xff", 90), // 92 bytes given, 272 sent
+		"past a SUB line": strings.Repeat("i", 5000),
+	}
+	want := func(what string, e *subjects.Error) {
+		t.Helper()
+		if e == nil || e.Code != subjects.CodeBadRequest || !strings.Contains(e.Message, "at most 256") {
+			t.Errorf("%s: %+v, want bad_request naming the limit", what, e)
+		}
+	}
+	for name, id := range ids {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		res, err := c.Await(ctx, "local", id)
+		if err != nil {
+			t.Errorf("Await of the %s id: %v, want a refusal at once", name, err)
+		} else if res.Status != subjects.CallRefused {
+			t.Errorf("Await of the %s id: %s, want refused", name, res.Status)
+		} else {
+			want("Await of the "+name+" id", res.Error)
+		}
+		rep, err := c.Decide(ctx, subjects.Approval{ID: id, Approve: true, By: "ops"})
+		if err != nil {
+			t.Errorf("Decide of the %s id: %v, want a refusal at once", name, err)
+		} else if rep.OK {
+			t.Errorf("Decide of the %s id: ok", name)
+		} else {
+			want("Decide of the "+name+" id", rep.Error)
+		}
+		cancel()
+	}
+	// The connection still serves: the server closed nothing.
+	if err := nc.Flush(); err != nil || disconnects.Load() > 0 || nc.IsClosed() {
+		t.Errorf("the connection after the long ids: %v, %d disconnects, closed %v", err, disconnects.Load(), nc.IsClosed())
 	}
 }

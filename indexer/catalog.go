@@ -223,7 +223,7 @@ func Open(cfg Config) (*Catalog, error) {
 	}
 	if err := c.sweepVectors(); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%w: sweep vectors: %w", ErrStore, err)
+		return nil, storeError("sweep vectors", err) // (c.room refuses with ErrStore)
 	}
 	c.noFirst = c.Seq() == 0 // else recorded, or checkOrigin records it
 	return c, nil

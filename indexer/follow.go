@@ -324,19 +324,19 @@ func (c *Catalog) checkOrigin(info *jetstream.StreamInfo) error {
 	}
 	if format != catalogFormat {
 		if err := c.update(func(txn *badger.Txn) error { return txn.Set(keyFormat, []byte(catalogFormat)) }); err != nil {
-			return fmt.Errorf("%w: write format: %w", ErrStore, err)
+			return storeError("write format", err)
 		}
 	}
 	if stored != origin {
 		if err := c.update(func(txn *badger.Txn) error { return txn.Set(keyStream, []byte(origin)) }); err != nil {
-			return fmt.Errorf("%w: write origin: %w", ErrStore, err)
+			return storeError("write origin", err)
 		}
 	}
 	if seq > 0 && first == 0 {
 		// A catalog built before the first sequence was recorded: the stream's events before
 		// its first are gone already; a later trim is noticed.
 		if err := c.update(func(txn *badger.Txn) error { return txn.Set(keyFirst, seqValue(info.State.FirstSeq)) }); err != nil {
-			return fmt.Errorf("%w: write first sequence: %w", ErrStore, err)
+			return storeError("write first sequence", err)
 		}
 	}
 	return nil

@@ -311,6 +311,16 @@ func checkRoom(dir string) error {
 		ErrStore, ErrDiskFull, dir, free>>20, DiskReserve()>>20)
 }
 
+// storeError is err, of the catalog's store while doing what, as ErrStore: wrapped in it unless
+// it already is (a write refused by checkRoom is ErrStore and ErrDiskFull: wrapped again, its
+// message said "catalog store" twice).
+func storeError(what string, err error) error {
+	if errors.Is(err, ErrStore) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrStore, what, err)
+}
+
 // unreadable is Open's refusal of a catalog it cannot read, with the remedy.
 func unreadable(dir string, err error) error {
 	return fmt.Errorf("%w: the catalog in %s cannot be read (%w); it holds nothing the registry stream does not: remove the directory to rebuild it by replay",

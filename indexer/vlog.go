@@ -3,7 +3,6 @@ package indexer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,7 +107,7 @@ func (c *Catalog) gcValueLog(ctx context.Context) (gcPass, error) {
 	ev.Int("rewritten", p.Rewritten).Int64("vlog_bytes_before", p.Before).Int64("vlog_bytes", p.After).
 		Int64("reclaimed", p.Before-p.After).Dur("took", time.Since(start)).Msg("value log garbage collection")
 	if err != nil {
-		return p, fmt.Errorf("%w: value log gc: %w", ErrStore, err)
+		return p, storeError("value log gc", err) // (c.room refuses with ErrStore)
 	}
 	return p, nil
 }

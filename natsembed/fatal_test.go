@@ -33,6 +33,12 @@ func TestStartContextPortInUseFailsAtOnce(t *testing.T) {
 		if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), ln.Addr().String()) {
 			t.Fatalf("got %v, want ErrNotReady naming the port in use", err)
 		}
+		// The remedy, not a question: nats-server's reason already says the address is in
+		// use ("is 127.0.0.1:4222 in use?" only asked it back).
+		if msg := err.Error(); strings.Contains(msg, "in use?") || !strings.Contains(msg, "--nats-listen") ||
+			!strings.Contains(msg, "stop the process listening on "+ln.Addr().String()) {
+			t.Errorf("got %v, want the remedy: stop the process listening there, or another --nats-listen", err)
+		}
 		if waited > 0 {
 			t.Errorf("Waiting called %d times for a server that cannot listen", waited)
 		}

@@ -148,12 +148,25 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	if err := waitReady(ctx, ns, wait, cfg.Waiting, sl); err != nil {
 		ns.Shutdown()
 		ns.WaitForShutdown()
-		if ctx.Err() != nil || opts.DontListen || opts.Port == server.RANDOM_PORT || sl.err() != "" && !strings.Contains(sl.err(), "listening") {
-			return fail(err)
-		}
-		return fail(fmt.Errorf("%w (is %s in use?)", err, cfg.Listen))
+		return fail(listenHint(err, sl.err(), cfg.Listen))
 	}
 	return &Server{ns: ns, tmpDir: tmpDir}, nil
+}
+
+// listenHint is err, StartContext's failure to get ready, with the remedy when nats-server's
+// fatal message (logged) says it could not listen on listen: its reason says why (the address in
+// use, or not one of this host's). Any other failure is err as it is: in particular a wait that
+// ended with no such message was no port in use (nats-server says so at once), but a slow start
+// (JetStream recovering a large store before it listens).
+func listenHint(err error, logged, listen string) error {
+	if !strings.Contains(logged, "Error listening on port") {
+		return err
+	}
+	stop := ""
+	if strings.Contains(logged, "address already in use") {
+		stop = "stop the process listening on " + listen + ", or "
+	}
+	return fmt.Errorf("%w (%slisten on another address: mcpstream up --nats-listen, Config.Listen; port 0 for any free port)", err, stop)
 }
 
 // waitStep is how often waitReady looks at ctx; waitingEvery how often it calls waiting.
