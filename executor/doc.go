@@ -450,7 +450,8 @@
 // registry stream is purged whole or deleted and created again while the process runs: calls
 // of its tools are answered not_found until registrysync has published its lists again, and the
 // revocations the stream held are gone with it: publish them again; while such a replay runs,
-// calls wait, at admission and before each dispatch attempt, until it reaches what the stream
+// calls wait, at admission, after a re-list of an expired list (whose snapshot's sequence is of
+// the stream dropped: its wait ends with the drop) and before each dispatch attempt, until it reaches what the stream
 // held when it began, at most their timeout, then unavailable (before a dispatch attempt, at once
 // when the executor stops: a claimed call left waiting by a process gone would be answered
 // outcome_unknown; at admission it is handed back): a view part

@@ -570,6 +570,11 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 			continue
 		}
 		sl, ok, err := l.takeSlot(ctx, s, ls.val, hold)
+		if sl.key != "" {
+			// (also a slot whose Create failed but may have been stored: released with the
+			// others, if it holds the lease's value)
+			ls.slots = append(ls.slots, sl)
+		}
 		if err != nil || !ok {
 			ls.release(context.WithoutCancel(ctx))
 			if err != nil {
@@ -578,7 +583,6 @@ func (l *limiter) takeSlots(ctx context.Context, callID string, hold time.Durati
 			return nil, &subjects.Error{Code: subjects.CodeRateLimited, RetryAfterMs: concurrencyRetryAfter.Milliseconds(),
 				Message: fmt.Sprintf("%s %s has %d calls in flight (its concurrency cap)", s.scope, s.key, s.rate.Concurrency)}, nil
 		}
-		ls.slots = append(ls.slots, sl)
 	}
 	if len(ls.slots) > 0 {
 		// The slots bucket is there: a restore's failure no longer says anything of it (the
@@ -881,6 +885,13 @@ func kvToken(s string) string { return strings.ReplaceAll(subjects.EncodeToken(s
 // cap — under overload, when NATS is busiest, and by every refused caller again at each retry; a
 // refusal now costs n reads (direct gets: nothing is stored) and no write, and a call is refused
 // only when every slot it read was held.
+//
+// A Create that fails otherwise than by the slot being taken (a timeout: NATS busy, a leader
+// change, the connection dropped under it) may have been stored all the same, its
+// acknowledgement lost: the slot is returned with the error, at revision 0 (unknown), for the
+// caller to release. Left, it was held by no call until its TTL ran out (the call's timeout
+// plus the lease), the cap one call lower meanwhile. Its value is the lease's own (slotValue):
+// the release deletes it only if it holds that value (see ownRevision), never another call's.
 func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, val []byte, hold time.Duration) (slotLease, bool, error) {
 	n := s.rate.Concurrency
 	start := rand.IntN(n)
@@ -911,7 +922,7 @@ func (l *limiter) takeSlot(ctx context.Context, s scopeLimit, val []byte, hold t
 			return slotLease{key: key, rev: rev, expires: before.Add(ttl)}, true, nil
 		}
 		if !slotTaken(err) { // taken since it was read: look further
-			return slotLease{}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
+			return slotLease{key: key, expires: before.Add(ttl)}, false, fmt.Errorf("%w: slot %s: %w", ErrLimits, key, err)
 		}
 	}
 	return slotLease{}, false, nil

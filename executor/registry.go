@@ -113,8 +113,14 @@ type registry struct {
 	// the executor's position): messages deleted before it read them (confirmations whose
 	// TTL ran out) are no lag.
 	through atomic.Uint64
+	// waiters are the calls waiting for a sequence to be applied (waitApplied), by sequence:
+	// woken by advance, or all at once by reset (a sequence of the stream dropped names nothing
+	// the replay will apply). Guarded by mu.
 	waiters map[uint64][]chan struct{}
-	log     zerolog.Logger
+	// resets counts the times the view was dropped to be replayed (reset): a registry sequence
+	// learned before (a re-list's snapshot) is of the stream as it was then. Guarded by mu.
+	resets uint64
+	log    zerolog.Logger
 
 	// listed holds, per server, the names its last tools list gave the table: a public name
 	// one of them holds is not taken by another pair (see apply). Guarded by mu.
@@ -230,6 +236,38 @@ func (r *registry) held(t *tool) (staleness.Verdict, *tool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.view.Tool(t.Server, t.Name), r.tools[t.Public]
+}
+
+// generation is the number of times the view was dropped to be replayed (reset) so far: a
+// registry sequence learned while it is g names an event of the stream the view then followed.
+func (r *registry) generation() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.resets
+}
+
+// toolCaughtUp is the view's verdict of t's tool, read once the view has caught up with the
+// stream (as heldCaughtUp reads it), after confirm (nil: none) ran on it under the same lock;
+// replayed says whether the view was dropped to be replayed since generation gen. It waits at
+// most until ctx ends (its error then) or stop is closed (errStopping; nil: never).
+func (r *registry) toolCaughtUp(ctx context.Context, stop <-chan struct{}, t *tool, gen uint64, confirm func()) (v staleness.Verdict, replayed bool, err error) {
+	for {
+		r.mu.RLock()
+		select {
+		case <-r.caught:
+			if confirm != nil {
+				confirm() // (the view's own lock is taken after the registry's, as apply takes it)
+			}
+			v, replayed = r.view.Tool(t.Server, t.Name), r.resets != gen
+			r.mu.RUnlock()
+			return v, replayed, nil
+		default: // replaying
+		}
+		r.mu.RUnlock()
+		if err := r.caughtUp(ctx, stop); err != nil {
+			return staleness.Verdict{}, false, err
+		}
+	}
 }
 
 // heldCaughtUp is held, read once the view has caught up with the stream (caughtUp), under the
@@ -502,14 +540,29 @@ func (r *registry) advance(seq uint64) {
 	r.mu.Unlock()
 }
 
-// waitApplied blocks until the stream sequence seq was applied, or ctx ends.
+// errReplayed: the view was dropped to be replayed (see reset) since the registry sequence
+// waited for was learned; it may name nothing the replay applies, or another event.
+var errReplayed = errors.New("the registry view was dropped to replay the stream")
+
+// waitApplied blocks until the stream sequence seq, of the stream the view follows now, was
+// applied, or ctx ends (see waitAppliedOf).
 func (r *registry) waitApplied(ctx context.Context, seq uint64) error {
-	if r.applied.Load() >= seq {
-		return nil
-	}
+	return r.waitAppliedOf(ctx, seq, r.generation())
+}
+
+// waitAppliedOf blocks until the stream sequence seq, learned while the view's generation was
+// gen (see generation), was applied, or ctx ends (its error). A view dropped to be replayed
+// since gen, or while it waits, ends the wait at once with errReplayed: the stream purged, or
+// created again (its sequences start over), may never hold seq, or hold another event there,
+// applied part way through the replay.
+func (r *registry) waitAppliedOf(ctx context.Context, seq, gen uint64) error {
 	ch := make(chan struct{})
 	r.mu.Lock()
-	if r.applied.Load() >= seq {
+	switch {
+	case r.resets != gen:
+		r.mu.Unlock()
+		return errReplayed
+	case r.applied.Load() >= seq:
 		r.mu.Unlock()
 		return nil
 	}
@@ -517,6 +570,9 @@ func (r *registry) waitApplied(ctx context.Context, seq uint64) error {
 	r.mu.Unlock()
 	select {
 	case <-ch:
+		if r.generation() != gen {
+			return errReplayed // (woken by reset, or reset since)
+		}
 		return nil
 	case <-ctx.Done():
 		// Forgotten, or the waiter would stay until seq is applied: never, for a sequence
@@ -785,6 +841,17 @@ func (r *registry) reset(last uint64) {
 	clear(r.gone)
 	clear(r.sorted)
 	r.view.Reset()
+	r.resets++
+	for seq, ws := range r.waiters {
+		// Their sequences are of the stream dropped: each wait ends (errReplayed), to be
+		// decided on the view once the replay caught up, not at the sequence's turn (never,
+		// in a stream created again that holds fewer events; part way through the replay,
+		// with another event there).
+		for _, w := range ws {
+			close(w)
+		}
+		delete(r.waiters, seq)
+	}
 	select {
 	case <-r.caught:
 		r.caught = make(chan struct{}) // calls wait for the replay (caughtUp)

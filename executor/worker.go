@@ -738,8 +738,8 @@ func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool
 func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, int64) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.RelistTimeout)
 	defer cancel()
-	rep := e.relists.do(t.Server, func() subjects.RelistReply {
-		asked := time.Now()
+	rep := e.relists.do(t.Server, func() relisted {
+		asked, gen := time.Now(), e.reg.generation() // (the stream its sequence is of)
 		rep := e.relist.Relist(ctx, t.Server, subjects.RelistRequest{V: subjects.Version, Kind: subjects.KindTools, Why: "ttl expired before a call of " + t.Public})
 		// The list was found unchanged after asked, on this executor's clock: the TTL
 		// restarts from then. The reply's ListedAt is on registrysync's clock, which may be
@@ -749,7 +749,7 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 		if rep.Error == nil && rep.Fingerprint != "" {
 			rep.ListedAt = asked
 		}
-		return rep
+		return relisted{rep, gen}
 	})
 	if rep.Error != nil {
 		why := rep.Error.Message
@@ -758,18 +758,33 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 		}
 		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and re-listing failed: " + why}, max(rep.Error.RetryAfterMs, 0)
 	}
-	if rep.Sequence > 0 {
-		// A new snapshot was published: decide on it.
-		if err := e.reg.waitApplied(ctx, rep.Sequence); err != nil {
+	fromSnapshot := rep.Sequence > 0
+	if fromSnapshot {
+		// A new snapshot was published: decide on it. Unless the view was dropped to replay
+		// the stream since the re-list was asked (purged, or created again): its sequence
+		// names nothing the replay is sure to apply, and the view caught up decides, with the
+		// re-list's fingerprint (as for a list found unchanged).
+		switch err := e.reg.waitAppliedOf(ctx, rep.Sequence, rep.gen); {
+		case errors.Is(err, errReplayed):
+			fromSnapshot = false
+		case err != nil:
 			return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the new list did not arrive in time"}, 0
 		}
 	}
-	if rep.Fingerprint != "" {
-		// Unchanged: the list is confirmed as of when it was asked for (ignored if it is not
-		// the list held).
-		e.reg.view.Confirm(t.Server, subjects.KindTools, rep.Fingerprint, rep.ListedAt)
+	// Read from a view that holds what the stream holds: one part way through a replay holds
+	// the stream's first events without the later ones (its server's status, not yet its list:
+	// refused not_found; a tool revoked later: fresh). See registry.caughtUp.
+	v, replayed, err := e.reg.toolCaughtUp(ctx, nil, t, rep.gen, func() {
+		if rep.Fingerprint != "" {
+			// Unchanged: the list is confirmed as of when it was asked for (ignored if it is
+			// not the list held).
+			e.reg.view.Confirm(t.Server, subjects.KindTools, rep.Fingerprint, rep.ListedAt)
+		}
+	})
+	if err != nil {
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the executor is replaying the registry stream (purged, or created again) and did not catch up in time"}, 0
 	}
-	v := e.reg.view.Tool(t.Server, t.Name)
+	fromSnapshot = fromSnapshot && !replayed
 	if v.State == staleness.Expired {
 		// The list held now came from this re-list (a new snapshot, or a later one in the
 		// stream), or it is the list this re-list confirmed (its fingerprint, confirmed at or
@@ -779,7 +794,7 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 		// of another fingerprint is not lifted, whatever its listedAt says: a snapshot stamped
 		// by a host whose clock is ahead counts as listed when it arrived (staleness.notAhead),
 		// after the re-list was asked, though the re-list found the server listing another.
-		if rep.Sequence > 0 || rep.Fingerprint != "" && v.Fingerprint == rep.Fingerprint && !v.ListedAt.Before(rep.ListedAt) {
+		if fromSnapshot || rep.Fingerprint != "" && v.Fingerprint == rep.Fingerprint && !v.ListedAt.Before(rep.ListedAt) {
 			v.State, v.Reason = staleness.Fresh, ""
 			return v, 0
 		}
@@ -2076,10 +2091,17 @@ type relistGroup struct {
 
 type relistCall struct {
 	done chan struct{}
-	rep  subjects.RelistReply
+	rep  relisted
 }
 
-func (g *relistGroup) do(server string, fn func() subjects.RelistReply) subjects.RelistReply {
+// relisted is a re-list's reply, with the registry view's generation when it was asked (see
+// registry.generation): the reply's sequence is of the stream the view then followed.
+type relisted struct {
+	subjects.RelistReply
+	gen uint64
+}
+
+func (g *relistGroup) do(server string, fn func() relisted) relisted {
 	g.mu.Lock()
 	if g.pending == nil {
 		g.pending = map[string]*relistCall{}
