@@ -411,9 +411,11 @@
 //
 // HTTP and SSE servers: every request goes to the configured URL's origin (scheme, host, port)
 // only, since the configured headers go with it: redirects are followed within it, and a legacy
-// SSE endpoint event naming another fails the connection (mcp-go compares host and port only:
-// an https server's http:// endpoint on the same host would have the credentials sent in clear
-// text). List results are taken as raw
+// SSE endpoint event naming another, or no URL, fails the connection at once (mcp-go compares
+// host and port only: an https server's http:// endpoint on the same host would have the
+// credentials sent in clear text; and it waited on for another endpoint until ConnectTimeout), as
+// does an event stream that ends before its endpoint event. A response's headers are bounded by
+// maxResponseHeaderBytes, its body by cappedTransport. List results are taken as raw
 // bytes and never decoded by mcp-go, so the connector mirrors x-mcp-header arguments into
 // Mcp-Param-* headers of tools/call itself (2026-07-28, from the last tools listing, reading the
 // definitions' members by their exact names as the catalog does: an "InputSchema" or "Name"

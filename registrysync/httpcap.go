@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,6 +51,9 @@ type cappedTransport struct {
 	listenOpened func()
 	// discarded, when set, is told of each event discarded as too large, or batch refused.
 	discarded func(what string)
+	// legacySSE is set for a legacy HTTP+SSE server: its opening GET's endpoint event is checked
+	// (see sseRequests.endpointElsewhere).
+	legacySSE bool
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of the transport underneath.
@@ -100,17 +104,22 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		answer = nil // the stream of a POST that answers a server's request (see answerKey)
 	}
 	want, _ := r.Context().Value(requestIDKey{}).(mcp.RequestId)
+	var endpointBase *url.URL
+	if t.legacySSE && r.Method == http.MethodGet && r.Context().Value(openKey{}) != nil && t.origin != "" {
+		endpointBase = r.URL // a legacy SSE server's stream: its endpoint event is checked
+	}
 	events := func(body io.ReadCloser, limit int64) *sseRequests {
-		f := &sseRequests{src: body, answer: answer, limit: limit, discarded: t.discarded}
+		f := &sseRequests{src: body, answer: answer, limit: limit, discarded: t.discarded,
+			endpointBase: endpointBase, origin: t.origin}
 		if !want.IsNil() {
 			f.want = idValue(want)
 			f.wantJSON, _ = json.Marshal(want)
 		}
 		return f
 	}
-	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+	if sse := mediaType(resp) == "text/event-stream"; sse || untypedStream(r, resp) {
 		// (A GET carrying a request's id resumes that request's stream: SEP-1699.)
-		if r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && t.listenOpened != nil && want.IsNil() {
+		if sse && r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && t.listenOpened != nil && want.IsNil() {
 			t.listenOpened()
 		}
 		// Each event is bounded by the filter, which discards one over the bound (see
@@ -228,9 +237,25 @@ func jsonBatch(resp *http.Response, want mcp.RequestId) (io.ReadCloser, bool) {
 }
 
 // isJSON reports whether resp's body is application/json.
-func isJSON(resp *http.Response) bool {
-	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return err == nil && mt == "application/json"
+func isJSON(resp *http.Response) bool { return mediaType(resp) == "application/json" }
+
+// mediaType is resp's media type as mcp-go reads it: mime.ParseMediaType's, an error in the
+// parameters ignored. What the filter and checks here take for an event stream or JSON must be
+// what mcp-go takes for one: a type they read otherwise (a Content-Type starting with a
+// no-break space, which ParseMediaType trims; parameters it cannot parse) had mcp-go read an
+// event stream that bypassed the filter (sseRequests): answers to other requests, server
+// requests, batches and events of any size went to mcp-go as they came.
+func mediaType(resp *http.Response) string {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt
+}
+
+// untypedStream reports whether resp, without a Content-Type, answers a GET that opens an event
+// stream: mcp-go's legacy SSE transport reads any 200 as one (see notAnEventStream), so it goes
+// through the filter as a typed one does.
+func untypedStream(r *http.Request, resp *http.Response) bool {
+	return r.Method == http.MethodGet && resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") == "" &&
+		strings.Contains(r.Header.Get("Accept"), "text/event-stream")
 }
 
 type errReader struct{ err error }
@@ -296,10 +321,7 @@ func notAnEventStream(r *http.Request, resp *http.Response) error {
 		return nil
 	}
 	ct := resp.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "text/event-stream" {
+	if ct == "" || mediaType(resp) == "text/event-stream" {
 		return nil
 	}
 	return fmt.Errorf("the URL answered Content-Type %q, not an event stream (text/event-stream): check the URL (a login or error page?)", truncate(ct, 100))
@@ -364,6 +386,35 @@ type sseRequests struct {
 	seen      int    // in[:seen] was searched for line ends (none twice: an event may be MiBs)
 	out       []byte // events ready for the reader
 	err       error  // of src, returned once out is drained
+	stop      error  // ends the stream: what is read after it is dropped (see endpointElsewhere)
+	// endpointBase, on a legacy SSE server's stream, is its URL, which the endpoint event is
+	// resolved against; its origin must be origin (see endpointElsewhere).
+	endpointBase *url.URL
+	origin       string
+}
+
+// endpointError ends a legacy SSE server's stream whose endpoint event is refused.
+type endpointError struct{ msg string }
+
+func (e *endpointError) Error() string { return e.msg }
+
+// endpointElsewhere is the error of an endpoint event (data, the URL messages are to be POSTed
+// to) that cannot be parsed or names another origin than the configured URL's, or nil. mcp-go
+// logs such an event and goes on waiting for another, so the connection failed only after
+// ConnectTimeout, saying it timed out; a scheme downgrade (https to http) it takes, and the
+// first request was refused (cappedTransport). Refused here, the stream ends at once and the
+// connection fails saying why. The error names the endpoint's origin only: its path and query
+// may hold a session token.
+func (f *sseRequests) endpointElsewhere(data []byte) error {
+	u, err := f.endpointBase.Parse(strings.TrimSpace(string(data)))
+	if err != nil {
+		return &endpointError{"the server's endpoint event is not a URL: refused"}
+	}
+	if to := origin(u); to != f.origin {
+		return &endpointError{fmt.Sprintf("the server's endpoint event names another origin, %s, than the configured URL's, %s: refused, the server's credentials would go with every message",
+			truncate(to, 256), f.origin)}
+	}
+	return nil
 }
 
 // sseReadSize is how much the filter reads from the stream at once; sseKeep is the buffer
@@ -438,6 +489,10 @@ func (f *sseRequests) split() {
 		} else {
 			f.emit(event)
 		}
+		if f.stop != nil {
+			f.in, f.line, f.seen, f.err = nil, 0, 0, f.stop
+			return
+		}
 		if f.last {
 			f.in, f.line, f.seen, f.err = nil, 0, 0, io.EOF
 			return
@@ -483,6 +538,12 @@ func parseEvent(event []byte) (name string, data, idLine []byte) {
 // stream sends back, on the last).
 func (f *sseRequests) emit(event []byte) {
 	name, data, idLine := parseEvent(event)
+	if name == "endpoint" && f.endpointBase != nil {
+		if err := f.endpointElsewhere(data); err != nil {
+			f.stop = err
+			return
+		}
+	}
 	if msg := bytes.TrimSpace(data); (name == "" || name == "message") && isBatch(msg) && json.Valid(msg) {
 		elems, err := splitBatch(msg)
 		if err != nil {

@@ -44,8 +44,8 @@ var (
 
 // newHTTPClient returns a client with its own connection pool, so that closing a session
 // closes its connections only. Requests are bounded by their contexts and go to the origin of
-// the configured URL only, responses are bounded by limit (see cappedTransport), redirects by
-// sameOriginRedirect.
+// the configured URL only, responses are bounded by limit (see cappedTransport) and their
+// headers by maxResponseHeaderBytes, redirects by sameOriginRedirect.
 func newHTTPClient(limit int, configured string) (*http.Client, error) {
 	u, err := url.Parse(configured)
 	if err != nil {
@@ -53,13 +53,21 @@ func newHTTPClient(limit int, configured string) (*http.Client, error) {
 	}
 	next := http.DefaultTransport
 	if t, ok := next.(*http.Transport); ok {
-		next = t.Clone()
+		t = t.Clone()
+		t.MaxResponseHeaderBytes = maxResponseHeaderBytes
+		next = t
 	}
 	return &http.Client{
 		Transport:     &cappedTransport{next: next, limit: int64(limit), origin: origin(u)},
 		CheckRedirect: sameOriginRedirect,
 	}, nil
 }
+
+// maxResponseHeaderBytes bounds the headers of a server's HTTP response, as cappedTransport
+// bounds its body: Go's client default, 10 MiB, let a hostile server have ~40 MiB allocated for
+// each response (each call in flight) with headers of no use to anyone. It is what Go's server
+// takes of a request's headers, more than any proxy in front of a real server passes on.
+const maxResponseHeaderBytes = http.DefaultMaxHeaderBytes
 
 // maxRedirects is as many redirects as Go's client follows by default.
 const maxRedirects = 10
@@ -254,6 +262,7 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		s.hc = hc
 		s.hc.Transport.(*cappedTransport).serverRequests = s.answerServerRequest
 		s.hc.Transport.(*cappedTransport).discarded = s.noteDiscarded
+		s.hc.Transport.(*cappedTransport).legacySSE = true
 		h, err := transport.NewSSE(sc.URL,
 			transport.WithHeaders(sc.Headers),
 			transport.WithHTTPClient(s.hc),
@@ -305,6 +314,18 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	// Start (the SSE GET, say) must not outlive ConnectTimeout nor the connector.
 	startTimer := time.AfterFunc(cfg.ConnectTimeout, cancel)
 	stopStart := context.AfterFunc(ctx, cancel)
+	// A legacy SSE stream lost meanwhile ends Start too: mcp-go's SSE transport reports a
+	// stream that ended (before its endpoint event, say) to the connection-lost handler only,
+	// and Start waited on for the endpoint until ConnectTimeout. (Ending Start ends the stream,
+	// which is reported lost too: only a loss that came first tells why Start failed.)
+	var lostFirst atomic.Bool
+	stopLost := func() bool { return false }
+	if sc.Transport == TransportSSE {
+		stopLost = context.AfterFunc(s.lctx, func() {
+			lostFirst.Store(sctx.Err() == nil)
+			cancel()
+		})
+	}
 	// The slot tells the HTTP status and Retry-After of a legacy SSE server's opening GET
 	// (cappedTransport): a 429 or 503 says when to come back.
 	scp := &capture{}
@@ -323,7 +344,11 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	startTimer.Stop()
 	stopStart()
 	stopStream()
-	if err == nil && sctx.Err() != nil {
+	stopLost()
+	switch {
+	case (err != nil || sctx.Err() != nil) && ctx.Err() == nil && lostFirst.Load():
+		err = s.startLost()
+	case err == nil && sctx.Err() != nil:
 		err = fmt.Errorf("no answer within %s", cfg.ConnectTimeout)
 		if ctx.Err() != nil {
 			err = ctx.Err()
@@ -411,6 +436,19 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		return fail(s.lostErr)
 	}
 	return s, nil
+}
+
+// startLost is the failure of a Start the session's loss ended: for a legacy SSE server whose
+// event stream ended before its endpoint event (which names where messages go), that it did;
+// for one whose endpoint event was refused, why.
+func (s *session) startLost() error {
+	if ee := new(endpointError); errors.As(s.lostErr, &ee) {
+		return ee // (it was not lost: the endpoint event was refused)
+	}
+	if w, ok := s.cl.GetTransport().(*sseWrap); ok && w.sse.GetEndpoint() == nil {
+		return fmt.Errorf("the server's event stream ended before its endpoint event (the URL to send messages to): %w", s.lostErr)
+	}
+	return s.lostErr
 }
 
 // mcpDiscoverTimeout is mcp-go's own bound on its server/discover probe (its default).

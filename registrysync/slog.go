@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+
+	esc "github.com/mcpstream/mcpstream/printable"
 )
 
 // newSlog returns a slog.Logger for mcp-go's transports that writes to the connector's zerolog
@@ -71,7 +73,10 @@ func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelError && h.warned.first(r.Message) {
 		ev = h.log.Warn()
 	}
-	ev.Str("source", "mcp-go").Msg(quote(h.red, b.String(), 1000))
+	// The server's text is in it (an HTTP error's body, a URL): escaped, since the text log
+	// format writes an event's message as it is, where a line end would forge log lines and an
+	// escape sequence act on the operator's terminal (fields are quoted by the writer).
+	ev.Str("source", "mcp-go").Msg(esc.Escape(quote(h.red, b.String(), 1000)))
 	return nil
 }
 
