@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -113,6 +114,9 @@ func NewCallID() string {
 func (c Client) Call(ctx context.Context, tenant string, req subjects.CallRequest) (subjects.CallResult, error) {
 	if err := c.need("Call", true, false); err != nil {
 		return subjects.CallResult{}, err
+	}
+	if e := tenantRefusal(tenant, subjects.Exec); e != nil {
+		return refusal(tenant, req, subjects.CallRefused, e), nil
 	}
 	req, data, res := c.prepare(tenant, req)
 	if res != nil {
@@ -348,6 +352,9 @@ func (c Client) CallDirect(ctx context.Context, tenant string, req subjects.Call
 	if err := c.need("CallDirect", true, true); err != nil {
 		return subjects.CallResult{}, err
 	}
+	if e := tenantRefusal(tenant, subjects.Calls); e != nil {
+		return refusal(tenant, req, subjects.CallRefused, e), nil
+	}
 	req, data, res := c.prepare(tenant, req)
 	if res != nil {
 		return *res, nil
@@ -564,6 +571,19 @@ func prepareWithin(tenant string, req subjects.CallRequest, maxPayload int64) (s
 	return req, data, nil
 }
 
+// tenantRefusal is the refusal of a tenant that no executor serves, one over
+// subjects.MaxUserBytes, worded as the executor words it for the subject subjectOf builds (the
+// one the request would be sent on); nil for a tenant within. Such a tenant is refused before
+// anything is sent: each byte of it that is not a letter, digit, '_' or '-' takes three in a
+// subject, and a subject past the server's max_control_line gets the connection closed, every
+// request in flight on it cut.
+func tenantRefusal(tenant string, subjectOf func(string) string) *subjects.Error {
+	if subjects.CheckTenant(tenant) == nil {
+		return nil
+	}
+	return subjects.TenantRefusal(subjectOf(tenant))
+}
+
 // longIDError is the refusal of id (as sent: see wireID) when it is over the executor's
 // maxCallID bytes, nil for an id within: no call has such an id (the executor refuses it, and
 // every client path before sending), and one long enough puts a subject of it past the
@@ -611,6 +631,9 @@ func (c Client) Submit(ctx context.Context, tenant string, req subjects.CallRequ
 	if err := c.need("Submit", false, true); err != nil {
 		return req, false, err
 	}
+	if e := tenantRefusal(tenant, subjects.Calls); e != nil {
+		return req, false, e
+	}
 	var maxPayload int64
 	if nc := c.JS.Conn(); nc != nil {
 		maxPayload = nc.MaxPayload()
@@ -654,7 +677,7 @@ func (c Client) Await(ctx context.Context, tenant, id string) (subjects.CallResu
 		return subjects.CallResult{}, err
 	}
 	id = wireID(id)
-	if e := longIDError(id); e != nil {
+	if e := cmp.Or(tenantRefusal(tenant, func(t string) string { return subjects.Result(t, id) }), longIDError(id)); e != nil {
 		// No call has it: Await would wait for nothing until ctx ends (and a results subject
 		// past the server's max_control_line would get NC closed). Refused as Call refuses it.
 		return refusal(tenant, subjects.CallRequest{}, subjects.CallRefused, e), nil
@@ -770,6 +793,10 @@ func (c Client) Decide(ctx context.Context, a subjects.Approval) (subjects.Appro
 	tenant := a.Tenant
 	if tenant == "" {
 		tenant = policy.Local.Tenant
+	}
+	if e := subjects.CheckTenant(tenant); e != nil {
+		// As a long id: no call waits under it, and its approvals subject could get NC closed.
+		return subjects.ApprovalReply{V: subjects.Version, Error: e}, nil
 	}
 	m, err := c.NC.RequestWithContext(ctx, subjects.Approvals(tenant, a.ID), data)
 	if errors.Is(err, nats.ErrNoResponders) {

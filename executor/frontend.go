@@ -89,7 +89,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	tenant, err := subjects.TenantOf(m.Subject)
 	if err != nil {
 		req, _ := decodeCall(m.Data)
-		bad := &subjects.Error{Code: subjects.CodeBadRequest, Message: "bad tenant token in subject " + strings.TrimPrefix(err.Error(), subjects.ErrBadSubject.Error()+": ")}
+		bad := subjects.TenantRefusal(m.Subject)
 		e.auditRefusedEnvelope(m, "", req, bad)
 		return subjects.CallResult{V: subjects.Version, Status: subjects.CallRefused, Error: bad}, nil, false
 	}

@@ -55,8 +55,13 @@ func TestLongTenantToken(t *testing.T) {
 		t.Errorf("decision event %+v, want bad_request", ev)
 	}
 
-	// Through the front end: refused with bad_request, answered.
-	res, err := r.client.Call(ctx, tenant, subjects.CallRequest{ID: "long-tenant-2", Tool: "fixture__echo", Arguments: json.RawMessage(`{"text":"x"}`)})
+	// Through the front end (a raw request: the Go client refuses such a tenant unsent):
+	// refused with bad_request, answered.
+	var res subjects.CallResult
+	m, err := r.env.NC.RequestWithContext(ctx, subjects.Exec(tenant), []byte(`{"id":"long-tenant-2","tool":"fixture__echo","arguments":{"text":"x"}}`))
+	if err == nil {
+		err = json.Unmarshal(m.Data, &res)
+	}
 	if err != nil || res.Error == nil || res.Error.Code != subjects.CodeBadRequest || !strings.Contains(res.Error.Message, "at most 1024") {
 		t.Errorf("front end: %v %+v", err, res.Error)
 	}

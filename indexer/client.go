@@ -50,29 +50,36 @@ type Client struct {
 
 // Search calls mcpstream.v1.catalog.<tenant>.search.
 func (cl Client) Search(ctx context.Context, tenant string, req subjects.SearchRequest) (subjects.SearchReply, error) {
-	return clientCall(ctx, cl, "search", subjects.CatalogSearch(tenant), req, func(r subjects.SearchReply) bool {
+	return clientCall(ctx, cl, "search", tenant, subjects.CatalogSearch, req, func(r subjects.SearchReply) bool {
 		return r.V == subjects.Version && (r.Tools != nil || r.Error != nil)
 	})
 }
 
 // Details calls mcpstream.v1.catalog.<tenant>.details.
 func (cl Client) Details(ctx context.Context, tenant string, req subjects.DetailsRequest) (subjects.DetailsReply, error) {
-	return clientCall(ctx, cl, "details", subjects.CatalogDetails(tenant), req, func(r subjects.DetailsReply) bool {
+	return clientCall(ctx, cl, "details", tenant, subjects.CatalogDetails, req, func(r subjects.DetailsReply) bool {
 		return r.V == subjects.Version && (r.Tools != nil || r.Error != nil)
 	})
 }
 
 // Servers calls mcpstream.v1.catalog.<tenant>.servers.
 func (cl Client) Servers(ctx context.Context, tenant string, req subjects.ServersRequest) (subjects.ServersReply, error) {
-	return clientCall(ctx, cl, "servers", subjects.CatalogServers(tenant), req, func(r subjects.ServersReply) bool {
+	return clientCall(ctx, cl, "servers", tenant, subjects.CatalogServers, req, func(r subjects.ServersReply) bool {
 		return r.V == subjects.Version && (r.Servers != nil || r.Error != nil)
 	})
 }
 
-// clientCall sends req to subject, endpoint name's, and returns its reply R when ok says it is
-// one (see Client).
-func clientCall[R any](ctx context.Context, cl Client, name, subject string, req any, ok func(R) bool) (R, error) {
+// clientCall sends req to endpoint name's subject of tenant (built by subjectOf), and returns
+// its reply R when ok says it is one (see Client). A tenant no replica serves (over
+// subjects.MaxUserBytes) is answered bad_request unsent: its subject could be past the NATS
+// server's max_control_line, which closes the connection that sends it.
+func clientCall[R any](ctx context.Context, cl Client, name, tenant string, subjectOf func(string) string, req any, ok func(R) bool) (R, error) {
 	var zero, r R
+	subject := subjectOf(tenant)
+	if subjects.CheckTenant(tenant) != nil {
+		// (In the words of the replicas' refusal of it.)
+		return errorReply(name, subjects.TenantRefusal(subject)).(R), nil
+	}
 	if cl.NC == nil {
 		return zero, fmt.Errorf("%w (%s)", ErrClientIncomplete, subject)
 	}

@@ -270,7 +270,8 @@ func (c *Catalog) serveOne(ctx context.Context, name string, h handlerFunc, subj
 	}
 	tenant, err := subjects.TenantOf(subject)
 	if err != nil {
-		apiErr = apiError(subjects.CodeBadRequest, "bad tenant token in subject %s", subject)
+		// (Why, with the subject quoted and cut: it may be 4 KiB long.)
+		apiErr = subjects.TenantRefusal(subject)
 		return errorReply(name, apiErr), apiErr
 	}
 	return h(ctx, tenant, body)

@@ -23,6 +23,19 @@ const (
 	MaxRoleBytes = 256
 )
 
+// CheckTenant refuses a tenant longer than MaxUserBytes (nil when it is within): no mcpstream
+// service serves one (TenantOf refuses the subjects holding it), and a client that sent it
+// would build subjects from it in which each byte that is not a letter, digit, '_' or '-' takes
+// three: past the NATS server's max_control_line (4 KiB by default), which closes the
+// connection that publishes or subscribes there, every request in flight on it cut. Clients
+// refuse such a tenant before sending anything.
+func CheckTenant(tenant string) *Error {
+	if len(tenant) <= MaxUserBytes {
+		return nil
+	}
+	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("the tenant is %d bytes long; at most %d", len(tenant), MaxUserBytes)}
+}
+
 // Check refuses a principal past the limits above (nil when it is within them).
 func (p Principal) Check() *Error {
 	bad := func(format string, a ...any) *Error {

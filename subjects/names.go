@@ -245,6 +245,17 @@ func TenantOf(subject string) (string, error) {
 	return "", fmt.Errorf("%w: %q", ErrBadSubject, subject)
 }
 
+// TenantRefusal is the bad_request that the executor and the catalog answer to a request on
+// subject (a calls, exec, results, audit or catalog subject) whose tenant token TenantOf refuses,
+// saying why; nil when TenantOf reads a tenant there. Clients that refuse such a request before
+// sending it (subjects.CheckTenant) answer it with the same words.
+func TenantRefusal(subject string) *Error {
+	if _, err := TenantOf(subject); err != nil {
+		return &Error{Code: CodeBadRequest, Message: "bad tenant token in subject " + strings.TrimPrefix(err.Error(), ErrBadSubject.Error()+": ")}
+	}
+	return nil
+}
+
 // tenantShape is the documented shape of the subjects of a TenantOf kind.
 func tenantShape(prefix string) string {
 	switch prefix {
