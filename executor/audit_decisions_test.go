@@ -15,11 +15,17 @@ import (
 // needs approval takes its rates before anybody is asked: refused rate_limited then, it has
 // that one decision, no needs_approval. An approved call: needs_approval, approved. README and
 // doc.go say so (a consumer counts calls by their result events, not their decisions).
+//
+// The limiter's clock is stopped mid-window (oneRateWindow): on the wall clock, a window (10
+// minutes) that ended between a-1 and a-2 let a-2 through its rate (⌊1×(1−frac)⌋ is 0 once the
+// next window begins), and it waited for an approver nobody was going to be, unanswered within
+// the test's wait.
 func TestAuditDecisionsOfRateLimitedCalls(t *testing.T) {
+	rate, clock := oneRateWindow()
 	r := startRig(t, rigOptions{servers: []string{"fixture"}, exec: Config{Limits: Limits{Tools: map[string]Rate{
-		"fixture__echo": {PerSecond: 0.001, Burst: 1},
-		"fixture__wipe": {PerSecond: 0.001, Burst: 1},
-	}}}})
+		"fixture__echo": rate,
+		"fixture__wipe": rate,
+	}}, hooks: testHooks{rateClock: clock}}})
 	trail := func(id string) []string {
 		var evs []subjects.AuditEvent
 		waitFor(t, "the audit events of "+id, func() bool { evs = r.auditEvents("local", id); return hasResultEvent(evs) })
@@ -61,7 +67,10 @@ func TestAuditDecisionsOfRateLimitedCalls(t *testing.T) {
 	if res := <-done; res.Status != subjects.CallOK {
 		t.Fatalf("a-1: %s %+v", res.Status, res.Error)
 	}
-	if res := r.call("local", "fixture__wipe", `{}`, withID("a-2")); res.Error == nil || res.Error.Code != subjects.CodeRateLimited {
+	// (An approval timeout: were a-2 let through its rate, it would be refused approval_timeout,
+	// not wait for an approver until the test's wait ends.)
+	a2 := func(q *subjects.CallRequest) { q.ID, q.ApprovalTimeoutMs = "a-2", 3000 }
+	if res := r.call("local", "fixture__wipe", `{}`, a2); res.Error == nil || res.Error.Code != subjects.CodeRateLimited {
 		t.Fatalf("a-2: %s %+v, want rate_limited", res.Status, res.Error)
 	}
 	want("a-1", subjects.CodeNeedsApproval, subjects.DecisionApproved)

@@ -50,6 +50,29 @@ func answered(rec *recorder, changed uint64) event {
 	})
 }
 
+// currentAfter waits for the answer to the tools ListChanged at changed (answered) and returns
+// the snapshot it makes current: the answer itself, or for a Confirmed the snapshot of its
+// fingerprint stored before it. Which one depends on timing, not on the connector: a re-list
+// under way when the server changes its list (the one a legacy GET stream opening after ready
+// asks for, say) may list the new list before the server's notification comes, and store it
+// before the ListChanged, which the re-list after it then answers with a Confirmed.
+func currentAfter(t *testing.T, rec *recorder, changed uint64) event {
+	t.Helper()
+	ans := answered(rec, changed)
+	cf := ans.ev.Confirmed
+	if cf == nil {
+		return ans
+	}
+	evs := rec.all()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if e := evs[i]; e.seq < ans.seq && isSnapshot(subjects.KindTools, nil)(e) && e.ev.Snapshot.Fingerprint == cf.Fingerprint {
+			return e
+		}
+	}
+	t.Fatalf("list_changed #%d answered by a confirmation of %s, which no tools snapshot before #%d holds", changed, cf.Fingerprint, ans.seq)
+	return event{}
+}
+
 // Another connector of the server (or a snapshot whose ack was lost) stored a list the
 // connector does not know of. A spurious list_changed then finds the server's list equal to
 // the one the connector remembers, not to the stream's: answering it with a Confirmed of the

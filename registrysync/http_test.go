@@ -7,9 +7,11 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/mcpstream/mcpstream/redact"
@@ -169,13 +171,53 @@ func TestHTTPListChanged(t *testing.T) {
 			}
 			srv.DeleteTools("echo")
 			changed := rec.wait(ready.seq, "tools list_changed", isChanged(subjects.KindTools))
-			snap := rec.wait(changed.seq, "snapshot without echo", isSnapshot(subjects.KindTools, func(s *subjects.Snapshot) bool {
-				return !hasName(t, s, "echo")
-			}))
+			snap := currentAfter(t, rec, changed.seq)
+			if hasName(t, snap.ev.Snapshot, "echo") {
+				t.Errorf("list_changed #%d answered by %s, which still holds echo", changed.seq, snap)
+			}
 			if !strings.Contains(snap.msgID, snap.ev.Snapshot.Fingerprint) {
 				t.Errorf("msg id %q lacks the fingerprint", snap.msgID)
 			}
 		})
+	}
+}
+
+// A server may change its list before its list_changed reaches the connector: a re-list under
+// way then lists the new list and stores it before the ListChanged (on a legacy server, the
+// re-list its GET stream asks for when it opens after ready races the first change). The
+// ListChanged is answered with a Confirmed of that snapshot; consumers end up holding the new
+// list, as when the snapshot comes after. Forced here: the filter hides echo without a
+// notification, a re-list stores the list without it, then the notification comes.
+func TestHTTPListedBeforeChanged(t *testing.T) {
+	t.Parallel()
+	var hide atomic.Bool
+	srv := server.NewMCPServer("fixture", "1.2.3", server.WithToolCapabilities(true),
+		server.WithToolFilter(func(_ context.Context, tools []mcp.Tool) []mcp.Tool {
+			if !hide.Load() {
+				return tools
+			}
+			return slices.DeleteFunc(tools, func(t mcp.Tool) bool { return t.Name == "echo" })
+		}))
+	for _, name := range []string{"echo", "pid"} {
+		srv.AddTool(mcp.NewTool(name), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(name), nil
+		})
+	}
+	h := run(t, nil, fastConfig(ServerConfig{Name: "fx", Transport: TransportHTTP, URL: httpFixture(t, srv), ProtocolVersion: "2025-11-25"}))
+	rec := record(t, h.env, subjects.RegistryServer("fx"))
+	ready := rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+
+	hide.Store(true)
+	if rr := relist(t, h, "fx", subjects.RelistRequest{V: 1, Kind: subjects.KindTools}); rr.Error != nil {
+		t.Fatalf("relist: %+v", rr.Error)
+	}
+	listed := rec.wait(ready.seq, "snapshot without echo", isSnapshot(subjects.KindTools, func(s *subjects.Snapshot) bool {
+		return !hasName(t, s, "echo")
+	}))
+	srv.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+	changed := rec.wait(listed.seq, "tools list_changed", isChanged(subjects.KindTools))
+	if cur := currentAfter(t, rec, changed.seq); cur.seq != listed.seq {
+		t.Errorf("list_changed #%d answered with %s, want the list #%d confirmed", changed.seq, cur, listed.seq)
 	}
 }
 
