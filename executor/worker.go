@@ -522,6 +522,10 @@ func (e *Executor) admit(ctx context.Context, c *call) *stop {
 			return s
 		}
 		nv, nt, s := e.fresh(ctx, t)
+		if s != nil && errors.Is(s.err, errStopping) {
+			e.handBackApproved(c) // (its re-list waited for a replay: see approvedCaughtUp)
+			return s
+		}
 		if s != nil {
 			return e.hidden(rp, nt, nv, s)
 		}
@@ -700,7 +704,10 @@ func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool
 	v := e.reg.view.Tool(t.Server, t.Name)
 	var retryAfterMs int64 // the re-list's, when its server asked to be left alone a while
 	if v.State == staleness.Expired {
-		v, retryAfterMs = e.revalidate(ctx, t)
+		var err error
+		if v, retryAfterMs, err = e.revalidate(ctx, t); err != nil {
+			return v, t, &stop{err: err} // (errStopping: handed back)
+		}
 	}
 	// The definition held now: a re-list (for the TTL, or by the server while the call waited
 	// for approval) may have replaced it.
@@ -734,8 +741,10 @@ func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool
 
 // revalidate re-lists the tools of t's server and returns the verdict after it, and the
 // re-list's retryAfterMs when it failed with one (its server answered HTTP 429 or 503 with a
-// Retry-After, now or earlier: the connector does not ask it again before then).
-func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, int64) {
+// Retry-After, now or earlier: the connector does not ask it again before then). It returns
+// errStopping when the executor stops while the call waits for a replay to catch up: the call,
+// at admission, is handed back, as one waiting for the replay before its freshness is (admit).
+func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.RelistTimeout)
 	defer cancel()
 	rep := e.relists.do(t.Server, func() relisted {
@@ -756,7 +765,7 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 		if rep.Error.Reason != "" {
 			why += " (" + rep.Error.Reason + ")"
 		}
-		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and re-listing failed: " + why}, max(rep.Error.RetryAfterMs, 0)
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and re-listing failed: " + why}, max(rep.Error.RetryAfterMs, 0), nil
 	}
 	fromSnapshot := rep.Sequence > 0
 	if fromSnapshot {
@@ -768,21 +777,24 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 		case errors.Is(err, errReplayed):
 			fromSnapshot = false
 		case err != nil:
-			return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the new list did not arrive in time"}, 0
+			return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the new list did not arrive in time"}, 0, nil
 		}
 	}
 	// Read from a view that holds what the stream holds: one part way through a replay holds
 	// the stream's first events without the later ones (its server's status, not yet its list:
 	// refused not_found; a tool revoked later: fresh). See registry.caughtUp.
-	v, replayed, err := e.reg.toolCaughtUp(ctx, nil, t, rep.gen, func() {
+	v, replayed, err := e.reg.toolCaughtUp(ctx, e.stopping, t, rep.gen, func() {
 		if rep.Fingerprint != "" {
 			// Unchanged: the list is confirmed as of when it was asked for (ignored if it is
 			// not the list held).
 			e.reg.view.Confirm(t.Server, subjects.KindTools, rep.Fingerprint, rep.ListedAt)
 		}
 	})
-	if err != nil {
-		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the executor is replaying the registry stream (purged, or created again) and did not catch up in time"}, 0
+	switch {
+	case errors.Is(err, errStopping):
+		return staleness.Verdict{}, 0, err
+	case err != nil:
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the executor is replaying the registry stream (purged, or created again) and did not catch up in time"}, 0, nil
 	}
 	fromSnapshot = fromSnapshot && !replayed
 	if v.State == staleness.Expired {
@@ -796,11 +808,11 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 		// after the re-list was asked, though the re-list found the server listing another.
 		if fromSnapshot || rep.Fingerprint != "" && v.Fingerprint == rep.Fingerprint && !v.ListedAt.Before(rep.ListedAt) {
 			v.State, v.Reason = staleness.Fresh, ""
-			return v, 0
+			return v, 0, nil
 		}
-		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and the re-list did not confirm the list"}, 0
+		return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out and the re-list did not confirm the list"}, 0, nil
 	}
-	return v, 0
+	return v, 0, nil
 }
 
 // refuse answers a call that ends before dispatch (or without one).
