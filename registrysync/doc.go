@@ -414,9 +414,11 @@
 // SSE endpoint event naming another, or no URL, fails the connection at once (mcp-go compares
 // host and port only: an https server's http:// endpoint on the same host would have the
 // credentials sent in clear text; and it waited on for another endpoint until ConnectTimeout), as
-// does an event stream that ends before its endpoint event. A response's headers are bounded by
-// maxResponseHeaderBytes, its body by cappedTransport. List results are taken as raw
-// bytes and never decoded by mcp-go, so the connector mirrors x-mcp-header arguments into
+// does an event stream that ends before its endpoint event. An endpoint of the configured origin
+// whose host is written otherwise (a default port written out or left out, a name's case) is
+// passed to mcp-go with the configured URL's host, which mcp-go compares it with as written. A
+// response's headers are bounded by maxResponseHeaderBytes, its body by cappedTransport. List
+// results are taken as raw bytes and never decoded by mcp-go, so the connector mirrors x-mcp-header arguments into
 // Mcp-Param-* headers of tools/call itself (2026-07-28, from the last tools listing, reading the
 // definitions' members by their exact names as the catalog does: an "InputSchema" or "Name"
 // binds nothing). tools/call on stdio skips

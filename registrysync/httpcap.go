@@ -42,6 +42,9 @@ type cappedTransport struct {
 	next   http.RoundTripper
 	limit  int64
 	origin string // of the configured URL (see origin); "": any
+	// host is the configured URL's host as written (url.URL.Host), which mcp-go compares a
+	// legacy SSE endpoint's with (see sseRequests.endpointAsConfigured).
+	host string
 	// serverRequests, when set (legacy HTTP+SSE), answers the requests a server sends on an
 	// event stream, which are taken out of it (see sseRequests).
 	serverRequests func(id json.RawMessage, method string)
@@ -110,7 +113,7 @@ func (t *cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	events := func(body io.ReadCloser, limit int64) *sseRequests {
 		f := &sseRequests{src: body, answer: answer, limit: limit, discarded: t.discarded,
-			endpointBase: endpointBase, origin: t.origin}
+			endpointBase: endpointBase, origin: t.origin, host: t.host}
 		if !want.IsNil() {
 			f.want = idValue(want)
 			f.wantJSON, _ = json.Marshal(want)
@@ -388,9 +391,11 @@ type sseRequests struct {
 	err       error  // of src, returned once out is drained
 	stop      error  // ends the stream: what is read after it is dropped (see endpointElsewhere)
 	// endpointBase, on a legacy SSE server's stream, is its URL, which the endpoint event is
-	// resolved against; its origin must be origin (see endpointElsewhere).
+	// resolved against; its origin must be origin (see endpointElsewhere), and it is written
+	// with host (see endpointAsConfigured).
 	endpointBase *url.URL
 	origin       string
+	host         string
 }
 
 // endpointError ends a legacy SSE server's stream whose endpoint event is refused.
@@ -415,6 +420,21 @@ func (f *sseRequests) endpointElsewhere(data []byte) error {
 			truncate(to, 256), f.origin)}
 	}
 	return nil
+}
+
+// endpointAsConfigured is data, an endpoint event that endpointElsewhere let through, with its
+// host written as the configured URL's (f.host), or nil if it names none or that one. mcp-go
+// compares the endpoint's host with the configured URL's as written: one of the same origin
+// written otherwise (the default port written out, http://127.0.0.1:80/message for
+// http://127.0.0.1/sse, or left out; a name's case) it ignored, and it waited on for another
+// endpoint until ConnectTimeout. The origin being the same, so is the URL.
+func (f *sseRequests) endpointAsConfigured(data []byte) []byte {
+	u, err := url.Parse(strings.TrimSpace(string(data)))
+	if err != nil || u.Host == "" || f.host == "" || u.Host == f.host {
+		return nil
+	}
+	u.Host = f.host
+	return []byte(u.String())
 }
 
 // sseReadSize is how much the filter reads from the stream at once; sseKeep is the buffer
@@ -542,6 +562,9 @@ func (f *sseRequests) emit(event []byte) {
 		if err := f.endpointElsewhere(data); err != nil {
 			f.stop = err
 			return
+		}
+		if fixed := f.endpointAsConfigured(data); fixed != nil {
+			event = slices.Concat([]byte("event: endpoint\n"), idLine, []byte("data: "), fixed, []byte("\n\n"))
 		}
 	}
 	if msg := bytes.TrimSpace(data); (name == "" || name == "message") && isBatch(msg) && json.Valid(msg) {

@@ -90,6 +90,30 @@ func TestNPMEverythingStreamableHTTP(t *testing.T) {
 	}
 }
 
+// server-everything over legacy HTTP+SSE: its endpoint event is relative
+// ("/message?sessionId=..."), which the endpoint's origin check resolves against the SSE URL.
+func TestNPMEverythingSSE(t *testing.T) {
+	t.Parallel()
+	entry := npmServer(t, "server-everything")
+	port := freePort(t)
+	cmd := exec.Command("node", entry, "sse")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	startProcess(t, cmd)
+
+	sc := ServerConfig{Name: "everything-sse", Transport: TransportSSE, URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/sse"}
+	h := run(t, nil, fastConfig(sc))
+	rec := record(t, h.env, subjects.RegistryServer("everything-sse"))
+	rec.wait(0, "ready", isStatus(subjects.StatusReady, ""))
+	snap := rec.wait(0, "tools", isSnapshot(subjects.KindTools, nil)).ev.Snapshot
+	if !hasName(t, snap, "echo") {
+		t.Errorf("tools = %v", names(t, snap))
+	}
+	r := dispatch(t, h, "everything-sse", subjects.DispatchRequest{V: 1, Tool: "echo", Arguments: json.RawMessage(`{"message":"over sse"}`)})
+	if r.Error != nil || !strings.Contains(resultText(t, r.Result), "over sse") {
+		t.Errorf("echo: %+v %s", r.Error, r.Result)
+	}
+}
+
 // server-filesystem on a temporary directory: its tools are listed and list_directory works.
 func TestNPMFilesystem(t *testing.T) {
 	t.Parallel()

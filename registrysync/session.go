@@ -58,7 +58,7 @@ func newHTTPClient(limit int, configured string) (*http.Client, error) {
 		next = t
 	}
 	return &http.Client{
-		Transport:     &cappedTransport{next: next, limit: int64(limit), origin: origin(u)},
+		Transport:     &cappedTransport{next: next, limit: int64(limit), origin: origin(u), host: u.Host},
 		CheckRedirect: sameOriginRedirect,
 	}, nil
 }
@@ -341,18 +341,18 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 		startCtx = streamCtx
 	}
 	err := s.cl.Start(context.WithValue(startCtx, openKey{}, scp))
-	startTimer.Stop()
+	timedOut := !startTimer.Stop()
 	stopStart()
 	stopStream()
 	stopLost()
 	switch {
 	case (err != nil || sctx.Err() != nil) && ctx.Err() == nil && lostFirst.Load():
 		err = s.startLost()
+	case (err == nil || timedOut && errors.Is(err, context.Canceled)) && sctx.Err() != nil && ctx.Err() == nil:
+		// (mcp-go's SSE transport says its context was cancelled: the timeout is why.)
+		err = s.startTimedOut(scp, cfg.ConnectTimeout)
 	case err == nil && sctx.Err() != nil:
-		err = fmt.Errorf("no answer within %s", cfg.ConnectTimeout)
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
+		err = ctx.Err()
 	}
 	if err != nil {
 		return fail(withRetryAfter(fmt.Errorf("start: %w", err), scp, time.Now()))
@@ -449,6 +449,16 @@ func (s *session) startLost() error {
 		return fmt.Errorf("the server's event stream ended before its endpoint event (the URL to send messages to): %w", s.lostErr)
 	}
 	return s.lostErr
+}
+
+// startTimedOut is the failure of a Start that ConnectTimeout (d) ended: for a legacy SSE
+// server whose event stream was opened, that no endpoint event came on it.
+func (s *session) startTimedOut(scp *capture, d time.Duration) error {
+	w, ok := s.cl.GetTransport().(*sseWrap)
+	if st, _ := scp.httpStatus(); ok && st == http.StatusOK && w.sse.GetEndpoint() == nil {
+		return fmt.Errorf("the server's event stream sent no endpoint event (the URL to send messages to) within %s", d)
+	}
+	return fmt.Errorf("no answer within %s", d)
 }
 
 // mcpDiscoverTimeout is mcp-go's own bound on its server/discover probe (its default).

@@ -102,3 +102,28 @@ func TestSSEEndpointElsewhereFailsFast(t *testing.T) {
 		})
 	}
 }
+
+// A legacy SSE server whose event stream sends no endpoint event within ConnectTimeout (nor
+// ends) fails the connection saying so: it said "context cancelled while waiting for endpoint:
+// context canceled", as if the connector had been stopped, the timeout nowhere.
+func TestSSENoEndpointWithinConnectTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, ": waiting\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	cfg := fastConfig(ServerConfig{Name: "silent", Transport: TransportSSE, URL: srv.URL + "/sse"})
+	cfg.ConnectTimeout = 300 * time.Millisecond
+	h := run(t, nil, cfg)
+	var st subjects.Status
+	waitUntil(t, "unavailable", func() bool {
+		st = h.m.Statuses()["silent"]
+		return st.Status == subjects.StatusUnavailable
+	})
+	if st.Code != subjects.CodeConnectFailed || !strings.Contains(st.Reason, "no endpoint event") || !strings.Contains(st.Reason, "within 300ms") {
+		t.Errorf("status %s %q, want %s saying no endpoint event came within 300ms", st.Code, st.Reason, subjects.CodeConnectFailed)
+	}
+}
