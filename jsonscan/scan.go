@@ -1,19 +1,29 @@
 package jsonscan
 
 import (
-	"bytes"
 	"encoding/json"
 )
 
 // Name decodes the raw (quoted) name of a JSON member: plain ASCII without escapes as it is,
 // the rest as encoding/json does (escapes, invalid UTF-8 as U+FFFD). False when raw is not a
-// JSON string.
+// JSON string: exactly one, from its opening quote to its closing one (no space around).
 func Name(raw []byte) (string, bool) {
-	if len(raw) < 2 {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
-	if bytes.IndexFunc(raw, func(r rune) bool { return r == '\\' || r >= 0x80 }) < 0 {
-		return string(raw[1 : len(raw)-1]), true
+	inner := raw[1 : len(raw)-1]
+	plain := true
+	for _, c := range inner {
+		if c == '"' || c < 0x20 {
+			return "", false // (a string ends at its first unescaped quote; control bytes are escaped)
+		}
+		if c == '\\' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(inner), true
 	}
 	var name string
 	return name, json.Unmarshal(raw, &name) == nil

@@ -11,13 +11,15 @@
 //
 // Rules match a principal by tenant, user and role (empty lists match anyone) and tools by glob
 // patterns over "server__tool" written with the ORIGINAL server and tool names ('*' matches any
-// run of characters, including none, '?' one character, [..] a class, '\' escapes; '/' is a
-// character like any other). A deny in any matching rule wins over every allow. A rule's
-// users are user names: one of a tenant is tenants: [T], users: [U] ("T/U" there is refused).
+// run of characters, including none, '?' one character, [..] a class, [^..] its negation, '\'
+// escapes; '/' is a character like any other). A deny in any matching rule wins over every
+// allow. A rule's users are user names: one of a tenant is tenants: [T], users: [U] ("T/U" there is refused).
 // Names and patterns are UTF-8 text, as the names they are compared with always are (they come
 // as JSON): a configuration string that is not (YAML's !!binary) is refused. A pattern with the
 // exact shape of an encoded public name (subjects.LooksEncoded), copied from search output, is
-// accepted (an original name may have it) but listed by Warnings, which the roles log at load.
+// accepted (an original name may have it) but listed by Warnings, which the roles log at load,
+// as are a glob without "__" that can match no server__tool name and a class "[!..]" (a class
+// holding '!', not the shell's negation).
 // New reports every problem of a configuration it refuses (the first MaxProblems, and how many
 // more), each a *Problem with a stable code and its place (principal, or rule, field and item),
 // for the configuration loader to point at the lines they are written on.

@@ -23,6 +23,16 @@ const (
 	MaxRoleBytes = 256
 )
 
+// MaxInboxPrefix is the longest reply inbox prefix (--nats-inbox) a connection of mcpstream may
+// use. A request's control line carries its subject and its reply subject (the prefix, '.', a
+// 22-byte NUID, '.', an 8-byte token), and the NATS server closes a connection that sends a line
+// over its max_control_line (4 KiB by default), every request in flight on it cut — again at each
+// redelivery of the message that led to it. The longest request subject mcpstream builds is the
+// executor's direct get of an approval record in its KV bucket ($JS.API.DIRECT.GET.KV_...,
+// 3,935 bytes with a tenant of MaxUserBytes and a call id of 256 bytes, each byte escaped to
+// three, and a 20-digit sequence): it leaves 126 bytes for the prefix; 120 keeps some margin.
+const MaxInboxPrefix = 120
+
 // CheckTenant refuses a tenant longer than MaxUserBytes (nil when it is within): no mcpstream
 // service serves one (TenantOf refuses the subjects holding it), and a client that sent it
 // would build subjects from it in which each byte that is not a letter, digit, '_' or '-' takes

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +52,7 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 	// usage of a command given a wrong argument, which goes to stderr and a unit's journal).
 	fs.Lookup("nats").DefValue = redactURL(defaultNATSURL())
 	fs.StringVar(&n.Creds, "nats-creds", os.Getenv(envNATSCreds), "NATS credentials file (env "+envNATSCreds+")")
-	fs.StringVar(&n.Inbox, "nats-inbox", os.Getenv(envInbox), "reply inbox prefix, e.g. _INBOX.acme when NATS permissions let a tenant subscribe only to\n_INBOX.acme.> (env "+envInbox+"; default _INBOX)")
+	fs.StringVar(&n.Inbox, "nats-inbox", os.Getenv(envInbox), "reply inbox prefix, e.g. _INBOX.acme when NATS permissions let a tenant subscribe only to\n_INBOX.acme.>; at most "+strconv.Itoa(subjects.MaxInboxPrefix)+" bytes (env "+envInbox+"; default _INBOX)")
 }
 
 // connect opens a connection named "mcpstream NAME" that reconnects forever.
@@ -149,12 +150,19 @@ func (n *natsFlags) connectionNotes(w io.Writer, cmd string) (opt nats.Option, s
 	return opt, stop
 }
 
-// check refuses a --nats-inbox that is no subject prefix and a --nats URL that is an HTTP one,
-// before connecting (the role commands: before anything is created, as usage errors).
+// check refuses a --nats-inbox that is no subject prefix or is over subjects.MaxInboxPrefix
+// bytes, and a --nats URL that is an HTTP one, before connecting (the role commands: before
+// anything is created, as usage errors).
 func (n *natsFlags) check() error {
 	if n.Inbox != "" {
 		if strings.ContainsAny(n.Inbox, " \t\r\n*>") || strings.HasPrefix(n.Inbox, ".") || strings.HasSuffix(n.Inbox, ".") {
 			return fmt.Errorf("--nats-inbox %q: want subject tokens without wildcards, e.g. _INBOX.acme", n.Inbox)
+		}
+		if len(n.Inbox) > subjects.MaxInboxPrefix {
+			// Its requests' control lines could pass the server's max_control_line, and the
+			// server would close the connection (see subjects.MaxInboxPrefix).
+			return fmt.Errorf("--nats-inbox %.40q... is %d bytes long; at most %d (with a longer prefix the longest requests "+
+				"pass the NATS server's max_control_line, 4 KiB, and it closes the connection)", n.Inbox, len(n.Inbox), subjects.MaxInboxPrefix)
 		}
 	}
 	for _, u := range strings.Split(n.URL, ",") {

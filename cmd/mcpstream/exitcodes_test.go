@@ -61,6 +61,9 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"up", "--nats", "http://127.0.0.1:1"}, 2, "not a NATS URL"},
 		{[]string{"executor", "--nats-inbox", "_INBOX.>"}, 2, "--nats-inbox"},
 		{[]string{"indexer", "--nats-inbox", "bad inbox"}, 2, "--nats-inbox"},
+		// A prefix whose requests could pass the server's max_control_line (it closed the
+		// connection at the executor's first approval read of a long tenant's call).
+		{[]string{"executor", "--nats-inbox", "_INBOX." + strings.Repeat("a", 200)}, 2, "at most 120"},
 	}
 	exe, err := os.Executable()
 	if err != nil {
