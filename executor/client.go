@@ -571,18 +571,18 @@ func prepareWithin(tenant string, req subjects.CallRequest, maxPayload int64) (s
 	return req, data, nil
 }
 
-// tenantRefusal is the refusal of a tenant that no executor serves, the empty one or one over
-// subjects.MaxUserBytes, worded as the executor words it for the subject subjectOf builds (the
-// one the request would be sent on); nil for a tenant within. Such a tenant is refused before
-// anything is sent: each byte of it that is not a letter, digit, '_' or '-' takes three in a
-// subject, and a subject past the server's max_control_line gets the connection closed, every
-// request in flight on it cut.
+// tenantRefusal is the refusal of a tenant that no executor serves (subjects.CheckTenant: one
+// over subjects.MaxUserBytes, or the empty one), worded as the executor words it for the
+// subject subjectOf builds (the one the request would be sent on); nil for a tenant it serves.
+// Such a tenant is refused before anything is sent: each byte of a long one that is not a
+// letter, digit, '_' or '-' takes three in a subject, and a subject past the server's
+// max_control_line gets the connection closed, every request in flight on it cut; a call
+// stored under the empty one is refused by the workers with no answer stored, and Await would
+// wait for it until its context ended.
 func tenantRefusal(tenant string, subjectOf func(string) string) *subjects.Error {
-	if tenant != "" && subjects.CheckTenant(tenant) == nil {
+	if subjects.CheckTenant(tenant) == nil {
 		return nil
 	}
-	// (The empty tenant too, "~": no tenant, refused by the executor. Sent, Submit stored a
-	// request nobody answers, and Await waited on results.~ until its context ended.)
 	return subjects.TenantRefusal(subjectOf(tenant))
 }
 

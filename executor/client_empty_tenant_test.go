@@ -10,43 +10,56 @@ import (
 	"github.com/mcpstream/mcpstream/subjects"
 )
 
-// TestClientEmptyTenantRefused: the empty tenant ("~" in a subject) is no tenant: the executor
-// refuses its subjects bad_request (TestRawNATSEmptyTenantIsBadRequest). Submit stored a request
-// on calls.~, which the worker refuses with nobody reading, and returned no error; Await then
-// waited on results.~ until its context ended. Like a tenant over 1 KiB, it is refused unsent,
-// in the executor's words.
-func TestClientEmptyTenantRefused(t *testing.T) {
+// TestClientEmptyTenantRefusedBeforeSending: the empty tenant is no tenant (its token "~" is
+// refused bad_request by the front end and the workers, README), but the client sent it: Submit
+// stored the request on calls.~ and returned no error, the worker refused it with no answer
+// stored (no results subject has it), and Await of that tenant waited for nothing until its
+// context ended — the caller never told. Every client path refuses it bad_request unsent, in the
+// services' words, as it refuses a tenant over subjects.MaxUserBytes; Decide still reads an
+// Approval without a tenant as the local tenant's.
+func TestClientEmptyTenantRefusedBeforeSending(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"fixture"}})
-	req := subjects.CallRequest{Tool: "fixture__echo", Arguments: json.RawMessage(`{"text":"x"}`), Principal: subjects.Principal{User: "local"}}
-	want := func(what string, e *subjects.Error) {
+	c := r.client
+	req := func(id string) subjects.CallRequest {
+		return subjects.CallRequest{ID: id, Tool: "fixture__echo", Arguments: json.RawMessage(`{"text":"x"}`), Principal: subjects.Principal{User: "local"}}
+	}
+	wantRefused := func(what string, e *subjects.Error) {
 		t.Helper()
 		if e == nil || e.Code != subjects.CodeBadRequest || !strings.Contains(e.Message, "the tenant is empty") {
-			t.Errorf("%s: %+v, want bad_request: the tenant is empty", what, e)
+			t.Errorf("%s: %+v, want bad_request saying the tenant is empty", what, e)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
-	sent, _, err := r.client.Submit(ctx, "", req)
+
+	_, _, err := c.Submit(ctx, "", req("empty-tenant-submit"))
 	var se *subjects.Error
 	if !errors.As(err, &se) {
-		t.Errorf("Submit: %v (stored as %s), want a *subjects.Error", err, sent.ID)
-	} else {
-		want("Submit", se)
+		t.Errorf("Submit: %v, want a *subjects.Error", err)
 	}
-	res, err := r.client.Await(ctx, "", "c-1")
-	if err != nil || res.Status != subjects.CallRefused {
-		t.Errorf("Await: %s %v, want refused at once", res.Status, err)
-	} else {
-		want("Await", res.Error)
+	wantRefused("Submit", se)
+	// (Before: it waited until ctx ended, for an answer no executor stores.)
+	res, err := c.Await(ctx, "", "empty-tenant-submit")
+	if err != nil {
+		t.Errorf("Await: %v", err)
 	}
-	for name, call := range map[string]func(context.Context, string, subjects.CallRequest) (subjects.CallResult, error){
-		"Call": r.client.Call, "CallDirect": r.client.CallDirect,
-	} {
-		res, err := call(ctx, "", req)
-		if err != nil || res.Status != subjects.CallRefused {
-			t.Errorf("%s: %s %v, want refused", name, res.Status, err)
-		} else {
-			want(name, res.Error)
-		}
+	wantRefused("Await", res.Error)
+	res, err = c.CallDirect(ctx, "", req("empty-tenant-calldirect"))
+	if err != nil {
+		t.Errorf("CallDirect: %v", err)
+	}
+	wantRefused("CallDirect", res.Error)
+	res, err = c.Call(ctx, "", req("empty-tenant-call"))
+	if err != nil {
+		t.Errorf("Call: %v", err)
+	}
+	wantRefused("Call", res.Error)
+
+	// An approval without a tenant is the local tenant's: sent there (nobody waits).
+	if _, err := c.Decide(ctx, subjects.Approval{ID: "empty-tenant-decide", Approve: true}); !errors.Is(err, ErrNoWaiter) {
+		t.Errorf("Decide without a tenant: %v, want ErrNoWaiter", err)
+	}
+	if res, err := c.Call(ctx, "local", req("empty-tenant-after")); err != nil || res.Status != subjects.CallOK {
+		t.Errorf("a call of the local tenant after them: %v %s %+v", err, res.Status, res.Error)
 	}
 }

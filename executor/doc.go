@@ -436,8 +436,9 @@
 // by Call and CallDirect without being sent, and by Submit with a *subjects.Error too_large
 // (also when the calls stream refuses it for its size, headers counted), and so is an id over
 // 256 bytes as sent (bad_request; Await refuses such an id at once, and Decide answers it
-// bad_request unsent: no call has it), and a tenant over subjects.MaxUserBytes by every method
-// (bad_request unsent: no executor serves it, and its subjects could close the connection); a
+// bad_request unsent: no call has it), and a tenant over subjects.MaxUserBytes or empty by every
+// method (bad_request unsent: no executor serves it, and a long one's subjects could close the
+// connection; Decide alone reads an Approval without a tenant as the local tenant's); a
 // context already ended sends nothing; a connection closed
 // under Call, CallDirect or Await ends them (within a poll, 2 s) with nats.ErrConnectionClosed,
 // unless the answer had already arrived: that is returned; a Client without the NC or JS a

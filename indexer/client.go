@@ -71,8 +71,9 @@ func (cl Client) Servers(ctx context.Context, tenant string, req subjects.Server
 
 // clientCall sends req to endpoint name's subject of tenant (built by subjectOf), and returns
 // its reply R when ok says it is one (see Client). A tenant no replica serves (over
-// subjects.MaxUserBytes) is answered bad_request unsent: its subject could be past the NATS
-// server's max_control_line, which closes the connection that sends it.
+// subjects.MaxUserBytes, or empty: subjects.CheckTenant) is answered bad_request unsent, as the
+// replicas answer it: a long one's subject could be past the NATS server's max_control_line,
+// which closes the connection that sends it.
 func clientCall[R any](ctx context.Context, cl Client, name, tenant string, subjectOf func(string) string, req any, ok func(R) bool) (R, error) {
 	var zero, r R
 	subject := subjectOf(tenant)

@@ -2,9 +2,11 @@ package indexer
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -48,6 +50,17 @@ func TestClientLongTenantRefusedBeforeSending(t *testing.T) {
 	want("Details", d.Error, err)
 	sv, err := cl.Servers(ctx, tenant, subjects.ServersRequest{V: 1})
 	want("Servers", sv.Error, err)
+
+	// The empty tenant, none (token "~"), is refused unsent too, in the replicas' words.
+	s, err = cl.Search(ctx, "", subjects.SearchRequest{V: 1, Query: "refund policy"})
+	raw, rerr := nc.Request(subjects.CatalogSearch(""), []byte(`{"v":1,"query":"refund policy"}`), 30*time.Second)
+	var rawRep subjects.SearchReply
+	if rerr == nil {
+		rerr = json.Unmarshal(raw.Data, &rawRep)
+	}
+	if err != nil || rerr != nil || s.Error == nil || rawRep.Error == nil || *s.Error != *rawRep.Error {
+		t.Errorf("Search of the empty tenant: %v %+v; the replica's answer %v %+v", err, s.Error, rerr, rawRep.Error)
+	}
 
 	if rep, err := cl.Search(ctx, "local", subjects.SearchRequest{V: 1, Query: "refund policy"}); err != nil || rep.Error != nil || len(rep.Tools) == 0 {
 		t.Errorf("a search after them: %v %+v", err, rep)

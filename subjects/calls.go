@@ -33,17 +33,22 @@ const (
 // three, and a 20-digit sequence): it leaves 126 bytes for the prefix; 120 keeps some margin.
 const MaxInboxPrefix = 120
 
-// CheckTenant refuses a tenant longer than MaxUserBytes (nil when it is within): no mcpstream
-// service serves one (TenantOf refuses the subjects holding it), and a client that sent it
-// would build subjects from it in which each byte that is not a letter, digit, '_' or '-' takes
-// three: past the NATS server's max_control_line (4 KiB by default), which closes the
-// connection that publishes or subscribes there, every request in flight on it cut. Clients
-// refuse such a tenant before sending anything.
+// CheckTenant refuses a tenant that TenantOf refuses in a subject, nil for one it reads: one
+// longer than MaxUserBytes, or the empty one. No mcpstream service serves either. A client that
+// sent a long one would build subjects from it in which each byte that is not a letter, digit,
+// '_' or '-' takes three: past the NATS server's max_control_line (4 KiB by default), which
+// closes the connection that publishes or subscribes there, every request in flight on it cut.
+// The empty one (token "~") is no tenant: a call stored under it is refused by the workers with
+// no answer stored anywhere, and a wait for its answer would last until its context ended.
+// Clients refuse such a tenant before sending anything.
 func CheckTenant(tenant string) *Error {
-	if len(tenant) <= MaxUserBytes {
-		return nil
+	switch {
+	case tenant == "":
+		return &Error{Code: CodeBadRequest, Message: "the tenant is empty"}
+	case len(tenant) > MaxUserBytes:
+		return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("the tenant is %d bytes long; at most %d", len(tenant), MaxUserBytes)}
 	}
-	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("the tenant is %d bytes long; at most %d", len(tenant), MaxUserBytes)}
+	return nil
 }
 
 // Check refuses a principal past the limits above (nil when it is within them).

@@ -37,7 +37,8 @@ are not waited for), or, with --follow, keeps printing new ones until Ctrl-C. By
 list_changed, confirmation (re-listed unchanged), status and revocation event of every MCP server.
 A --subject filter (any mcpstream subject with NATS wildcards, with or without the "mcpstream.v1."
 prefix) picks the stream it belongs to: registry, results or audit; one that matches no stored
-subject (registry.kb, or registry.*.snapshot without a kind) is refused. Several --subject filters
+subject (registry.kb, or registry.*.snapshot without a kind, or results or audit of a tenant
+token no call has: empty, over 1024 bytes decoded, or not encoded as tenants are) is refused. Several --subject filters
 (all of one stream) print every event that any of them matches, once; a filter that another
 covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
 the registry events of that server: with --subject, each filter is narrowed to it
@@ -230,6 +231,9 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 			return "", nil, fmt.Errorf("%w: --subject %q matches no %s subject: they are %s (end a filter with .> for all below it)",
 				ErrBadFilter, f, toks[2], strings.Join(storedShapes[s], ", "))
 		}
+		if why := noTenantToken(s, toks); why != "" {
+			return "", nil, fmt.Errorf("%w: --subject %s matches no %s subject: %s", ErrBadFilter, quoteCut(f, 200), toks[2], why)
+		}
 		name = s
 		out = append(out, f)
 	}
@@ -237,6 +241,39 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 		name = subjects.RegistryStream
 	}
 	return name, dropCovered(out), nil
+}
+
+// noTenantToken says why the literal tenant token of a results or audit filter's tokens toks
+// is no tenant's ("" when it may be one, or is a wildcard): no call has a tenant over
+// subjects.MaxUserBytes or an empty one (subjects.CheckTenant: the clients and the executor
+// refuse them), nor a token EncodeToken never makes. Such a filter would replay nothing, as if
+// nothing had happened; and a long one put the consumer's request subject past the NATS
+// server's max_control_line, which closed the connection ("connection closed", not why).
+func noTenantToken(stream string, toks []string) string {
+	if (stream != subjects.ResultsStream && stream != subjects.AuditStream) || len(toks) < 4 {
+		return ""
+	}
+	tok := toks[3]
+	if tok == "*" || tok == ">" || (stream == subjects.AuditStream && tok == subjects.NoTenantToken) {
+		return ""
+	}
+	tenant, err := subjects.DecodeToken(tok)
+	if err != nil {
+		return "its tenant token is not a tenant token (one EncodeToken makes: upper-case hex after ~, only for bytes other than letters, digits, _ and -)"
+	}
+	if e := subjects.CheckTenant(tenant); e != nil {
+		return e.Message
+	}
+	return ""
+}
+
+// quoteCut is s quoted (%q), cut to its first n bytes with "…" where it was cut: a filter
+// may be kilobytes long.
+func quoteCut(s string, n int) string {
+	if len(s) <= n {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q…", strings.ToValidUTF8(s[:n], ""))
 }
 
 // storedShapes are the subjects each stream stores, with * for a server, kind, tenant, call id
