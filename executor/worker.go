@@ -51,7 +51,7 @@ const handBackDelay = 2 * time.Second
 
 // Envelope bounds.
 const (
-	maxCallID   = 256
+	maxCallID   = subjects.MaxCallIDBytes
 	maxToolName = 256
 )
 

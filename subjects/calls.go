@@ -21,6 +21,9 @@ const (
 	MaxUserBytes = 1024
 	MaxRoles     = 64
 	MaxRoleBytes = 256
+	// MaxCallIDBytes is the longest call id the executor takes (CallRequest.ID): a longer
+	// one is refused bad_request, with no results subject to store the answer on.
+	MaxCallIDBytes = 256
 )
 
 // MaxInboxPrefix is the longest reply inbox prefix (--nats-inbox) a connection of mcpstream may

@@ -38,7 +38,8 @@ list_changed, confirmation (re-listed unchanged), status and revocation event of
 A --subject filter (any mcpstream subject with NATS wildcards, with or without the "mcpstream.v1."
 prefix) picks the stream it belongs to: registry, results or audit; one that matches no stored
 subject (registry.kb, or registry.*.snapshot without a kind, or results or audit of a tenant
-token no call has: empty, over 1024 bytes decoded, or not encoded as tenants are) is refused. Several --subject filters
+token no call has: empty, over 1024 bytes decoded, or not encoded as tenants are; or a filter
+longer than any subject mcpstream stores, 3862 bytes) is refused. Several --subject filters
 (all of one stream) print every event that any of them matches, once; a filter that another
 covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
 the registry events of that server: with --subject, each filter is narrowed to it
@@ -234,6 +235,13 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 		if why := noTenantToken(s, toks); why != "" {
 			return "", nil, fmt.Errorf("%w: --subject %s matches no %s subject: %s", ErrBadFilter, quoteCut(f, 200), toks[2], why)
 		}
+		if len(f) > maxStoredSubject {
+			// Whatever token makes it long (the tenant's is checked above, in its own words):
+			// the consumer's create request carries the filter in its subject, and past the NATS
+			// server's max_control_line the server closed the connection ("connection closed").
+			return "", nil, fmt.Errorf("%w: --subject %s matches no %s subject: it is %d bytes long, longer than any subject mcpstream stores (at most %d)",
+				ErrBadFilter, quoteCut(f, 200), toks[2], len(f), maxStoredSubject)
+		}
 		name = s
 		out = append(out, f)
 	}
@@ -266,6 +274,14 @@ func noTenantToken(stream string, toks []string) string {
 	}
 	return ""
 }
+
+// maxStoredSubject is the length of the longest subject mcpstream stores: a results subject of
+// a tenant of subjects.MaxUserBytes and a call id of subjects.MaxCallIDBytes, each byte escaped
+// to three (no call has a longer tenant or id: the clients and the executor refuse them; an
+// audit subject holds the tenant and an event name, a registry subject a server name of at most
+// 64 bytes). A filter matches no subject shorter than itself ('*' and '>' stand for one token or
+// more).
+const maxStoredSubject = len(subjects.Root+".results..") + 3*(subjects.MaxUserBytes+subjects.MaxCallIDBytes)
 
 // quoteCut is s quoted (%q), cut to its first n bytes with "…" where it was cut: a filter
 // may be kilobytes long.
