@@ -454,10 +454,15 @@
 // of its tools are answered not_found until registrysync has published its lists again, and the
 // revocations the stream held are gone with it: publish them again; while such a replay runs,
 // calls wait, at admission, after a re-list of an expired list (whose snapshot's sequence is of
-// the stream dropped: its wait ends with the drop) and before each dispatch attempt, until it reaches what the stream
-// held when it began, at most their timeout, then unavailable (before a dispatch attempt, at once
-// when the executor stops: a claimed call left waiting by a process gone would be answered
-// outcome_unknown; at admission it is handed back): a view part
+// the stream dropped: its wait ends with the drop) and before each dispatch attempt, until it
+// reaches what the stream held when it began, then unavailable: at admission within the
+// re-list's bound (Config.RelistTimeout from when the call asked for the re-list, or joined
+// one under way, the re-list and the wait for its snapshot included; an approved call's wait
+// for the replay before it is re-listed is of its timeout, from the approval), before a
+// dispatch attempt at most the call's timeout (before a dispatch attempt, at once when the
+// executor stops: a claimed call left waiting by a process gone would be answered
+// outcome_unknown; at admission, waiting for the replay or for the re-list's snapshot, it is
+// handed back): a view part
 // way through holds a tool listed but not yet its revocation; the replay reaches it too when its
 // last messages are deleted under it, once it applied the last one the stream holds), compiled schemas, the last count of closed rate windows, the offset of the NATS
 // server's clock. In JetStream: the calls work queue, results (24 h), audit (7 d), claims

@@ -547,15 +547,15 @@ var errReplayed = errors.New("the registry view was dropped to replay the stream
 // waitApplied blocks until the stream sequence seq, of the stream the view follows now, was
 // applied, or ctx ends (see waitAppliedOf).
 func (r *registry) waitApplied(ctx context.Context, seq uint64) error {
-	return r.waitAppliedOf(ctx, seq, r.generation())
+	return r.waitAppliedOf(ctx, nil, seq, r.generation())
 }
 
 // waitAppliedOf blocks until the stream sequence seq, learned while the view's generation was
-// gen (see generation), was applied, or ctx ends (its error). A view dropped to be replayed
-// since gen, or while it waits, ends the wait at once with errReplayed: the stream purged, or
-// created again (its sequences start over), may never hold seq, or hold another event there,
-// applied part way through the replay.
-func (r *registry) waitAppliedOf(ctx context.Context, seq, gen uint64) error {
+// gen (see generation), was applied, or ctx ends (its error) or stop is closed (errStopping;
+// nil: never). A view dropped to be replayed since gen, or while it waits, ends the wait at
+// once with errReplayed: the stream purged, or created again (its sequences start over), may
+// never hold seq, or hold another event there, applied part way through the replay.
+func (r *registry) waitAppliedOf(ctx context.Context, stop <-chan struct{}, seq, gen uint64) error {
 	ch := make(chan struct{})
 	r.mu.Lock()
 	switch {
@@ -574,21 +574,29 @@ func (r *registry) waitAppliedOf(ctx context.Context, seq, gen uint64) error {
 			return errReplayed // (woken by reset, or reset since)
 		}
 		return nil
+	case <-stop:
+		r.forgetWaiter(seq, ch)
+		return errStopping
 	case <-ctx.Done():
-		// Forgotten, or the waiter would stay until seq is applied: never, for a sequence
-		// past the stream's (a re-list reply is outside input), and every call that waited
-		// in vain would add one, each weighed by every advance.
-		r.mu.Lock()
-		if ws := r.waiters[seq]; ws != nil {
-			ws = slices.DeleteFunc(ws, func(w chan struct{}) bool { return w == ch })
-			if len(ws) == 0 {
-				delete(r.waiters, seq)
-			} else {
-				r.waiters[seq] = ws
-			}
-		}
-		r.mu.Unlock()
+		r.forgetWaiter(seq, ch)
 		return ctx.Err()
+	}
+}
+
+// forgetWaiter removes ch, a wait for seq given up (waitAppliedOf), from the waiters. Not
+// forgotten, it would stay until seq is applied: never, for a sequence past the stream's (a
+// re-list reply is outside input), and every call that waited in vain would add one, each
+// weighed by every advance.
+func (r *registry) forgetWaiter(seq uint64, ch chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ws := r.waiters[seq]; ws != nil {
+		ws = slices.DeleteFunc(ws, func(w chan struct{}) bool { return w == ch })
+		if len(ws) == 0 {
+			delete(r.waiters, seq)
+		} else {
+			r.waiters[seq] = ws
+		}
 	}
 }
 

@@ -742,8 +742,9 @@ func (e *Executor) fresh(ctx context.Context, t *tool) (staleness.Verdict, *tool
 // revalidate re-lists the tools of t's server and returns the verdict after it, and the
 // re-list's retryAfterMs when it failed with one (its server answered HTTP 429 or 503 with a
 // Retry-After, now or earlier: the connector does not ask it again before then). It returns
-// errStopping when the executor stops while the call waits for a replay to catch up: the call,
-// at admission, is handed back, as one waiting for the replay before its freshness is (admit).
+// errStopping when the executor stops while the call waits for the re-list's snapshot to be
+// applied or for a replay to catch up: the call, at admission, is handed back, as one waiting
+// for the replay before its freshness is (admit).
 func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.RelistTimeout)
 	defer cancel()
@@ -773,9 +774,11 @@ func (e *Executor) revalidate(ctx context.Context, t *tool) (staleness.Verdict, 
 		// the stream since the re-list was asked (purged, or created again): its sequence
 		// names nothing the replay is sure to apply, and the view caught up decides, with the
 		// re-list's fingerprint (as for a list found unchanged).
-		switch err := e.reg.waitAppliedOf(ctx, rep.Sequence, rep.gen); {
+		switch err := e.reg.waitAppliedOf(ctx, e.stopping, rep.Sequence, rep.gen); {
 		case errors.Is(err, errReplayed):
 			fromSnapshot = false
+		case errors.Is(err, errStopping):
+			return staleness.Verdict{}, 0, err
 		case err != nil:
 			return staleness.Verdict{State: staleness.Unavailable, Reason: "ttl ran out; the new list did not arrive in time"}, 0, nil
 		}

@@ -743,6 +743,10 @@ func Validate(sc ServerConfig) error {
 	return err
 }
 
+// MaxServerNameBytes is the longest server name registrysync runs: no registry subject holds a
+// longer one (its token, each byte escaped, at most three times as long).
+const MaxServerNameBytes = 128
+
 // normalize checks a server configuration and fills in what can be inferred.
 func normalize(sc ServerConfig) (ServerConfig, error) {
 	bad := func(format string, args ...any) (ServerConfig, error) {
@@ -751,8 +755,8 @@ func normalize(sc ServerConfig) (ServerConfig, error) {
 	if sc.Name == "" {
 		return bad("a name is required")
 	}
-	if len(sc.Name) > 128 || strings.IndexFunc(sc.Name, unicode.IsControl) >= 0 {
-		return bad("the name must be at most 128 bytes without control characters")
+	if len(sc.Name) > MaxServerNameBytes || strings.IndexFunc(sc.Name, unicode.IsControl) >= 0 {
+		return bad("the name must be at most %d bytes without control characters", MaxServerNameBytes)
 	}
 	if sc.Transport == "" {
 		switch {

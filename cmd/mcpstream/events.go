@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,10 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/mcpstream/mcpstream/registrysync"
 	"github.com/mcpstream/mcpstream/staleness"
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -38,8 +41,10 @@ list_changed, confirmation (re-listed unchanged), status and revocation event of
 A --subject filter (any mcpstream subject with NATS wildcards, with or without the "mcpstream.v1."
 prefix) picks the stream it belongs to: registry, results or audit; one that matches no stored
 subject (registry.kb, or registry.*.snapshot without a kind, or results or audit of a tenant
-token no call has: empty, over 1024 bytes decoded, or not encoded as tenants are; or a filter
-longer than any subject mcpstream stores, 3862 bytes) is refused. Several --subject filters
+token no call has: empty, over 1024 bytes decoded, or not encoded as tenants are; a server name
+over 128 bytes, a call id over 256) is refused, as is a filter too long for the request that
+makes its consumer (past the NATS server's max_control_line, 4 KiB), and a --server NAME over
+128 bytes. Several --subject filters
 (all of one stream) print every event that any of them matches, once; a filter that another
 covers (registry.kb.status under registry.>) adds nothing. --server NAME keeps
 the registry events of that server: with --subject, each filter is narrowed to it
@@ -110,6 +115,9 @@ func runEvents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if subjectFilters, err = forServer(subjectFilters, server); err != nil {
 			return &badUsage{err}
 		}
+	}
+	if err := controlLineRoom(streamName, subjectFilters, cmp.Or(cf.Inbox, strings.TrimSuffix(nats.InboxPrefix, "."))); err != nil {
+		return &badUsage{err}
 	}
 	start, err := parseSince(since, hostClock())
 	if err != nil {
@@ -235,12 +243,8 @@ func pickStream(stream string, filters []string) (string, []string, error) {
 		if why := noTenantToken(s, toks); why != "" {
 			return "", nil, fmt.Errorf("%w: --subject %s matches no %s subject: %s", ErrBadFilter, quoteCut(f, 200), toks[2], why)
 		}
-		if len(f) > maxStoredSubject {
-			// Whatever token makes it long (the tenant's is checked above, in its own words):
-			// the consumer's create request carries the filter in its subject, and past the NATS
-			// server's max_control_line the server closed the connection ("connection closed").
-			return "", nil, fmt.Errorf("%w: --subject %s matches no %s subject: it is %d bytes long, longer than any subject mcpstream stores (at most %d)",
-				ErrBadFilter, quoteCut(f, 200), toks[2], len(f), maxStoredSubject)
+		if why := tooLongToken(s, toks); why != "" {
+			return "", nil, fmt.Errorf("%w: --subject %s matches no %s subject: %s", ErrBadFilter, quoteCut(f, 200), toks[2], why)
 		}
 		name = s
 		out = append(out, f)
@@ -275,13 +279,69 @@ func noTenantToken(stream string, toks []string) string {
 	return ""
 }
 
-// maxStoredSubject is the length of the longest subject mcpstream stores: a results subject of
-// a tenant of subjects.MaxUserBytes and a call id of subjects.MaxCallIDBytes, each byte escaped
-// to three (no call has a longer tenant or id: the clients and the executor refuse them; an
-// audit subject holds the tenant and an event name, a registry subject a server name of at most
-// 64 bytes). A filter matches no subject shorter than itself ('*' and '>' stand for one token or
-// more).
-const maxStoredSubject = len(subjects.Root+".results..") + 3*(subjects.MaxUserBytes+subjects.MaxCallIDBytes)
+// tooLongToken says why a literal server token of a registry filter, or call id token of a
+// results filter, is longer than any stored subject's ("" when it is not): registrysync runs no
+// server named over registrysync.MaxServerNameBytes, the executor takes no call id over
+// subjects.MaxCallIDBytes, and a token holds its value with each byte escaped at most (three
+// bytes). Such a filter would replay nothing; and a long one put the consumer's request subject
+// past the NATS server's max_control_line, which closed the connection ("connection closed",
+// not why).
+func tooLongToken(stream string, toks []string) string {
+	i, what, limit := 3, "server name", registrysync.MaxServerNameBytes
+	switch stream {
+	case subjects.ResultsStream:
+		i, what, limit = 4, "call id", subjects.MaxCallIDBytes
+	case subjects.AuditStream:
+		return "" // (its tenant: noTenantToken; its event: controlLineRoom)
+	}
+	if len(toks) <= i || toks[i] == "*" || toks[i] == ">" {
+		return ""
+	}
+	return overLimit(toks[i], what, limit)
+}
+
+// overLimit says why the subject token tok holds no value of what ("" when it may): decoded
+// (subjects.DecodeToken), it is over limit bytes; not decodable, it is longer than any token of
+// such a value (limit bytes, each escaped to three).
+func overLimit(tok, what string, limit int) string {
+	if v, err := subjects.DecodeToken(tok); err == nil {
+		if len(v) > limit {
+			return fmt.Sprintf("the %s is %d bytes long; at most %d", what, len(v), limit)
+		}
+		return ""
+	}
+	if len(tok) > 3*limit {
+		return fmt.Sprintf("its %s token is %d bytes long; a %s is at most %d bytes (%d escaped)", what, len(tok), what, limit, 3*limit)
+	}
+	return ""
+}
+
+// maxControlLine is the NATS server's default max_control_line: it closes a connection that
+// sends a longer protocol line ("connection closed", nothing said why).
+const maxControlLine = 4096
+
+// controlLineRoom refuses a lone filter (after --server narrowed it) too long for the request
+// that makes its consumer: with one filter nats.go puts it in that request's subject
+// ($JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>), and a line past the NATS server's
+// max_control_line gets the connection closed. The room counts the consumer's name (a 22-byte
+// NUID, '_' and its serial, allowed 6 digits), the reply inbox (inbox, '.', a 22-byte NUID, '.',
+// 8 bytes) and the payload's size (4 digits). Every filter that can match a stored subject fits
+// with any --nats-inbox up to subjects.MaxInboxPrefix (the longest, results of a 1024-byte
+// tenant and a 256-byte call id, every byte escaped: 3,862 bytes). Several filters go in the
+// payload, not the subject.
+func controlLineRoom(stream string, filters []string, inbox string) error {
+	if len(filters) != 1 {
+		return nil
+	}
+	room := maxControlLine - len("$JS.API.CONSUMER.CREATE.") - len(stream) - len(".")*2 - (22 + 1 + 6) -
+		len(" ") - (len(inbox) + 1 + 22 + 1 + 8) - len(" ") - 4
+	if f := filters[0]; len(f) > room {
+		return fmt.Errorf("%w: --subject %s is %d bytes long; at most %d here: the request that makes its consumer would pass "+
+			"the NATS server's max_control_line (%d bytes), and it closes the connection (no stored subject is that long)",
+			ErrBadFilter, quoteCut(f, 200), len(f), room, maxControlLine)
+	}
+	return nil
+}
 
 // quoteCut is s quoted (%q), cut to its first n bytes with "…" where it was cut: a filter
 // may be kilobytes long.
@@ -317,6 +377,12 @@ func matchesSome(f string, shapes []string) bool {
 // the server token of each filter, a wildcard or that server, becomes the server; a filter of
 // another server selects none of its events. Without filters: every event of the server.
 func forServer(filters []string, server string) ([]string, error) {
+	if len(server) > registrysync.MaxServerNameBytes {
+		// No registry subject holds it (and one long enough got the connection closed, the
+		// consumer's request past the NATS server's max_control_line).
+		return nil, fmt.Errorf("%w: --server %s: the name is %d bytes long; at most %d (no server has a longer one)",
+			ErrBadFilter, quoteCut(server, 60), len(server), registrysync.MaxServerNameBytes)
+	}
 	all := subjects.RegistryServer(server)
 	if len(filters) == 0 {
 		return []string{all}, nil

@@ -88,6 +88,16 @@ func runServersRemove(ctx context.Context, args []string, stdout, stderr io.Writ
 		usageError(fs, stderr, "name at least one server", nil)
 		return exitCode(2)
 	}
+	for _, name := range names {
+		if len(name) > registrysync.MaxServerNameBytes {
+			// No server has it; and its relist probe's subject, and its stream look-up's, got
+			// the connection closed past the NATS server's max_control_line, read as the server
+			// being run elsewhere. Refused before anything is removed.
+			usageError(fs, stderr, fmt.Sprintf("%s: the name is %d bytes long; at most %d (no server has a longer one)",
+				quoteCut(name, 60), len(name), registrysync.MaxServerNameBytes), nil)
+			return exitCode(2)
+		}
+	}
 	nc, js, err := nf.connect("servers remove")
 	if err != nil {
 		return err
