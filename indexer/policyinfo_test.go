@@ -34,7 +34,11 @@ func TestServiceAdvertisesPolicyDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]subjects.PolicyInfo{}
-	for range 100 {
+	// A replica joins once Serve sees it ready (its own goroutine, polling): until then the
+	// request has no responders, answered at once (NextMsg's ErrNoResponders), so the
+	// replicas are asked again until both answered, for as long as waitFor allows — a fixed
+	// number of asking rounds ran out in a quarter second on a loaded machine.
+	waitFor(t, "both replicas' $SRV.INFO", func() bool {
 		if err := nc.PublishRequest(subjects.SRVInfo(subjects.CatalogService), sub.Subject, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -49,10 +53,8 @@ func TestServiceAdvertisesPolicyDigest(t *testing.T) {
 			}
 			got[info.Metadata["replica"]] = subjects.PolicyInfoOf(info.Metadata)
 		}
-		if len(got) == 2 {
-			break
-		}
-	}
+		return len(got) == 2
+	})
 	if want := (subjects.PolicyInfo{Role: subjects.RoleIndexer, Instance: "host-a:1/a", PolicyDigest: pol.Digest()}); got["a"] != want {
 		t.Errorf("replica a advertises %+v, want %+v", got["a"], want)
 	}
