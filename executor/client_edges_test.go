@@ -165,17 +165,8 @@ func TestDecideIDNotUTF8(t *testing.T) {
 // Call does (a refusal, not an error: Await a CallResult refused, Decide an ApprovalReply).
 func TestAwaitAndDecideLongIDRefused(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"fixture"}})
-	var disconnects atomic.Int64
-	nc, err := nats.Connect(r.env.URL, nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Client{NC: nc, JS: js}
+	c, disconnects := watchedClient(t, r)
+	nc := c.NC
 	ids := map[string]string{
 		"ascii":           strings.Repeat("i", maxCallID+1),
 		"not UTF-8":       "c-" + strings.Repeat("\xff", 90), // 92 bytes given, 272 sent
@@ -211,4 +202,22 @@ func TestAwaitAndDecideLongIDRefused(t *testing.T) {
 	if err := nc.Flush(); err != nil || disconnects.Load() > 0 || nc.IsClosed() {
 		t.Errorf("the connection after the long ids: %v, %d disconnects, closed %v", err, disconnects.Load(), nc.IsClosed())
 	}
+}
+
+// watchedClient is a client (with a JetStream context) on a connection of its own to r's
+// server, and the count of that connection's disconnects: the server closes a connection that
+// sends a protocol line past its max_control_line.
+func watchedClient(t *testing.T, r *rig) (Client, *atomic.Int64) {
+	t.Helper()
+	disconnects := new(atomic.Int64)
+	nc, err := nats.Connect(r.env.URL, nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Client{NC: nc, JS: js}, disconnects
 }

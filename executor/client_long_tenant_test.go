@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mcpstream/mcpstream/subjects"
 )
@@ -24,17 +20,8 @@ import (
 // stays up.
 func TestClientLongTenantRefusedBeforeSending(t *testing.T) {
 	r := startRig(t, rigOptions{servers: []string{"fixture"}})
-	var disconnects atomic.Int64
-	nc, err := nats.Connect(r.env.URL, nats.DisconnectErrHandler(func(*nats.Conn, error) { disconnects.Add(1) }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Client{NC: nc, JS: js}
+	c, disconnects := watchedClient(t, r)
+	nc := c.NC
 	tenant := strings.Repeat(".", 1500) // 4500 bytes in a subject
 	req := func(id string) subjects.CallRequest {
 		return subjects.CallRequest{ID: id, Tool: "fixture__echo", Arguments: json.RawMessage(`{"text":"x"}`), Principal: subjects.Principal{User: "local"}}

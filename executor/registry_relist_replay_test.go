@@ -44,10 +44,17 @@ func relistRig(t *testing.T, rel Relister, disp Dispatcher, hooks testHooks) *ri
 // tool, move, with ttlMs), and returns both events' sequences.
 func publishVaultTTL(r *rig, fingerprint string, ttlMs int64) (status, snapshot uint64) {
 	r.t.Helper()
+	return publishVaultTTLAs(r, fingerprint, ttlMs, `"readOnlyHint":true`)
+}
+
+// publishVaultTTLAs is publishVaultTTL with move's annotation given (`"destructiveHint":true`,
+// say).
+func publishVaultTTLAs(r *rig, fingerprint string, ttlMs int64, annotation string) (status, snapshot uint64) {
+	r.t.Helper()
 	status = r.publishRegistry(subjects.RegistryStatus("vault"), subjects.Status{V: 1, Type: subjects.EventStatus, Server: "vault", Status: subjects.StatusReady})
 	snapshot = r.publishRegistry(subjects.RegistrySnapshot("vault", subjects.KindTools), subjects.Snapshot{V: 1, Type: subjects.EventSnapshot,
 		Server: "vault", Kind: subjects.KindTools, Fingerprint: fingerprint, ListedAt: time.Now(), TTLMs: &ttlMs,
-		Items: []json.RawMessage{json.RawMessage(`{"name":"move","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`)}})
+		Items: []json.RawMessage{json.RawMessage(`{"name":"move","inputSchema":{"type":"object"},"annotations":{` + annotation + `}}`)}})
 	return status, snapshot
 }
 
