@@ -30,7 +30,8 @@
 // For a server whose last status names a connector with HeartbeatMs, once that connector has
 // been silent for subjects.MissedHeartbeats periods (counted from when this watchdog started,
 // last reconnected, resumed from a pause — a check over a second late: the heartbeats of the
-// pause may still wait unread in its connection — or saw the status, if later) and a round
+// pause may still wait unread in its connection — or first saw the status, if later: the same
+// status read again by a consumer made anew is no news of its connector) and a round
 // trip to the NATS server (within 2 s) shows that the silence is not this watchdog's own (its
 // connection stalled by a partition that TCP and NATS have not noticed yet: silence then counts
 // from that failed round trip; after one that succeeds, the heartbeats that came before the

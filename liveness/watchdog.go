@@ -447,6 +447,15 @@ func (w *Watchdog) consume(ctx context.Context) (started bool, err error) {
 			continue
 		}
 		w.mu.Lock()
+		if old := w.servers[ev.Status.Server]; old != nil && old.seq == meta.Sequence.Stream && old.created.Equal(created) {
+			// The status already kept, read again by a consumer made anew (which starts with
+			// the last status of every server): no news of its connector. Replaced, its
+			// silence would count from now again (and a consumer failing more often than 3
+			// heartbeat periods would keep a dead connector's servers from ever being declared), and
+			// a declaration in flight or waiting its retry would be sent again at once.
+			w.mu.Unlock()
+			continue
+		}
 		watch := watches(*ev.Status)
 		if watch {
 			w.named[ev.Status.Connector]++ // before the old one is unnamed: the same connector keeps its heartbeats
