@@ -40,15 +40,32 @@ var defaultHTTP = &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameOri
 const maxRedirects = 10
 
 // sameOrigin follows a redirect only within the origin (scheme, host and port) of the request
-// first sent. Go's client copies Authorization onto a redirected request to the same host name
-// on any port and scheme (https to http: the key in clear text), and a request body to any
-// host: another redirect is not followed, and the call fails with the redirect's status
-// (CodeRejected, see statusError).
+// first sent, and only one that keeps the method (a 307 or 308). Go's client copies
+// Authorization onto a redirected request to the same host name on any port and scheme (https
+// to http: the key in clear text), and a request body to any host; it follows a 301, 302 or 303
+// with a GET without the body, which no embeddings endpoint answers (a 405 or 404 would be the
+// call's error, saying nothing of the redirect). Another redirect is not followed, and the call
+// fails with the redirect's status (CodeRejected, see statusError).
 func sameOrigin(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects || origin(via[0].URL) != origin(req.URL) {
+	if len(via) >= maxRedirects || origin(via[0].URL) != origin(req.URL) || req.Method != via[0].Method {
 		return http.ErrUseLastResponse
 	}
 	return nil
+}
+
+// redirectRefused says why a redirect was not followed (see sameOrigin), from the request it
+// answered and its target.
+func redirectRefused(resp *http.Response, to *url.URL) string {
+	switch {
+	case resp.Request == nil || origin(resp.Request.URL) != origin(to):
+		return "redirects are followed within the endpoint's origin only (set the final URL)"
+	case resp.StatusCode == http.StatusMovedPermanently || resp.StatusCode == http.StatusFound ||
+		resp.StatusCode == http.StatusSeeOther:
+		return "only a 307 or 308 redirect is followed: this one would send the request again as a GET, without its body (set the final URL)"
+	case resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusPermanentRedirect:
+		return fmt.Sprintf("too many redirects within the endpoint's origin (a loop? at most %d are followed): set the final URL", maxRedirects)
+	}
+	return "only a 307 or 308 redirect is followed (set the final URL)"
 }
 
 // origin is u's scheme://host:port, the port made explicit.
@@ -191,6 +208,9 @@ func (c *Client) endpoint() (string, error) {
 		return "", c.fail(CodeConfig, 0, nil, "Model is required")
 	case c.Dimensions < 0:
 		return "", c.fail(CodeConfig, 0, nil, "Dimensions is negative (%d)", c.Dimensions)
+	case c.Dimensions > maxDimensions:
+		// Every response would be malformed: no embedding may have more.
+		return "", c.fail(CodeConfig, 0, nil, "Dimensions is more than %d (%d)", maxDimensions, c.Dimensions)
 	case c.MaxBatch < 0:
 		return "", c.fail(CodeConfig, 0, nil, "MaxBatch is negative (%d)", c.MaxBatch)
 	case strings.IndexFunc(c.APIKey, controlChar) >= 0:
@@ -210,7 +230,23 @@ func (c *Client) endpoint() (string, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", c.fail(CodeConfig, 0, nil, "BaseURL must be an http or https URL with a host")
 	}
+	if !ValidPort(u.Port()) {
+		// url.Parse takes any digits: every request would fail to dial, a transport failure
+		// (worth retrying) rather than the configuration error it is.
+		return "", c.fail(CodeConfig, 0, nil, "BaseURL's port %s is not from 1 to 65535", u.Port())
+	}
 	return u.JoinPath("embeddings").String(), nil
+}
+
+// ValidPort reports whether port, a URL's port (url.URL.Port: digits or empty), is empty (the
+// scheme's) or a TCP port from 1 to 65535: url.Parse takes any number of digits. The config
+// loader checks the endpoint's URL with it.
+func ValidPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0
 }
 
 // controlChar reports whether r may not be in a header value (net/http's rule: a control
@@ -322,7 +358,7 @@ func (c *Client) statusError(resp *http.Response) *Error {
 		// a credential, and cut as a body is (the Location may be as long as a header may).
 		if to, err := resp.Location(); err == nil {
 			shown := url.URL{Scheme: to.Scheme, Host: to.Host, Path: to.Path}
-			msg += fmt.Sprintf(" to %q: redirects are followed within the endpoint's origin only (set the final URL)", c.snippet([]byte(shown.String())))
+			msg += fmt.Sprintf(" to %q: %s", c.snippet([]byte(shown.String())), redirectRefused(resp, to))
 		} else {
 			msg += ": a redirect without a usable Location"
 		}

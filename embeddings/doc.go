@@ -18,9 +18,11 @@
 // Texts are sent as they are (an empty string too; invalid UTF-8 becomes U+FFFD, as
 // encoding/json does). With Client.HTTP nil, a request is bounded by the context's deadline, or
 // by 30 s when the context has none, and a redirect is followed only within the endpoint's
-// origin (scheme, host and port; at most 10): Go's client would take Authorization along to
-// any port of the same host name, over http too. Another redirect fails the call
-// (embeddings_rejected, naming the redirect's target without its query).
+// origin (scheme, host and port; at most 10), and only a 307 or 308: Go's client would take
+// Authorization along to any port of the same host name, over http too, and would follow a
+// 301, 302 or 303 with a GET without the body. Another redirect fails the call
+// (embeddings_rejected, naming the redirect's target without its query, and why it was not
+// followed).
 //
 // # Produces
 //
@@ -43,9 +45,10 @@
 // Every error Embed returns is an *Error, and errors.Is(err, ErrEmbeddings) holds. Its Code is
 // one of:
 //
-//	embeddings_config       missing BaseURL or Model, BaseURL not an http(s) URL with a host,
-//	                        negative Dimensions or MaxBatch, an APIKey with a control
-//	                        character other than a tab (checked before any request)
+//	embeddings_config       missing BaseURL or Model, BaseURL not an http(s) URL with a host
+//	                        (and a port, if it has one, from 1 to 65535), negative
+//	                        Dimensions or MaxBatch, Dimensions above 16384, an APIKey with a
+//	                        control character other than a tab (checked before any request)
 //	embeddings_unavailable  transport failure, timeout, context cancelled or expired, HTTP 5xx,
 //	                        429 or 408 (worth retrying later)
 //	embeddings_rejected     any other non-2xx status: bad key, unknown model, bad request, a

@@ -50,6 +50,9 @@ func (c *fileConfig) resolveSearch(lookup func(string) (string, bool)) error {
 		bad("url", "%v", uerr)
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		bad("url", "want an http(s) URL such as https://api.openai.com/v1")
+	case !embeddings.ValidPort(u.Port()):
+		// url.Parse takes any digits: every request would fail to dial, retried without end.
+		bad("url", "the port must be from 1 to 65535")
 	case strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/embeddings") &&
 		!strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/deployments/embeddings"):
 		// The endpoint's own URL: every request would go to .../embeddings/embeddings (404).
