@@ -69,7 +69,11 @@
 //     them (a compound request is usually served by one or two servers);
 //   - multiplicative boosts for a tool whose name terms, or whose server name
 //     terms, the query contains (IDF-weighted share), and whose adjacent name
-//     words are adjacent in the query ("bar chart" → generate_bar_chart);
+//     words are adjacent in the query ("bar chart" → generate_bar_chart); the
+//     joined form of a camelCase name whose parts are all words (getlog of
+//     getLogs) is another spelling of them, not one more word: it counts
+//     only when the query has it, and not in the name's length, so getLogs,
+//     get_logs and get-logs rank alike;
 //   - file intent: when a clause names a text file or a folder (report.md,
 //     /root/notes/; not report.pdf or chart.png, whose formats have tools of
 //     their own; not words joined by a slash, CI/CD or TCP/IP) with a verb of writing (save, write, export, ...) or of

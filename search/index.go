@@ -105,12 +105,14 @@ type docRec struct {
 	nameKey string   // key in Index.byName, "" if not registered
 	terms   []uint32 // distinct terms, the name field's first
 	nName   uint16   // how many of terms are name terms
+	nWords  uint16   // how many of the name terms are words, not aliases (see analyze): they come first
 	vec     uint32   // 1 + its row in Index.vecs, 0: no vector
 }
 
 type serverRec struct {
 	name      string
-	nameTerms []uint32 // distinct terms of the name
+	nameTerms []uint32 // distinct terms of the name: its words, then aliases of them (see nameTokens)
+	nWords    int      // how many of nameTerms are words
 	desc      string   // the indexed description
 	terms     []uint32 // distinct terms of the description
 	length    uint32   // description length in terms
@@ -234,7 +236,7 @@ func (ix *Index) Len() int {
 // Upsert adds d, replacing any tool with the same ID (and its vector: the
 // tool keeps d.Vector, if usable, or none).
 func (ix *Index) Upsert(d Doc) {
-	fields := analyze(d)
+	fields, aliases, aliasTerms := analyze(d)
 	key := nameKey(d.Name)
 	vec, vecOK := unitVector(nil, d.Vector)
 	ix.mu.Lock()
@@ -267,8 +269,9 @@ func (ix *Index) Upsert(d Doc) {
 				tfs[i] += 1 << (4 * f)
 			}
 		}
-		lens[f] = lenCode(len(toks))
+		lens[f] = lenCode(len(toks) - aliases[f]) // an alias is another spelling of words, not more
 	}
+	rec.nWords = rec.nName - uint16(aliasTerms)
 	rec.terms = append([]uint32(nil), rec.terms...) // exact size: it lives as long as the tool
 	for i, id := range rec.terms {
 		t := &ix.terms[id]
@@ -474,16 +477,14 @@ func (ix *Index) serverFor(name, desc string) uint32 {
 		// The terms its tools index in their server field (analyze: the first maxFieldTokens),
 		// no more: a term no tool holds is dropped by compaction (compactTerms).
 		seen := map[uint32]bool{}
-		n := 0
-		tokenize(name, maxFieldBytes, func(t string, _ bool) {
-			if n++; n > maxFieldTokens {
-				return
-			}
+		toks, _, aliasTerms := nameTokens(name)
+		for _, t := range toks {
 			if id := ix.intern(t); !seen[id] {
 				seen[id] = true
 				ix.servers[s].nameTerms = append(ix.servers[s].nameTerms, id)
 			}
-		})
+		}
+		ix.servers[s].nWords = len(ix.servers[s].nameTerms) - aliasTerms
 		ix.srvLive++
 		ix.indexServer(s, desc)
 	} else if ix.servers[s].desc != desc {
@@ -544,11 +545,12 @@ func (ix *Index) unindexServer(s uint32) {
 	rec.terms, rec.length, rec.desc = nil, 0, ""
 }
 
-// analyze tokenizes the fields of d.
-func analyze(d Doc) [numFields][]string {
-	var f [numFields][]string
+// analyze tokenizes the fields of d. The name and the server name are read by nameTokens:
+// aliases counts, by field, their tokens that are aliases of their words (getlog of getLogs),
+// and aliasTerms the distinct terms of the name that are nothing else.
+func analyze(d Doc) (f [numFields][]string, aliases [numFields]int, aliasTerms int) {
 	add := func(field int, text string) {
-		tokenize(text, maxFieldBytes, func(t string, _ bool) {
+		tokenize(text, maxFieldBytes, func(t string, _ termKind) {
 			if len(f[field]) < maxFieldTokens {
 				f[field] = append(f[field], t)
 			}
@@ -558,7 +560,7 @@ func analyze(d Doc) [numFields][]string {
 	if name == "" {
 		name = d.ID
 	}
-	add(fName, name)
+	f[fName], aliases[fName], aliasTerms = nameTokens(name)
 	add(fTitle, d.Title)
 	lead, rest := splitLead(d.Description)
 	add(fLead, lead)
@@ -567,11 +569,41 @@ func analyze(d Doc) [numFields][]string {
 		add(fParams, p.Name)
 		add(fParams, p.Description)
 	}
-	add(fServer, d.Server)
+	f[fServer], aliases[fServer], _ = nameTokens(d.Server)
 	for _, t := range d.Tags {
 		add(fTags, t)
 	}
-	return f
+	return f, aliases, aliasTerms
+}
+
+// nameTokens returns the terms of a name (at most maxFieldTokens), its words first, then the
+// aliases of its words (termAlias: getlog of getLogs, another spelling of get and log); how
+// many of them are aliases, and how many distinct aliases are no word of the name.
+func nameTokens(name string) (toks []string, aliases, aliasTerms int) {
+	var alias []string
+	tokenize(name, maxFieldBytes, func(t string, k termKind) {
+		switch {
+		case len(toks)+len(alias) >= maxFieldTokens:
+		case k == termAlias:
+			alias = append(alias, t)
+		default:
+			toks = append(toks, t)
+		}
+	})
+	if len(alias) == 0 {
+		return toks, 0, 0
+	}
+	seen := make(map[string]bool, len(toks)+len(alias))
+	for _, t := range toks {
+		seen[t] = true
+	}
+	for _, t := range alias {
+		if !seen[t] {
+			seen[t] = true
+			aliasTerms++
+		}
+	}
+	return append(toks, alias...), len(alias), aliasTerms
 }
 
 // maxLeadBytes bounds the first sentence of a description.
@@ -607,7 +639,7 @@ func splitLead(desc string) (lead, rest string) {
 
 func analyzeServer(desc string) []string {
 	var toks []string
-	tokenize(desc, maxFieldBytes, func(t string, _ bool) {
+	tokenize(desc, maxFieldBytes, func(t string, _ termKind) {
 		if len(toks) < maxFieldTokens {
 			toks = append(toks, t)
 		}
@@ -626,10 +658,10 @@ const maxFieldTokens = 4096
 // (its bigrams are no words of their own).
 func nameKey(name string) string {
 	words, cjk := 0, 0
-	tokenize(name, maxTokenBytes*4, func(t string, joined bool) {
+	tokenize(name, maxTokenBytes*4, func(t string, kind termKind) {
 		switch r, n := utf8.DecodeRuneInString(t); {
 		case !isCJK(r):
-			if !joined {
+			if kind == termWord {
 				words++
 			}
 		case n == len(t):

@@ -141,7 +141,8 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 			// A run of CJK characters is emitted as unigram, bigram,
 			// unigram...: a unigram next to a bigram is part of a run.
 			lastUni, afterBigram := "", false
-			tokenize(word, maxQueryBytes, func(t string, joined bool) {
+			tokenize(word, maxQueryBytes, func(t string, kind termKind) {
+				joined := kind != termWord
 				add(t, w, true)
 				switch r, n := utf8.DecodeRuneInString(t); {
 				case isCJK(r) && n == len(t): // a unigram
@@ -293,8 +294,9 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 	}
 
 	// Identifier-like chunks: letters, digits, combining marks (they continue a word: see
-	// classify), '_', '-', '.'.
-	for ch := range strings.FieldsFuncSeq(text, func(r rune) bool {
+	// classify), '_', '-', '.'; fullwidth forms read as ASCII, as tokenize reads them
+	// (ｃｒｅａｔｅ＿ｉｓｓｕｅ is create_issue).
+	for ch := range strings.FieldsFuncSeq(halfwidth(text), func(r rune) bool {
 		return !(unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '_' || r == '-' || r == '.')
 	}) {
 		if len(pq.chunks) >= maxQueryChunks {
@@ -308,6 +310,22 @@ func (c *config) parseQuery(text string, unserved ...string) parsedQuery {
 	}
 	return pq
 }
+
+// halfwidth returns s with the fullwidth forms of ASCII (ＰＤＦ, ＿) as ASCII.
+func halfwidth(s string) string {
+	if !strings.ContainsFunc(s, isFullwidth) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isFullwidth(r) {
+			return r - 0xFEE0
+		}
+		return r
+	}, s)
+}
+
+// isFullwidth reports whether r is the fullwidth form of an ASCII character (U+FF01-U+FF5E).
+func isFullwidth(r rune) bool { return r >= 0xFF01 && r <= 0xFF5E }
 
 // truncate cuts s to at most n bytes at a rune boundary.
 func truncate(s string, n int) string {

@@ -379,11 +379,14 @@ func (ix *Index) rank(sc *scratch, pq *parsedQuery, allow func(string) bool, k i
 	}
 	for i := range top[:head] {
 		rec := &ix.docs[top[i].slot]
-		name := rec.terms[:rec.nName]
-		f := 1 + cfg.coverage*ix.coverage(sc, name)
+		// The name's words, then its aliases (getlog of getLogs): another spelling of its
+		// words, which covers them when the query uses it, and is no word more to cover when
+		// it does not.
+		words, aliases := rec.terms[:rec.nWords], rec.terms[rec.nWords:rec.nName]
+		f := 1 + cfg.coverage*ix.coverage(sc, words, aliases)
 		f *= 1 + cfg.srvName*ix.serverNameCoverage(sc, ix.hot[top[i].slot].srv)
-		if len(pairs) > 0 && len(name) > 1 {
-			f *= 1 + cfg.proximity*namePairs(name, pairs)
+		if len(pairs) > 0 && len(words) > 1 {
+			f *= 1 + cfg.proximity*namePairs(words, pairs)
 		}
 		top[i].score *= f
 	}
@@ -576,10 +579,11 @@ func namePairs(name []uint32, pairs [][2]uint32) float64 {
 }
 
 // coverage is the IDF-weighted share of terms found among the query's
-// terms, each counted at its query weight (at most 1).
-func (ix *Index) coverage(sc *scratch, terms []uint32) float64 {
+// terms, each counted at its query weight (at most 1); the terms of optional
+// (aliases of the name's words) count only when the query has them.
+func (ix *Index) coverage(sc *scratch, terms, optional []uint32) float64 {
 	var have, all float64
-	for _, t := range terms {
+	count := func(t uint32) {
 		idf := sc.idf[t]
 		if idf == 0 {
 			idf = float32(ix.idf(sc.st, t))
@@ -588,6 +592,14 @@ func (ix *Index) coverage(sc *scratch, terms []uint32) float64 {
 		}
 		all += float64(idf)
 		have += float64(idf * sc.qw[t])
+	}
+	for _, t := range terms {
+		count(t)
+	}
+	for _, t := range optional {
+		if sc.qw[t] > 0 {
+			count(t)
+		}
 	}
 	if all == 0 {
 		return 0
@@ -600,7 +612,8 @@ func (ix *Index) coverage(sc *scratch, terms []uint32) float64 {
 func (ix *Index) serverNameCoverage(sc *scratch, s uint32) float64 {
 	ss := &sc.srv[s]
 	if !ss.covOK {
-		ss.nameCov, ss.covOK = ix.coverage(sc, ix.servers[s].nameTerms), true
+		srv := &ix.servers[s]
+		ss.nameCov, ss.covOK = ix.coverage(sc, srv.nameTerms[:srv.nWords], srv.nameTerms[srv.nWords:]), true
 		if !ss.touched {
 			ss.touched = true
 			sc.srvTouched = append(sc.srvTouched, s)

@@ -36,14 +36,26 @@ const (
 // and the short identifiers inside it (listS3Buckets → s3), as written alone.
 func Tokenize(text string) []string {
 	var out []string
-	tokenize(text, maxFieldBytes, func(tok string, _ bool) { out = append(out, tok) })
+	tokenize(text, maxFieldBytes, func(tok string, _ termKind) { out = append(out, tok) })
 	return out
 }
 
-// tokenize calls emit for every term of text (up to limit bytes). joined
-// reports a term that is the joined form of a split run; such terms are
-// searchable but do not count as separate words for proximity purposes.
-func tokenize(text string, limit int, emit func(tok string, joined bool)) {
+// termKind tells what a term emitted by tokenize stands for.
+type termKind uint8
+
+const (
+	termWord   termKind = iota // a word of the text
+	termJoined                 // a short identifier inside a split run (listS3Buckets → s3), or a split run joined (s3, lists3bucket)
+	// termAlias is the joined form of a split run each of whose parts is a word of its own
+	// (getLogs → getlog, beside get and log): another spelling of those words, not one more.
+	termAlias
+)
+
+// tokenize calls emit for every term of text (up to limit bytes). A term of
+// another kind than termWord is the joined form of a split run or a short
+// identifier inside one; such terms are searchable but do not count as
+// separate words for proximity purposes.
+func tokenize(text string, limit int, emit func(tok string, k termKind)) {
 	if len(text) > limit {
 		// Cut at a rune boundary.
 		i := limit
@@ -67,7 +79,7 @@ func tokenize(text string, limit int, emit func(tok string, joined bool)) {
 		runKind = kindOther
 	}
 	for _, r := range text {
-		if r >= 0xFF01 && r <= 0xFF5E {
+		if isFullwidth(r) {
 			r -= 0xFEE0 // fullwidth ASCII (ＰＤＦ, ３, typed by CJK input methods) is ASCII
 		}
 		k := classify(r)
@@ -168,11 +180,11 @@ func isCJK(r rune) bool {
 		r == 'ー' // prolonged sound mark, inside Katakana words
 }
 
-func emitCJK(run []rune, emit func(string, bool)) {
+func emitCJK(run []rune, emit func(string, termKind)) {
 	for i := range run {
-		emit(string(run[i]), false)
+		emit(string(run[i]), termWord)
 		if i+1 < len(run) {
-			emit(string(run[i:i+2]), false)
+			emit(string(run[i:i+2]), termWord)
 		}
 	}
 }
@@ -184,7 +196,7 @@ func emitCJK(run []rune, emit func(string, bool)) {
 // (getRepositoryContributorStatisticsForOrganization) when its parts are
 // words, whose parts are emitted without the joined form, or a blob (a hash,
 // base64) when they are mostly a character or two, and then emits nothing.
-func emitWord(run []rune, emit func(string, bool)) {
+func emitWord(run []rune, emit func(string, termKind)) {
 	var stack [4*maxTokenBytes/3 + 2]int // a run that is no blob has at most this many parts
 	bounds := append(stack[:0], 0)       // where each part starts, then len(run)
 	for i := 1; i < len(run); i++ {
@@ -198,8 +210,9 @@ func emitWord(run []rune, emit func(string, bool)) {
 	if long && 3*parts > len(run) {
 		return // a blob
 	}
+	words := true // every part is a word of its own
 	for p := range parts {
-		emitPart(acronymSingular(run[bounds[p]:bounds[p+1]]), emit)
+		words = emitPart(acronymSingular(run[bounds[p]:bounds[p+1]]), emit) && words
 	}
 	if parts > 1 {
 		emitCompounds(run, bounds, emit)
@@ -207,7 +220,11 @@ func emitWord(run []rune, emit func(string, bool)) {
 	if parts > 1 && !long {
 		// The joined form also keeps short identifiers whose parts alone
 		// are dropped: S3, mp3, 24h.
-		emitPart(run, func(tok string, _ bool) { emit(tok, true) })
+		kind := termJoined
+		if words {
+			kind = termAlias
+		}
+		emitPart(run, func(tok string, _ termKind) { emit(tok, kind) })
 	}
 }
 
@@ -217,7 +234,7 @@ func emitWord(run []rune, emit func(string, bool)) {
 // letter after it (listS3Buckets → s3, getEC2Instances → ec2, getX509Cert → x509, listK8sPods →
 // k8s), as a query writes them alone. A number between longer words (base64Encode) is no such
 // identifier, and a run that is nothing else has its joined form already.
-func emitCompounds(run []rune, bounds []int, emit func(string, bool)) {
+func emitCompounds(run []rune, bounds []int, emit func(string, termKind)) {
 	parts := len(bounds) - 1
 	for p := range parts {
 		a, b := bounds[p], bounds[p+1]
@@ -232,7 +249,7 @@ func emitCompounds(run []rune, bounds []int, emit func(string, bool)) {
 			to = p + 2 // a single letter after (the s of k8s)
 		}
 		if to-from > 1 && to-from < parts {
-			emitPart(run[bounds[from]:bounds[to]], func(tok string, _ bool) { emit(tok, true) })
+			emitPart(run[bounds[from]:bounds[to]], func(tok string, _ termKind) { emit(tok, termJoined) })
 		}
 	}
 }
@@ -275,7 +292,7 @@ func isBoundary(run []rune, i int) bool {
 
 // emitPart lower-cases, filters and stems one part; it reports whether a
 // term was emitted.
-func emitPart(part []rune, emit func(string, bool)) bool {
+func emitPart(part []rune, emit func(string, termKind)) bool {
 	if len(part) == 0 || len(part) > maxTokenBytes {
 		return false
 	}
@@ -304,7 +321,7 @@ func emitPart(part []rune, emit func(string, bool)) bool {
 		if w = stemBytes(w); len(w) < 2 || isStopWord(w) {
 			return false
 		}
-		emit(string(w), false)
+		emit(string(w), termWord)
 		return true
 	}
 	var b strings.Builder
@@ -316,7 +333,7 @@ func emitPart(part []rune, emit func(string, bool)) bool {
 	if len(w) > maxTokenBytes || stopWords[w] {
 		return false
 	}
-	emit(w, false)
+	emit(w, termWord)
 	return true
 }
 
