@@ -217,7 +217,10 @@ func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
 	for b.Len() <= max {
 		tok, err := dec.Token()
 		if err != nil {
-			if tokens > 0 && len(in) < len(raw) && (len(stack) == 0 || !stack[len(stack)-1].hide) {
+			// (A syntax error is text that is not JSON past some point, not a token cut where
+			// the bytes decoded stop: the rest is left out, keys and all, as when raw is whole.)
+			var syntax *json.SyntaxError
+			if tokens > 0 && len(in) < len(raw) && !errors.As(err, &syntax) && (len(stack) == 0 || !stack[len(stack)-1].hide) {
 				// The bytes decoded stop inside a token: the rest of them, as text (as much as
 				// the cap can keep, and as much again, so that a secret starting in what is
 				// kept is replaced whole).
@@ -301,7 +304,15 @@ func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
 			}
 			str(v)
 		default: // json.Number, bool, nil
-			if n, isNum := v.(json.Number); hide || isNum && r.Number(string(n)) {
+			n, isNum := v.(json.Number)
+			if isNum && dec.InputOffset() == int64(len(in)) && (len(in) < len(raw) && strings.IndexByte("0123456789.eE+-", raw[len(in)]) >= 0 || len(in) == len(raw) && len(stack) > 0) {
+				// A number the bytes decoded stop inside of (or a document cut short ends
+				// with) may be the start of a longer one (the decoder ends it where they end):
+				// not whole, it would not be found a value's; it is left out, as a string cut
+				// there is.
+				return b.Bytes(), true
+			}
+			if hide || isNum && r.Number(string(n)) {
 				// A secret made of digits may be spelled as a number (in exponent form too:
 				// redact.Values.Number): it goes whole, as in Walk.
 				str(redact.Placeholder)

@@ -21,8 +21,9 @@ type Values struct {
 	// percent-escaped with a space as '+', in the other letter case of a hex value.
 	m *matcher // nil: no values
 	// escRunes are the characters of the values that another JSON encoder may spell with a
-	// \u escape encoding/json does not write (non-ASCII, control, '<', '>', '&': "\u00E4",
-	// "\u003C"); astral says a value holds a character beyond U+FFFF (a surrogate pair).
+	// \u escape encoding/json does not write (non-ASCII, control, DEL, '<', '>', '&': "\u00E4",
+	// "\u003C", "\u007f" as Python's json writes DEL); astral says a value holds a character
+	// beyond U+FFFF (a surrogate pair).
 	escRunes map[rune]bool
 	astral   bool
 	// numeric says a value is made of digits (with perhaps a sign or a decimal point): JSON may
@@ -60,7 +61,7 @@ func New(values ...string) Values {
 			switch {
 			case c > 0xFFFF:
 				out.astral = true
-			case c >= 0x80 || c < 0x20 || c == '<' || c == '>' || c == '&':
+			case c >= 0x7f || c < 0x20 || c == '<' || c == '>' || c == '&':
 				if out.escRunes == nil {
 					out.escRunes = map[rune]bool{}
 				}

@@ -1,0 +1,49 @@
+package executor
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestRedactLargeInvalidJSONSensitiveValues: a payload over 8 times the cap that stops being
+// JSON part way (a request refused for not being JSON is audited as it came) kept everything
+// from the syntax error on as text redacted of secret values only: the value of a sensitive key
+// after it went to the audit stream. The rest is now left out, as when the payload is smaller.
+func TestRedactLargeInvalidJSONSensitiveValues(t *testing.T) {
+	r := newRedactor([]string{"Zq9s3cr3tV4lue"})
+	pad := `,"pad":"` + strings.Repeat("x", 40000) + `"}`
+	for _, in := range []string{
+		`{"a":"x", oops "password":"sk-live-123"` + pad,
+		`{"a":"x","b":[1,2 "password":["sk-live-123"]` + pad,
+		`{"a":"x","arguments":{"token":sk-live-123}` + pad,
+		`{"a":"x"} "password":"sk-live-123"` + pad,
+	} {
+		out, trunc := r.JSON([]byte(in), 4096)
+		if strings.Contains(string(out), "sk-live") || !json.Valid(out) || !trunc {
+			t.Errorf("%.60s…: truncated %v, got %.300s", in, trunc, out)
+		}
+	}
+}
+
+// TestRedactCappedNumberAtReadLimit: a number that the bytes redactPrefix decodes (8 times the
+// cap) stop inside of, or that a document cut short ends with, was decoded as a shorter number
+// (the decoder ends a number where its input ends) and kept: the first digits of a secret made
+// of digits, not whole, were not found. (A string cut so is left out.)
+func TestRedactCappedNumberAtReadLimit(t *testing.T) {
+	r := newRedactor([]string{"8675309123"})
+	for _, in := range []string{`{"k":867530912`, `{"k":[1,8675309`, `{"k":86753.09`} {
+		out, trunc := r.JSON([]byte(in), 4096)
+		if strings.Contains(string(out), "867") || !json.Valid(out) || !trunc {
+			t.Errorf("%s: truncated %v, got %s", in, trunc, out)
+		}
+	}
+	for at := 32755; at < 32770; at++ {
+		// White space shrinks once decoded: the number is reached before the cap is.
+		in := `{"a":` + strings.Repeat(" ", at-5) + `8675309123,"b":"` + strings.Repeat("x", 100) + `"}`
+		out, trunc := r.JSON([]byte(in), 4096)
+		if strings.Contains(string(out), "867") || !json.Valid(out) || !trunc {
+			t.Errorf("number at %d: truncated %v, got %.100s", at, trunc, out)
+		}
+	}
+}
