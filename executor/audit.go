@@ -229,6 +229,11 @@ func (r redactor) redactPrefix(raw []byte, max int) (out []byte, ok bool) {
 				// The start of a value cut where the rest is cut is left out (not whole, it
 				// would not be found; what comes before it may shrink once redacted).
 				rest := in[dec.InputOffset():]
+				if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) > 0 && (t[0] == '-' || '0' <= t[0] && t[0] <= '9') {
+					// A number not ended yet (after its '.', 'e', 'e+' or '-'): not whole, as
+					// one the decoder ends where the bytes do (below), it is left out.
+					break
+				}
 				rest = rest[:cutRune(rest, min(len(rest), 2*max))]
 				rest = rest[:r.PartialEnd(string(rest))]
 				if mayHideLetters(rest) {

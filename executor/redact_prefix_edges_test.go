@@ -47,3 +47,23 @@ func TestRedactCappedNumberAtReadLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactCappedNumberCutInsideAtReadLimit: a number the bytes redactPrefix decodes stop
+// inside of where the decoder cannot end it (after its '.', 'e', 'e+' or '-': not a number yet)
+// was kept as text: 8.675309123e9, a numeric secret in exponent form, cut after its 'e' printed
+// every digit of the secret (8.675309123e), which no longer matches it. Such a start of a
+// number is left out too, as one the decoder ends where the bytes do.
+func TestRedactCappedNumberCutInsideAtReadLimit(t *testing.T) {
+	r := newRedactor([]string{"8675309123"})
+	const max = 256
+	for _, num := range []string{"8.675309123e9", "8.675309123E+9", "86753091.23e2", "0.8675309123e10"} {
+		for cut := 1; cut <= len(num); cut++ {
+			// The decoded bytes (8×max) end after num[:cut].
+			raw := `{"a":` + strings.Repeat(" ", 8*max-8-cut) + `[1,` + num + `,2],"z":"` + strings.Repeat("y", 3000) + `"}`
+			out, trunc := r.JSON([]byte(raw), max)
+			if strings.Contains(strings.ReplaceAll(string(out), ".", ""), "675309") || !json.Valid(out) || !trunc {
+				t.Errorf("%s cut after %q: truncated %v, got %s", num, num[:cut], trunc, out)
+			}
+		}
+	}
+}
