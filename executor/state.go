@@ -188,6 +188,10 @@ func serverBefore211(version string) bool {
 // executor worker.
 const maxWaiting = 4096
 
+// MaxWorkers bounds Config.Workers of one executor: each worker keeps a pull request waiting on
+// the calls consumer, which takes maxWaiting of them over every executor.
+const MaxWorkers = maxWaiting
+
 // lastDeliveryRetries is how many more deliveries the consumer makes after MaxDeliver, for the
 // answer given at MaxDeliver (see ConsumerConfig).
 const lastDeliveryRetries = 5

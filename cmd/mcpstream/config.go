@@ -1260,6 +1260,14 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		Kinds:           slices.Clone(s.Kinds),
 		CallTimeout:     callTimeout,
 	}
+	// No shell starts the child: nothing expands a "~" ("~/bin/server" would be taken as
+	// relative to cwd, a cwd "~/mcp" as relative to the config file's directory).
+	if msg := tildeProblem(s.Command); msg != "" {
+		bad("command", "%s", msg)
+	}
+	if msg := tildeProblem(s.Cwd); msg != "" {
+		bad("cwd", "%s", msg)
+	}
 	sc.Command = expand("command", s.Command)
 	for j, a := range s.Args {
 		sc.Args = append(sc.Args, expand(fmt.Sprintf("args[%d]", j), a))
@@ -1270,9 +1278,13 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		// file's directory, not from wherever mcpstream happened to be started.
 		dir := expand("cwd", s.Cwd)
 		if dir != "" && !filepath.IsAbs(dir) && file != "" {
-			dir = filepath.Join(filepath.Dir(file), dir)
-			if abs, err := filepath.Abs(dir); err == nil {
-				dir = abs
+			if base, ok := configDir(file); ok {
+				dir = filepath.Join(base, dir)
+				if abs, err := filepath.Abs(dir); err == nil {
+					dir = abs
+				}
+			} else {
+				bad("cwd", "relative, and the configuration was read from %s, not from a file in a directory it could be taken from: give an absolute directory (${PWD}/%s for one under mcpstream's own)", file, s.Cwd)
 			}
 		}
 		sc.Dir = dir
@@ -1294,6 +1306,9 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		if sc.URL != "" && !stdio {
 			if u, err := url.Parse(sc.URL); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 				bad("url", "not an absolute http:// or https:// URL")
+			} else if !embeddings.ValidPort(u.Port()) {
+				// url.Parse takes any digits: every connection would fail to dial, retried without end.
+				bad("url", "the port must be from 1 to 65535")
 			} else if u.User != nil {
 				if p, ok := u.User.Password(); ok && p != "" {
 					secrets = append(secrets, p)
@@ -1307,6 +1322,8 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 		for _, k := range sortedKeys(s.Headers) {
 			if !headerName(k) {
 				bad("headers", "%q is not a header name", k)
+			} else if why, ok := droppedHeaders[http.CanonicalHeaderKey(k)]; ok {
+				bad("headers."+k, "never sent: %s", why)
 			} else if first, dup := canonical[http.CanonicalHeaderKey(k)]; dup {
 				// Each request would send one or the other, in map order.
 				bad("headers."+k, "the same header as %s (header names do not depend on case): keep one", first)
@@ -1338,6 +1355,44 @@ func (s *serverEntry) resolve(file string, i int, seen map[string]int, lookup fu
 	// and query parameters): the executor's audit redaction gets the same values.
 	sc.Secrets = dedupSecrets(append(secrets, registrysync.SecretValues(sc)...))
 	return sc, false, nil
+}
+
+// configDir is the directory a relative cwd is taken from: the configuration file's. A
+// configuration read from a pipe or the standard input (--config <(envsubst < tmpl.yaml),
+// --config /dev/stdin) has none: /dev/fd or /proc/self/fd is no directory of the user's (ok false).
+func configDir(file string) (dir string, ok bool) {
+	dir = filepath.Dir(file)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	// (/dev/shm and other directories under /dev or /proc may hold files of one's own.)
+	d := filepath.ToSlash(dir)
+	if d == "/dev" || d == "/dev/fd" || strings.HasPrefix(d, "/proc/") && strings.HasSuffix(d, "/fd") {
+		return "", false
+	}
+	return dir, true
+}
+
+// tildeProblem says why v, a path a shell would expand the leading "~" of ("~", "~/x",
+// "~user/x"), is refused, and what to write instead; "" for any other value.
+func tildeProblem(v string) string {
+	if !strings.HasPrefix(v, "~") || v != "~" && !strings.Contains(v, "/") {
+		return ""
+	}
+	const msg = "a ~ is not expanded (no shell starts the server): "
+	if rest := v[1:]; rest == "" || rest[0] == '/' {
+		return msg + "write ${HOME}" + rest
+	}
+	return msg + "write the absolute path, or ${HOME}/... for your own"
+}
+
+// droppedHeaders are the headers Go's HTTP client writes itself and never sends from a request's
+// header map: configured, they would be dropped without a word (each with why, and what to do).
+var droppedHeaders = map[string]string{
+	"Host":              "the HTTP client sends the url's host as Host: put that host in url",
+	"Content-Length":    "the HTTP client sets it for each request",
+	"Transfer-Encoding": "the HTTP client sets it for each request",
+	"Trailer":           "the HTTP client sets it for each request",
 }
 
 // headerName reports whether k is an HTTP field name (an RFC 9110 token), as net/http requires.

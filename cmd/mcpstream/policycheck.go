@@ -186,6 +186,10 @@ func runPolicyDigest(args []string, stdout, stderr io.Writer) error {
 		usageError(fs, stderr, "unexpected argument", rest)
 		return exitCode(2)
 	}
+	if flagGiven(fs, "config") && strings.TrimSpace(*configPath) == "" {
+		usageError(fs, stderr, fmt.Sprintf("--config %q: want a configuration file (leave --config out for the open policy's digest)", *configPath), nil)
+		return exitCode(2)
+	}
 	p, from, enf, warnings, err := loadLocalPolicy(*configPath)
 	if err != nil {
 		return err
@@ -466,6 +470,10 @@ func runPolicyCheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if len(rest) > 0 {
 		usageError(fs, stderr, "unexpected argument", rest)
+		return exitCode(2)
+	}
+	if flagGiven(fs, "config") && strings.TrimSpace(*configPath) == "" {
+		usageError(fs, stderr, fmt.Sprintf("--config %q: want a configuration file (leave --config out to compare the instances with each other)", *configPath), nil)
 		return exitCode(2)
 	}
 	if *wait <= 0 || *wait > time.Minute {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/mcpstream/mcpstream/executor"
 	"github.com/mcpstream/mcpstream/registrysync"
@@ -70,7 +71,7 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	o := hostOptions{Name: "executor"}
 	fs := newFlagSet("executor", "executor [flags]", executorHelp)
 	o.register(fs, false)
-	fs.IntVar(&executorOptions.Workers, "workers", executor.DefaultWorkers, "calls this process handles at once")
+	fs.IntVar(&executorOptions.Workers, "workers", executor.DefaultWorkers, "calls this process handles at once: 1 to "+strconv.Itoa(executor.MaxWorkers)+", the pull requests the calls consumer takes over every executor")
 	fs.IntVar(&executorOptions.MaxApprovalWaits, "max-approval-waits", 0, "calls waiting for approval at once; each holds a worker, and one past this is refused\nrate_limited (0 = half of --workers)")
 	fs.BoolVar(&executorOptions.NoFront, "no-front-end", false, "do not serve "+subjects.ExecAll+" (workers only)")
 	rest, err := parseFlags(fs, args, stdout, stderr)
@@ -80,8 +81,10 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	if len(rest) > 0 {
 		return usageErrorf("executor: unexpected argument %q", rest[0])
 	}
-	if executorOptions.Workers < 1 {
-		return usageErrorf("executor: --workers %d: want at least 1", executorOptions.Workers)
+	if executorOptions.Workers < 1 || executorOptions.Workers > executor.MaxWorkers {
+		// Each worker keeps a pull request waiting on the calls consumer, which takes
+		// executor.MaxWorkers over every executor: the server would refuse the pulls past it.
+		return usageErrorf("executor: --workers %d: want 1 to %d (the pull requests the calls consumer takes over every executor)", executorOptions.Workers, executor.MaxWorkers)
 	}
 	if executorOptions.MaxApprovalWaits < 0 || executorOptions.MaxApprovalWaits > executorOptions.Workers {
 		return usageErrorf("executor: --max-approval-waits %d: want 0 (half of --workers) up to --workers (%d)", executorOptions.MaxApprovalWaits, executorOptions.Workers)

@@ -87,10 +87,13 @@ type hostOptions struct {
 	StreamReplicas int // 0 = keep what exists (1 when creating)
 	StopTimeout    time.Duration
 	Name           string // "up" or the role's name, for the NATS connection name and messages
+	// flags is the flag set register added the flags to: which ones the command line gave.
+	flags *flag.FlagSet
 }
 
 // register adds the flags shared by up and the role subcommands.
 func (o *hostOptions) register(fs *flag.FlagSet, up bool) {
+	o.flags = fs
 	fs.StringVar(&o.DataDir, "data", "./.mcpstream", "state directory: embedded NATS store (up), catalogs, demo control files")
 	fs.StringVar(&o.ConfigPath, "config", "", "configuration file (YAML: servers, policy, limits, search, streams, embeddedNats (up only); see README Configuration); default: the bundled demo servers")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
@@ -354,6 +357,11 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	// The flags' values are usage errors (exit status 2), found before anything is created.
 	if o.DataDir == "" {
 		return usageErrorf("--data must not be empty")
+	}
+	if o.flags != nil && flagGiven(o.flags, "config") && strings.TrimSpace(o.ConfigPath) == "" {
+		// Not the demo configuration, whose policy is the open one: --config "$VAR" with the
+		// variable unset would run a role that allows every call.
+		return usageErrorf("--config %q: want a configuration file (leave --config out for the bundled demo servers)", o.ConfigPath)
 	}
 	if o.StopTimeout <= 0 {
 		return usageErrorf("--stop-timeout %s: must be positive", o.StopTimeout)
