@@ -43,7 +43,9 @@
 //
 // Services decode request payloads with [Decode]: member names are case-sensitive, and a member
 // named twice or matching a field only up to case is refused (bad_request), because readers of
-// the same bytes would take it differently. An integer member takes any number whose value is an
-// integer (1.0, 1e0: JSON does not tell them from 1), in requests and in registry events
-// ([DecodeRegistry]); one that is not, or is out of the field's range, is refused.
+// the same bytes would take it differently; [DecodeRegistry] refuses such a registry event too
+// (ErrBadPayload: skipped as malformed), the members of its serverInfo included. An integer
+// member takes any number whose value is an integer (1.0, 1e0: JSON does not tell them from 1),
+// in requests and in registry events ([DecodeRegistry]); one that is not, or is out of the
+// field's range, is refused.
 package subjects

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -291,7 +292,8 @@ type RegistryEvent struct {
 	Seq uint64
 }
 
-// DecodeRegistry decodes a registry payload and checks its version, type and server.
+// DecodeRegistry decodes a registry payload and checks its version, type and server. A member
+// named twice, or matching a field only up to case, is refused as in requests (see Decode).
 func DecodeRegistry(data []byte) (RegistryEvent, error) {
 	var head struct {
 		V      int    `json:"v"`
@@ -332,6 +334,13 @@ func DecodeRegistry(data []byte) (RegistryEvent, error) {
 		target = ev.Confirmed
 	default:
 		return RegistryEvent{}, fmt.Errorf("%w: unknown type %q", ErrBadPayload, head.Type)
+	}
+	// As in requests (Decode): a member named twice, or one matching a field only up to case,
+	// is malformed. encoding/json takes the last one of any case, a case-sensitive reader of the
+	// stream the one spelled exactly: {"server":"other","Server":"kb"} on kb's subject would
+	// pass here as kb's while its "server" is another's. (data is valid JSON: head decoded it.)
+	if err := checkMembers(data, reflect.TypeOf(target).Elem(), ""); err != nil {
+		return RegistryEvent{}, fmt.Errorf("%w: %s: %w", ErrBadPayload, head.Type, err)
 	}
 	if _, err := unmarshal(data, target); err != nil {
 		return RegistryEvent{}, fmt.Errorf("%w: %s: %w", ErrBadPayload, head.Type, err)

@@ -50,3 +50,31 @@ func TestGoldenEveryMember(t *testing.T) {
 		t.Run(name, func(t *testing.T) { checkGolden(t, name, p) })
 	}
 }
+
+// TestGoldenDocumentedMembers pins the documented members no golden file held before: a
+// snapshot's authContext, a call's approvalTimeoutMs and requestedAt, a dispatch's result and
+// notSent, the error of a re-list and of a details request, a server's reason (additive: the
+// other files are unchanged). TestGoldenCoversEveryMember keeps every member pinned.
+func TestGoldenDocumentedMembers(t *testing.T) {
+	payloads := map[string]any{
+		"snapshot_private": Snapshot{V: Version, Type: EventSnapshot, Server: "ticketing", Kind: KindTools,
+			Fingerprint: "9f86d081884c7d65", ListedAt: at, Pages: 1, CacheScope: ScopePrivate, AuthContext: "tenant:acme",
+			Items: []json.RawMessage{json.RawMessage(`{"name":"listIssues","inputSchema":{"type":"object"}}`)}},
+		"call_request_full": CallRequest{V: Version, ID: "c-1", Tool: "ticketing__createIssue",
+			Arguments: json.RawMessage(`{"title":"Disk full"}`), Principal: Principal{Tenant: "acme", User: "alice", Roles: []string{"dev"}},
+			TimeoutMs: 30000, ApprovalTimeoutMs: 300000, RequestedAt: at},
+		"dispatch_reply_ok": DispatchReply{V: Version,
+			Result: json.RawMessage(`{"content":[{"type":"text","text":"TCK-1"}],"isError":false}`)},
+		"dispatch_reply_not_sent": DispatchReply{V: Version, NotSent: true, Error: &Error{Code: CodeUnavailable,
+			Message: "server ticketing is not connected (connecting); nothing was sent", Reason: "process exited"}},
+		"relist_reply_error": RelistReply{V: Version, Error: &Error{Code: CodeUnavailable,
+			Message: "the server refused the list: HTTP 429", RetryAfterMs: 30000, Reason: "http 429"}},
+		"details_reply_error": DetailsReply{V: Version, Tools: []ToolInfo{},
+			Error: &Error{Code: CodeBadRequest, Message: "names is required"}},
+		"servers_reply_unavailable": ServersReply{V: Version, Servers: []ServerSummary{{Name: "ticketing", Status: StatusUnavailable,
+			Reason: "process exited", Tools: 3, Transport: "stdio"}}},
+	}
+	for name, p := range payloads {
+		t.Run(name, func(t *testing.T) { checkGolden(t, name, p) })
+	}
+}
