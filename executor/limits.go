@@ -733,10 +733,16 @@ func rateWait(n int64, w time.Duration, frac float64, prev, cur int64) time.Dura
 		return 0
 	}
 	others := cur - 1 // calls counted in this window besides this one
-	var at float64    // position of the allowed moment, in windows from this window's start
-	if others+1 <= n && prev > 0 {
-		// Within this window, once prev×(1−f) < n−others.
-		at = 1 - float64(n-others)/float64(prev)
+	// Of them, at most n − ⌊prev×(1−frac)⌋ ran (each ran on an estimate within n, when the
+	// previous window weighed at least what it weighs now); the rest are calls being refused at
+	// the same moment, whose give-backs land within milliseconds. Counted as calls that ran, they
+	// put the retry later within the window by a call's share of it each (110 s instead of 10 s
+	// for 4 per 200 s with two others refused at once), as they did across it (below).
+	ran := max(min(others, n-int64(math.Floor(float64(prev)*(1-frac)))), 0)
+	var at float64 // position of the allowed moment, in windows from this window's start
+	if ran+1 <= n && prev > 0 {
+		// Within this window, once prev×(1−f) < n−ran.
+		at = 1 - float64(n-ran)/float64(prev)
 	} else {
 		// In the next window, once this window's count, the previous one then, weighs less
 		// than n: ⌊ran×(1−f)⌋ + 1 ≤ n with ran ≤ n from its very start. Not others: a window

@@ -46,9 +46,13 @@ func TestRateWait(t *testing.T) {
 	}{
 		{"within, empty previous", 5, 0.5, 0, 5, 0},
 		{"over, empty previous: next window", 5, 0.5, 0, 6, 500 * time.Millisecond}, // ⌊5×(1−f)⌋+1 ≤ 5 once f > 0 of the next
-		{"previous weighs", 5, 0.0, 8, 2, 500 * time.Millisecond},                   // ⌊8×(1−f)⌋+2 ≤ 5 once f > 0.5
-		{"previous weighs a whole call less", 5, 0.0, 4, 2, time.Millisecond},       // ⌊4×(1−f)⌋+2 ≤ 5 once f > 0
-		{"previous weighs less later", 5, 0.75, 4, 2, 0},                            // ⌊4×0.25⌋+2 = 3
+		{"previous weighs", 5, 0.0, 8, 1, 375 * time.Millisecond},                   // ⌊8×(1−f)⌋+1 ≤ 5 once f > 0.375
+		{"previous weighs, another ran", 5, 0.25, 6, 2, 83 * time.Millisecond},      // ⌊6×(1−f)⌋+2 ≤ 5 once f > 1/3
+		// The other counted at the window's start cannot have run (⌊8⌋+1 > 5): it is being
+		// refused and gives back (TestRetryAfterUnderContentionPreviousWindow).
+		{"previous weighs, the other being refused", 5, 0.0, 8, 2, 375 * time.Millisecond},
+		{"previous weighs a whole call less", 5, 0.0, 4, 2, time.Millisecond}, // ⌊4×(1−f)⌋+2 ≤ 5 once f > 0
+		{"previous weighs less later", 5, 0.75, 4, 2, 0},                      // ⌊4×0.25⌋+2 = 3
 		// 8 others counted, of which at most 4 ran (the rest are being refused and give back):
 		// ⌊4×(1−f)⌋+1 ≤ 4 once f > 0 of the next window (TestRetryAfterUnderContention).
 		{"over: next window, others being refused", 4, 0.5, 0, 9, 500 * time.Millisecond},
