@@ -267,7 +267,10 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 			transport.WithHeaders(sc.Headers),
 			transport.WithHTTPClient(s.hc),
 			transport.WithSSELogger(slogger),
-			transport.WithEndpointTimeout(cfg.ConnectTimeout),
+			// Longer than ConnectTimeout, whose own timer (startTimer) ends the wait for the
+			// endpoint event and says why: mcp-go's, started after the GET's answer, would
+			// otherwise fire about as soon, and win on a loaded machine with its own words.
+			transport.WithEndpointTimeout(2*cfg.ConnectTimeout),
 			// No transport-wide response timeout (mcp-go's default is 60 s): every request
 			// carries its own deadline (connect, list, call, ping), and subscriptions/listen
 			// stays open for the life of the session; with the default it timed out after a
@@ -348,8 +351,10 @@ func openSession(ctx context.Context, c *connector, listening bool) (*session, e
 	switch {
 	case (err != nil || sctx.Err() != nil) && ctx.Err() == nil && lostFirst.Load():
 		err = s.startLost()
-	case (err == nil || timedOut && errors.Is(err, context.Canceled)) && sctx.Err() != nil && ctx.Err() == nil:
-		// (mcp-go's SSE transport says its context was cancelled: the timeout is why.)
+	case (err == nil || timedOut && (errors.Is(err, context.Canceled) || strings.HasPrefix(err.Error(), "timeout waiting for endpoint"))) &&
+		sctx.Err() != nil && ctx.Err() == nil:
+		// (mcp-go's SSE transport says its context was cancelled, or, its own endpoint timer
+		// firing together with ours, that it timed out: the timeout is why.)
 		err = s.startTimedOut(scp, cfg.ConnectTimeout)
 	case err == nil && sctx.Err() != nil:
 		err = ctx.Err()
