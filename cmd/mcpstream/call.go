@@ -342,6 +342,10 @@ func printCallResult(stdout, stderr io.Writer, res subjects.CallResult, asJSON b
 				buf.Write(r.StructuredContent)
 			}
 			fmt.Fprintf(stdout, "%s\n", termBlock(buf.String()))
+			if nonText > 0 {
+				// (as beside a text: an image left out is said, on stderr)
+				fmt.Fprintf(stderr, "(and %d non-text content block(s); use --json to see them)\n", nonText)
+			}
 		case len(texts) > 0:
 			// The server's text, for a terminal: no escape sequence of its own reaches it. A
 			// text that ends a line (a file's text, say) gets no empty line after it.

@@ -340,8 +340,9 @@ func (c *clientFlags) principal() (subjects.Principal, error) {
 		// would not show what is wrong.
 		err = fmt.Errorf("%w: %q: want [TENANT/]USER[:ROLE,ROLE]", ErrBadPrincipal, c.Principal)
 	}
-	if err != nil && c.Principal == os.Getenv(envPrincipal) {
-		// (a value left in the environment, not one typed on this command line)
+	if env := os.Getenv(envPrincipal); err != nil && env != "" && c.Principal == env {
+		// (a value left in the environment, not one typed on this command line; an empty
+		// --principal "$UNSET" is the flag's, not the unset variable's)
 		err = fmt.Errorf("%w (from $%s)", err, envPrincipal)
 	}
 	return pr, err
