@@ -33,6 +33,10 @@ type Config struct {
 	// waited: a large store takes a while to recover after an unclean stop.
 	Waiting func(waited time.Duration)
 	Logging bool // pass nats-server's log to stderr
+	// Problems, if set, is given nats-server's warnings and errors (level "warn" or "error")
+	// when Logging is off: a store that cannot be written (a full disk) is reported only
+	// there, and every write then fails while the server still looks well.
+	Problems func(level, msg string)
 	// SyncInterval is how often JetStream fsyncs its store (0 → nats-server's 2 minutes).
 	// Every stored message is written to the file at once; what a power loss or an OS crash
 	// can take is what was written since the last fsync. SyncAlways fsyncs after every write
@@ -138,6 +142,8 @@ func StartContext(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logging {
 		ns.ConfigureLogger()
 		sl.next = ns.Logger()
+	} else {
+		sl.problems = cfg.Problems
 	}
 	ns.SetLogger(sl, false, false)
 	go ns.Start()
@@ -211,9 +217,10 @@ var ready = (*server.Server).ReadyForConnections
 // message is passed on as an error: the stderr logger's Fatalf would exit the process, which
 // StartContext's error lets its caller do cleanly.
 type startLog struct {
-	next  server.Logger // nil: the log is dropped
-	mu    sync.Mutex
-	fatal string
+	next     server.Logger           // nil: the log is dropped (but for problems)
+	problems func(level, msg string) // warnings and errors when next is nil (Config.Problems)
+	mu       sync.Mutex
+	fatal    string
 }
 
 func (l *startLog) err() string {
@@ -242,12 +249,16 @@ func (l *startLog) Noticef(format string, v ...any) {
 func (l *startLog) Warnf(format string, v ...any) {
 	if l.next != nil {
 		l.next.Warnf(format, v...)
+	} else if l.problems != nil {
+		l.problems("warn", fmt.Sprintf(format, v...))
 	}
 }
 
 func (l *startLog) Errorf(format string, v ...any) {
 	if l.next != nil {
 		l.next.Errorf(format, v...)
+	} else if l.problems != nil {
+		l.problems("error", fmt.Sprintf(format, v...))
 	}
 }
 

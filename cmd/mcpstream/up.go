@@ -409,6 +409,34 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		}
 	}
 
+	// One `up` per data directory, with or without --nats: its indexer is always replica 0
+	// of DATA/indexer, and a second one would find that catalog locked only after its
+	// registrysync started — running the same servers a second time and publishing their
+	// statuses on the way. An existing directory's lock is taken before the listeners: a
+	// second `up` with the same flags would find the first one's ports taken and say only that.
+	var unlock func()
+	lockData := func() error {
+		if o.Name != "up" || unlock != nil {
+			return nil
+		}
+		u, err := lockDataDir(dataDir)
+		if err != nil {
+			return err
+		}
+		unlock = u
+		return nil
+	}
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
+	if fi, err := os.Stat(dataDir); err == nil && fi.IsDir() {
+		if err := lockData(); err != nil {
+			return err
+		}
+	}
+
 	// Listeners next, still before anything is created: a port in use is a clear error, and
 	// leaves no data directory behind.
 	var httpLn net.Listener
@@ -450,16 +478,8 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 	reconnected := make(chan struct{}, 1)
 	natsErrs := newNATSErrors(log, o.NATS.inbox())
 	connOpts := hostNATSOptions(log, o.Name, reconnected, natsErrs)
-	if o.Name == "up" {
-		// One `up` per data directory, with or without --nats: its indexer is always replica 0
-		// of DATA/indexer, and a second one would find that catalog locked only after its
-		// registrysync started — running the same servers a second time and publishing their
-		// statuses on the way.
-		unlock, err := lockDataDir(dataDir)
-		if err != nil {
-			return err
-		}
-		defer unlock()
+	if err := lockData(); err != nil { // a data directory up has just made
+		return err
 	}
 	// HTTP serves from here on, so that /healthz answers 503 "starting" (and /metrics the
 	// process's own) while NATS starts and the streams are declared, which may take a while on
@@ -526,6 +546,16 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		ec.StoreDir = filepath.Join(dataDir, "nats")
 		ec.Listen = listen
 		ec.Logging = log.GetLevel() <= zerolog.TraceLevel // nats-server's own log, on stderr
+		// Otherwise its warnings and errors only, in this log: a store on a full disk fails
+		// every write and says so nowhere else.
+		natsLog := log.With().Str("component", "nats-server").Logger()
+		ec.Problems = func(level, msg string) {
+			if level == "error" {
+				natsLog.Error().Msg(msg)
+			} else {
+				natsLog.Warn().Msg(msg)
+			}
+		}
 		// JetStream recovers its store before the server listens: after an unclean stop a
 		// large store takes a while (the 10 s default made up fail, "is the port in use?",
 		// and never start on it). Waited for as long as it takes, up to embeddedReadyWait,
