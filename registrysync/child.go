@@ -255,9 +255,17 @@ func (c *child) forward() {
 		case !c.handle(msg):
 			return
 		}
-		line = line[:0]
+		if cap(line) > keepLineBytes {
+			line = nil // a large message's buffer is not held for the life of the child
+		} else {
+			line = line[:0]
+		}
 	}
 }
+
+// keepLineBytes is the largest line buffer forward keeps for the next line; a larger one (a
+// big tool result or list page) is let go once its line is handled.
+const keepLineBytes = 256 << 10
 
 // handle takes one JSON-RPC message (a line, or a message of a batch) whose JSON is valid or
 // not: an answer to a fastCall request goes to it, a request of the server's is answered, any

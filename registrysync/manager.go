@@ -771,6 +771,19 @@ func normalize(sc ServerConfig) (ServerConfig, error) {
 		if sc.Command == "" {
 			return bad("stdio needs a command")
 		}
+		// No process starts with a NUL byte in its command line or environment, and a name
+		// holding '=' would set another variable (values are not quoted: they may be secrets).
+		if strings.IndexByte(sc.Command, 0) >= 0 || slices.ContainsFunc(sc.Args, func(a string) bool { return strings.IndexByte(a, 0) >= 0 }) {
+			return bad("the command and its args must not hold a NUL byte")
+		}
+		for k, v := range sc.Env {
+			if k == "" || strings.ContainsAny(k, "=\x00") {
+				return bad("env: %q is not an environment variable name", k)
+			}
+			if strings.IndexByte(v, 0) >= 0 {
+				return bad("env: the value of %q holds a NUL byte", k)
+			}
+		}
 	case TransportHTTP, TransportSSE:
 		u, err := url.Parse(sc.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
