@@ -3,9 +3,7 @@ package liveness
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,54 +12,6 @@ import (
 	"github.com/mcpstream/mcpstream/natstest"
 	"github.com/mcpstream/mcpstream/subjects"
 )
-
-// remadeJS is the watchdog's JetStream, whose status consumer fails when fail is set (at its
-// next Next), and which counts the messages each consumer delivered since it was made.
-type remadeJS struct {
-	jetstream.JetStream
-	fail      atomic.Bool
-	made      atomic.Int32
-	delivered atomic.Int32 // by the consumer made last
-}
-
-func (r *remadeJS) OrderedConsumer(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
-	c, err := r.JetStream.OrderedConsumer(ctx, stream, cfg)
-	if err != nil {
-		return nil, err
-	}
-	r.delivered.Store(0)
-	r.made.Add(1)
-	return &remadeConsumer{Consumer: c, r: r}, nil
-}
-
-type remadeConsumer struct {
-	jetstream.Consumer
-	r *remadeJS
-}
-
-func (c *remadeConsumer) Messages(opts ...jetstream.PullMessagesOpt) (jetstream.MessagesContext, error) {
-	it, err := c.Consumer.Messages(opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &remadeIter{MessagesContext: it, r: c.r}, nil
-}
-
-type remadeIter struct {
-	jetstream.MessagesContext
-	r *remadeJS
-}
-
-func (it *remadeIter) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
-	if it.r.fail.CompareAndSwap(true, false) {
-		return nil, errors.New("test: the consumer failed")
-	}
-	m, err := it.MessagesContext.Next(opts...)
-	if err == nil {
-		it.r.delivered.Add(1)
-	}
-	return m, err
-}
 
 // A status consumer made anew (after a failure: a JetStream hiccup, its consumer deleted) reads
 // the last status of every server again. The same status read again is no news of its
@@ -75,7 +25,7 @@ func TestConsumerMadeAnewKeepsSilence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rjs := &remadeJS{JetStream: js}
+	rjs := &flakyJS{JetStream: js}
 	w := &Watchdog{NC: nc, JS: rjs, Log: logger(t), CheckEvery: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -103,7 +53,7 @@ func TestConsumerMadeAnewKeepsSilence(t *testing.T) {
 	for i := 0; i < remakes && !declared(); i++ {
 		made := rjs.made.Load()
 		waitFor(t, "the consumer reading both statuses", func() bool { return rjs.delivered.Load() >= 2 || declared() })
-		rjs.fail.Store(true)
+		rjs.failNext.Store(true)
 		publish("wake", "", 0)
 		waitFor(t, "the consumer made anew", func() bool { return rjs.made.Load() > made || declared() })
 	}

@@ -52,11 +52,14 @@ func (s *syncBuffer) retries(t *testing.T) []float64 {
 }
 
 // flakyJS is the watchdog's JetStream, whose status consumer fails when the test says: its
-// creation the first failCreate times, its iterator's Next once after failNext is set.
+// creation the first failCreate times, its iterator's Next once after failNext is set. It
+// counts the consumers made and the messages the one made last delivered.
 type flakyJS struct {
 	jetstream.JetStream
 	failCreate atomic.Int32
 	failNext   atomic.Bool
+	made       atomic.Int32
+	delivered  atomic.Int32 // by the consumer made last
 }
 
 func (f *flakyJS) OrderedConsumer(ctx context.Context, stream string, cfg jetstream.OrderedConsumerConfig) (jetstream.Consumer, error) {
@@ -67,6 +70,8 @@ func (f *flakyJS) OrderedConsumer(ctx context.Context, stream string, cfg jetstr
 	if err != nil {
 		return nil, err
 	}
+	f.delivered.Store(0)
+	f.made.Add(1)
 	return &flakyConsumer{Consumer: c, f: f}, nil
 }
 
@@ -92,7 +97,11 @@ func (it *flakyIter) Next(opts ...jetstream.NextOpt) (jetstream.Msg, error) {
 	if it.f.failNext.CompareAndSwap(true, false) {
 		return nil, errors.New("test: the consumer failed")
 	}
-	return it.MessagesContext.Next(opts...)
+	m, err := it.MessagesContext.Next(opts...)
+	if err == nil {
+		it.f.delivered.Add(1)
+	}
+	return m, err
 }
 
 // A status consumer that failed several times in a row (NATS or the stream not there yet at
