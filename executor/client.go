@@ -521,6 +521,9 @@ func notPersistedCode(err error) string {
 // notPersistedMessage says why the calls stream did not store a request, naming the stream: a
 // bound reached (NATS's "maximum messages exceeded") or a JetStream out of storage.
 func notPersistedMessage(err error) string {
+	if subjects.OutOfStorage(err) {
+		return "the call could not be stored on the calls stream " + subjects.CallsStream + ": JetStream's storage is full (" + err.Error() + ")"
+	}
 	return "the call could not be stored on the calls stream " + subjects.CallsStream + ": " + err.Error()
 }
 

@@ -35,6 +35,12 @@ type Config struct {
 	FrontEnd *bool
 	// NoWorkers runs only the front end (and the registry view is not consumed).
 	NoWorkers bool
+	// StreamWriteError, if set, reports the write error of a stream's store (the NATS server's
+	// own: natsembed.Server.StreamWriteError), nil while it has none. A store that failed a
+	// write (a full disk: no space left on device) stores nothing more, and JetStream answers
+	// no publish on it: with no PubAck, the front end asks this, and refuses a call the calls
+	// stream could not store (unavailable) instead of answering its outcome unknown.
+	StreamWriteError func(stream string) error
 
 	// CallTimeout bounds one tools/call when the request gives none; 0 → 60s.
 	CallTimeout time.Duration

@@ -132,7 +132,7 @@ func (e *Executor) exec(m *nats.Msg) (subjects.CallResult, []byte, bool) {
 	// worker either: the stored request may be an earlier resend's, answered elsewhere.)
 	own := err == nil && ack.Duplicate && unknown
 	if err != nil {
-		if code := notPersistedCode(err); code == subjects.CodeTooLarge || publishRefused(err) {
+		if code := notPersistedCode(err); code == subjects.CodeTooLarge || publishRefused(err) || errors.As(err, new(*storeFailedError)) {
 			// Refused, nothing stored (over the stream's size with its headers, the stream
 			// full): no worker records it, the front end does.
 			res := refusal(tenant, req, subjects.CallRefused, &subjects.Error{Code: code, Message: notPersistedMessage(err)})
@@ -273,6 +273,13 @@ func (e *Executor) persist(pub *nats.Msg) (ack *jetstream.PubAck, unknown bool, 
 			return ack, unknown, err
 		}
 		if !publishRefused(err) && !errors.Is(err, nats.ErrMaxPayload) {
+			if !unknown && e.cfg.StreamWriteError != nil {
+				// No PubAck for the first publish: JetStream answers none on a stream whose
+				// store failed a write (a full disk), and stores nothing more on it: refused.
+				if werr := e.cfg.StreamWriteError(subjects.CallsStream); werr != nil {
+					return ack, false, &storeFailedError{err: werr}
+				}
+			}
 			unknown = true
 		}
 		done := errors.Is(err, nats.ErrConnectionClosed)
@@ -291,6 +298,16 @@ func (e *Executor) persist(pub *nats.Msg) (ack *jetstream.PubAck, unknown bool, 
 		}
 	}
 }
+
+// storeFailedError is persist's error when the calls stream's store failed a write (see
+// Config.StreamWriteError): JetStream stores nothing on it and answers no publish.
+type storeFailedError struct{ err error }
+
+func (e *storeFailedError) Error() string {
+	return "JetStream's storage is full or failing, it stores nothing more on the stream (" + e.err.Error() + ")"
+}
+
+func (e *storeFailedError) Unwrap() error { return e.err }
 
 // resultPoll is how often a waiting front end also looks for the answer on the results stream.
 const resultPoll = 2 * time.Second

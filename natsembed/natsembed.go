@@ -308,6 +308,23 @@ func (s *Server) Connect(opts ...nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// StreamWriteError is the write error of stream's store (in the server's global account, where
+// connections without users are), nil while it has none. A store that failed a write (a full
+// disk: no space left on device) stores nothing more until the server restarts, and JetStream
+// answers no publish on it (no PubAck, as when one is lost): only this and the log tell.
+func (s *Server) StreamWriteError(stream string) error {
+	h := s.ns.Healthz(&server.HealthzOptions{Account: s.ns.GlobalAccount().Name, Stream: stream, Details: true})
+	if h == nil {
+		return nil
+	}
+	for _, e := range h.Errors {
+		if e.Type == server.HealthzErrorStream && strings.Contains(e.Error, "write error") {
+			return errors.New(e.Error)
+		}
+	}
+	return nil
+}
+
 // Inner returns the nats-server for callers that need more of it (tests, monitoring).
 func (s *Server) Inner() *server.Server { return s.ns }
 

@@ -103,6 +103,7 @@ func startExecutor(ctx context.Context, env *roleEnv) (roleRun, error) {
 	cfg.Workers = executorOptions.Workers
 	cfg.MaxApprovalWaits = executorOptions.MaxApprovalWaits
 	cfg.Log = env.Log
+	cfg.StreamWriteError = env.StreamWriteError
 	// Calls in flight when the process stops finish within --stop-timeout (not a fixed 10 s: a
 	// call cut there is answered only after AckWait, outcome_unknown if it has side effects,
 	// though it ran).

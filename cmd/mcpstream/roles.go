@@ -28,6 +28,9 @@ type roleEnv struct {
 	// Registry is the in-process registrysync manager when that role runs in this process
 	// (always under `up`), else nil: other roles then reach connectors over NATS.
 	Registry *registrysync.Manager
+	// StreamWriteError reports a stream's store write error (a full disk) when the process
+	// embeds the NATS server (natsembed.Server.StreamWriteError), else nil.
+	StreamWriteError func(stream string) error
 	// Replica distinguishes several replicas of a role in one data directory ("" = "0").
 	Replica string
 	// HTTP is the process's HTTP mux (routes such as /mcp are added during start), nil when the

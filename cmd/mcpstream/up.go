@@ -587,6 +587,7 @@ func runRoles(ctx context.Context, o hostOptions, names []string, stdout, stderr
 		if err != nil {
 			return err
 		}
+		env.StreamWriteError = srv.StreamWriteError
 	} else {
 		if cfg.EmbeddedNATS != nil && o.Name == "up" {
 			log.Warn().Str("config", cfg.Path).Msg("the embeddedNats section is not used: this process connects to a NATS server of its own (--nats), configured in that server's file")
