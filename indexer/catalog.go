@@ -119,6 +119,9 @@ type Catalog struct {
 	storeMu      sync.RWMutex
 	gcClosed     bool
 	vlogRewrites atomic.Uint64
+	// flushFailed receives (without blocking: a full channel drops it) each failure of Badger
+	// to write a memtable to a table, which it retries once a second for ever (see Close).
+	flushFailed chan struct{}
 	// served counts the catalog service's requests per endpoint (fixed keys, set at Open).
 	served map[string]*endpointCounters
 }
@@ -207,13 +210,15 @@ func Open(cfg Config) (*Catalog, error) {
 		cfg.Stream = subjects.RegistryStream
 	}
 	log := cfg.Log.With().Str("role", "indexer").Str("replica", cfg.Replica).Logger()
-	db, err := openBadger(cfg, log)
+	flushFailed := make(chan struct{}, 1)
+	db, err := openBadger(cfg, log, flushFailed)
 	if err != nil {
 		return nil, err
 	}
 	c := &Catalog{cfg: cfg, log: log, db: db, pol: cfg.Policy, vecKick: make(chan struct{}, 1), embedRetryMin: embedRetryMin, refusedRetry: refusedRetryMin,
-		embedWaits: make(chan struct{}, max(1, cfg.workers()/2)),
-		served:     map[string]*endpointCounters{"search": {}, "details": {}, "servers": {}}}
+		flushFailed: flushFailed,
+		embedWaits:  make(chan struct{}, max(1, cfg.workers()/2)),
+		served:      map[string]*endpointCounters{"search": {}, "details": {}, "servers": {}}}
 	c.reset()
 	if err := c.load(); err != nil {
 		db.Close()
@@ -257,12 +262,34 @@ func (c *Catalog) Close() error {
 		c.storeMu.Lock()
 		c.gcClosed = true
 		c.storeMu.Unlock()
-		if e := c.db.Close(); e != nil {
-			err = fmt.Errorf("%w: close: %w", ErrStore, e)
+		// Badger's Close writes its memtable to a table, and retries a failed write once a
+		// second for ever (a directory made read-only, no descriptor left, an I/O error): the
+		// role waiting for it never reported why the replica stopped, nor did the process
+		// exit. Given up after a few failures: the memtable's writes are in Badger's
+		// write-ahead log, replayed at the next start.
+		done := make(chan error, 1)
+		go func() { done <- c.db.Close() }()
+		for fails := 0; ; {
+			select {
+			case e := <-done:
+				if e != nil {
+					err = fmt.Errorf("%w: close: %w", ErrStore, e)
+				}
+				return
+			case <-c.flushFailed:
+				if fails++; fails >= closeFlushTries {
+					err = fmt.Errorf("%w: close: the store cannot write its memtable to %s (Badger failed %d times; its errors are logged), given up: what it holds is in its write-ahead log, replayed at the next start once the directory can be written",
+						ErrStore, c.cfg.Dir, fails)
+					return
+				}
+			}
 		}
 	})
 	return err
 }
+
+// closeFlushTries is how many failures of Badger to write its memtable Close waits for.
+const closeFlushTries = 3
 
 // Seq returns the last applied stream sequence.
 func (c *Catalog) Seq() uint64 { return c.seq.Load() }

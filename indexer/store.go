@@ -223,7 +223,7 @@ func seqValue(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq
 
 // openBadger opens the replica's store with the small knobs: a replica holding 100k tools stays
 // well under 300 MB of RSS (Badger's defaults hold about 600 MB).
-func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
+func openBadger(cfg Config, log zerolog.Logger, flushFailed chan<- struct{}) (*badger.DB, error) {
 	if cfg.InMemory && cfg.Dir != "" {
 		return nil, fmt.Errorf("%w: InMemory needs an empty Dir", ErrBadRequest)
 	}
@@ -232,7 +232,7 @@ func openBadger(cfg Config, log zerolog.Logger) (*badger.DB, error) {
 	}
 	o := badger.DefaultOptions(cfg.Dir).
 		WithInMemory(cfg.InMemory).
-		WithLogger(badgerLog{log}).
+		WithLogger(badgerLog{log, flushFailed}).
 		WithMemTableSize(memTableSize).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
@@ -548,10 +548,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// badgerLog routes Badger's log to zerolog: errors and warnings only.
-type badgerLog struct{ l zerolog.Logger }
+// badgerLog routes Badger's log to zerolog: errors and warnings only. A failed memtable flush
+// (which Badger retries for ever, logging each failure) is also signaled on flushFailed.
+type badgerLog struct {
+	l           zerolog.Logger
+	flushFailed chan<- struct{}
+}
 
-func (b badgerLog) Errorf(f string, a ...any)   { b.l.Error().Str("component", "badger").Msgf(f, a...) }
+// badgerFlushFailed starts the message Badger logs each time it fails to write a memtable to
+// a table (its errors wrap nothing to test).
+const badgerFlushFailed = "error flushing memtable to disk"
+
+func (b badgerLog) Errorf(f string, a ...any) {
+	b.l.Error().Str("component", "badger").Msgf(f, a...)
+	if b.flushFailed != nil && strings.HasPrefix(f, badgerFlushFailed) {
+		select {
+		case b.flushFailed <- struct{}{}:
+		default:
+		}
+	}
+}
 func (b badgerLog) Warningf(f string, a ...any) { b.l.Warn().Str("component", "badger").Msgf(f, a...) }
 func (b badgerLog) Infof(string, ...any)        {}
 func (b badgerLog) Debugf(string, ...any)       {}
